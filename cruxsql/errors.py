@@ -1,0 +1,27 @@
+"""Exceptions raised by cruxsql. Every message names the input that caused it."""
+
+from __future__ import annotations
+
+
+class CruxsqlError(Exception):
+    """Base class: an error a caller can show to a user as one line."""
+
+
+class InvalidInput(CruxsqlError, ValueError):
+    """An argument is malformed or out of range."""
+
+
+class NotFound(CruxsqlError, LookupError):
+    """A fact (or other record) named by the caller does not exist or is not visible."""
+
+
+class Conflict(CruxsqlError):
+    """The request is well-formed but the current state forbids it (e.g. a consolidation edge)."""
+
+
+class JournalError(CruxsqlError, OSError):
+    """The journal could not be read or written."""
+
+
+class JournalPoisoned(JournalError):
+    """A write or fsync failed; durability of the last append is unknown until the store is reopened."""

@@ -1,0 +1,314 @@
+"""`facts.jsonl`: locked, fsynced appends; torn-tail quarantine; a streaming reader; atomic rewrite.
+
+Durability rules (DESIGN.md §1, factstore spec §2.4, §4.3): each event is one `write` of its JSON plus
+the newline, then the file is fsynced (and the directory when the file is created or renamed). A
+failed write or fsync poisons the journal object: nothing more is written until it is reopened.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+import blake3
+
+from .errors import InvalidInput, JournalError, JournalPoisoned
+
+JOURNAL_NAME = "facts.jsonl"
+LOCK_NAME = "LOCK"
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+FINGERPRINT_WINDOW = 4096
+_READ_CHUNK = 1 << 20
+_ASCII_WS = b" \t\n\r\x0c"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` to `path` via a temp file, fsync, rename and directory fsync."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One newline-terminated journal line.
+
+    `raw` is its content without the newline (and without one `\r` before it); `length` counts
+    every byte of the line including the newline.
+    """
+
+    line_no: int
+    offset: int
+    length: int
+    raw: bytes
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    def is_blank(self) -> bool:
+        return not self.raw.strip(_ASCII_WS)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Identity of the journal up to an offset: its inode and a hash of the bytes just before it."""
+
+    inode: int
+    tail_hash: str
+
+
+class Journal:
+    """The journal file of one data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / JOURNAL_NAME
+        self._lock_path = self.data_dir / LOCK_NAME
+        self._lock_fd: Optional[int] = None
+        self._lock_depth = 0
+        self._thread_lock = threading.RLock()
+        self._poisoned: Optional[str] = None
+
+    # --- locking ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """The cross-process writer lock (flock on LOCK), re-entrant within this object."""
+        with self._thread_lock:
+            if self._lock_depth == 0:
+                fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._lock_fd = fd
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0 and self._lock_fd is not None:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
+
+    # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def poisoned(self) -> Optional[str]:
+        return self._poisoned
+
+    def stat(self) -> Optional[os.stat_result]:
+        try:
+            return os.stat(self.path)
+        except FileNotFoundError:
+            return None
+
+    def fingerprint(self, offset: int) -> Fingerprint:
+        """The fingerprint of the journal's first `offset` bytes (inode + BLAKE3 of the last 4 KiB)."""
+        with open(self.path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            start = max(0, offset - FINGERPRINT_WINDOW)
+            fh.seek(start)
+            window = fh.read(offset - start)
+        return Fingerprint(st.st_ino, blake3.blake3(window).hexdigest())
+
+    # --- repair ----------------------------------------------------------------------------------
+
+    def repair_torn_tail(self) -> Optional[Path]:
+        """Quarantine an unterminated last record (spec §4.3); return the quarantine file, if any.
+
+        The caller holds the lock. The tail goes to `facts.jsonl.torn.<32hex>` (mode 0600), or, when
+        longer than 64 MiB, a `.metadata.json` marker describes it; then the journal is truncated.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                return None
+            tail_start = self._last_newline_end(fd, size)
+            tail_len = size - tail_start
+            name = f"{JOURNAL_NAME}.torn.{uuid.uuid4().hex}"
+            if tail_len > MAX_RECORD_BYTES:
+                name += ".metadata.json"
+                payload = json.dumps(
+                    {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": "oversized_unterminated_uncommitted_record",
+                     "schema_version": 1, "tail_len": tail_len, "tail_start": tail_start},
+                    separators=(",", ":"),
+                ).encode() + b"\n"
+            else:
+                payload = os.pread(fd, tail_len, tail_start)
+            quarantine = self.data_dir / name
+            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(qfd, view):]
+                os.fsync(qfd)
+            finally:
+                os.close(qfd)
+            fsync_dir(self.data_dir)
+            os.ftruncate(fd, tail_start)
+            os.fsync(fd)
+            fsync_dir(self.data_dir)
+            return quarantine
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _last_newline_end(fd: int, size: int) -> int:
+        pos = size
+        while pos > 0:
+            start = max(0, pos - 8192)
+            block = os.pread(fd, pos - start, start)
+            idx = block.rfind(b"\n")
+            if idx >= 0:
+                return start + idx + 1
+            pos = start
+        return 0
+
+    def quarantined_tails(self) -> list[Path]:
+        return sorted(self.data_dir.glob(f"{JOURNAL_NAME}.torn.*"))
+
+    # --- append ----------------------------------------------------------------------------------
+
+    def append(self, lines: list[str]) -> tuple[int, int]:
+        """Append encoded events (one `write` each), fsync, and return (start offset, end offset).
+
+        The caller holds the lock. Raises JournalPoisoned after any failed write or fsync.
+        """
+        if self._poisoned:
+            raise JournalPoisoned(
+                f"fact journal durable mutation plane is poisoned; reopen the store ({self._poisoned})"
+            )
+        payloads = []
+        for line in lines:
+            data = line.encode("utf-8")
+            if len(data) > MAX_RECORD_BYTES:
+                raise InvalidInput(
+                    f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling ({len(data)} bytes)"
+                )
+            payloads.append(data + b"\n")
+        created = not self.path.exists()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise JournalError(f"cannot open {self.path}: {exc.strerror}") from exc
+        try:
+            for data in payloads:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+            end = os.fstat(fd).st_size
+            if created:
+                fsync_dir(self.data_dir)
+        except OSError as exc:
+            self._poisoned = f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}"
+            raise JournalPoisoned(
+                f"fact journal append durability is indeterminate; restart required: {exc.strerror}"
+            ) from exc
+        finally:
+            os.close(fd)
+        return end - sum(len(p) for p in payloads), end
+
+    # --- read ------------------------------------------------------------------------------------
+
+    def records(self, offset: int = 0, line_no: int = 1,
+                progress: Optional[Callable[[int, int], None]] = None) -> Iterator[Record]:
+        """Stream newline-terminated records from `offset` (whose line number is `line_no`).
+
+        An unterminated final record is not committed and is not returned.
+        """
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        with fh:
+            total = os.fstat(fh.fileno()).st_size
+            fh.seek(offset)
+            pending = b""
+            pos = offset
+            while True:
+                chunk = fh.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                buf = pending + chunk if pending else chunk
+                start = 0
+                while True:
+                    nl = buf.find(b"\n", start)
+                    if nl < 0:
+                        break
+                    raw = buf[start:nl]
+                    length = nl + 1 - start
+                    yield Record(line_no, pos, length, raw[:-1] if raw.endswith(b"\r") else raw)
+                    pos += length
+                    start = nl + 1
+                    line_no += 1
+                pending = buf[start:]
+                if progress is not None:
+                    progress(pos - offset, total - offset)
+
+    # --- rewrite ---------------------------------------------------------------------------------
+
+    def rewrite(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
+        """Atomically replace the journal with the lines `write_lines(emit)` emits.
+
+        Temp file `facts.jsonl.compact-<32hex>.tmp` in the same directory, fsync, rename over the
+        journal (the commit point), fsync the directory. Returns (journal path, new size).
+        The caller holds the lock.
+        """
+        tmp = self.data_dir / f"{JOURNAL_NAME}.compact-{uuid.uuid4().hex}.tmp"
+        try:
+            with open(tmp, "wb") as fh:
+                def emit(line: str) -> None:
+                    data = line.encode("utf-8")
+                    if len(data) > MAX_RECORD_BYTES:
+                        raise InvalidInput(
+                            f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling"
+                        )
+                    fh.write(data + b"\n")
+
+                write_lines(emit)
+                fh.flush()
+                os.fsync(fh.fileno())
+                size = fh.tell()
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(self.data_dir)
+        return self.path, size
+

@@ -1,0 +1,369 @@
+"""The store: the write API (append to the journal, then replay into the view) and basic reads.
+
+Every mutation: take the lock, catch the view up to the journal's end, append the event(s) with
+fsync, replay the appended lines into SQLite (one transaction that also advances the checkpoint),
+release. An event that is not durable in the journal is never visible in the view.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import apsw
+
+from . import codec, timestamps, view
+from .codec import Fact
+from .errors import Conflict, InvalidInput, NotFound
+from .journal import Journal
+from .privacy import PrivacyPolicy, global_policy
+
+Progress = Optional[Callable[[int, int], None]]
+_STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
+                    "horizon_class", "actor")
+
+
+@dataclass
+class StoreRequest:
+    """Crux's `StoreFact`: what a caller asks to store."""
+
+    entity: str
+    key: str
+    value: str
+    tenant_hash: str = "default"
+    source_receipt: Optional[str] = None
+    confidence: float = 1.0
+    private: bool = False
+    horizon_class: Optional[str] = None
+    actor: Optional[str] = None
+
+    @classmethod
+    def from_obj(cls, obj: Any, where: str = "request") -> "StoreRequest":
+        """Validate a decoded JSON object with the StoreFact keys; errors name the bad key."""
+        if not isinstance(obj, dict):
+            raise InvalidInput(f"{where}: expected a JSON object with entity, key and value")
+        unknown = sorted(set(obj) - set(_STORE_FACT_KEYS))
+        if unknown:
+            raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)}")
+        for name in ("entity", "key", "value"):
+            if not isinstance(obj.get(name), str):
+                raise InvalidInput(f"{where}: `{name}` is required and must be a string")
+        for name in ("tenant_hash", "source_receipt", "horizon_class", "actor"):
+            if obj.get(name) is not None and not isinstance(obj[name], str):
+                raise InvalidInput(f"{where}: `{name}` must be a string")
+        confidence = obj.get("confidence", 1.0)
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+            raise InvalidInput(f"{where}: `confidence` must be a number")
+        private = obj.get("private", False)
+        if not isinstance(private, bool):
+            raise InvalidInput(f"{where}: `private` must be true or false")
+        return cls(
+            entity=obj["entity"], key=obj["key"], value=obj["value"],
+            tenant_hash=obj.get("tenant_hash") or "default", source_receipt=obj.get("source_receipt"),
+            confidence=float(confidence), private=private, horizon_class=obj.get("horizon_class"),
+            actor=obj.get("actor"),
+        )
+
+
+def check_confidence(confidence: float) -> float:
+    """Confidence must be finite and within 0.0..=1.0 (Crux never checks: defect §12.11)."""
+    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not math.isfinite(confidence) \
+            or not 0.0 <= confidence <= 1.0:
+        raise InvalidInput(f"confidence must be a finite number within 0.0..=1.0, got {confidence!r}")
+    return codec.to_f32(confidence)
+
+
+@dataclass
+class VerifyReport:
+    """What `cruxsql verify` checks."""
+
+    events_by_op: dict[str, int]
+    skipped_events: list[dict[str, Any]]
+    corrupt_lines: list[dict[str, Any]]
+    quarantined_tails: list[str]
+    view_matches_replay: bool
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.view_matches_replay and not self.corrupt_lines and not self.quarantined_tails
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "events_by_op": self.events_by_op, "skipped_events": self.skipped_events,
+            "corrupt_lines": self.corrupt_lines, "quarantined_tails": self.quarantined_tails,
+            "view_matches_replay": self.view_matches_replay, "differences": self.differences,
+        }
+
+
+class Store:
+    """One data directory: `facts.jsonl` (the truth) and `cruxsql.db` (the view)."""
+
+    def __init__(self, data_dir: Path | str, progress: Progress = None, policy: Optional[PrivacyPolicy] = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.policy = policy or global_policy()
+        self.journal = Journal(self.data_dir)
+        self.db: apsw.Connection = view.open_connection(self.data_dir / view.DB_NAME)
+        with self.writer_lock():
+            self.quarantined = self.journal.repair_torn_tail()
+            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """The cross-process writer lock; hold it for every mutation of the data directory."""
+        with self.journal.lock():
+            yield
+
+    def refresh(self, progress: Progress = None) -> view.ReplayStats:
+        """Catch the view up with lines other processes (or a Crux daemon) appended."""
+        with self.writer_lock():
+            return view.replay(self.db, self.journal, self.policy, progress)
+
+    def rebuild(self, progress: Progress = None) -> view.ReplayStats:
+        """Recreate the fact view from the journal alone."""
+        with self.writer_lock():
+            self.journal.repair_torn_tail()
+            return view.rebuild(self.db, self.journal, self.policy, progress)
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def _commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+        """Under the lock: catch up, build events from current state, append durably, replay them."""
+        with self.writer_lock():
+            view.replay(self.db, self.journal, self.policy)
+            events = build()
+            self.journal.repair_torn_tail()
+            self.journal.append([codec.encode_event(e) for e in events])
+            view.replay(self.db, self.journal, self.policy)
+            return events
+
+    def _build_fact(self, req: StoreRequest, now: int) -> Fact:
+        tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
+        horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
+            else codec.default_horizon_for_entity(req.entity)
+        prev = self.db.execute(
+            "SELECT fact_id, version FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0 "
+            "ORDER BY seq DESC LIMIT 1",
+            (tenant, req.entity, req.key),
+        ).fetchone()
+        return Fact(
+            fact_id="f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=req.entity, key=req.key, value=req.value,
+            source_receipt=req.source_receipt, confidence=check_confidence(req.confidence), stored_at=now,
+            tokens=codec.token_cost(req.value), version=prev[1] + 1 if prev else 1,
+            supersedes=prev[0] if prev else None, private=self.policy.enforce(req.entity, req.private),
+            horizon_class=horizon, actor=req.actor,
+        )
+
+    def store(self, entity: str, key: str, value: str, *, tenant: str = "default", confidence: float = 1.0,
+              source_receipt: Optional[str] = None, private: bool = False, horizon_class: Optional[str] = None,
+              actor: Optional[str] = None) -> Fact:
+        """Store a new version of (tenant, entity, key): a `store` line, then a `supersede` line if it
+        retires a predecessor."""
+        req = StoreRequest(entity, key, value, tenant, source_receipt, confidence, private, horizon_class, actor)
+        return self.store_batch([req], as_batch=False)[0]
+
+    def store_batch(self, requests: list[StoreRequest], as_batch: bool = True) -> list[Fact]:
+        """Store several facts as one `store_batch` event (all built first, as Crux does)."""
+        if not requests:
+            raise InvalidInput("store_batch needs at least one request")
+
+        def build() -> list[codec.Event]:
+            now = timestamps.now_ns()
+            facts = [self._build_fact(r, now) for r in requests]
+            head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
+            at = timestamps.format_event_time(timestamps.now_ns())
+            return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
+
+        events = self._commit(build)
+        facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
+        return [self.get(f.fact_id) for f in facts]
+
+    def _require(self, fact_id: str, tenant: Optional[str]) -> tuple:
+        row = self.db.execute(
+            "SELECT tenant_hash, deleted, superseded_by FROM facts WHERE fact_id = ?", (fact_id,)
+        ).fetchone()
+        if row is None or (tenant is not None and row[0] != tenant):
+            where = f" in tenant {tenant!r}" if tenant is not None else ""
+            raise NotFound(f"unknown fact id {fact_id!r}{where}")
+        return row
+
+    def _consolidation_guard(self, fact_id: str) -> None:
+        if self.db.execute(
+            "SELECT 1 FROM consolidation_sources cs JOIN facts s ON s.fact_id = cs.source_fact_id "
+            "WHERE (cs.source_fact_id = ?1 AND s.superseded_by = cs.canonical_fact_id) OR cs.canonical_fact_id = ?1 "
+            "LIMIT 1", (fact_id,),
+        ).fetchone():
+            raise Conflict(f"fact {fact_id} is a consolidation member; undo the consolidation first")
+
+    def delete(self, fact_id: str, tenant: Optional[str] = None) -> None:
+        """Mark a fact deleted (its text stays in the journal until compaction)."""
+
+        def build() -> list[codec.Event]:
+            row = self._require(fact_id, tenant)
+            if row[1]:
+                raise Conflict(f"fact {fact_id} is already deleted")
+            self._consolidation_guard(fact_id)
+            return [codec.DeleteEvent(fact_id, timestamps.format_event_time(timestamps.now_ns()))]
+
+        self._commit(build)
+
+    def supersede(self, fact_id: str, by_fact_id: str, tenant: Optional[str] = None) -> None:
+        """Mark `fact_id` as superseded by `by_fact_id` (both in one tenant)."""
+
+        def build() -> list[codec.Event]:
+            target, by = self._require(fact_id, tenant), self._require(by_fact_id, tenant)
+            if fact_id == by_fact_id:
+                raise InvalidInput(f"fact {fact_id} cannot supersede itself")
+            if target[0] != by[0]:
+                raise Conflict(f"facts {fact_id} and {by_fact_id} are in different tenants")
+            self._consolidation_guard(fact_id)
+            return [codec.SupersedeEvent(fact_id, by_fact_id, timestamps.format_event_time(timestamps.now_ns()))]
+
+        self._commit(build)
+
+    def clear_supersede(self, fact_id: str, tenant: Optional[str] = None) -> None:
+        """Make a superseded fact current again."""
+
+        def build() -> list[codec.Event]:
+            row = self._require(fact_id, tenant)
+            if row[2] is None:
+                raise Conflict(f"fact {fact_id} is not superseded")
+            self._consolidation_guard(fact_id)
+            return [codec.ClearSupersedeEvent(fact_id, timestamps.format_event_time(timestamps.now_ns()))]
+
+        self._commit(build)
+
+    def set_validity(self, fact_id: str, valid_from: Optional[int] = None, valid_to: Optional[int] = None,
+                     tenant: Optional[str] = None) -> None:
+        """Set (or clear, with None) the half-open valid-time interval [valid_from, valid_to)."""
+        if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+            raise InvalidInput("valid_to must be later than valid_from")
+
+        def build() -> list[codec.Event]:
+            self._require(fact_id, tenant)
+            return [codec.SetValidityEvent(fact_id, valid_from, valid_to,
+                                           timestamps.format_event_time(timestamps.now_ns()))]
+
+        self._commit(build)
+
+    def set_horizon(self, fact_id: str, horizon_class: str, tenant: Optional[str] = None) -> None:
+        """Change a fact's freshness horizon, journaled (Crux keeps it in memory only)."""
+        horizon = codec.parse_horizon(horizon_class)
+
+        def build() -> list[codec.Event]:
+            self._require(fact_id, tenant)
+            return [codec.SetHorizonEvent(fact_id, horizon, timestamps.format_event_time(timestamps.now_ns()))]
+
+        self._commit(build)
+
+    def reverify(self, fact_id: str, tenant: Optional[str] = None) -> Fact:
+        """Record that a fact was re-verified now, journaled (Crux keeps it in memory only)."""
+
+        def build() -> list[codec.Event]:
+            self._require(fact_id, tenant)
+            return [codec.ReverifyEvent(fact_id, timestamps.now_ns())]
+
+        self._commit(build)
+        return self.get(fact_id)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def get(self, fact_id: str, tenant: Optional[str] = None) -> Fact:
+        """One fact by id (deleted ones included); NotFound names the id."""
+        facts = list(view.iter_facts(self.db, "WHERE fact_id = ?", (fact_id,)))
+        if not facts or (tenant is not None and facts[0].tenant_hash != tenant):
+            where = f" in tenant {tenant!r}" if tenant is not None else ""
+            raise NotFound(f"unknown fact id {fact_id!r}{where}")
+        return facts[0]
+
+    def history(self, entity: str, key: str, tenant: str = "default") -> list[Fact]:
+        """Every version of (tenant, entity, key), deleted ones included, in version order."""
+        return list(view.iter_facts(
+            self.db, "WHERE tenant_hash = ? AND entity = ? AND key = ? ORDER BY version, seq", (tenant, entity, key)))
+
+    # --- verification ----------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Events by op, skipped events, corrupt lines, quarantined tails, and view == fresh replay."""
+        self.refresh()
+        events_by_op = dict(self.db.execute("SELECT op, count(*) FROM journal_events GROUP BY op ORDER BY op"))
+        skipped = [
+            {"line_no": r[0], "op": r[1], "fact_id": r[2], "reason": r[3]}
+            for r in self.db.execute(
+                "SELECT line_no, op, fact_id, skip_reason FROM journal_events WHERE applied = 0 ORDER BY line_no")
+        ]
+        corrupt = [
+            {"line_no": r[0], "byte_offset": r[1], "reason": r[2]}
+            for r in self.db.execute("SELECT line_no, byte_offset, reason FROM journal_corrupt_lines ORDER BY line_no")
+        ]
+        differences = self._compare_with_fresh_replay()
+        return VerifyReport(events_by_op, skipped, corrupt, [p.name for p in self.journal.quarantined_tails()],
+                            not differences, differences)
+
+    def _compare_with_fresh_replay(self) -> list[str]:
+        with tempfile.TemporaryDirectory(prefix="cruxsql-verify-") as tmp:
+            fresh_path = Path(tmp) / "fresh.db"
+            fresh = view.open_connection(fresh_path)
+            try:
+                with self.writer_lock():
+                    view.rebuild(fresh, self.journal, self.policy)
+            finally:
+                fresh.close()
+            self.db.execute("ATTACH DATABASE ? AS fresh", (str(fresh_path),))
+            try:
+                return _table_differences(self.db)
+            finally:
+                self.db.execute("DETACH DATABASE fresh")
+                for suffix in ("-wal", "-shm"):
+                    try:
+                        os.unlink(str(fresh_path) + suffix)
+                    except FileNotFoundError:
+                        pass
+
+
+def _table_differences(db: apsw.Connection) -> list[str]:
+    cols = ", ".join(view.FACT_COLUMNS[:26]) + ", line_no"
+    checks = {
+        "facts": cols,
+        "journal_events": "line_no, byte_offset, byte_length, op, fact_id, event_at, applied, skip_reason",
+        "journal_event_facts": "line_no, fact_id, role",
+        "journal_corrupt_lines": "line_no, byte_offset, byte_length, reason",
+        "consolidation_sources": "canonical_fact_id, position, source_fact_id",
+    }
+    out = []
+    for table, columns in checks.items():
+        for a, b, label in (("main", "fresh", "only in the view"), ("fresh", "main", "missing from the view")):
+            n = db.execute(
+                f"SELECT count(*) FROM (SELECT {columns} FROM {a}.{table} EXCEPT SELECT {columns} FROM {b}.{table})"
+            ).fetchone()[0]
+            if n:
+                out.append(f"{table}: {n} row(s) {label}")
+    order = ("SELECT fact_id, row_number() OVER (PARTITION BY tenant_hash, entity, key ORDER BY seq) FROM {}.facts")
+    n = db.execute(
+        f"SELECT count(*) FROM ({order.format('main')} EXCEPT {order.format('fresh')})").fetchone()[0]
+    if n:
+        out.append(f"facts: {n} fact(s) in a different version-chain order")
+    return out
+
+
+def open_store(data_dir: Path | str, progress: Progress = None) -> Store:
+    """Open (creating if needed) the store in `data_dir`."""
+    return Store(data_dir, progress=progress)

@@ -1,0 +1,104 @@
+"""RFC 3339 timestamps as integer epoch nanoseconds, in the two wire formats Crux uses.
+
+Fact times (`stored_at`, `valid_from`, ...) are written by chrono's serde impl with a `Z` suffix;
+event times (`deleted_at`, `superseded_at`, ...) by `to_rfc3339()` with `+00:00`. Both use chrono's
+`AutoSi` fraction: none, 3, 6 or 9 digits depending on the nanoseconds (factstore spec §1.1).
+Python's datetime only has microseconds, so everything here works on integers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from .errors import InvalidInput
+
+_NS = 1_000_000_000
+_DAY_NS = 86_400 * _NS
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:?\d{2})\Z"
+)
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _civil_from_days(z: int) -> tuple[int, int, int]:
+    z += 719468
+    era = (z if z >= 0 else z - 146096) // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + (3 if mp < 10 else -9)
+    return y + (m <= 2), m, d
+
+
+def _days_in_month(y: int, m: int) -> int:
+    if m == 2:
+        return 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28
+    return 30 if m in (4, 6, 9, 11) else 31
+
+
+def parse_ns(text: str) -> int:
+    """Parse an RFC 3339 timestamp (any offset, 0-9+ fraction digits) to UTC epoch nanoseconds.
+
+    Raises InvalidInput naming the text when it is not a valid timestamp.
+    """
+    m = _RFC3339.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
+    y, mo, d, hh, mi, ss = (int(g) for g in m.groups()[:6])
+    frac, off = m.group(7), m.group(8)
+    if not (1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo) and hh < 24 and mi < 60 and ss < 60):
+        raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
+    nanos = int((frac or "0")[:9].ljust(9, "0"))
+    offset_s = 0
+    if off not in ("Z", "z"):
+        digits = off[1:].replace(":", "")
+        oh, om = int(digits[:2]), int(digits[2:])
+        if oh > 23 or om > 59:
+            raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
+        offset_s = (oh * 3600 + om * 60) * (1 if off[0] == "+" else -1)
+    secs = _days_from_civil(y, mo, d) * 86_400 + hh * 3600 + mi * 60 + ss - offset_s
+    return secs * _NS + nanos
+
+
+def _format(ns: int, suffix: str) -> str:
+    days, rem = divmod(ns, _DAY_NS)
+    y, m, d = _civil_from_days(days)
+    secs, nanos = divmod(rem, _NS)
+    hh, rest = divmod(secs, 3600)
+    mi, ss = divmod(rest, 60)
+    if nanos == 0:
+        frac = ""
+    elif nanos % 1_000_000 == 0:
+        frac = f".{nanos // 1_000_000:03d}"
+    elif nanos % 1_000 == 0:
+        frac = f".{nanos // 1_000:06d}"
+    else:
+        frac = f".{nanos:09d}"
+    return f"{y:04d}-{m:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}{frac}{suffix}"
+
+
+def format_fact_time(ns: int) -> str:
+    """A fact timestamp as chrono serde writes it: AutoSi fraction, `Z` suffix."""
+    return _format(ns, "Z")
+
+
+def format_event_time(ns: int) -> str:
+    """An event timestamp as `Utc::now().to_rfc3339()` writes it: AutoSi fraction, `+00:00`."""
+    return _format(ns, "+00:00")
+
+
+def now_ns() -> int:
+    return time.time_ns()

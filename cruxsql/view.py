@@ -1,0 +1,458 @@
+"""The materialised view: SQL migrations, replay of journal events into tables, the checkpoint.
+
+Replay follows the V-C rules of factstore spec §4.4. The store's write path uses the same replay
+(append, then replay the appended lines), so the view always equals a fresh replay of the journal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional
+
+import apsw
+
+from . import codec, timestamps
+from .codec import CorruptLine, Event, Fact
+from .journal import MAX_RECORD_BYTES, Journal, Record
+from .privacy import PrivacyPolicy
+
+DB_NAME = "cruxsql.db"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_COMMIT_EVERY = 20_000
+_LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
+
+FACT_COLUMNS = (
+    "fact_id", "tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "stored_at",
+    "stored_at_ns", "tokens", "deleted", "version", "supersedes", "private", "horizon_class",
+    "reverified_at", "reverified_at_ns", "superseded_by", "actor", "valid_from", "valid_from_ns",
+    "valid_to", "valid_to_ns", "access_count", "last_accessed_at", "last_accessed_at_ns", "seq", "line_no",
+)
+_INSERT_FACT = (
+    f"INSERT OR IGNORE INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))})"
+)
+FACT_SELECT = ", ".join(FACT_COLUMNS[:26])
+
+
+def migrations_dir() -> Path:
+    """`migrations/` at the repository root in a checkout, or `cruxsql/migrations` in a wheel."""
+    packaged = resources.files("cruxsql") / "migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "migrations"
+
+
+def _ts(ns: Optional[int]) -> Optional[str]:
+    return None if ns is None else timestamps.format_fact_time(ns)
+
+
+def fact_row(fact: Fact, seq: int, line_no: int) -> tuple:
+    return (
+        fact.fact_id, fact.tenant_hash, fact.entity, fact.key, fact.value, fact.source_receipt,
+        fact.confidence, timestamps.format_fact_time(fact.stored_at), fact.stored_at, fact.tokens,
+        int(fact.deleted), fact.version, fact.supersedes, int(fact.private), fact.horizon_class,
+        _ts(fact.reverified_at), fact.reverified_at, fact.superseded_by, fact.actor,
+        _ts(fact.valid_from), fact.valid_from, _ts(fact.valid_to), fact.valid_to, fact.access_count,
+        _ts(fact.last_accessed_at), fact.last_accessed_at, seq, line_no,
+    )
+
+
+def fact_from_row(row: tuple) -> Fact:
+    """A Fact from the first 26 columns of FACT_COLUMNS (as selected by FACT_SELECT)."""
+    return Fact(
+        fact_id=row[0], tenant_hash=row[1], entity=row[2], key=row[3], value=row[4], source_receipt=row[5],
+        confidence=row[6], stored_at=row[8], tokens=row[9], deleted=bool(row[10]), version=row[11],
+        supersedes=row[12], private=bool(row[13]), horizon_class=row[14], reverified_at=row[16],
+        superseded_by=row[17], actor=row[18], valid_from=row[20], valid_to=row[22], access_count=row[23],
+        last_accessed_at=row[25],
+    )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    byte_offset: int
+    line_count: int
+    inode: int
+    tail_hash: str
+    next_seq: int
+
+
+@dataclass
+class ReplayStats:
+    """What one replay pass did."""
+
+    events: int = 0
+    applied: int = 0
+    skipped: int = 0
+    corrupt: list[tuple[int, str]] = field(default_factory=list)
+    rebuilt: bool = False
+
+
+def open_connection(path: Path) -> apsw.Connection:
+    """An apsw connection to the view with the pragmas DESIGN.md §3 asks for, migrated."""
+    db = apsw.Connection(str(path))
+    db.setbusytimeout(30_000)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA secure_delete=ON")
+    db.execute("PRAGMA foreign_keys=ON")
+    migrate(db)
+    return db
+
+
+def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
+    """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
+    directory = directory or migrations_dir()
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "applied_at TEXT NOT NULL)"
+    )
+    applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+    done = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _MIGRATION_NAME.match(path.name)
+        if not m or int(m.group(1)) in applied:
+            continue
+        with db:
+            if db.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (int(m.group(1)),)).fetchone():
+                continue
+            db.execute(path.read_text(encoding="utf-8"))
+            db.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (int(m.group(1)), m.group(2), timestamps.format_event_time(timestamps.now_ns())),
+            )
+        done.append(path.name)
+    return done
+
+
+def read_checkpoint(db: apsw.Connection) -> Optional[Checkpoint]:
+    row = db.execute(
+        "SELECT byte_offset, line_count, inode, tail_hash, next_seq FROM journal_checkpoint WHERE id = 1"
+    ).fetchone()
+    return Checkpoint(*row) if row else None
+
+
+def reset_facts(db: apsw.Connection) -> None:
+    """Empty every table derived from the journal (inside the caller's transaction)."""
+    for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",
+                  "facts", "journal_checkpoint"):
+        db.execute(f"DELETE FROM {table}")
+
+
+class _Applier:
+    """Applies decoded events to the view's tables with the V-C replay rules."""
+
+    def __init__(self, db: apsw.Connection, policy: PrivacyPolicy, next_seq: int) -> None:
+        self.db = db
+        self.policy = policy
+        self.next_seq = next_seq
+        self.first_seq = next_seq
+
+    # lookups
+    def _fact(self, fact_id: str) -> Optional[tuple]:
+        return self.db.execute(
+            "SELECT tenant_hash, entity, key, deleted, superseded_by FROM facts WHERE fact_id = ?", (fact_id,)
+        ).fetchone()
+
+    def _is_canonical(self, fact_id: str) -> bool:
+        return self.db.execute(
+            "SELECT 1 FROM consolidation_sources WHERE canonical_fact_id = ? LIMIT 1", (fact_id,)
+        ).fetchone() is not None
+
+    def _is_active_source(self, fact_id: str) -> bool:
+        return self.db.execute(
+            "SELECT 1 FROM consolidation_sources cs JOIN facts s ON s.fact_id = cs.source_fact_id "
+            "WHERE cs.source_fact_id = ? AND s.superseded_by = cs.canonical_fact_id LIMIT 1",
+            (fact_id,),
+        ).fetchone() is not None
+
+    def _insert(self, fact: Fact, line_no: int) -> bool:
+        """`replay_journal_insert`: privacy re-applied, empty tenant defaulted, duplicate ids skipped."""
+        private = self.policy.enforce(fact.entity, fact.private)
+        tenant = fact.tenant_hash or "default"
+        if private != fact.private or tenant != fact.tenant_hash:
+            fact = fact.copy(private=private, tenant_hash=tenant)
+        if (fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES)):
+            self.db.execute(
+                "DELETE FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ?",
+                (fact.tenant_hash, fact.entity, fact.key),
+            )
+        self.db.execute(_INSERT_FACT, fact_row(fact, self.next_seq, line_no))
+        if self.db.changes() == 0:
+            return False
+        self.next_seq += 1
+        return True
+
+    def apply(self, event: Event, line_no: int) -> tuple[bool, Optional[str], list[tuple[str, str]]]:
+        """Apply one event: (applied?, skip reason, [(fact_id, role)] it names)."""
+        op = event.op
+        db = self.db
+        if op == "store":
+            ok = self._insert(event.fact, line_no)
+            return ok, None if ok else "duplicate fact_id", [(event.fact.fact_id, "stored")]
+        if op == "store_batch":
+            names = [(f.fact_id, "stored") for f in event.facts]
+            results = [self._insert(f, line_no) for f in event.facts]
+            ok = all(results)
+            return any(results) or not results, None if ok else "duplicate fact_id", names
+        if op == "replace_latest":
+            f = event.fact
+            for rid in event.replaced_fact_ids:
+                db.execute(
+                    "DELETE FROM facts WHERE fact_id = ? AND tenant_hash = ? AND entity = ? AND key = ?",
+                    (rid, f.tenant_hash or "default", f.entity, f.key),
+                )
+            ok = self._insert(f, line_no)
+            names = [(f.fact_id, "stored")] + [(r, "replaced") for r in event.replaced_fact_ids]
+            return ok, None if ok else "duplicate fact_id", names
+        if op == "delete":
+            names = [(event.fact_id, "deleted")]
+            if self._is_canonical(event.fact_id) or self._is_active_source(event.fact_id):
+                return False, "consolidation member", names
+            db.execute("UPDATE facts SET deleted = 1 WHERE fact_id = ?", (event.fact_id,))
+            return (db.changes() > 0), (None if db.changes() > 0 else "unknown fact_id"), names
+        if op == "supersede":
+            names = [(event.fact_id, "superseded"), (event.by_fact_id, "superseding")]
+            target, by = self._fact(event.fact_id), self._fact(event.by_fact_id)
+            if target is None or by is None:
+                return False, "unknown fact_id", names
+            if target[0] != by[0]:
+                return False, "tenant mismatch", names
+            if self._is_active_source(event.fact_id):
+                return False, "active consolidation source", names
+            db.execute("UPDATE facts SET superseded_by = ? WHERE fact_id = ?", (event.by_fact_id, event.fact_id))
+            return True, None, names
+        if op == "clear_supersede":
+            names = [(event.fact_id, "cleared")]
+            if self._is_active_source(event.fact_id):
+                return False, "active consolidation source", names
+            db.execute("UPDATE facts SET superseded_by = NULL WHERE fact_id = ?", (event.fact_id,))
+            return (db.changes() > 0), (None if db.changes() > 0 else "unknown fact_id"), names
+        if op == "set_validity":
+            db.execute(
+                "UPDATE facts SET valid_from = ?, valid_from_ns = ?, valid_to = ?, valid_to_ns = ? WHERE fact_id = ?",
+                (_ts(event.valid_from), event.valid_from, _ts(event.valid_to), event.valid_to, event.fact_id),
+            )
+            ok = db.changes() > 0
+            return ok, None if ok else "unknown fact_id", [(event.fact_id, "validity")]
+        if op == "set_horizon":
+            db.execute("UPDATE facts SET horizon_class = ? WHERE fact_id = ?", (event.horizon_class, event.fact_id))
+            ok = db.changes() > 0
+            return ok, None if ok else "unknown fact_id", [(event.fact_id, "horizon")]
+        if op == "reverify":
+            db.execute(
+                "UPDATE facts SET reverified_at = ?, reverified_at_ns = ? WHERE fact_id = ?",
+                (_ts(event.reverified_at), event.reverified_at, event.fact_id),
+            )
+            ok = db.changes() > 0
+            return ok, None if ok else "unknown fact_id", [(event.fact_id, "reverified")]
+        if op == "consolidate":
+            return self._consolidate(event, line_no)
+        if op == "consolidation_provenance":
+            return self._provenance(event)
+        if op == "consolidate_undo":
+            return self._undo(event)
+        raise AssertionError(op)
+
+    def _consolidate(self, event: codec.ConsolidateEvent, line_no: int):
+        canonical = event.canonical
+        if not canonical.tenant_hash:
+            canonical = canonical.copy(tenant_hash="default")
+        ids = event.superseded_fact_ids
+        names = [(canonical.fact_id, "canonical")] + [(i, "source") for i in ids]
+        reason = None
+        if not ids or len(set(ids)) != len(ids):
+            reason = "empty or duplicate source list"
+        elif canonical.supersedes is not None and canonical.supersedes not in ids:
+            reason = "canonical.supersedes not among sources"
+        elif canonical.deleted or self._fact(canonical.fact_id) is not None:
+            reason = "canonical deleted or already present"
+        else:
+            for sid in ids:
+                src = self._fact(sid)
+                if src is None or src[3] or src[0] != canonical.tenant_hash or src[4] is not None:
+                    reason = f"invalid source {sid}"
+                    break
+        if reason:
+            return False, reason, names
+        self._insert(canonical, line_no)
+        for sid in ids:
+            self.db.execute("UPDATE facts SET superseded_by = ? WHERE fact_id = ?", (canonical.fact_id, sid))
+        self._record_sources(canonical.fact_id, ids)
+        return True, None, names
+
+    def _record_sources(self, canonical_id: str, ids: list[str]) -> None:
+        self.db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id = ?", (canonical_id,))
+        self.db.executemany(
+            "INSERT INTO consolidation_sources (canonical_fact_id, position, source_fact_id) VALUES (?, ?, ?)",
+            [(canonical_id, i, sid) for i, sid in enumerate(ids)],
+        )
+
+    def _provenance(self, event: codec.ConsolidationProvenanceEvent):
+        cid, ids = event.canonical_fact_id, event.source_fact_ids
+        names = [(cid, "canonical")] + [(i, "source") for i in ids]
+        canonical = self._fact(cid)
+        if canonical is None or canonical[3] or canonical[0] != event.tenant_hash or not ids:
+            return False, "invalid canonical", names
+        for sid in ids:
+            src = self._fact(sid)
+            if src is None or src[3] or src[0] != event.tenant_hash or src[4] != cid:
+                return False, f"invalid source {sid}", names
+        self._record_sources(cid, ids)
+        return True, None, names
+
+    def _undo(self, event: codec.ConsolidateUndoEvent):
+        cid = event.canonical_fact_id
+        names = [(cid, "canonical")] + [(i, "restored") for i in event.restored_fact_ids]
+        expected = sorted(r[0] for r in self.db.execute(
+            "SELECT source_fact_id FROM consolidation_sources WHERE canonical_fact_id = ?", (cid,)))
+        supplied = sorted(set(event.restored_fact_ids))
+        canonical = self._fact(cid)
+        if canonical is None or not expected or expected != supplied:
+            return False, "undo source set does not match", names
+        sources = [self._fact(sid) for sid in expected]
+        if canonical[3]:
+            if all(s is not None and not s[3] and s[0] == canonical[0] and s[4] is None for s in sources):
+                return True, None, names
+            return False, "undo source set does not match", names
+        if canonical[4] is not None:
+            return False, "canonical superseded", names
+        if not all(s is not None and not s[3] and s[0] == canonical[0] and s[4] == cid for s in sources):
+            return False, "undo source set does not match", names
+        self.db.execute("UPDATE facts SET deleted = 1 WHERE fact_id = ?", (cid,))
+        for sid in expected:
+            self.db.execute("UPDATE facts SET superseded_by = NULL WHERE fact_id = ?", (sid,))
+        return True, None, names
+
+    def sanitize_links(self) -> None:
+        """V-C link sanitisation, for facts inserted by this pass and the facts that refer to them."""
+        s = self.first_seq
+        if self.next_seq == s:
+            return
+        self.db.execute(
+            "UPDATE facts SET supersedes = NULL WHERE fact_id IN ("
+            " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.supersedes"
+            "  WHERE a.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)"
+            " UNION SELECT a.fact_id FROM facts b JOIN facts a ON a.supersedes = b.fact_id"
+            "  WHERE b.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key))",
+            (s,),
+        )
+        self.db.execute(
+            "UPDATE facts SET superseded_by = NULL WHERE fact_id IN ("
+            " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.superseded_by"
+            "  WHERE a.seq >= ?1 AND a.tenant_hash != b.tenant_hash"
+            " UNION SELECT a.fact_id FROM facts b JOIN facts a ON a.superseded_by = b.fact_id"
+            "  WHERE b.seq >= ?1 AND a.tenant_hash != b.tenant_hash)",
+            (s,),
+        )
+
+
+def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
+           progress: Optional[Callable[[int, int], None]] = None) -> ReplayStats:
+    """Bring the view up to the journal's end: replay the tail past the checkpoint, or rebuild.
+
+    The caller holds the journal lock. A checkpoint whose fingerprint no longer matches the journal
+    (rewritten by a compaction, another process or a Crux daemon) triggers a full rebuild.
+    """
+    st = journal.stat()
+    cp = read_checkpoint(db)
+    stats = ReplayStats()
+    if st is None:
+        if cp is not None and cp.byte_offset > 0:
+            with db:
+                reset_facts(db)
+            stats.rebuilt = True
+        return stats
+    if cp is not None and cp.byte_offset <= st.st_size and cp.inode == st.st_ino:
+        fp = journal.fingerprint(cp.byte_offset)
+        if fp.tail_hash == cp.tail_hash:
+            if cp.byte_offset == st.st_size:
+                return stats
+            _replay_records(db, journal, policy, cp, stats, progress)
+            return stats
+    with db:
+        reset_facts(db)
+    stats.rebuilt = True
+    _replay_records(db, journal, policy, None, stats, progress)
+    return stats
+
+
+def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
+            progress: Optional[Callable[[int, int], None]] = None) -> ReplayStats:
+    """Drop the fact tables and replay the whole journal. The caller holds the journal lock."""
+    with db:
+        reset_facts(db)
+    stats = ReplayStats(rebuilt=True)
+    if journal.stat() is not None:
+        _replay_records(db, journal, policy, None, stats, progress)
+    return stats
+
+
+def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[Checkpoint],
+                    stats: ReplayStats, progress: Optional[Callable[[int, int], None]]) -> None:
+    offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
+    applier = _Applier(db, policy, seq)
+    records = journal.records(offset, line_no, progress)
+    while True:
+        last: Optional[Record] = None
+        with db:
+            for last in _take(records, _COMMIT_EVERY):
+                _apply_record(db, applier, last, stats)
+            if last is None:
+                break
+            fp = journal.fingerprint(last.end)
+            db.execute(
+                "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
+                "updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, timestamps.now_ns()),
+            )
+    with db:
+        applier.sanitize_links()
+
+
+def _take(it: Iterator[Record], n: int) -> Iterator[Record]:
+    for _ in range(n):
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+
+
+def _apply_record(db: apsw.Connection, applier: _Applier, rec: Record, stats: ReplayStats) -> None:
+    if rec.is_blank():
+        return
+    try:
+        if len(rec.raw) > MAX_RECORD_BYTES:
+            raise CorruptLine(f"record exceeds the {MAX_RECORD_BYTES}-byte replay ceiling")
+        event = codec.decode_event(rec.raw)
+    except CorruptLine as exc:
+        db.execute(
+            "INSERT OR REPLACE INTO journal_corrupt_lines (line_no, byte_offset, byte_length, reason) VALUES (?, ?, ?, ?)",
+            (rec.line_no, rec.offset, rec.length, str(exc)),
+        )
+        stats.corrupt.append((rec.line_no, str(exc)))
+        return
+    applied, reason, names = applier.apply(event, rec.line_no)
+    stats.events += 1
+    if applied:
+        stats.applied += 1
+    else:
+        stats.skipped += 1
+    db.execute(
+        "INSERT OR REPLACE INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+        "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (rec.line_no, rec.offset, rec.length, event.op, codec.event_main_fact_id(event),
+         codec.event_time_text(event), int(applied), reason),
+    )
+    db.executemany(
+        "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)",
+        [(rec.line_no, fid, role) for fid, role in names],
+    )
+
+
+def iter_facts(db: apsw.Connection, where: str = "", params: Iterable = ()) -> Iterator[Fact]:
+    """Facts from the view as Fact records (`where` is a SQL suffix such as 'WHERE ... ORDER BY ...')."""
+    for row in db.execute(f"SELECT {FACT_SELECT} FROM facts {where}", tuple(params)):
+        yield fact_from_row(row)
