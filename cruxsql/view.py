@@ -7,6 +7,7 @@ Replay follows the V-C rules of factstore spec §4.4. The store's write path use
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -77,6 +78,7 @@ class Checkpoint:
     inode: int
     tail_hash: str
     next_seq: int
+    generation: str
 
 
 @dataclass
@@ -129,7 +131,7 @@ def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
 
 def read_checkpoint(db: apsw.Connection) -> Optional[Checkpoint]:
     row = db.execute(
-        "SELECT byte_offset, line_count, inode, tail_hash, next_seq FROM journal_checkpoint WHERE id = 1"
+        "SELECT byte_offset, line_count, inode, tail_hash, next_seq, generation FROM journal_checkpoint WHERE id = 1"
     ).fetchone()
     return Checkpoint(*row) if row else None
 
@@ -393,6 +395,7 @@ def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
 def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[Checkpoint],
                     stats: ReplayStats, progress: Optional[Callable[[int, int], None]]) -> None:
     offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
+    generation = cp.generation if cp else uuid.uuid4().hex
     applier = _Applier(db, policy, seq)
     records = journal.records(offset, line_no, progress)
     while True:
@@ -405,8 +408,8 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
             fp = journal.fingerprint(last.end)
             db.execute(
                 "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
-                "updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, timestamps.now_ns()),
+                "generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+                (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, generation, timestamps.now_ns()),
             )
     with db:
         applier.sanitize_links()

@@ -78,13 +78,15 @@ CREATE TABLE consolidation_sources (
 CREATE INDEX consolidation_sources_source ON consolidation_sources (source_fact_id);
 
 -- How far the view has replayed the journal, and the fingerprint of the bytes it replayed.
+-- Derived indexes that follow `facts` by seq compare `generation` to know when to start over.
 CREATE TABLE journal_checkpoint (
     id            INTEGER PRIMARY KEY CHECK (id = 1),
     byte_offset   INTEGER NOT NULL,
     line_count    INTEGER NOT NULL,
     inode         INTEGER NOT NULL,
     tail_hash     TEXT NOT NULL,
-    next_seq      INTEGER NOT NULL,
+    next_seq      INTEGER NOT NULL,  -- seq the next inserted fact gets
+    generation    TEXT NOT NULL,     -- changes whenever the fact tables are rebuilt from scratch
     updated_at_ns INTEGER NOT NULL
 );
 
