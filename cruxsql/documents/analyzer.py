@@ -1,0 +1,90 @@
+"""The BM25 analyzer of Crux (tokenizer_version 1, spec §2): split, ASCII-lowercase, drop, stem.
+
+Documents and queries go through the same pipeline. The token list keeps duplicates: a query
+"drift drift" scores the term twice.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import regex
+
+# Rust `char::is_alphanumeric` is Unicode Alphabetic ∪ N; the apostrophe is kept inside tokens.
+_SEPARATORS = regex.compile(r"[^\p{Alphabetic}\p{N}']+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+# (suffix, minimum byte length of the base, replacement), tried in order after -ies/-ied/-sses.
+_SUFFIX_RULES: tuple[tuple[str, int, str], ...] = (
+    ("ies", 2, "i"),
+    ("ied", 2, "i"),
+    ("sses", 0, "ss"),
+    ("ness", 2, ""),
+    ("ment", 3, ""),
+    ("ing", 3, ""),
+    ("tion", 2, "t"),
+    ("ation", 2, "at"),
+    ("able", 3, ""),
+    ("ible", 3, ""),
+    ("ful", 3, ""),
+    ("ous", 3, ""),
+    ("ive", 3, ""),
+    ("ly", 3, ""),
+    ("ed", 3, ""),
+    ("er", 3, ""),
+    ("es", 3, ""),
+)
+
+
+def _byte_len(word: str) -> int:
+    return len(word) if word.isascii() else len(word.encode("utf-8"))
+
+
+def split_words(text: str) -> list[str]:
+    """Step 1: the non-empty pieces between characters that are neither alphanumeric nor `'`."""
+    return [piece for piece in _SEPARATORS.split(text) if piece]
+
+
+def surface_words(text: str) -> list[str]:
+    """The original-case words that become tokens (pieces longer than one UTF-8 byte).
+
+    Coverage maps `token_matched[i]` back onto this list to name missing words in their original case.
+    """
+    return [piece for piece in split_words(text) if _byte_len(piece) > 1]
+
+
+def stem(word: str) -> str:
+    """Step 4: Crux's suffix stemmer; every length is a UTF-8 byte length, the first matching rule wins."""
+    size = _byte_len(word)
+    if size <= 3:
+        return word
+    for suffix, min_base, replacement in _SUFFIX_RULES:
+        if word.endswith(suffix):
+            base = word[: -len(suffix)]
+            if _byte_len(base) >= min_base:
+                return base + replacement
+    if word.endswith("s") and not word.endswith("ss") and size >= 4:
+        return word[:-1]
+    return word
+
+
+def normalize(word: str) -> str:
+    """Steps 2 and 4 for one surface word: ASCII-lowercase, then stem."""
+    return stem(word.translate(_ASCII_LOWER))
+
+
+class TokenCache(dict):
+    """Surface word → token memo for indexing many documents (words repeat; the stemmer is pure)."""
+
+    def __missing__(self, word: str) -> str:
+        token = normalize(word)
+        self[word] = token
+        return token
+
+
+def analyze(text: str, cache: Optional[TokenCache] = None) -> list[str]:
+    """The stemmed tokens of `text`, in order, duplicates kept."""
+    words = surface_words(text)
+    if cache is None:
+        return [normalize(word) for word in words]
+    return [cache[word] for word in words]
