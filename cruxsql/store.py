@@ -299,6 +299,13 @@ class Store:
         return list(view.iter_facts(
             self.db, "WHERE tenant_hash = ? AND entity = ? AND key = ? ORDER BY version, seq", (tenant, entity, key)))
 
+    def counts(self) -> dict[str, int]:
+        """How many journal events, facts and live facts the view holds."""
+        row = self.db.execute(
+            "SELECT (SELECT count(*) FROM journal_events), (SELECT count(*) FROM facts), "
+            "(SELECT count(*) FROM live_facts)").fetchone()
+        return {"journal_events": row[0], "facts": row[1], "live_facts": row[2]}
+
     # --- verification ----------------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:

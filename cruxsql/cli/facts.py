@@ -1,9 +1,287 @@
-"""CLI commands of the fact substrate."""
+"""CLI commands of the fact substrate: init, store, store-batch, get, history, delete, supersede,
+clear-supersede, set-validity, set-horizon, reverify, sql, verify, rebuild."""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
 import click
+
+from .. import timestamps
+from ..codec import HORIZON_CLASSES, Fact, format_f32
+from ..errors import InvalidInput
+from ..sql_console import run_readonly_query
+from ..store import StoreRequest
+from .common import (
+    data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, output_format_options, progress_callback,
+)
+
+
+def _timestamp(option: str, text: Optional[str]) -> Optional[int]:
+    if text is None:
+        return None
+    try:
+        return timestamps.parse_ns(text)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{option}: {exc}") from None
+
+
+def _fact_status(fact: Fact) -> str:
+    if fact.deleted:
+        return "deleted"
+    return f"superseded by {fact.superseded_by}" if fact.superseded_by else "current"
+
+
+@click.command()
+@data_dir_option
+@fails_cleanly
+def init(data_dir: Path) -> None:
+    """Create (or open) a data directory and bring its view up to date.
+
+    A directory holding only a facts.jsonl written by a Crux daemon opens as it is.
+    """
+    with open_store(data_dir) as store:
+        counts = store.counts()
+    click.echo(f"{data_dir}: {counts['journal_events']} journal events, {counts['facts']} facts "
+               f"({counts['live_facts']} live) in {data_dir / 'cruxsql.db'}")
+
+
+@click.command()
+@click.argument("entity")
+@click.argument("key")
+@click.argument("value")
+@click.option("--tenant", default="default", show_default=True, help="Tenant (tenant_hash) of the fact.")
+@click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
+@click.option("--source-receipt", help="Receipt id the fact came from.")
+@click.option("--private", is_flag=True, help="Mark the fact private (born-private prefixes are always private).")
+@click.option("--horizon", type=click.Choice(HORIZON_CLASSES), help="Freshness horizon (default: by entity prefix).")
+@click.option("--actor", help="Who stored it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole stored fact as JSON.")
+@data_dir_option
+@fails_cleanly
+def store(entity: str, key: str, value: str, tenant: str, confidence: float, source_receipt: Optional[str],
+          private: bool, horizon: Optional[str], actor: Optional[str], as_json: bool, data_dir: Path) -> None:
+    """Store VALUE as the newest version of (ENTITY, KEY).
+
+    Prints the new fact's id and version; a previous version is marked superseded.
+    """
+    with open_store(data_dir) as s:
+        fact = s.store(entity, key, value, tenant=tenant, confidence=confidence, source_receipt=source_receipt,
+                       private=private, horizon_class=horizon, actor=actor)
+    if as_json:
+        echo_json(fact.to_dict())
+        return
+    note = f", supersedes {fact.supersedes}" if fact.supersedes else ""
+    click.echo(f"{fact.fact_id} version {fact.version}{note}")
+
+
+@click.command("store-batch")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--json", "as_json", is_flag=True, help="Print the stored facts as a JSON array.")
+@data_dir_option
+@fails_cleanly
+def store_batch(file, as_json: bool, data_dir: Path) -> None:
+    """Store every request of FILE (JSONL, `-` for stdin) as one store_batch event.
+
+    Each line is an object with the StoreFact keys: entity, key, value (required), tenant_hash,
+    source_receipt, confidence, private, horizon_class, actor. Nothing is stored if any line is bad.
+    """
+    requests = []
+    for n, line in enumerate(file, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {n}: invalid JSON: {exc.msg}") from None
+        requests.append(StoreRequest.from_obj(obj, where=f"line {n}"))
+    if not requests:
+        raise InvalidInput("no store requests in the input")
+    with open_store(data_dir) as s:
+        facts = s.store_batch(requests)
+    if as_json:
+        echo_json([f.to_dict() for f in facts])
+        return
+    for fact in facts:
+        click.echo(f"{fact.fact_id} version {fact.version}")
+
+
+@click.command()
+@click.argument("fact_id")
+@data_dir_option
+@fails_cleanly
+def get(fact_id: str, data_dir: Path) -> None:
+    """Print one fact (deleted ones too) as its journal JSON."""
+    with open_store(data_dir) as s:
+        click.echo(s.get(fact_id).to_json())
+
+
+@click.command()
+@click.argument("entity")
+@click.argument("key")
+@click.option("--tenant", default="default", show_default=True)
+@output_format_options
+@data_dir_option
+@fails_cleanly
+def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> None:
+    """Every version of (ENTITY, KEY), oldest first, with its status."""
+    with open_store(data_dir) as s:
+        facts = s.history(entity, key, tenant=tenant)
+    columns = ("version", "fact_id", "stored_at", "value", "confidence", "status")
+    echo_rows(columns, [(f.version, f.fact_id, timestamps.format_fact_time(f.stored_at), f.value,
+                         format_f32(f.confidence), _fact_status(f)) for f in facts], fmt)
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--tenant", help="Refuse unless the fact is in this tenant.")
+@data_dir_option
+@fails_cleanly
+def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
+    """Mark a fact deleted (its text leaves the journal at the next compaction)."""
+    with open_store(data_dir) as s:
+        s.delete(fact_id, tenant=tenant)
+    click.echo(f"deleted {fact_id}")
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--by", "by_fact_id", required=True, help="The fact that supersedes FACT_ID.")
+@click.option("--tenant", help="Refuse unless both facts are in this tenant.")
+@data_dir_option
+@fails_cleanly
+def supersede(fact_id: str, by_fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
+    """Mark FACT_ID as superseded by another fact of the same tenant."""
+    with open_store(data_dir) as s:
+        s.supersede(fact_id, by_fact_id, tenant=tenant)
+    click.echo(f"{fact_id} superseded by {by_fact_id}")
+
+
+@click.command("clear-supersede")
+@click.argument("fact_id")
+@click.option("--tenant", help="Refuse unless the fact is in this tenant.")
+@data_dir_option
+@fails_cleanly
+def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
+    """Make a superseded fact current again."""
+    with open_store(data_dir) as s:
+        s.clear_supersede(fact_id, tenant=tenant)
+    click.echo(f"{fact_id} is no longer superseded")
+
+
+@click.command("set-validity")
+@click.argument("fact_id")
+@click.option("--from", "valid_from", metavar="TS", help="Valid from (RFC 3339, inclusive); omit for open.")
+@click.option("--to", "valid_to", metavar="TS", help="Valid until (RFC 3339, exclusive); omit for open.")
+@data_dir_option
+@fails_cleanly
+def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], data_dir: Path) -> None:
+    """Set the valid-time interval [--from, --to) of a fact; omitting both clears it."""
+    start, end = _timestamp("--from", valid_from), _timestamp("--to", valid_to)
+    with open_store(data_dir) as s:
+        s.set_validity(fact_id, start, end)
+        fact = s.get(fact_id)
+    span = (f"{timestamps.format_fact_time(fact.valid_from) if fact.valid_from is not None else '-inf'} .. "
+            f"{timestamps.format_fact_time(fact.valid_to) if fact.valid_to is not None else '+inf'}")
+    click.echo(f"{fact_id} valid {span}")
+
+
+@click.command("set-horizon")
+@click.argument("fact_id")
+@click.argument("horizon_class", metavar="CLASS")
+@data_dir_option
+@fails_cleanly
+def set_horizon(fact_id: str, horizon_class: str, data_dir: Path) -> None:
+    """Set a fact's freshness horizon: volatile, medium, stable or none (journaled)."""
+    with open_store(data_dir) as s:
+        s.set_horizon(fact_id, horizon_class)
+        fact = s.get(fact_id)
+    click.echo(f"{fact_id} horizon {fact.horizon_class}")
+
+
+@click.command()
+@click.argument("fact_id")
+@data_dir_option
+@fails_cleanly
+def reverify(fact_id: str, data_dir: Path) -> None:
+    """Record that a fact was re-verified now (journaled; resets its freshness clock)."""
+    with open_store(data_dir) as s:
+        fact = s.reverify(fact_id)
+    click.echo(f"{fact_id} reverified at {timestamps.format_fact_time(fact.reverified_at)}")
+
+
+@click.command()
+@click.argument("query")
+@output_format_options
+@data_dir_option
+@fails_cleanly
+def sql(query: str, fmt: str, data_dir: Path) -> None:
+    """Run a read-only SQL QUERY against the view (tables facts, journal_events, ...; views live_facts,
+    fact_versions). Statements that write fail and change nothing.
+
+    \b
+    Example:
+      cruxsql sql "SELECT entity, key, value FROM live_facts ORDER BY stored_at_ns DESC LIMIT 5"
+    """
+    with open_store(data_dir) as s:
+        db_path = s.data_dir / "cruxsql.db"
+    columns, rows = run_readonly_query(db_path, query)
+    echo_rows(columns, rows, fmt)
+
+
+@click.command()
+@click.option("--strict", is_flag=True, help="Exit 1 on corrupt lines, quarantined tails or a view mismatch.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@data_dir_option
+@fails_cleanly
+def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
+    """Check the journal and the view: events by op, corrupt lines (with line numbers), quarantined
+    torn tails, and whether the view equals a fresh replay of the journal."""
+    with open_store(data_dir) as s:
+        report = s.verify()
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        ops = ", ".join(f"{op} {n}" for op, n in report.events_by_op.items()) or "none"
+        click.echo(f"events: {ops}")
+        click.echo(f"skipped by replay rules: {len(report.skipped_events)}")
+        for ev in report.skipped_events[:20]:
+            click.echo(f"  line {ev['line_no']}: {ev['op']} {ev['fact_id']}: {ev['reason']}")
+        click.echo(f"corrupt lines: {len(report.corrupt_lines)}")
+        for c in report.corrupt_lines:
+            click.echo(f"  line {c['line_no']} (byte {c['byte_offset']}): {c['reason']}")
+        click.echo(f"quarantined torn tails: {len(report.quarantined_tails)}")
+        for name in report.quarantined_tails:
+            click.echo(f"  {name}")
+        click.echo("view matches a fresh replay: " + ("yes" if report.view_matches_replay else "NO"))
+        for d in report.differences:
+            click.echo(f"  {d}")
+    if strict and not report.ok:
+        sys.exit(1)
+
+
+@click.command()
+@data_dir_option
+@fails_cleanly
+def rebuild(data_dir: Path) -> None:
+    """Recreate cruxsql.db's fact tables from facts.jsonl alone."""
+    started = time.perf_counter()
+    with open_store(data_dir) as s:
+        stats = s.rebuild(progress=progress_callback("rebuilding view"))
+    secs = time.perf_counter() - started
+    click.echo(f"rebuilt from {stats.events} events ({stats.applied} applied, {stats.skipped} skipped by replay "
+               f"rules, {len(stats.corrupt)} corrupt lines) in {secs:.2f}s")
+
+
+COMMANDS = (init, store, store_batch, get, history, delete, supersede, clear_supersede, set_validity, set_horizon,
+            reverify, sql, verify, rebuild)
 
 
 def register(group: click.Group) -> None:
     """Add the fact commands to the main group."""
+    for command in COMMANDS:
+        group.add_command(command)
