@@ -1,9 +1,203 @@
-"""CLI commands of the document (segment) lane."""
+"""CLI commands of the document (segment) lane: ingest, search, scan, expand, segments, documents erase."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
 import click
+
+from ..documents import DocumentInput, DocumentLane
+from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
+from ..documents.search import COVERAGE_STYLES
+from ..documents.sources import batches, list_files, read_file, read_jsonl
+from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback
+
+_tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant id.")
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_budget_option = click.option("--token-budget", type=click.IntRange(min=0), default=None,
+                              help="Token budget for the response.")
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], None]]) -> Iterable[DocumentInput]:
+    if "-" in paths:
+        if len(paths) > 1:
+            raise click.UsageError("'-' (JSONL on stdin) cannot be combined with paths")
+        yield from read_jsonl(click.get_text_stream("stdin"))
+        return
+    files = list_files([Path(p) for p in paths])
+    for done, (path, doc_id) in enumerate(files, start=1):
+        yield read_file(path, doc_id)
+        if on_file:
+            on_file(done, len(files))
+
+
+def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> None:
+    chunks, _ = lane.expand([hit["result_id"] for hit in hits], tenant)
+    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    for hit in hits:
+        chunk = by_id.get(hit["result_id"])
+        source = f"{chunk.document_id} ({chunk.corpus_id})" if chunk else ""
+        click.echo(f"{hit['rank']:>3}. {hit['result_id']:<10} score {hit['score']:.4f}  "
+                   f"{hit['doc_length_tokens']} tokens  {source}")
+        if chunk:
+            click.echo(f"     {_snippet(chunk.text)}")
 
 
 def register(group: click.Group) -> None:
     """Add the document-lane commands to the main group."""
+
+    @group.command()
+    @click.argument("paths", nargs=-1, required=True)
+    @_tenant_option
+    @click.option("--corpus", default=DEFAULT_CORPUS, show_default=True, help="Corpus id (Crux stream_type).")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data_dir: Path) -> None:
+        """Chunk and index markdown/text files and folders (or JSONL requests on stdin with `-`).
+
+        Each ingest seals one segment (large inputs: one per 4096 documents or 65,536 chunks). JSONL lines
+        are {"doc_id", "chunks": [{"chunk_id", "text"}]} or {"doc_id", "text"}. Chunks already stored
+        for the tenant and corpus are skipped.
+        """
+        totals = {"documents": 0, "ingested": 0, "duplicates": 0, "segments_sealed": 0}
+        segments = []
+        with open_store(data_dir) as store:
+            lane = DocumentLane(store)
+            for batch in batches(_documents(paths, progress_callback("reading files"))):
+                report = lane.ingest(batch, tenant=tenant, corpus=corpus, progress=progress_callback("indexing"))
+                totals["documents"] += report.documents
+                totals["ingested"] += report.ingested
+                totals["duplicates"] += report.duplicates
+                if report.sealed:
+                    totals["segments_sealed"] += 1
+                    segments.append(report.to_json())
+        if as_json:
+            echo_json({**totals, "segments": segments})
+            return
+        click.echo(f"{totals['ingested']} chunks from {totals['documents']} documents ingested into "
+                   f"{totals['segments_sealed']} new segment(s); {totals['duplicates']} already stored")
+        for segment in segments:
+            click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
+
+    @group.command()
+    @click.argument("query")
+    @_tenant_option
+    @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True, help="Maximum hits.")
+    @_budget_option
+    @click.option("--min-score", type=float, default=None, help="Drop hits scoring below this (counted as below_floor).")
+    @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
+                  show_default=True, help="MCP missing_tokens or HTTP gaps[].")
+    @click.option("--contract", default="crc-v1", show_default=True,
+                  help="crc-v1 envelope, or legacy (also v0, none, off) for the inner payload.")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
+               coverage_style: str, contract: str, as_json: bool, data_dir: Path) -> None:
+        """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage."""
+        with open_store(data_dir) as store:
+            lane = DocumentLane(store)
+            payload = lane.query(query, tenant, limit, token_budget, min_score,
+                                 contract if as_json else "legacy", coverage_style)
+            if isinstance(payload, str) or as_json:
+                echo_json(payload) if as_json else click.echo(payload)
+                return
+            _print_hits(lane, payload["results"], tenant)
+        coverage = payload["coverage"]
+        missing = [g["query_terms"][0] for g in coverage["gaps"]] if "gaps" in coverage else coverage["missing_tokens"]
+        line = f"coverage {coverage['score']:.2f}"
+        if missing:
+            line += " · no document contains: " + ", ".join(missing)
+        if coverage["below_floor"]:
+            line += f" · {coverage['below_floor']} below --min-score"
+        click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
+
+    @group.command()
+    @click.argument("query")
+    @_tenant_option
+    @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Maximum hits.")
+    @_budget_option
+    @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], contract: str, as_json: bool,
+             data_dir: Path) -> None:
+        """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
+        with open_store(data_dir) as store:
+            lane = DocumentLane(store)
+            payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy")
+            if isinstance(payload, str) or as_json:
+                echo_json(payload) if as_json else click.echo(payload)
+                return
+            _print_hits(lane, payload["scan"], tenant)
+        truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
+        click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
+                   f"{payload['total_candidates']} candidate(s){truncated}")
+
+    @group.command()
+    @click.argument("result_ids", nargs=-1, required=True)
+    @_tenant_option
+    @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def expand(result_ids: tuple[str, ...], tenant: str, contract: str, as_json: bool, data_dir: Path) -> None:
+        """Print the chunks behind result ids "SEGMENT_INDEX:DOC_ID" (from search or scan)."""
+        with open_store(data_dir) as store:
+            lane = DocumentLane(store)
+            if as_json:
+                echo_json(lane.query_expand(list(result_ids), tenant, contract))
+                return
+            chunks, errors = lane.expand(list(result_ids), tenant)
+        for chunk in chunks:
+            click.echo(f"== {chunk.segment_index}:{chunk.doc_id}  {chunk.document_id} ({chunk.corpus_id}, "
+                       f"chunk {chunk.chunk_id}, {chunk.token_count} tokens)")
+            click.echo(chunk.text)
+        for error in errors:
+            click.echo(f"{error.result_id}: {error.error} ({error.error_kind})", err=True)
+        if errors:
+            sys.exit(1)
+
+    @group.group()
+    def segments() -> None:
+        """Sealed document segments."""
+
+    @segments.command("list")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def segments_list(as_json: bool, data_dir: Path) -> None:
+        """List live segments in segment_index order."""
+        with open_store(data_dir) as store:
+            rows = DocumentLane(store).segments()
+        columns = ["segment_index", "segment_seq", "chunk_count", "total_tokens", "byte_size", "sealed_at",
+                   "file_name", "blake3"]
+        echo_rows(columns, [[getattr(row, c) for c in columns] for row in rows], "json" if as_json else "table")
+
+    @group.group()
+    def documents() -> None:
+        """Maintenance of the document lane."""
+
+    @documents.command("erase")
+    @click.option("--tenant", required=True, help="Tenant whose document chunks are erased.")
+    @_json_option
+    @data_dir_option
+    @fails_cleanly
+    def documents_erase(tenant: str, as_json: bool, data_dir: Path) -> None:
+        """Rewrite every segment holding TENANT's chunks without them (files, manifest and view)."""
+        with open_store(data_dir) as store:
+            counts = DocumentLane(store).erase_tenant(tenant)
+        if as_json:
+            echo_json(counts)
+            return
+        click.echo(f"erased {counts['chunks_erased']} chunk(s) of tenant {tenant!r}: "
+                   f"{counts['segments_rewritten']} segment(s) rewritten, {counts['segments_removed']} removed")
