@@ -21,6 +21,7 @@ import apsw
 from . import codec, timestamps, view
 from .codec import Fact
 from .errors import Conflict, InvalidInput, NotFound
+from .faults import crash_point
 from .journal import Journal
 from .privacy import PrivacyPolicy, global_policy
 
@@ -152,6 +153,7 @@ class Store:
             events = build()
             self.journal.repair_torn_tail()
             self.journal.append([codec.encode_event(e) for e in events])
+            crash_point("store-after-append")
             view.replay(self.db, self.journal, self.policy)
             return events
 

@@ -17,6 +17,7 @@ import apsw
 
 from . import codec, timestamps
 from .codec import CorruptLine, Event, Fact
+from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal, Record
 from .privacy import PrivacyPolicy
 
@@ -411,6 +412,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 "generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
                 (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, generation, timestamps.now_ns()),
             )
+            crash_point("replay-before-commit")
     with db:
         applier.sanitize_links()
 

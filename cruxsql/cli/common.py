@@ -27,6 +27,7 @@ def data_dir_option(fn: Callable) -> Callable:
         envvar=DATA_DIR_ENV,
         default=DEFAULT_DATA_DIR,
         show_default=True,
+        show_envvar=True,
         help="Data directory holding facts.jsonl, segments/ and cruxsql.db.",
     )(fn)
 

@@ -1,0 +1,122 @@
+"""The fact commands of the `cruxsql` CLI, on a real data directory."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cruxsql.cli import main
+from journal_builders import fact_obj, line, write_journal
+
+
+@pytest.fixture
+def run(tmp_path: Path):
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, ok: bool = True):
+        result = runner.invoke(main, list(args), input=input, env={"CRUXSQL_DATA_DIR": str(tmp_path / "data")})
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return invoke
+
+
+def test_store_get_history_and_json(run) -> None:
+    first = run("store", "deployment", "strategy", "canary", "--confidence", "0.95", "--actor", "ops").output
+    fact_id, _, version = first.split()[:3]
+    assert fact_id.startswith("f_") and version == "1"
+    second = json.loads(run("store", "deployment", "strategy", "blue-green", "--json").output)
+    assert second["version"] == 2 and second["supersedes"] == fact_id and second["source_receipt"] is None
+    got = json.loads(run("get", fact_id).output)
+    assert got["superseded_by"] == second["fact_id"] and got["confidence"] == 0.95 and got["actor"] == "ops"
+    rows = json.loads(run("history", "deployment", "strategy", "--json").output)
+    assert [(r["version"], r["value"], r["confidence"]) for r in rows] == [(1, "canary", "0.95"), (2, "blue-green", "1.0")]
+    assert rows[0]["status"] == f"superseded by {second['fact_id']}" and rows[1]["status"] == "current"
+    table = run("history", "deployment", "strategy").output.splitlines()
+    assert table[0].split() == ["version", "fact_id", "stored_at", "value", "confidence", "status"]
+
+
+def test_sql_is_read_only_and_pipes(run) -> None:
+    run("store", "svc", "owner", "alice")
+    run("store", "svc", "team", "core, infra")
+    out = run("sql", "SELECT key, value FROM live_facts ORDER BY key", "--csv").output
+    assert list(csv.reader(io.StringIO(out))) == [["key", "value"], ["owner", "alice"], ["team", "core, infra"]]
+    assert json.loads(run("sql", "SELECT count(*) AS n FROM facts", "--json").output) == [{"n": 2}]
+    assert json.loads(run("sql", "SELECT * FROM facts WHERE 0", "--json").output) == []
+    bad = run("sql", "DELETE FROM facts", ok=False)
+    assert bad.exit_code == 1 and "Error: SQL failed" in bad.output
+    assert json.loads(run("sql", "SELECT count(*) AS n FROM facts", "--json").output) == [{"n": 2}]
+    assert run("sql", "SELEC nonsense", ok=False).exit_code == 1
+
+
+def test_mutations_and_errors(run) -> None:
+    a = run("store", "e", "a", "1").output.split()[0]
+    b = run("store", "e", "b", "2").output.split()[0]
+    assert run("supersede", a, "--by", b).output.strip() == f"{a} superseded by {b}"
+    assert "no longer superseded" in run("clear-supersede", a).output
+    assert run("set-validity", a, "--from", "2026-01-01T00:00:00+01:00").output.strip() == \
+        f"{a} valid 2025-12-31T23:00:00Z .. +inf"
+    assert run("set-horizon", a, "stable").output.strip() == f"{a} horizon stable"
+    assert "reverified at" in run("reverify", a).output
+    assert run("delete", a).output.strip() == f"deleted {a}"
+    for args, message in [
+        (("get", "f_missing"), "unknown fact id 'f_missing'"),
+        (("delete", a), "already deleted"),
+        (("set-validity", b, "--to", "next week"), "--to: not an RFC 3339 timestamp: 'next week'"),
+        (("set-horizon", b, "hourly"), "invalid horizon class 'hourly'"),
+        (("store", "e", "k", "v", "--confidence", "1.5"), "confidence must be"),
+        (("store", "e", "k", "v", "--horizon", "weekly"), "Invalid value for '--horizon'"),
+    ]:
+        result = run(*args, ok=False)
+        assert result.exit_code != 0 and message in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+
+
+def test_store_batch_from_stdin_is_one_event(run, tmp_path: Path) -> None:
+    lines = "\n".join([json.dumps({"entity": "e", "key": "k", "value": "a"}),
+                       json.dumps({"entity": "e", "key": "k2", "value": "b", "confidence": 0.5, "tenant_hash": "t"}),
+                       ""])
+    out = run("store-batch", "-", input=lines).output.splitlines()
+    assert len(out) == 2
+    events = [json.loads(l) for l in (tmp_path / "data" / "facts.jsonl").read_text().splitlines()]
+    assert [e["op"] for e in events] == ["store_batch"] and len(events[0]["facts"]) == 2
+    bad = run("store-batch", "-", input='{"entity":"e","key":"k","value":"a"}\n{"entity":"e"}\n', ok=False)
+    assert bad.exit_code == 1 and "line 2: `key`" in bad.output
+    assert len((tmp_path / "data" / "facts.jsonl").read_text().splitlines()) == 1
+
+
+def test_verify_reports_and_strict_fails_on_corruption(run, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_journal(data, [line("store", fact=fact_obj("f_1")), "garbage", line("delete", fact_id="f_1", deleted_at="x")])
+    with open(data / "facts.jsonl", "ab") as fh:
+        fh.write(b'{"op":"del')
+    report = json.loads(run("verify", "--json").output)
+    assert report["events_by_op"] == {"delete": 1, "store": 1}
+    assert [c["line_no"] for c in report["corrupt_lines"]] == [2]
+    assert len(report["quarantined_tails"]) == 1 and report["view_matches_replay"] and not report["ok"]
+    text = run("verify").output
+    assert "line 2 (byte" in text and "view matches a fresh replay: yes" in text
+    assert run("verify", "--strict", ok=False).exit_code == 1
+
+
+def test_verify_strict_passes_on_a_clean_store_and_rebuild_reports(run) -> None:
+    run("init")
+    run("store", "e", "k", "v")
+    run("store", "e", "k", "w")
+    assert run("verify", "--strict").exit_code == 0
+    assert run("rebuild").output.startswith("rebuilt from 3 events (3 applied, 0 skipped")
+    assert "3 journal events, 2 facts (1 live)" in run("init").output
+
+
+def test_help_explains_every_command(run) -> None:
+    out = run("--help").output
+    for command in ("init", "store", "store-batch", "get", "history", "delete", "supersede", "clear-supersede",
+                    "set-validity", "set-horizon", "reverify", "sql", "verify", "rebuild"):
+        assert f"  {command} " in out
+    assert "CRUXSQL_DATA_DIR" in run("store", "--help").output

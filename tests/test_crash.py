@@ -1,0 +1,116 @@
+"""Crash safety with real processes killed by SIGKILL while writing."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cruxsql
+from cruxsql.faults import CRASH_ENV
+
+WRITER = r"""
+import sys, cruxsql
+store = cruxsql.open(sys.argv[1])
+i = 0
+while True:
+    fact = store.store("svc%d" % (i % 7), "k%d" % (i % 3), "value %d ünï" % i, confidence=0.5 + (i % 5) / 10)
+    if i % 11 == 0:
+        store.delete(fact.fact_id)
+    print(fact.fact_id, flush=True)
+    i += 1
+"""
+
+
+def _cli(data_dir: Path, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "cruxsql", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def _assert_consistent(data_dir: Path, acknowledged: list[str]) -> None:
+    with cruxsql.open(data_dir) as store:
+        present = {r[0] for r in store.db.execute("SELECT fact_id FROM facts")}
+        missing = [f for f in acknowledged if f not in present]
+        assert not missing, f"acknowledged writes lost: {missing[:5]}"
+        report = store.verify()
+        assert report.view_matches_replay, report.differences
+        assert not report.corrupt_lines
+
+
+def test_sigkill_during_a_stream_of_writes_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    acknowledged: list[str] = []
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE)
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        deadline = time.monotonic() + rng.uniform(0.4, 1.2)
+        buf = b""
+        while time.monotonic() < deadline:
+            try:
+                buf += os.read(fd, 1 << 16)
+            except BlockingIOError:
+                time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        os.set_blocking(fd, True)
+        buf += proc.stdout.read()
+        proc.stdout.close()
+        acknowledged += [l for l in buf.decode().split("\n")[:-1] if l]  # a partial last line was never acknowledged
+        _assert_consistent(tmp_path, acknowledged)
+    assert len(acknowledged) > 20
+
+
+def test_crash_after_the_append_before_the_view_commit(tmp_path: Path) -> None:
+    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    crashed = _cli(tmp_path, "store", "svc", "owner", "bob", env_extra={CRASH_ENV: "store-after-append"})
+    assert crashed.returncode == -signal.SIGKILL and crashed.stdout == ""
+    # the event was durable in the journal, so reopening applies it
+    with cruxsql.open(tmp_path) as store:
+        assert [f.value for f in store.history("svc", "owner")] == ["alice", "bob"]
+        assert store.verify().ok
+
+
+def test_crash_inside_the_view_transaction(tmp_path: Path) -> None:
+    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    crashed = _cli(tmp_path, "store", "svc", "owner", "carol", env_extra={CRASH_ENV: "replay-before-commit"})
+    assert crashed.returncode == -signal.SIGKILL
+    with cruxsql.open(tmp_path) as store:
+        history = store.history("svc", "owner")
+        assert [f.value for f in history] == ["alice", "carol"]
+        assert history[0].superseded_by == history[1].fact_id
+        assert store.verify().ok
+
+
+def test_cli_processes_killed_at_random_moments(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    acknowledged: list[str] = []
+    env = {**os.environ, "CRUXSQL_DATA_DIR": str(tmp_path)}
+    for i in range(8):
+        proc = subprocess.Popen([sys.executable, "-m", "cruxsql", "store", "svc", f"k{i % 2}", f"v{i}"],
+                                stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            out, _ = proc.communicate(timeout=rng.uniform(0.05, 0.6))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            out, _ = proc.communicate()
+        if proc.returncode == 0:
+            acknowledged.append(out.split()[0])
+    _assert_consistent(tmp_path, acknowledged)
+
+
+def test_kill_during_rebuild_reopens_to_a_full_replay(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        store.store_batch([cruxsql.StoreRequest(f"e{i}", "k", f"v{i}") for i in range(3000)])
+        for i in range(50):
+            store.store(f"e{i}", "k", f"w{i}")
+    crashed = _cli(tmp_path, "rebuild", env_extra={CRASH_ENV: "replay-before-commit"})
+    assert crashed.returncode == -signal.SIGKILL
+    with cruxsql.open(tmp_path) as store:
+        assert store.counts()["facts"] == 3050 and store.counts()["live_facts"] == 3000
+        assert store.verify().ok

@@ -1,0 +1,127 @@
+"""Journal mechanics: torn-tail quarantine, the record ceiling, poisoning after a failed write."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import cruxsql
+from cruxsql import journal as journal_mod
+from cruxsql.journal import Journal
+from journal_builders import fact_obj, line, write_journal
+
+
+def _journal_with_last_line(tmp_path: Path) -> tuple[Path, bytes, bytes]:
+    head = [line("store", fact=fact_obj(f"f_{i}", key=f"k{i}", value=f"välue {i}")) for i in range(3)]
+    last = line("store", fact=fact_obj("f_last", key="last", value="ünïcode tail 🚀"))
+    path = write_journal(tmp_path, head + [last])
+    full = path.read_bytes()
+    return path, full[: len(full) - len(last.encode()) - 1], last.encode() + b"\n"
+
+
+def test_a_cut_at_any_byte_of_the_last_line_is_quarantined_and_nothing_before_is_lost(tmp_path: Path) -> None:
+    path, prefix, last = _journal_with_last_line(tmp_path / "template")
+    for cut in range(0, len(last)):
+        data = tmp_path / f"cut{cut}"
+        data.mkdir()
+        (data / "facts.jsonl").write_bytes(prefix + last[:cut])
+        with cruxsql.open(data) as store:
+            assert store.counts()["facts"] == 3, cut
+            assert store.verify().view_matches_replay
+        assert (data / "facts.jsonl").read_bytes() == prefix
+        tails = sorted(data.glob("facts.jsonl.torn.*"))
+        if cut == 0:
+            assert tails == []
+            continue
+        assert len(tails) == 1 and len(tails[0].name) == len("facts.jsonl.torn.") + 32
+        assert tails[0].read_bytes() == last[:cut]
+        assert stat.S_IMODE(tails[0].stat().st_mode) == 0o600
+
+
+def test_a_complete_line_without_its_newline_is_uncommitted(tmp_path: Path) -> None:
+    path = write_journal(tmp_path, [line("store", fact=fact_obj("f_1"))])
+    with open(path, "ab") as fh:
+        fh.write(line("store", fact=fact_obj("f_2", key="k2")).encode())
+    with cruxsql.open(tmp_path) as store:
+        assert [r[0] for r in store.db.execute("SELECT fact_id FROM facts")] == ["f_1"]
+        report = store.verify()
+        assert len(report.quarantined_tails) == 1 and not report.ok
+
+
+def test_an_oversized_torn_tail_leaves_a_metadata_marker(tmp_path: Path) -> None:
+    path = write_journal(tmp_path, [line("store", fact=fact_obj("f_1"))])
+    keep = path.stat().st_size
+    with open(path, "ab") as fh:
+        fh.truncate(keep + journal_mod.MAX_RECORD_BYTES + 10)  # sparse, unterminated
+    j = Journal(tmp_path)
+    with j.lock():
+        marker = j.repair_torn_tail()
+    assert marker.name.endswith(".metadata.json")
+    assert marker.read_text() == json.dumps(
+        {"capture_limit_bytes": journal_mod.MAX_RECORD_BYTES, "reason": "oversized_unterminated_uncommitted_record",
+         "schema_version": 1, "tail_len": journal_mod.MAX_RECORD_BYTES + 10, "tail_start": keep},
+        separators=(",", ":")) + "\n"
+    assert path.stat().st_size == keep
+
+
+def test_records_over_the_ceiling_are_refused_and_nothing_is_written(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(journal_mod, "MAX_RECORD_BYTES", 600)
+    with cruxsql.open(tmp_path) as store:
+        store.store("e", "k", "small")
+        size = (tmp_path / "facts.jsonl").stat().st_size
+        with pytest.raises(cruxsql.InvalidInput, match="600-byte append ceiling"):
+            store.store("e", "k", "x" * 700)
+        assert (tmp_path / "facts.jsonl").stat().st_size == size
+        assert store.counts()["facts"] == 1
+
+
+def test_a_failed_fsync_poisons_the_store_until_reopened(tmp_path: Path, monkeypatch) -> None:
+    store = cruxsql.open(tmp_path)
+    store.store("e", "k", "one")
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(journal_mod.os, "fsync", failing_fsync)
+    with pytest.raises(cruxsql.JournalPoisoned, match="indeterminate"):
+        store.store("e", "k", "two")
+    monkeypatch.setattr(journal_mod.os, "fsync", real_fsync)
+    with pytest.raises(cruxsql.JournalPoisoned, match="poisoned"):
+        store.store("e", "k", "three")
+    store.close()
+    with cruxsql.open(tmp_path) as again:
+        # the line whose fsync failed may or may not be durable; the view still equals the journal
+        assert again.verify().view_matches_replay
+        again.store("e", "k", "four")
+        assert [f.value for f in again.history("e", "k")][-1] == "four"
+
+
+def test_records_report_offsets_and_line_numbers_across_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "facts.jsonl"
+    path.write_bytes(b'{"a":1}\r\n\n{"b":2}\n')
+    recs = list(Journal(tmp_path).records())
+    assert [(r.line_no, r.offset, r.length, r.raw) for r in recs] == [
+        (1, 0, 9, b'{"a":1}'), (2, 9, 1, b""), (3, 10, 8, b'{"b":2}')]
+
+
+def test_each_event_is_one_write_of_json_plus_newline(tmp_path: Path, monkeypatch) -> None:
+    writes: list[bytes] = []
+    real_write = os.write
+
+    def spy(fd: int, data) -> int:
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    with cruxsql.open(tmp_path) as store:
+        first = store.store("e", "k", "one")
+        monkeypatch.setattr(journal_mod.os, "write", spy)
+        store.store("e", "k", "two")
+    assert len(writes) == 2 and all(w.endswith(b"\n") and w.count(b"\n") == 1 for w in writes)
+    assert json.loads(writes[0])["op"] == "store" and json.loads(writes[1]) == {
+        "op": "supersede", "fact_id": first.fact_id, "by_fact_id": json.loads(writes[0])["fact"]["fact_id"],
+        "superseded_at": json.loads(writes[1])["superseded_at"]}
