@@ -512,18 +512,6 @@ def event_facts(event: Event) -> list[Fact]:
     return []
 
 
-def event_main_fact_id(event: Event) -> Optional[str]:
-    """The fact an event is mainly about (the first one for a batch)."""
-    facts = event_facts(event)
-    if facts:
-        return facts[0].fact_id
-    for attr in ("fact_id", "canonical_fact_id"):
-        value = getattr(event, attr, None)
-        if value is not None:
-            return value
-    return None
-
-
 def event_time_text(event: Event) -> Optional[str]:
     """The event's own timestamp as written in the journal (a fact's stored_at for stores)."""
     op = event.op

@@ -51,10 +51,9 @@ def _env_prefixes(name: str) -> tuple[str, ...]:
 
 def daemon_owned_prefix(entity: str) -> Optional[str]:
     """The daemon-owned prefix `entity` starts with, if any."""
-    for prefix in DAEMON_OWNED_ENTITY_PREFIXES:
-        if entity.startswith(prefix):
-            return prefix
-    return None
+    if not entity.startswith(DAEMON_OWNED_ENTITY_PREFIXES):
+        return None
+    return next(p for p in DAEMON_OWNED_ENTITY_PREFIXES if entity.startswith(p))
 
 
 def create_reserved_prefix(entity: str) -> Optional[str]:
@@ -77,7 +76,7 @@ class PrivacyPolicy:
 
     def is_always_private(self, entity: str) -> bool:
         # Daemon-owned and agent-scoped entities cannot be declassified by an override (V-C).
-        if entity.startswith(AGENT_PRIVATE_ENTITY_PREFIX) or daemon_owned_prefix(entity):
+        if entity.startswith(AGENT_PRIVATE_ENTITY_PREFIX) or entity.startswith(DAEMON_OWNED_ENTITY_PREFIXES):
             return True
         if not entity.startswith(self.private_prefixes):
             return False

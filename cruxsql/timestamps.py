@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import lru_cache
 
 from .errors import InvalidInput
 
@@ -49,6 +50,19 @@ def _days_in_month(y: int, m: int) -> int:
     return 30 if m in (4, 6, 9, 11) else 31
 
 
+@lru_cache(maxsize=8192)
+def _date_days(y: int, mo: int, d: int) -> int:
+    if not (1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo)):
+        raise ValueError("no such date")
+    return _days_from_civil(y, mo, d)
+
+
+@lru_cache(maxsize=8192)
+def _date_text(days: int) -> str:
+    y, m, d = _civil_from_days(days)
+    return f"{y:04d}-{m:02d}-{d:02d}T"
+
+
 def parse_ns(text: str) -> int:
     """Parse an RFC 3339 timestamp (any offset, 0-9+ fraction digits) to UTC epoch nanoseconds.
 
@@ -57,25 +71,27 @@ def parse_ns(text: str) -> int:
     m = _RFC3339.match(text) if isinstance(text, str) else None
     if m is None:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
-    y, mo, d, hh, mi, ss = (int(g) for g in m.groups()[:6])
-    frac, off = m.group(7), m.group(8)
-    if not (1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo) and hh < 24 and mi < 60 and ss < 60):
+    y, mo, d, hh, mi, ss, frac, off = m.groups()
+    hh, mi, ss = int(hh), int(mi), int(ss)
+    try:
+        days = _date_days(int(y), int(mo), int(d))
+    except ValueError:
+        raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}") from None
+    if hh > 23 or mi > 59 or ss > 59:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
-    nanos = int((frac or "0")[:9].ljust(9, "0"))
+    nanos = int(frac[:9].ljust(9, "0")) if frac else 0
     offset_s = 0
-    if off not in ("Z", "z"):
+    if off != "Z" and off != "z":
         digits = off[1:].replace(":", "")
         oh, om = int(digits[:2]), int(digits[2:])
         if oh > 23 or om > 59:
             raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
         offset_s = (oh * 3600 + om * 60) * (1 if off[0] == "+" else -1)
-    secs = _days_from_civil(y, mo, d) * 86_400 + hh * 3600 + mi * 60 + ss - offset_s
-    return secs * _NS + nanos
+    return (days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos
 
 
 def _format(ns: int, suffix: str) -> str:
     days, rem = divmod(ns, _DAY_NS)
-    y, m, d = _civil_from_days(days)
     secs, nanos = divmod(rem, _NS)
     hh, rest = divmod(secs, 3600)
     mi, ss = divmod(rest, 60)
@@ -87,7 +103,7 @@ def _format(ns: int, suffix: str) -> str:
         frac = f".{nanos // 1_000:06d}"
     else:
         frac = f".{nanos:09d}"
-    return f"{y:04d}-{m:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}{frac}{suffix}"
+    return f"{_date_text(days)}{hh:02d}:{mi:02d}:{ss:02d}{frac}{suffix}"
 
 
 def format_fact_time(ns: int) -> str:

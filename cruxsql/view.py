@@ -152,6 +152,18 @@ class _Applier:
         self.policy = policy
         self.next_seq = next_seq
         self.first_seq = next_seq
+        self.event_rows: list[tuple] = []
+        self.event_fact_rows: list[tuple] = []
+
+    def flush(self) -> None:
+        """Write the buffered journal_events rows (inside the caller's transaction)."""
+        self.db.executemany(
+            "INSERT OR REPLACE INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+            "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.event_rows)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", self.event_fact_rows)
+        self.event_rows.clear()
+        self.event_fact_rows.clear()
 
     # lookups
     def _fact(self, fact_id: str) -> Optional[tuple]:
@@ -406,6 +418,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 _apply_record(db, applier, last, stats)
             if last is None:
                 break
+            applier.flush()
             fp = journal.fingerprint(last.end)
             db.execute(
                 "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
@@ -445,16 +458,9 @@ def _apply_record(db: apsw.Connection, applier: _Applier, rec: Record, stats: Re
         stats.applied += 1
     else:
         stats.skipped += 1
-    db.execute(
-        "INSERT OR REPLACE INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
-        "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (rec.line_no, rec.offset, rec.length, event.op, codec.event_main_fact_id(event),
-         codec.event_time_text(event), int(applied), reason),
-    )
-    db.executemany(
-        "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)",
-        [(rec.line_no, fid, role) for fid, role in names],
-    )
+    applier.event_rows.append((rec.line_no, rec.offset, rec.length, event.op, names[0][0] if names else None,
+                               codec.event_time_text(event), int(applied), reason))
+    applier.event_fact_rows.extend((rec.line_no, fid, role) for fid, role in names)
 
 
 def iter_facts(db: apsw.Connection, where: str = "", params: Iterable = ()) -> Iterator[Fact]:
