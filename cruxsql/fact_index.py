@@ -1,0 +1,388 @@
+"""Derived recall indexes over the fact view, kept current lazily (before each read).
+
+* `TextIndex`: per fact, the agent-scope split and the Rust-lowercased value, key and visible entity
+  (`recall_text`), plus FTS5-free trigram postings (`recall_grams`) that turn a substring term of
+  three or more characters into a small candidate set. Facts' entity, key and value never change after
+  insert, so the index follows `facts.seq`: it indexes every seq above the last one it saw, and starts
+  over when `journal_checkpoint.generation` says the fact tables were rebuilt. Postings are a
+  superset; recall re-checks every candidate against the real rows.
+* `Timeline`: what `known_at` needs (built on first use): event time per journal line, and the history
+  of every mutable attribute a later event changed.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Sequence
+
+import apsw
+import numpy as np
+
+from . import codec, timestamps
+from .errors import InvalidInput
+from .journal import Journal
+from .scope import rust_lower, split_private_entity
+
+BLOCK_BITS = 16
+BLOCK_SIZE = 1 << BLOCK_BITS
+_SEP = 0x110000  # above every code point: marks field boundaries in the joined text
+_MAX_CP_BITS = 21
+
+
+def _generation(db: apsw.Connection) -> Optional[str]:
+    row = db.execute("SELECT generation FROM journal_checkpoint WHERE id = 1").fetchone()
+    return row[0] if row else None
+
+
+def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
+    """The `recall_text` row of one fact (lowercased columns NULL when unchanged)."""
+    split = split_private_entity(entity)
+    owner, logical = split if split else (None, None)
+    visible = logical if split else entity
+    lc_value, lc_key, lc_entity = rust_lower(value), rust_lower(key), rust_lower(visible)
+    return (seq, owner, logical, None if lc_value == value else lc_value, None if lc_key == key else lc_key,
+            None if lc_entity == entity else lc_entity)
+
+
+def term_grams(term: str) -> Optional[np.ndarray]:
+    """Distinct trigram codes of a (lowercased) term; None when it is shorter than three characters."""
+    if len(term) < 3:
+        return None
+    cps = np.frombuffer(term.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    codes = (cps[:-2] << 42) | (cps[1:-1] << 21) | cps[2:]
+    return np.unique(codes)
+
+
+def _postings(strings: list[str], owners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, seqs) of every distinct (trigram, seq) pair, sorted by code then seq.
+
+    `strings[i]` belongs to seq `owners[i]`; owners must be non-decreasing.
+    """
+    if not strings:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    joined = "\x00".join(strings)
+    cps = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    lengths = np.fromiter((len(s) for s in strings), dtype=np.int64, count=len(strings))
+    ends = np.cumsum(lengths + 1) - 1  # separator positions (the last one is past the end)
+    cps[ends[:-1]] = _SEP
+    if len(cps) < 3:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    a, b, c = cps[:-2], cps[1:-1], cps[2:]
+    valid = (a < _SEP) & (b < _SEP) & (c < _SEP)
+    codes = ((a << 42) | (b << 21) | c)[valid]
+    seq_of_pos = np.repeat(owners, lengths + 1)[: len(cps) - 2][valid]
+    order = np.argsort(codes, kind="stable")  # seqs stay ascending within a code
+    codes, seqs = codes[order], seq_of_pos[order]
+    if len(codes) > 1:
+        keep = np.ones(len(codes), dtype=bool)
+        keep[1:] = (codes[1:] != codes[:-1]) | (seqs[1:] != seqs[:-1])
+        codes, seqs = codes[keep], seqs[keep]
+    return codes, seqs
+
+
+class TextIndex:
+    """Lowercased text and trigram postings for the facts of one view."""
+
+    def __init__(self, db: apsw.Connection, batch: int = BLOCK_SIZE) -> None:
+        self.db = db
+        self.batch = batch
+
+    # --- maintenance ------------------------------------------------------------------------------
+
+    def _state(self) -> Optional[tuple[str, int]]:
+        return self.db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
+
+    def _wipe(self) -> None:
+        for table in ("recall_text", "recall_grams", "recall_dirty", "recall_index_state"):
+            self.db.execute(f"DELETE FROM {table}")
+
+    def is_current(self) -> bool:
+        generation = _generation(self.db)
+        state = self._state()
+        if generation is None:
+            return state is None
+        if state is None or state[0] != generation:
+            return False
+        max_seq = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        dirty = self.db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone()
+        return max_seq <= state[1] and dirty is None
+
+    def sync(self) -> int:
+        """Index every fact not yet indexed (or start over after a rebuild). Returns facts indexed."""
+        if self.is_current():
+            return 0
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            done = self._sync_locked()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return done
+
+    def _sync_locked(self) -> int:
+        db = self.db
+        generation = _generation(db)
+        state = self._state()
+        if generation is None:
+            if state is not None:
+                self._wipe()
+            return 0
+        if state is None or state[0] != generation:
+            self._wipe()
+            last = 0
+        else:
+            last = state[1]
+        done = 0
+        dirty = [r[0] for r in db.execute("SELECT seq FROM recall_dirty ORDER BY seq")]
+        if dirty:
+            db.execute("DELETE FROM recall_dirty")
+            for i in range(0, len(dirty), 10_000):
+                chunk = np.array(dirty[i:i + 10_000], dtype=np.int64)
+                rows = db.execute(
+                    "SELECT seq, entity, key, value FROM facts WHERE seq IN carray(?) ORDER BY seq",
+                    (apsw.carray(chunk),)).fetchall()
+                done += self._index_rows(rows, merge=True)
+        max_seq = db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        while last < max_seq:
+            # batches never straddle a postings block, so a fresh block is written with plain inserts
+            hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1, last + self.batch)
+            rows = db.execute(
+                "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq", (last, hi)
+            ).fetchall()
+            fresh_block = last == 0 or ((last + 1) & (BLOCK_SIZE - 1)) == 0
+            done += self._index_rows(rows, merge=not fresh_block)
+            last = hi
+        db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
+                   (generation, max(last, state[1] if state and state[0] == generation else 0)))
+        return done
+
+    def _index_rows(self, rows: Sequence[tuple], merge: bool) -> int:
+        if not rows:
+            return 0
+        db = self.db
+        text_rows = [text_row(*r) for r in rows]
+        db.executemany(
+            "INSERT OR REPLACE INTO recall_text (seq, owner, visible_entity, lc_value, lc_key, lc_entity) "
+            "VALUES (?, ?, ?, ?, ?, ?)", text_rows)
+        strings: list[str] = []
+        owners: list[int] = []
+        for (seq, entity, key, value), t in zip(rows, text_rows):
+            strings.append(t[3] if t[3] is not None else value)
+            strings.append(t[4] if t[4] is not None else key)
+            strings.append(t[5] if t[5] is not None else entity)
+            owners.extend((seq, seq, seq))
+        owner_arr = np.array(owners, dtype=np.int64)
+        blocks = owner_arr >> BLOCK_BITS
+        # group the strings by postings block (dirty re-indexing can span several)
+        for block in np.unique(blocks):
+            sel = np.flatnonzero(blocks == block)
+            codes, seqs = _postings([strings[i] for i in sel], owner_arr[sel])
+            self._write_block(int(block), codes, seqs, merge)
+        return len(rows)
+
+    def _write_block(self, block: int, codes: np.ndarray, seqs: np.ndarray, merge: bool) -> None:
+        if not len(codes):
+            return
+        offsets = (seqs & (BLOCK_SIZE - 1)).astype("<u2")
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        bounds = np.r_[starts, len(codes)]
+        grams = codes[starts]
+        blobs = [offsets[bounds[i]:bounds[i + 1]].tobytes() for i in range(len(starts))]
+        if merge:
+            existing = dict(self.db.execute(
+                "SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
+                (block, apsw.carray(np.ascontiguousarray(grams)))))
+            for i, g in enumerate(grams.tolist()):
+                old = existing.get(g)
+                if old is not None:
+                    merged = np.union1d(np.frombuffer(old, dtype="<u2"), np.frombuffer(blobs[i], dtype="<u2"))
+                    blobs[i] = merged.astype("<u2").tobytes()
+        self.db.executemany("INSERT OR REPLACE INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)",
+                            zip(grams.tolist(), [block] * len(blobs), blobs))
+
+    # --- lookups ----------------------------------------------------------------------------------
+
+    def gram_postings(self, grams: np.ndarray) -> dict[int, np.ndarray]:
+        """seqs (sorted, unique) per trigram code; missing grams map to an empty array."""
+        parts: dict[int, list[np.ndarray]] = {}
+        for gram, block, blob in self.db.execute(
+                "SELECT gram, block, seqs FROM recall_grams WHERE gram IN carray(?) ORDER BY gram, block",
+                (apsw.carray(np.ascontiguousarray(grams, dtype=np.int64)),)):
+            parts.setdefault(gram, []).append(
+                np.frombuffer(blob, dtype="<u2").astype(np.int64) + (block << BLOCK_BITS))
+        out = {}
+        for g in grams.tolist():
+            chunks = parts.get(g)
+            out[g] = np.unique(np.concatenate(chunks)) if chunks else np.empty(0, np.int64)
+        return out
+
+    def term_candidates(self, term: str) -> Optional[np.ndarray]:
+        """Seqs whose lowercased value, key or visible entity may contain `term` (a superset), or None
+        when the term is too short for trigrams."""
+        grams = term_grams(term)
+        if grams is None:
+            return None
+        postings = sorted(self.gram_postings(grams).values(), key=len)
+        result = postings[0]
+        for other in postings[1:]:
+            if not len(result):
+                break
+            result = np.intersect1d(result, other, assume_unique=True)
+        return result
+
+    def candidates(self, terms: Iterable[str]) -> Optional[np.ndarray]:
+        """Union over OR-terms of their candidates; None if any term needs a scan."""
+        out: list[np.ndarray] = []
+        for term in terms:
+            c = self.term_candidates(term)
+            if c is None:
+                return None
+            out.append(c)
+        if not out:
+            return np.empty(0, np.int64)
+        return out[0] if len(out) == 1 else np.unique(np.concatenate(out))
+
+
+# --- transaction time ---------------------------------------------------------------------------
+
+_DELETING = {("delete", "deleted"), ("consolidate_undo", "canonical")}
+_SUPERSEDING = {"supersede", "consolidate", "clear_supersede", "consolidate_undo"}
+
+
+class Timeline:
+    """Event times and attribute histories for `known_at` (transaction-time) queries.
+
+    The state at T is the current view with every applied event later than T undone: facts stored
+    after T are invisible; deletions, supersessions, validity, horizon and re-verification changes
+    after T are not yet applied. Each changed fact also gets a row with its values at birth (decoded
+    from the journal line that stored it), so "last change at or before T" is always defined.
+    """
+
+    def __init__(self, db: apsw.Connection, journal: Journal) -> None:
+        self.db = db
+        self.journal = journal
+
+    def sync(self) -> None:
+        db = self.db
+        generation = _generation(db)
+        state = db.execute("SELECT generation, last_line FROM recall_timeline_state WHERE id = 1").fetchone()
+        max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
+        if generation is not None and state is not None and state[0] == generation and state[1] >= max_line:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._sync_locked()
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _sync_locked(self) -> None:
+        db = self.db
+        generation = _generation(db)
+        state = db.execute("SELECT generation, last_line FROM recall_timeline_state WHERE id = 1").fetchone()
+        if generation is None or state is None or state[0] != generation:
+            for table in ("recall_event_times", "recall_changes", "recall_timeline_state"):
+                db.execute(f"DELETE FROM {table}")
+            last = 0
+        else:
+            last = state[1]
+        if generation is None:
+            return
+        max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
+        if max_line <= last:
+            return
+        events = db.execute(
+            "SELECT line_no, op, event_at, applied, byte_offset, byte_length FROM journal_events "
+            "WHERE line_no > ? ORDER BY line_no", (last,)).fetchall()
+        times = []
+        for line_no, op, event_at, applied, offset, length in events:
+            try:
+                at = timestamps.parse_ns(event_at) if event_at else None
+            except InvalidInput:
+                at = None
+            times.append((line_no, at))
+        db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
+        at_of = dict(times)
+        changes: list[tuple] = []
+        need_values = [(ln, off, n) for ln, op, _, applied, off, n in events
+                       if applied and op in ("set_validity", "set_horizon")]
+        payloads = {ln: codec.decode_event(raw) for ln, raw in self._read_lines(need_values)}
+        roles: dict[int, list[tuple[str, str]]] = {}
+        for line_no, fact_id, role in db.execute(
+                "SELECT ef.line_no, ef.fact_id, ef.role FROM journal_event_facts ef JOIN journal_events e "
+                "ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 ORDER BY ef.line_no", (last,)):
+            roles.setdefault(line_no, []).append((fact_id, role))
+        for line_no, op, _, applied, _, _ in events:
+            at = at_of.get(line_no)
+            if not applied or at is None:
+                continue
+            names = roles.get(line_no, [])
+            for fact_id, role in names:
+                if (op, role) in _DELETING:
+                    changes.append((fact_id, "deleted", line_no, at, 1, None, None))
+                elif op == "supersede" and role == "superseded":
+                    by = next((f for f, r in names if r == "superseding"), None)
+                    changes.append((fact_id, "superseded_by", line_no, at, None, None, by))
+                elif op == "consolidate" and role == "source":
+                    by = next((f for f, r in names if r == "canonical"), None)
+                    changes.append((fact_id, "superseded_by", line_no, at, None, None, by))
+                elif (op, role) in (("clear_supersede", "cleared"), ("consolidate_undo", "restored")):
+                    changes.append((fact_id, "superseded_by", line_no, at, None, None, None))
+                elif op == "set_validity" and role == "validity":
+                    ev = payloads[line_no]
+                    changes.append((fact_id, "validity", line_no, at, ev.valid_from, ev.valid_to, None))
+                elif op == "set_horizon" and role == "horizon":
+                    changes.append((fact_id, "horizon", line_no, at, None, None, payloads[line_no].horizon_class))
+                elif op == "reverify" and role == "reverified":
+                    changes.append((fact_id, "reverified", line_no, at, at, None, None))
+        touched = sorted({c[0] for c in changes})
+        fresh = [f for f in touched if db.execute(
+            "SELECT 1 FROM recall_changes WHERE fact_id = ? AND line_no = (SELECT line_no FROM facts WHERE fact_id = ?) "
+            "LIMIT 1", (f, f)).fetchone() is None]
+        changes.extend(self._birth_rows(fresh))
+        db.executemany(
+            "INSERT OR REPLACE INTO recall_changes (fact_id, attr, line_no, at_ns, v_int, v_int2, v_text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", changes)
+        db.execute("INSERT OR REPLACE INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",
+                   (generation, max_line))
+
+    def _read_lines(self, wanted: list[tuple[int, int, int]]) -> Iterable[tuple[int, bytes]]:
+        if not wanted:
+            return
+        with open(self.journal.path, "rb") as fh:
+            for line_no, offset, length in sorted(wanted, key=lambda w: w[1]):
+                fh.seek(offset)
+                yield line_no, fh.read(length).rstrip(b"\r\n")
+
+    def _birth_rows(self, fact_ids: list[str]) -> list[tuple]:
+        """Each fact's attribute values as the line that stored it wrote them (privacy aside)."""
+        rows = []
+        lines: dict[int, list[str]] = {}
+        meta = {}
+        for i in range(0, len(fact_ids), 10_000):
+            chunk = fact_ids[i:i + 10_000]
+            for fact_id, line_no, off, n, at in self.db.execute(
+                    "SELECT f.fact_id, f.line_no, e.byte_offset, e.byte_length, t.at_ns FROM facts f "
+                    "JOIN journal_events e ON e.line_no = f.line_no LEFT JOIN recall_event_times t "
+                    "ON t.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(chunk)),)):
+                lines.setdefault(line_no, []).append(fact_id)
+                meta[line_no] = (off, n, at)
+        for line_no, raw in self._read_lines([(ln, m[0], m[1]) for ln, m in meta.items()]):
+            at = meta[line_no][2]
+            if at is None:
+                continue
+            by_id = {f.fact_id: f for f in codec.event_facts(codec.decode_event(raw))}
+            for fact_id in lines[line_no]:
+                f = by_id.get(fact_id)
+                if f is None:
+                    continue
+                rows += [
+                    (fact_id, "deleted", line_no, at, int(f.deleted), None, None),
+                    (fact_id, "superseded_by", line_no, at, None, None, f.superseded_by),
+                    (fact_id, "validity", line_no, at, f.valid_from, f.valid_to, None),
+                    (fact_id, "horizon", line_no, at, None, None, f.horizon_class),
+                    (fact_id, "reverified", line_no, at, f.reverified_at, None, None),
+                ]
+        return rows

@@ -1,0 +1,532 @@
+"""Fact recall: `query_facts`, `get_bootstrap` and `memory_view` with Crux semantics.
+
+`Recall(store)` is the API every surface (CLI, MCP server, Python callers) uses; nothing here prints.
+
+query_facts runs the exact pipeline of factstore spec §10.2 / retrieval spec §16 inside SQLite:
+not deleted -> `as_of` valid time -> superseded gate -> visibility (agent scope) -> tenant (always
+applied) -> entity prefix -> entity -> OR-match of lowercased terms against the lowercased value, key
+and visible entity -> rank by effective confidence desc, `stored_at` desc, `fact_id` -> floor
+(`filtered_below_threshold`) -> selection (budget greedy fill, first fact always; else `top_k`).
+Terms of three or more characters are answered from trigram postings (`fact_index.TextIndex`), the
+rest by a scan; candidates are always re-checked against the rows. `known_at` answers "what did the
+store believe at T" from the journal's events (`fact_index.Timeline`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import apsw
+import numpy as np
+
+from . import crc_v1, scope, timestamps, tokens
+from .errors import InvalidInput
+from .fact_index import TextIndex, Timeline
+from .freshness import DecayPolicy, age_hours, effective_confidence, freshness_at, ns_to_ms, salience_enabled
+from .store import Store
+
+TimeArg = Union[None, str, int]
+
+DEFAULT_TOP_K = 10
+BOOTSTRAP_PREFIX = "__bootstrap__::"
+BOOTSTRAP_TOP_K = 100
+MEMORY_PIN_PREFIX = "__memory_pin::"
+MEMORY_VIEW_RESERVED = ("__agent::", "__ops::", "__bootstrap__::", "__memory_pin::", "__work__::", "__decisions__::",
+                        "__project_layer__::", "__tenant_metadata__::")
+_TOPIC_ALIASES = {"doc": "doc", "docs": "doc", "pattern": "pattern", "patterns": "pattern", "error": "resolution",
+                  "errors": "resolution", "resolution": "resolution", "resolutions": "resolution",
+                  "tool": "tool-output", "tool-output": "tool-output", "tool-outputs": "tool-output"}
+# Above this share of all facts, trigram candidates cost more than a scan.
+_SCAN_SHARE = 0.3
+
+ROW_KEYS = ("fact_id", "entity", "key", "value", "confidence", "effective_confidence", "horizon_class", "freshness",
+            "age_hours", "superseded_by", "actor")
+
+
+# --- argument checks ------------------------------------------------------------------------------
+
+def _time_arg(value: TimeArg, name: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidInput(f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        return timestamps.parse_ns(value)
+    except InvalidInput:
+        raise InvalidInput(
+            f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}") from None
+
+
+def _count_arg(value: Optional[int], name: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _floor_arg(value: Optional[float]) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"min_effective_confidence must be a number in 0.0..=1.0, got {value!r}")
+    return float(value)
+
+
+def normalize_topic(topic: Optional[str]) -> Optional[str]:
+    """§10.4: doc|docs -> doc, pattern(s) -> pattern, error(s)|resolution(s) -> resolution,
+    tool|tool-output(s) -> tool-output; anything else the trimmed original; blank -> no topic."""
+    if topic is None or not topic.strip():
+        return None
+    trimmed = topic.strip()
+    return _TOPIC_ALIASES.get(trimmed.lower(), trimmed)
+
+
+# --- results --------------------------------------------------------------------------------------
+
+@dataclass
+class QueryResult:
+    """What `query_facts` returns. `rows` are the Crux row objects (ROW_KEYS order)."""
+
+    rows: list[dict[str, Any]]
+    filtered_below_threshold: int
+    matched: int                 # facts that passed every filter and the OR-match (before the floor)
+    left_out: int                # above the floor but not returned (top_k or budget)
+    total_tokens: int            # sum of the returned facts' `tokens`
+    contract: str                # "crc-v1" or "legacy"
+    token_budget: Optional[int]
+    top_k: int
+    crc_v1: Optional[dict[str, Any]] = None
+    known_at: Optional[str] = None
+    as_of: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rows": self.rows}
+        if self.crc_v1 is not None:
+            out["crc_v1"] = self.crc_v1
+        out["filtered_below_threshold"] = self.filtered_below_threshold
+        out["matched"] = self.matched
+        out["returned"] = len(self.rows)
+        out["left_out"] = self.left_out
+        out["total_tokens"] = self.total_tokens
+        out["contract"] = self.contract
+        out["token_budget"] = self.token_budget
+        if self.as_of is not None:
+            out["as_of"] = self.as_of
+        if self.known_at is not None:
+            out["known_at"] = self.known_at
+        return out
+
+    def text(self) -> str:
+        """Crux's legacy text: one line per row, or the empty-result sentence."""
+        if not self.rows:
+            if self.filtered_below_threshold:
+                return f"no facts above confidence floor ({self.filtered_below_threshold} below threshold)"
+            return "no facts found"
+        return "\n".join(
+            f"[{r['entity']}] {r['key']} = {r['value']} (confidence={r['confidence']:.2f}, "
+            f"effective_confidence={r['effective_confidence']:.2f}, freshness={r['freshness']}, "
+            f"age_hours={r['age_hours']})" for r in self.rows)
+
+
+@dataclass
+class BootstrapResult:
+    topic: Optional[str]          # as given
+    prefix: str
+    facts: list[dict[str, Any]]   # {fact_id, entity, key, value, confidence, tokens}
+    matched: int
+    left_out: int
+    total_tokens: int
+    token_budget: Optional[int]
+
+    def text(self) -> str:
+        if not self.facts:
+            if self.topic is not None and self.topic.strip():
+                return f"no bootstrap knowledge for topic '{self.topic}'"
+            return "no bootstrap knowledge found"
+        return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']}" for f in self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "prefix": self.prefix, "facts": self.facts, "matched": self.matched,
+                "returned": len(self.facts), "left_out": self.left_out, "total_tokens": self.total_tokens,
+                "token_budget": self.token_budget, "text": self.text()}
+
+
+@dataclass
+class MemoryViewResult:
+    facts: list[dict[str, Any]]   # {id, entity, key, value, version, stored_at, confidence, pinned, source_receipt, actor}
+    total_tokens: int
+    matched: int
+    left_out: int
+    token_budget: int
+    top_k: int
+
+    def text(self) -> str:
+        if not self.facts:
+            return "no memory visible"
+        return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})"
+                         + (" [pinned]" if f["pinned"] else "") for f in self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"facts": self.facts, "total_tokens": self.total_tokens, "returned": len(self.facts),
+                "matched": self.matched, "left_out": self.left_out, "token_budget": self.token_budget,
+                "top_k": self.top_k}
+
+
+# --- SQL building ---------------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    where: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _floor_ms(expr: str) -> str:
+    """chrono `timestamp_millis` (floor) of an epoch-ns SQL expression."""
+    return f"(({expr}) - ((({expr}) % 1000000) + 1000000) % 1000000) / 1000000"
+
+
+class Recall:
+    """query_facts / get_bootstrap / memory_view over one store."""
+
+    def __init__(self, store: Store, refresh: bool = True, policy: Optional[DecayPolicy] = None) -> None:
+        self.store = store
+        self.db: apsw.Connection = store.db
+        self.refresh = refresh
+        self.policy = policy
+        self.index = TextIndex(self.db)
+        self.timeline = Timeline(self.db, store.journal)
+
+    # --- shared plumbing --------------------------------------------------------------------------
+
+    def _prepare(self, known_at: Optional[int] = None) -> None:
+        if self.refresh:
+            self.store.refresh()
+        self.index.sync()
+        if known_at is not None:
+            self.timeline.sync()
+
+    def _decay(self) -> DecayPolicy:
+        return self.policy or DecayPolicy.from_env()
+
+    @staticmethod
+    def _attr_exprs(known_at: Optional[int]) -> dict[str, str]:
+        """SQL for each mutable attribute: the current column, or its value at transaction time :T."""
+        if known_at is None:
+            return {"deleted": "f.deleted", "superseded_by": "f.superseded_by", "valid_from": "f.valid_from_ns",
+                    "valid_to": "f.valid_to_ns", "horizon": "f.horizon_class", "reverified": "f.reverified_at_ns"}
+
+        def at_t(attr: str, col: str, current: str) -> str:
+            return (f"(CASE WHEN EXISTS (SELECT 1 FROM recall_changes c WHERE c.fact_id = f.fact_id) THEN "
+                    f"(SELECT c.{col} FROM recall_changes c WHERE c.fact_id = f.fact_id AND c.attr = '{attr}' "
+                    f"AND c.at_ns <= :known_at ORDER BY c.line_no DESC LIMIT 1) ELSE {current} END)")
+
+        return {"deleted": at_t("deleted", "v_int", "f.deleted"),
+                "superseded_by": at_t("superseded_by", "v_text", "f.superseded_by"),
+                "valid_from": at_t("validity", "v_int", "f.valid_from_ns"),
+                "valid_to": at_t("validity", "v_int2", "f.valid_to_ns"),
+                "horizon": at_t("horizon", "v_text", "f.horizon_class"),
+                "reverified": at_t("reverified", "v_int", "f.reverified_at_ns")}
+
+    def _eff_sql(self, policy: DecayPolicy) -> str:
+        """Effective confidence over the inner columns (hz, rv, stored_at_ns, ac, confidence) at :now_ms."""
+        anchor = _floor_ms("coalesce(rv, stored_at_ns)")
+        base = (f"(CASE hz WHEN 'volatile' THEN {policy.base_ms('volatile')} WHEN 'medium' THEN "
+                f"{policy.base_ms('medium')} WHEN 'stable' THEN {policy.base_ms('stable')} END)")
+        factor = "(CASE WHEN ac > 0 THEN min(max(1.0 + 0.25 * ln(ac + 1), 1.0), 4.0) ELSE 1.0 END)"
+        stale = (f"(hz != 'none' AND {anchor} > 0 AND :now_ms > 0 AND {anchor} <= :now_ms "
+                 f"AND :now_ms - {anchor} > CAST({base} * {factor} AS INTEGER))")
+        return f"(CASE WHEN {stale} THEN confidence * 0.5 ELSE confidence END)"
+
+    def _inner_sql(self, known_at: Optional[int], static_where: list[str]) -> str:
+        a = self._attr_exprs(known_at)
+        where = list(static_where)
+        if known_at is not None:
+            where.append("(SELECT e.at_ns FROM recall_event_times e WHERE e.line_no = f.line_no) <= :known_at")
+        return (
+            "SELECT f.seq AS seq, f.fact_id AS fact_id, f.tenant_hash AS tenant_hash, f.entity AS entity, "
+            "f.key AS key, f.value AS value, f.confidence AS confidence, f.stored_at_ns AS stored_at_ns, "
+            "f.tokens AS tokens, f.private AS private, f.actor AS actor, f.version AS version, "
+            "f.source_receipt AS source_receipt, t.owner AS owner, t.visible_entity AS visible_entity, "
+            f"f.access_count + coalesce(s.access_count, 0) AS ac, {a['deleted']} AS deleted, "
+            f"{a['superseded_by']} AS superseded_by, {a['valid_from']} AS valid_from, {a['valid_to']} AS valid_to, "
+            f"{a['horizon']} AS hz, {a['reverified']} AS rv "
+            "FROM facts f JOIN recall_text t ON t.seq = f.seq "
+            "LEFT JOIN recall_salience s ON s.fact_id = f.fact_id"
+            + (" WHERE " + " AND ".join(where) if where else "")
+        )
+
+    @staticmethod
+    def _entity_filters(plan: _Plan, agent: Optional[str], entity: Optional[str],
+                        entity_prefix: Optional[str]) -> None:
+        if entity_prefix is not None and entity_prefix != "":
+            plan.params["ep"] = entity_prefix
+            hi = scope.prefix_upper_bound(entity_prefix)
+            ranges = ["(f.entity >= :ep" + (" AND f.entity < :ep_hi)" if hi is not None else ")")]
+            plan.params["ep_hi"] = hi
+            if agent is not None:
+                aprefix = scope.owner_entity(agent, entity_prefix)
+                plan.params["aep"], plan.params["aep_hi"] = aprefix, scope.prefix_upper_bound(aprefix)
+                ranges.append("(f.entity >= :aep AND f.entity < :aep_hi)")
+            plan.where.append("(" + " OR ".join(ranges) + ")")
+        if entity is not None:
+            plan.params["ent"] = entity
+            if agent is not None:
+                plan.params["aent"] = scope.owner_entity(agent, entity)
+                plan.where.append("f.entity IN (:ent, :aent)")
+            else:
+                plan.where.append("f.entity = :ent")
+
+    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
+        """The OR-match over lowercased value/key/visible entity; returns how candidates were found."""
+        clauses = []
+        for i, term in enumerate(terms):
+            plan.params[f"q{i}"] = term
+            clauses.append(
+                f"instr(coalesce(t.lc_value, f.value), :q{i}) > 0 OR instr(coalesce(t.lc_key, f.key), :q{i}) > 0 "
+                f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
+        plan.where.append("(" + " OR ".join(clauses) + ")")
+        candidates = self.index.candidates(terms)
+        if candidates is None:
+            return "scan"
+        total = self.db.execute("SELECT count(*) FROM recall_text").fetchone()[0]
+        if total and len(candidates) > _SCAN_SHARE * total:
+            return "scan"
+        if not len(candidates):
+            plan.where.append("0")
+            return "trigram"
+        plan.params["cand"] = apsw.carray(np.ascontiguousarray(candidates, dtype=np.int64))
+        plan.where.append("f.seq IN carray(:cand)")
+        return "trigram"
+
+    # --- query_facts ------------------------------------------------------------------------------
+
+    def query_facts(self, query: Optional[str] = None, *, entity: Optional[str] = None,
+                    entity_prefix: Optional[str] = None, tenant: Optional[str] = None, agent: Optional[str] = None,
+                    top_k: Optional[int] = DEFAULT_TOP_K, token_budget: Optional[int] = None,
+                    min_effective_confidence: Optional[float] = None, as_of: TimeArg = None,
+                    known_at: TimeArg = None, include_superseded: bool = False, contract: Optional[str] = "crc-v1",
+                    record_access: Optional[bool] = None, now: TimeArg = None) -> QueryResult:
+        """Crux `query_facts`, plus `known_at` transaction-time travel. See the module docstring."""
+        top_k = DEFAULT_TOP_K if top_k is None else _count_arg(top_k, "top_k")
+        token_budget = _count_arg(token_budget, "token_budget")
+        floor = _floor_arg(min_effective_confidence)
+        as_of_ns = _time_arg(as_of, "as_of")
+        known_ns = _time_arg(known_at, "known_at")
+        now_arg = _time_arg(now, "now")
+        if query is not None and not isinstance(query, str):
+            raise InvalidInput(f"query must be a string, got {query!r}")
+        agent = scope.normalize_agent(agent)
+        tenant_name = scope.normalize_tenant(tenant)
+        use_crc = crc_v1.enabled(contract)
+        contract_name = "crc-v1" if use_crc else "legacy"
+        if now_arg is None:
+            now_arg = timestamps.now_ns()
+            if known_ns is not None:
+                now_arg = min(now_arg, known_ns)
+        self._prepare(known_ns)
+        policy = self._decay()
+
+        result = QueryResult([], 0, 0, 0, 0, contract_name, token_budget, top_k,
+                             known_at=None if known_ns is None else timestamps.format_fact_time(known_ns),
+                             as_of=None if as_of_ns is None else timestamps.format_fact_time(as_of_ns))
+        terms = scope.split_terms(query) if query is not None else None
+        if terms is not None and not terms:
+            return result  # Crux: a blank query has no terms and matches nothing
+
+        plan = _Plan(params={"tenant": tenant_name, "agent": agent, "now_ms": ns_to_ms(now_arg),
+                             "floor": floor if floor is not None else -1.0})
+        plan.where.append("f.tenant_hash = :tenant")
+        plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
+        self._entity_filters(plan, agent, entity, entity_prefix)
+        if terms:
+            self._match_filter(plan, terms)
+        outer = ["deleted = 0"]
+        if as_of_ns is not None:
+            plan.params["as_of"] = as_of_ns
+            outer.append("(valid_from IS NULL OR valid_from <= :as_of) AND (valid_to IS NULL OR :as_of < valid_to)")
+        if not include_superseded:
+            outer.append("superseded_by IS NULL")
+        if known_ns is not None:
+            plan.params["known_at"] = known_ns
+        eff = self._eff_sql(policy)
+        matched_sql = (f"SELECT *, {eff} AS eff FROM ({self._inner_sql(known_ns, plan.where)}) "
+                       f"WHERE {' AND '.join(outer)}")
+        sql = (f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
+               f"visible_entity, ac, superseded_by, hz, rv, eff, count(*) OVER () AS n_matched, "
+               f"coalesce(sum(eff < :floor) OVER (), 0) AS n_below FROM ({matched_sql}) "
+               f"ORDER BY eff DESC, stored_at_ns DESC, fact_id")
+        reversible = use_crc and token_budget is not None
+        legacy_budget = token_budget is not None and not reversible
+        if not legacy_budget:
+            sql += " LIMIT :limit"  # rows below the floor sort last, so top_k rows are enough
+            plan.params["limit"] = top_k
+        picked: list[tuple] = []
+        used = 0
+        fetched = False
+        for row in self.db.execute(sql, plan.params):
+            fetched = True
+            result.matched, result.filtered_below_threshold = row[16], row[17]
+            if floor is not None and row[15] < floor:
+                break
+            if legacy_budget:
+                cost = row[7]
+                if picked and used + cost > token_budget:
+                    break
+                picked.append(row)
+                used += cost
+                if used >= token_budget:
+                    break
+            else:
+                picked.append(row)
+        if not fetched and top_k == 0:
+            row = self.db.execute(
+                f"SELECT count(*), coalesce(sum(eff < :floor), 0) FROM ({matched_sql})", plan.params).fetchone()
+            result.matched, result.filtered_below_threshold = row[0], row[1]
+        result.left_out = result.matched - result.filtered_below_threshold - len(picked)
+        now_ms = ns_to_ms(now_arg)
+        rows = []
+        for r in picked:
+            anchor_ms = ns_to_ms(r[14] if r[14] is not None else r[6])
+            fresh = freshness_at(r[13], anchor_ms, now_ms, r[11], policy)
+            eff_py = effective_confidence(r[5], fresh)
+            rows.append({
+                "fact_id": r[1],
+                "entity": r[10] if r[9] is not None else r[2],
+                "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": eff_py,
+                "horizon_class": r[13], "freshness": fresh, "age_hours": age_hours(anchor_ms, now_ms),
+                "superseded_by": r[12], "actor": r[8],
+            })
+        result.rows = rows
+        result.total_tokens = sum(r[7] for r in picked)
+        if use_crc and rows:
+            if reversible:
+                full, emit = tokens.fact_emit_within_budget([r[7] for r in picked], token_budget)
+                result.crc_v1 = crc_v1.wrap_facts_tiered(rows[:emit], entity, query, full, len(rows))
+            else:
+                result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
+        if rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
+            self.record_access([r["fact_id"] for r in rows], now_arg)
+        return result
+
+    # --- salience ---------------------------------------------------------------------------------
+
+    def record_access(self, fact_ids: list[str], at_ns: Optional[int] = None) -> None:
+        """`record_access`: access_count += 1 and last_accessed_at = now, in the view only."""
+        at_ns = timestamps.now_ns() if at_ns is None else at_ns
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO recall_salience (fact_id, access_count, last_accessed_at_ns) "
+                "SELECT fact_id, 1, ? FROM facts WHERE fact_id = ? AND deleted = 0 "
+                "ON CONFLICT (fact_id) DO UPDATE SET access_count = min(access_count + 1, 4294967295), "
+                "last_accessed_at_ns = excluded.last_accessed_at_ns",
+                [(at_ns, fid) for fid in fact_ids])
+
+    def access_counts(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT fact_id, access_count FROM recall_salience"))
+
+    # --- get_bootstrap ----------------------------------------------------------------------------
+
+    def get_bootstrap(self, topic: Optional[str] = None, query: Optional[str] = None,
+                      token_budget: Optional[int] = None, *, tenant: Optional[str] = None,
+                      agent: Optional[str] = None) -> BootstrapResult:
+        """Crux `get_bootstrap` (§10.4) with its defects fixed: the budget is honoured (greedy fill by
+        fact tokens, first fact always), the tenant is applied, and agent scope is enforced: only the
+        daemon-owned `__bootstrap__::` namespace itself (born private) and the caller's own
+        `__agent::<me>::__bootstrap__::...` facts are readable; no other private fact is.
+
+        Ranking is the store query's: confidence desc, stored_at desc, fact_id; at most 100 facts.
+        Deleted facts are dropped; superseded ones are not (as in Crux's store query).
+        """
+        token_budget = _count_arg(token_budget, "token_budget")
+        agent = scope.normalize_agent(agent)
+        tenant_name = scope.normalize_tenant(tenant)
+        norm = normalize_topic(topic)
+        prefix = f"{BOOTSTRAP_PREFIX}{norm}:" if norm is not None else BOOTSTRAP_PREFIX
+        self._prepare()
+        empty = BootstrapResult(topic, prefix, [], 0, 0, 0, token_budget)
+        terms = scope.split_terms(query) if query is not None else None
+        if terms is not None and not terms:
+            return empty
+        plan = _Plan(params={"tenant": tenant_name, "agent": agent})
+        plan.where += ["f.tenant_hash = :tenant", "f.deleted = 0",
+                       "((t.owner IS NULL AND (f.private = 0 OR (f.entity >= :bp AND f.entity < :bp_hi))) "
+                       "OR t.owner = :agent)"]
+        plan.params["bp"], plan.params["bp_hi"] = BOOTSTRAP_PREFIX, scope.prefix_upper_bound(BOOTSTRAP_PREFIX)
+        self._entity_filters(plan, agent, None, prefix)
+        if terms:
+            self._match_filter(plan, terms)
+        sql = (f"SELECT f.fact_id, f.entity, t.owner, t.visible_entity, f.key, f.value, f.confidence, f.tokens, "
+               f"count(*) OVER () FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE {' AND '.join(plan.where)} "
+               f"ORDER BY f.confidence DESC, f.stored_at_ns DESC, f.fact_id LIMIT {BOOTSTRAP_TOP_K}")
+        ranked = self.db.execute(sql, plan.params).fetchall()
+        if not ranked:
+            return empty
+        matched = ranked[0][8]
+        n = tokens.legacy_fill([r[7] for r in ranked], token_budget) if token_budget is not None else len(ranked)
+        facts = [{"fact_id": r[0], "entity": r[3] if r[2] is not None else r[1], "key": r[4], "value": r[5],
+                  "confidence": r[6], "tokens": r[7]} for r in ranked[:n]]
+        return BootstrapResult(topic, prefix, facts, matched, matched - n, sum(f["tokens"] for f in facts),
+                               token_budget)
+
+    # --- memory_view ------------------------------------------------------------------------------
+
+    def memory_view(self, entity: Optional[str] = None, key: Optional[str] = None, top_k: Optional[int] = 20,
+                    token_budget: Optional[int] = 2000, *, tenant: Optional[str] = None,
+                    agent: Optional[str] = None) -> MemoryViewResult:
+        """Crux `memory_view` (§10.5): visible, non-deleted facts (superseded included) whose visible
+        entity is outside the panel's reserved prefixes, newest first (then confidence desc, fact_id),
+        cut at `top_k` (at least 1) and the token budget (first fact always), with the caller's pins.
+        The tenant is applied (the described Crux version has none)."""
+        top_k = 20 if top_k is None else max(1, _count_arg(top_k, "top_k"))
+        token_budget = 2000 if token_budget is None else _count_arg(token_budget, "token_budget")
+        agent = scope.normalize_agent(agent)
+        tenant_name = scope.normalize_tenant(tenant)
+        self._prepare()
+        plan = _Plan(params={"tenant": tenant_name, "agent": agent})
+        plan.where += ["f.tenant_hash = :tenant", "f.deleted = 0",
+                       "((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)"]
+        self._entity_filters(plan, agent, entity, None)
+        if key is not None:
+            plan.params["key"] = key
+            plan.where.append("f.key = :key")
+        visible = "coalesce(t.visible_entity, f.entity)"
+        for i, p in enumerate(MEMORY_VIEW_RESERVED):
+            plan.params[f"r{i}"] = p
+            plan.where.append(f"substr({visible}, 1, {len(p)}) != :r{i}")
+        sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
+               f"f.source_receipt, f.actor, f.tokens, count(*) OVER () FROM facts f JOIN recall_text t "
+               f"ON t.seq = f.seq WHERE {' AND '.join(plan.where)} "
+               f"ORDER BY f.stored_at_ns DESC, f.confidence DESC, f.fact_id")
+        picked, used, matched = [], 0, 0
+        for r in self.db.execute(sql, plan.params):
+            matched = r[10]
+            if len(picked) >= top_k or (picked and used + r[9] > token_budget):
+                break
+            picked.append(r)
+            used += r[9]
+        pins = self._pins(agent, tenant_name, [r[0] for r in picked])
+        facts = [{"id": r[0], "entity": r[1], "key": r[2], "value": r[3], "version": r[4],
+                  "stored_at": timestamps.format_event_time(r[5]), "confidence": r[6], "pinned": r[0] in pins,
+                  "source_receipt": r[7], "actor": r[8]} for r in picked]
+        return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k)
+
+    def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:
+        """Fact ids the agent pinned: the latest non-deleted `__memory_pin::<agent>::<id>` / `pinned`
+        fact says `1` or `true`."""
+        if agent is None or not fact_ids:
+            return set()
+        pinned = set()
+        for fid in fact_ids:
+            row = self.db.execute(
+                "SELECT value FROM facts WHERE entity = ? AND key = 'pinned' AND deleted = 0 AND tenant_hash = ? "
+                "ORDER BY stored_at_ns DESC, seq DESC LIMIT 1", (f"{MEMORY_PIN_PREFIX}{agent}::{fid}", tenant)
+            ).fetchone()
+            if row is not None and row[0].strip().lower() in ("1", "true"):
+                pinned.add(fid)
+        return pinned
