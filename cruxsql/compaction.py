@@ -1,0 +1,417 @@
+"""Journal compaction (factstore spec §5.1), crash-atomic per DESIGN.md §1.
+
+The new journal holds, in order: one `store` line per live fact sorted by (`stored_at`, `fact_id`),
+each followed by a `supersede` line when the fact is superseded; one `consolidation_provenance` line
+per live canonical (sorted by id); one value-free `delete` tombstone per deleted fact (sorted by id).
+Deleted facts' values are not copied forward: compaction is the erasure primitive.
+
+Facts are re-serialised from the view with `Fact.to_json`, so a fact that did not change comes out
+byte-identical. The view's facts hold only what the journal said (access counts kept elsewhere by
+the salience lane are never baked in).
+
+Steps, all under the writer lock after catching the view up:
+1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first);
+2. `Journal.rewrite`: temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
+3. the view is rewritten in one SQLite transaction, opened before step 2 and committed after the
+   rename, carrying the new journal's fingerprint and a new generation. A crash before that commit
+   leaves a view whose fingerprint no longer matches, which the next open repairs by a rebuild.
+
+The view update is computed directly from what was written (no re-parse of the new journal): the
+rows are exactly those a fresh replay would produce. For the rare shapes where that is not certain
+(a latest-only control chain holding more than one fact) it falls back to a full rebuild.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+import blake3
+
+from . import codec, legal_holds, timestamps, view
+from .codec import Fact
+from .errors import Conflict, InvalidInput, JournalPoisoned
+from .journal import JOURNAL_NAME, Journal
+
+Progress = Optional[Callable[[int, int], None]]
+CRASH_ENV = "CRUXSQL_TEST_CRASH_AT"
+_LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
+_BATCH = 20_000
+_FACT_SELECT_F = ", ".join("f." + c for c in view.FACT_COLUMNS[:26])
+
+
+def crash_point(step: str) -> None:
+    """Test-only fault injection: SIGKILL this process when CRUXSQL_TEST_CRASH_AT names `step`."""
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class LegalHoldBlocked(Conflict):
+    """Compaction would hard-erase facts covered by active legal holds (PermissionDenied in Crux)."""
+
+    def __init__(self, message: str, covered: list[tuple[str, list[str]]]) -> None:
+        super().__init__(message)
+        self.covered = covered
+
+    @property
+    def hold_ids(self) -> list[str]:
+        return sorted({h for _, hs in self.covered for h in hs})
+
+
+@dataclass
+class CompactionReport:
+    """Crux's `CompactionReport` fields plus what cruxsql measures."""
+
+    facts_dropped: int = 0
+    facts_retained: int = 0
+    tombstones_kept: int = 0
+    supersede_lines: int = 0
+    provenance_lines: int = 0
+    corrupt_lines_dropped: int = 0
+    lines_before: int = 0
+    lines_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    journal_blake3_before: Optional[str] = None
+    journal_blake3_after: Optional[str] = None
+    inode_before: Optional[int] = None
+    inode_after: Optional[int] = None
+    view_update: str = "direct"
+    generation: Optional[str] = None
+    override_receipt_id: Optional[str] = None
+    stale_temp_files_removed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- the legal-hold guard --------------------------------------------------------------------------
+
+
+def _pruned_control_facts_covered(store, holds: list[legal_holds.LegalHold]) -> list[tuple[str, list[str]]]:
+    """Facts that only the journal still holds (pruned latest-only snapshots) and that a hold covers."""
+    active = [h for h in holds if h.active]
+    if not active:
+        return []
+    rows = store.db.execute(
+        "SELECT DISTINCT e.line_no, e.byte_offset, e.byte_length FROM journal_event_facts j "
+        "JOIN journal_events e ON e.line_no = j.line_no "
+        "WHERE j.role = 'stored' AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.fact_id = j.fact_id) "
+        "ORDER BY e.line_no").fetchall()
+    if not rows:
+        return []
+    out: dict[str, set[str]] = {}
+    with open(store.journal.path, "rb") as fh:
+        for line_no, offset, length in rows:
+            raw = os.pread(fh.fileno(), length, offset).rstrip(b"\r\n")
+            try:
+                event = codec.decode_event(raw)
+            except codec.CorruptLine as exc:
+                raise InvalidInput(f"cannot verify legal-hold coverage for fact journal line {line_no}: {exc}") from None
+            for fact in codec.event_facts(event):
+                if store.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (fact.fact_id,)).fetchone():
+                    continue
+                ids = legal_holds.covering_holds(active, fact.tenant_hash or "default", fact.entity)
+                if ids:
+                    out.setdefault(fact.fact_id, set()).update(ids)
+    return [(fid, sorted(ids)) for fid, ids in sorted(out.items())]
+
+
+def blocked_by_holds(store) -> list[tuple[str, list[str]]]:
+    """`(fact_id, [hold_ids])` that compaction would hard-erase although a hold covers them."""
+    holds = legal_holds.resolve_holds(store.db)
+    covered = dict(legal_holds.deleted_facts_covered(store.db, holds))
+    for fid, ids in _pruned_control_facts_covered(store, holds):
+        covered[fid] = sorted(set(covered.get(fid, [])) | set(ids))
+    return sorted(covered.items())
+
+
+def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[str, list[str]]]) -> None:
+    """The receipt must be `legal_hold_overridden` and name every blocked fact and every hold."""
+    if receipt.kind != legal_holds.KIND_OVERRIDDEN:
+        raise InvalidInput("legal-hold override requires a legal_hold_overridden receipt")
+    if not receipt.receipt_id.strip():
+        raise InvalidInput("legal-hold override receipt needs a receipt_id")
+    facts, holds = set(receipt.fact_ids), set(receipt.hold_ids)
+    missing_facts = sorted(fid for fid, _ in covered if fid not in facts)
+    missing_holds = sorted({h for _, hs in covered for h in hs} - holds)
+    if missing_facts or missing_holds:
+        detail = []
+        if missing_facts:
+            detail.append("facts " + ",".join(missing_facts))
+        if missing_holds:
+            detail.append("holds " + ",".join(missing_holds))
+        raise LegalHoldBlocked(
+            "legal_hold_overridden receipt does not cover every blocked fact and hold (missing "
+            + "; ".join(detail) + ")", covered)
+
+
+def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
+            hash_before: bool = False, view_update: str = "auto") -> CompactionReport:
+    """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`)."""
+    with store.writer_lock():
+        if store.journal.poisoned:
+            raise JournalPoisoned("fact journal durable mutation plane is poisoned; restart required before compaction")
+        store.journal.repair_torn_tail()
+        store.refresh()
+        covered = blocked_by_holds(store)
+        receipt_id = None
+        if override_receipt is None:
+            if covered:
+                hold_ids = sorted({h for _, hs in covered for h in hs})
+                raise LegalHoldBlocked("hard erasure blocked by active legal hold(s): " + ",".join(hold_ids), covered)
+        else:
+            check_override(override_receipt, covered)
+            legal_holds.store_receipt(store, override_receipt)
+            receipt_id = override_receipt.receipt_id
+        report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update)
+        report.override_receipt_id = receipt_id
+        return report
+
+
+# --- the rewrite -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Line:
+    text: str
+    op: str
+    fact_id: Optional[str]
+    event_at: Optional[str]
+    applied: bool
+    skip_reason: Optional[str]
+    names: list[tuple[str, str]]
+    seq_fact: Optional[str] = None  # set for a store line: this fact gets the next seq
+
+
+def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str]) -> Iterator[_Line]:
+    """The compacted journal's lines, with the view rows a fresh replay would derive from each."""
+    cur = db.cursor()
+    rows = cur.execute(
+        f"SELECT {_FACT_SELECT_F}, b.stored_at_ns, b.fact_id, b.tenant_hash, b.deleted "
+        "FROM facts f LEFT JOIN facts b ON b.fact_id = f.superseded_by "
+        "WHERE f.deleted = 0 ORDER BY f.stored_at_ns, f.fact_id")
+    for row in rows:
+        fact = view.fact_from_row(row[:26])
+        stats.facts_retained += 1
+        yield _Line('{"op":"store","fact":' + fact.to_json() + "}", "store", fact.fact_id,
+                    timestamps.format_fact_time(fact.stored_at), True, None, [(fact.fact_id, "stored")], fact.fact_id)
+        by = fact.superseded_by
+        if by is not None:
+            stats.supersede_lines += 1
+            b_ns, b_id, b_tenant, b_deleted = row[26:30]
+            present = b_id is not None and not b_deleted and (b_ns, b_id) <= (fact.stored_at, fact.fact_id)
+            if not present:
+                applied, reason = False, "unknown fact_id"
+            elif b_tenant != fact.tenant_hash:
+                applied, reason = False, "tenant mismatch"
+            else:
+                applied, reason = True, None
+            yield _Line(codec.encode_event(codec.SupersedeEvent(fact.fact_id, by, now_text)), "supersede",
+                        fact.fact_id, now_text, applied, reason, [(fact.fact_id, "superseded"), (by, "superseding")])
+    canonicals = db.execute(
+        "SELECT DISTINCT cs.canonical_fact_id, c.tenant_hash FROM consolidation_sources cs "
+        "JOIN facts c ON c.fact_id = cs.canonical_fact_id WHERE c.deleted = 0 ORDER BY cs.canonical_fact_id"
+    ).fetchall()
+    for cid, tenant in canonicals:
+        ids = [r[0] for r in db.execute(
+            "SELECT source_fact_id FROM consolidation_sources WHERE canonical_fact_id = ? ORDER BY position", (cid,))]
+        reason = None
+        for sid in ids:
+            src = db.execute("SELECT tenant_hash, deleted, superseded_by FROM facts WHERE fact_id = ?", (sid,)).fetchone()
+            if src is None or src[1] or src[0] != tenant or src[2] != cid:
+                reason = f"invalid source {sid}"
+                break
+        if reason:
+            drop_sources.append(cid)
+        stats.provenance_lines += 1
+        yield _Line(codec.encode_event(codec.ConsolidationProvenanceEvent(cid, ids, tenant, now_text)),
+                    "consolidation_provenance", cid, now_text, reason is None, reason,
+                    [(cid, "canonical")] + [(sid, "source") for sid in ids])
+    for (fid,) in cur.execute("SELECT fact_id FROM facts WHERE deleted = 1 ORDER BY fact_id"):
+        stats.facts_dropped += 1
+        stats.tombstones_kept += 1
+        yield _Line(codec.encode_event(codec.DeleteEvent(fid, now_text)), "delete", fid, now_text, False,
+                    "unknown fact_id", [(fid, "deleted")])
+
+
+def _needs_rebuild(db) -> bool:
+    """A latest-only control chain with more than one live fact: replay would prune it; rebuild instead."""
+    clause = " OR ".join("substr(c.entity, 1, ?) = ?" for _ in _LATEST_ONLY_PREFIXES)
+    params = [x for p in _LATEST_ONLY_PREFIXES for x in (len(p), p)]
+    return db.execute(
+        "SELECT 1 FROM facts c JOIN facts o ON o.tenant_hash = c.tenant_hash AND o.entity = c.entity "
+        "AND o.key = c.key AND o.fact_id != c.fact_id AND o.deleted = 0 "
+        f"WHERE c.deleted = 0 AND c.private = 1 AND c.key = 'content' AND ({clause}) LIMIT 1", params,
+    ).fetchone() is not None
+
+
+def remove_stale_temp_files(journal: Journal) -> list[str]:
+    """Delete leftover `facts.jsonl.compact-*.tmp` files (the caller holds the writer lock)."""
+    removed = []
+    for path in sorted(journal.data_dir.glob(f"{JOURNAL_NAME}.compact-*.tmp")):
+        path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed
+
+
+def file_blake3(path) -> Optional[str]:
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    h = blake3.blake3()
+    with fh:
+        while True:
+            chunk = fh.read(1 << 22)
+            if not chunk:
+                break
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def estimate_bytes_after(store) -> int:
+    """The size the journal would have if compacted now (nothing is written)."""
+    stats = CompactionReport()
+    now_text = timestamps.format_event_time(timestamps.now_ns())
+    return sum(len(line.text.encode("utf-8")) + 1 for line in _plan(store.db, now_text, stats, []))
+
+
+_SANITIZE = (
+    "UPDATE facts SET supersedes = NULL WHERE fact_id IN ("
+    " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.supersedes"
+    "  WHERE a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)",
+    "UPDATE facts SET superseded_by = NULL WHERE fact_id IN ("
+    " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.superseded_by WHERE a.tenant_hash != b.tenant_hash)",
+)
+
+
+def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = False,
+                      view_update: str = "auto") -> CompactionReport:
+    """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard)."""
+    if view_update not in ("auto", "direct", "rebuild"):
+        raise InvalidInput(f"view_update must be auto, direct or rebuild, not {view_update!r}")
+    started = time.perf_counter()
+    db, journal = store.db, store.journal
+    with store.writer_lock():
+        store.refresh()
+        report = CompactionReport()
+        report.stale_temp_files_removed = remove_stale_temp_files(journal)
+        st = journal.stat()
+        cp = view.read_checkpoint(db)
+        report.bytes_before = st.st_size if st else 0
+        report.inode_before = st.st_ino if st else None
+        report.lines_before = cp.line_count if cp else 0
+        report.corrupt_lines_dropped = db.execute("SELECT count(*) FROM journal_corrupt_lines").fetchone()[0]
+        if hash_before and st is not None:
+            report.journal_blake3_before = file_blake3(journal.path)
+        direct = view_update == "direct" or (view_update == "auto" and not _needs_rebuild(db))
+        report.view_update = "direct" if direct else "rebuild"
+        total = db.execute("SELECT count(*) FROM facts").fetchone()[0]
+        now_text = timestamps.format_event_time(timestamps.now_ns())
+        hasher = blake3.blake3()
+        drop_sources: list[str] = []
+        state = {"line_no": 0, "offset": 0}
+        generation = uuid.uuid4().hex
+        renamed = False
+        try:
+            if direct:
+                db.execute("BEGIN IMMEDIATE")
+                for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines"):
+                    db.execute(f"DELETE FROM {table}")
+                db.execute("CREATE TEMP TABLE IF NOT EXISTS compaction_seq "
+                           "(fact_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, line_no INTEGER NOT NULL)")
+                db.execute("DELETE FROM temp.compaction_seq")
+            events: list[tuple] = []
+            names: list[tuple] = []
+            seqs: list[tuple] = []
+
+            def flush() -> None:
+                if events:
+                    db.executemany("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, "
+                                   "event_at, applied, skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+                    db.executemany("INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) "
+                                   "VALUES (?, ?, ?)", names)
+                    db.executemany("INSERT INTO temp.compaction_seq (fact_id, seq, line_no) VALUES (?, ?, ?)", seqs)
+                events.clear()
+                names.clear()
+                seqs.clear()
+
+            def write_lines(emit: Callable[[str], None]) -> None:
+                for line in _plan(db, now_text, report, drop_sources):
+                    data = line.text.encode("utf-8")
+                    emit(line.text)
+                    hasher.update(data)
+                    hasher.update(b"\n")
+                    state["line_no"] += 1
+                    n, offset = state["line_no"], state["offset"]
+                    state["offset"] += len(data) + 1
+                    if direct:
+                        events.append((n, offset, len(data) + 1, line.op, line.fact_id, line.event_at,
+                                       int(line.applied), line.skip_reason))
+                        names.extend((n, fid, role) for fid, role in line.names)
+                        if line.seq_fact is not None:
+                            seqs.append((line.seq_fact, report.facts_retained, n))
+                        if len(events) >= _BATCH:
+                            flush()
+                    if n == 1:
+                        crash_point("temp_partial")
+                    if progress is not None and n % 10_000 == 0:
+                        progress(min(n, total), total)
+                if direct:
+                    flush()
+                crash_point("temp_complete")
+
+            _, size = journal.rewrite(write_lines)
+            renamed = True
+            crash_point("after_rename_before_view")
+            report.bytes_after = size
+            report.lines_after = state["line_no"]
+            report.journal_blake3_after = hasher.hexdigest()
+            new_st = journal.stat()
+            report.inode_after = new_st.st_ino if new_st else None
+            report.generation = generation
+            if direct:
+                db.execute("DELETE FROM facts WHERE deleted = 1")
+                db.execute("UPDATE facts SET seq = m.seq, line_no = m.line_no FROM temp.compaction_seq m "
+                           "WHERE m.fact_id = facts.fact_id")
+                for cid in drop_sources:
+                    db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id = ?", (cid,))
+                db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id NOT IN "
+                           "(SELECT fact_id FROM facts WHERE deleted = 0)")
+                for sql in _SANITIZE:
+                    db.execute(sql)
+                db.execute("DELETE FROM temp.compaction_seq")
+                if size > 0:
+                    fp = journal.fingerprint(size)
+                    db.execute(
+                        "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, "
+                        "next_seq, generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+                        (size, report.lines_after, fp.inode, fp.tail_hash, report.facts_retained + 1, generation,
+                         timestamps.now_ns()))
+                else:
+                    db.execute("DELETE FROM journal_checkpoint")
+                crash_point("before_view_commit")
+                db.execute("COMMIT")
+        except BaseException:
+            if not db.getautocommit():
+                db.execute("ROLLBACK")
+            if renamed:
+                # The new journal is committed; make the view match it now rather than at next open.
+                view.rebuild(db, journal, store.policy)
+            raise
+        if not direct:
+            crash_point("before_view_commit")
+            view.rebuild(db, journal, store.policy, progress)
+            cp = view.read_checkpoint(db)
+            report.generation = cp.generation if cp else None
+        crash_point("after_view_commit")
+        if progress is not None:
+            progress(total, total)
+        report.seconds = round(time.perf_counter() - started, 6)
+        return report

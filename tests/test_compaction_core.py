@@ -1,0 +1,184 @@
+"""Compaction: byte-identical re-serialisation, view == fresh replay, tombstones, history shapes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cruxsql import codec, compaction
+from cruxsql.store import Store, StoreRequest
+from test_retention_support import append_events, fact_state, journal_bytes, random_history
+
+CRUX_LINES = [
+    # as a Crux daemon writes them (factstore spec §2.2): ms / ns fractions, source receipts, actors
+    '{"op":"store","fact":{"fact_id":"f_9b1c4e2a7d3f4b6e8a0c1d2e3f4a5b6c","tenant_hash":"default","entity":"deployment",'
+    '"key":"strategy","value":"canary deployment with evaluator programme","source_receipt":"crx_123","confidence":0.95,'
+    '"stored_at":"2026-05-27T10:11:12.123456789Z","tokens":11,"deleted":false,"version":1,"private":false,'
+    '"horizon_class":"none"}}',
+    '{"op":"store","fact":{"fact_id":"f_0d4e61b2c3a94f0e9d8c7b6a5f4e3d2c","tenant_hash":"default","entity":"deployment",'
+    '"key":"strategy","value":"blue-green \\"quoted\\" \u00fcnicode \\u0001","source_receipt":null,"confidence":1.0,'
+    '"stored_at":"2026-05-27T10:15:00.500Z","tokens":3,"deleted":false,"version":2,'
+    '"supersedes":"f_9b1c4e2a7d3f4b6e8a0c1d2e3f4a5b6c","private":false,"horizon_class":"none","actor":"claude-work"}}',
+    '{"op":"store_batch","facts":[{"fact_id":"f_aa11bb22cc33dd44ee55ff6677889900","tenant_hash":"default",'
+    '"entity":"authority::passport","key":"record","value":"passport","source_receipt":"ad_mr_test","confidence":1.0,'
+    '"stored_at":"2026-05-27T12:00:00.111222333Z","tokens":2,"deleted":false,"version":1,"private":true,'
+    '"horizon_class":"none","actor":"reviewer"},{"fact_id":"f_bb22cc33dd44ee55ff66778899001122","tenant_hash":"acme",'
+    '"entity":"authority::request","key":"record","value":"approved","source_receipt":"ad_mr_test","confidence":0.3,'
+    '"stored_at":"2026-05-27T12:00:00Z","tokens":2,"deleted":false,"version":1,"private":false,'
+    '"horizon_class":"stable","valid_from":"2026-06-01T00:00:00Z","access_count":3,'
+    '"last_accessed_at":"2026-05-28T00:00:00.000001Z"}]}',
+]
+
+
+def _store_fact_jsons(data: bytes) -> list[str]:
+    """The fact objects of every store / store_batch line, as the exact bytes in the journal."""
+    out = []
+    for line in data.decode("utf-8").splitlines():
+        event = codec.decode_event(line.encode("utf-8"))
+        for fact in codec.event_facts(event):
+            out.append(fact.to_json())
+            assert fact.to_json() in line  # the codec reproduces the journal's own bytes
+    return out
+
+
+def test_no_deletions_reproduces_every_store_line_byte_identically(tmp_path):
+    (tmp_path / "facts.jsonl").write_text("\n".join(CRUX_LINES) + "\n", encoding="utf-8")
+    store = Store(tmp_path)
+    store.store("user:1", "name", "Ada \u2603 \"quoted\"", confidence=0.95, source_receipt="crx_9", actor="agent:x")
+    store.store_batch([StoreRequest("user:2", "k", "v" * 300, tenant_hash="t2"),
+                       StoreRequest("__agent::bob::notes", "n", "private by prefix")])
+    before = journal_bytes(tmp_path)
+    originals = _store_fact_jsons(before)
+    report = compaction.compact(store)
+    after = journal_bytes(tmp_path).decode("utf-8")
+    assert report.facts_dropped == 0 and report.tombstones_kept == 0
+    assert report.facts_retained == len(originals) == 7
+    store_lines = [line for line in after.splitlines() if line.startswith('{"op":"store","fact":')]
+    assert len(store_lines) == len(originals)
+    for fact_json in originals:
+        assert '{"op":"store","fact":' + fact_json + "}" in store_lines
+    # sorted by (stored_at, fact_id)
+    keys = [(codec.decode_event(l.encode()).fact.stored_at, codec.decode_event(l.encode()).fact.fact_id)
+            for l in store_lines]
+    assert keys == sorted(keys)
+    # access counts the journal carried stay exactly as they were (nothing else is baked in)
+    assert '"access_count":3,"last_accessed_at":"2026-05-28T00:00:00.000001Z"' in after
+    assert store.verify().ok
+
+
+def test_compacted_journal_shape_supersede_and_tombstones(tmp_path):
+    store = Store(tmp_path)
+    a = store.store("user:1", "name", "first MARKER_FIRST_VERSION")
+    b = store.store("user:1", "name", "second")
+    gone = store.store("user:9", "ssn", "MARKER_ERASE_ME_123")
+    store.delete(gone.fact_id)
+    assert b"MARKER_ERASE_ME_123" in journal_bytes(tmp_path)
+    report = compaction.compact(store)
+    data = journal_bytes(tmp_path)
+    assert b"MARKER_ERASE_ME_123" not in data
+    assert b"MARKER_FIRST_VERSION" in data  # superseded versions are live history, kept
+    lines = [json.loads(l) for l in data.decode().splitlines()]
+    assert [l["op"] for l in lines] == ["store", "supersede", "store", "delete"]
+    assert lines[0]["fact"]["fact_id"] == a.fact_id and lines[0]["fact"]["superseded_by"] == b.fact_id
+    assert lines[1] == {"op": "supersede", "fact_id": a.fact_id, "by_fact_id": b.fact_id,
+                        "superseded_at": lines[1]["superseded_at"]}
+    assert lines[3] == {"op": "delete", "fact_id": gone.fact_id, "deleted_at": lines[3]["deleted_at"]}
+    assert lines[1]["superseded_at"].endswith("+00:00")
+    assert (report.facts_dropped, report.facts_retained, report.tombstones_kept) == (1, 2, 1)
+    assert report.bytes_after == len(data) < report.bytes_before
+    with pytest.raises(Exception):
+        store.get(gone.fact_id)
+    assert store.get(a.fact_id).superseded_by == b.fact_id
+    assert store.verify().ok
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_history_compacts_to_view_equal_to_fresh_replay(tmp_path, seed):
+    store = Store(tmp_path)
+    random_history(store, seed)
+    (tmp_path / "facts.jsonl").open("ab").write(b'{"op":"store","fact":{broken\n')  # a corrupt middle line
+    store.store("late", "k", "after corrupt line")
+    live_before = {k: v for k, v in fact_state(store).items() if not v["deleted"]}
+    gen_before = store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
+    report = compaction.compact(store)
+    assert report.view_update == "direct"
+    assert report.corrupt_lines_dropped == 1
+    verify = store.verify()
+    assert verify.view_matches_replay, verify.differences
+    assert not verify.corrupt_lines
+    assert fact_state(store) == live_before  # no live fact lost or changed
+    assert store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0] != gen_before
+    # reopening replays nothing and rebuilds nothing
+    store.close()
+    reopened = Store(tmp_path)
+    assert reopened.last_replay.events == 0 and not reopened.last_replay.rebuilt
+    # a second compaction is stable and appends keep working
+    compaction.compact(reopened)
+    reopened.store("after", "k", "v")
+    assert reopened.verify().view_matches_replay
+    assert fact_state(reopened) == {**live_before, **{k: v for k, v in fact_state(reopened).items()
+                                                      if k not in live_before}}
+
+
+def test_direct_view_update_equals_rebuild(tmp_path):
+    dirs = []
+    for mode in ("direct", "rebuild"):
+        d = tmp_path / mode
+        store = Store(d)
+        random_history(store, 42, steps=80)
+        report = compaction.compact(store, view_update=mode)
+        assert report.view_update == mode
+        assert store.verify().view_matches_replay
+        dirs.append(store)
+    for store in dirs:  # each is also identical to a from-scratch rebuild of its own journal
+        expected = store.db.execute("SELECT fact_id, line_no, seq FROM facts ORDER BY fact_id").fetchall()
+        store.rebuild()
+        assert store.db.execute("SELECT fact_id, line_no, seq FROM facts ORDER BY fact_id").fetchall() == expected
+
+
+def test_consolidation_provenance_survives(tmp_path):
+    store = Store(tmp_path)
+    s1 = store.store("proj", "status", "draft")
+    s2 = store.store("proj", "status2", "review")
+    canonical = codec.Fact(fact_id="f_" + "c" * 32, entity="proj", key="status", value="settled", confidence=0.8,
+                           stored_at=s2.stored_at + 1, tokens=2, version=2, supersedes=s1.fact_id,
+                           horizon_class="stable", actor="agent:codex")
+    from test_retention_support import now_text
+    append_events(store, [codec.ConsolidateEvent(canonical, [s1.fact_id, s2.fact_id], now_text())])
+    report = compaction.compact(store)
+    assert report.provenance_lines == 1
+    lines = journal_bytes(tmp_path).decode().splitlines()
+    prov = json.loads(lines[-1])
+    assert prov["op"] == "consolidation_provenance" and prov["source_fact_ids"] == [s1.fact_id, s2.fact_id]
+    assert prov["tenant_hash"] == "default"
+    rows = store.db.execute("SELECT source_fact_id FROM consolidation_sources ORDER BY position").fetchall()
+    assert [r[0] for r in rows] == [s1.fact_id, s2.fact_id]
+    assert store.verify().view_matches_replay
+    with pytest.raises(Exception, match="consolidation member"):
+        store.delete(s1.fact_id)
+
+
+def test_latest_only_chain_falls_back_to_rebuild_when_needed(tmp_path, monkeypatch):
+    monkeypatch.setenv("CORECRUXD_SHARE_PREFIXES_OVERRIDE", "")
+    store = Store(tmp_path)
+    store.store("__repo_scan__::t::r", "content", "snapshot 1", private=True)
+    store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True)
+    report = compaction.compact(store)
+    assert store.verify().view_matches_replay
+    assert b"snapshot 1" not in journal_bytes(tmp_path)
+    assert report.view_update in ("direct", "rebuild")
+
+
+def test_empty_store_compacts_to_empty_journal(tmp_path):
+    store = Store(tmp_path)
+    f = store.store("a", "b", "only")
+    store.delete(f.fact_id)
+    compaction.compact(store)
+    # a second pass drops the tombstone-only facts too: nothing left but tombstones of unknown ids
+    report = compaction.compact(store)
+    assert report.facts_retained == 0
+    assert journal_bytes(tmp_path) == b""
+    assert store.verify().view_matches_replay
+    store.store("a", "b", "again")
+    assert store.verify().view_matches_replay
