@@ -1,0 +1,136 @@
+"""CLI commands of fact recall: query, bootstrap, view. They call only `cruxsql.recall.Recall`."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from ..errors import InvalidInput
+from ..recall import Recall
+from .common import data_dir_option, echo_json, fails_cleanly, open_store
+
+_ARG_NAME = re.compile(r"^([a-z_]+) must")
+
+
+def _option_names(fn: Callable) -> Callable:
+    """Name the CLI option (`--token-budget`) rather than the API argument in input errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InvalidInput as exc:
+            message = _ARG_NAME.sub(lambda m: "--" + m.group(1).replace("_", "-") + " must", str(exc), count=1)
+            raise InvalidInput(message) from None
+
+    return wrapper
+
+
+def _scope_options(fn: Callable) -> Callable:
+    fn = click.option("--agent", metavar="NAME",
+                      help="Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
+    fn = click.option("--tenant", help="Tenant to read (default: 'default').")(fn)
+    return fn
+
+
+@click.command()
+@click.argument("text")
+@click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
+@click.option("--entity-prefix", help="Only facts whose entity starts with this.")
+@_scope_options
+@click.option("--top-k", type=int, default=10, show_default=True, help="How many facts without a budget.")
+@click.option("--token-budget", type=int, help="Token budget (legacy: greedy drop; crc-v1: full + epitomes).")
+@click.option("--min-effective-confidence", type=float, help="Floor on effective confidence, 0.0 to 1.0.")
+@click.option("--as-of", "as_of", metavar="TS", help="Valid time (RFC 3339): facts valid at TS.")
+@click.option("--known-at", "known_at", metavar="TS",
+              help="Transaction time (RFC 3339): what the store believed at TS.")
+@click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
+@click.option("--contract", type=click.Choice(["crc-v1", "legacy"]), default="legacy", show_default=True,
+              help="Response contract; crc-v1 adds the CRC-v1 fact envelope.")
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@data_dir_option
+@fails_cleanly
+@_option_names
+def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant: Optional[str],
+          agent: Optional[str], top_k: int, token_budget: Optional[int], min_effective_confidence: Optional[float],
+          as_of: Optional[str], known_at: Optional[str], include_superseded: bool, contract: str, as_json: bool,
+          data_dir: Path) -> None:
+    """Recall facts matching TEXT (Crux query_facts).
+
+    A fact matches when any whitespace-separated, lowercased term of TEXT is a substring of its
+    lowercased value, key or entity. Facts are ranked by effective confidence (halved when stale),
+    then newest first.
+    """
+    with open_store(data_dir) as store:
+        result = Recall(store).query_facts(
+            text, entity=entity, entity_prefix=entity_prefix, tenant=tenant, agent=agent, top_k=top_k,
+            token_budget=token_budget, min_effective_confidence=min_effective_confidence, as_of=as_of,
+            known_at=known_at, include_superseded=include_superseded, contract=contract)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(result.text())
+    summary = (f"-- {len(result.rows)} of {result.matched} matching fact(s) shown, "
+               f"{result.filtered_below_threshold} below the confidence floor, {result.left_out} left out, "
+               f"{result.total_tokens} tokens")
+    if result.crc_v1 is not None:
+        meta = result.crc_v1["meta"]
+        full = len(result.crc_v1["content"])
+        summary += (f"; crc-v1 envelope: {full} in full, {meta.get('demoted', 0)} as epitomes, "
+                    f"{meta.get('capped', 0)} dropped")
+    click.echo(summary)
+
+
+@click.command()
+@click.option("--topic", help="doc, pattern, resolution, tool-output, or any other topic.")
+@click.option("--query", "query_text", metavar="TEXT", help="Only bootstrap facts matching TEXT.")
+@click.option("--token-budget", type=int, help="Token budget (greedy fill; the first fact always fits).")
+@_scope_options
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@data_dir_option
+@fails_cleanly
+@_option_names
+def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Optional[int], tenant: Optional[str],
+              agent: Optional[str], as_json: bool, data_dir: Path) -> None:
+    """Bootstrap knowledge under __bootstrap__::<topic>: (Crux get_bootstrap, budget honoured)."""
+    with open_store(data_dir) as store:
+        result = Recall(store).get_bootstrap(topic, query_text, token_budget, tenant=tenant, agent=agent)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(result.text())
+    click.echo(f"-- {len(result.facts)} of {result.matched} bootstrap fact(s) shown, {result.left_out} left out, "
+               f"{result.total_tokens} tokens")
+
+
+@click.command()
+@click.option("--entity", help="Only facts of this (visible) entity.")
+@click.option("--key", help="Only facts with this key.")
+@click.option("--top-k", type=int, default=20, show_default=True, help="At most this many facts (min 1).")
+@click.option("--token-budget", type=int, default=2000, show_default=True, help="Token budget.")
+@_scope_options
+@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@data_dir_option
+@fails_cleanly
+@_option_names
+def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: int, tenant: Optional[str],
+         agent: Optional[str], as_json: bool, data_dir: Path) -> None:
+    """The memory panel (Crux memory_view): newest visible facts first, superseded included."""
+    with open_store(data_dir) as store:
+        result = Recall(store).memory_view(entity, key, top_k, token_budget, tenant=tenant, agent=agent)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(result.text())
+    click.echo(f"-- {len(result.facts)} of {result.matched} visible fact(s) shown, {result.left_out} left out, "
+               f"{result.total_tokens} tokens")
+
+
+def register(group: click.Group) -> None:
+    """Add the recall commands to the main group."""
+    for command in (query, bootstrap, view):
+        group.add_command(command)
