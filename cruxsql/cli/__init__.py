@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from . import documents, facts
+from . import documents, facts, recall
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -18,5 +18,5 @@ def main() -> None:
     """
 
 
-for _module in (facts, documents):
+for _module in (facts, recall, documents):
     _module.register(main)
