@@ -120,3 +120,24 @@ def test_help_explains_every_command(run) -> None:
                     "set-validity", "set-horizon", "reverify", "sql", "verify", "rebuild"):
         assert f"  {command} " in out
     assert "CRUXSQL_DATA_DIR" in run("store", "--help").output
+
+
+def test_rebuild_restores_the_document_lane_and_verify_checks_segments(run, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("# Deploy\n\nWe deploy with a canary rollout every Tuesday.\n")
+    run("ingest", str(docs))
+    run("store", "svc", "owner", "alice")
+    data = tmp_path / "data"
+    for name in ("cruxsql.db", "cruxsql.db-wal", "cruxsql.db-shm"):
+        (data / name).unlink(missing_ok=True)
+    assert "and 1 segments" in run("rebuild").output
+    assert "canary rollout" in run("search", "canary").output
+    assert run("verify", "--strict").exit_code == 0
+    segment = next((data / "segments").glob("seg-*"))
+    raw = bytearray(segment.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    segment.write_bytes(bytes(raw))
+    report = json.loads(run("verify", "--json").output)
+    assert not report["ok"] and any("does not match the manifest" in p for p in report["segment_problems"])
+    assert run("verify", "--strict", ok=False).exit_code == 1

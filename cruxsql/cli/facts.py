@@ -13,6 +13,7 @@ import click
 
 from .. import timestamps
 from ..codec import HORIZON_CLASSES, Fact, format_f32
+from ..documents.lane import DocumentLane
 from ..errors import InvalidInput
 from ..sql_console import run_readonly_query
 from ..store import StoreRequest
@@ -234,17 +235,21 @@ def sql(query: str, fmt: str, data_dir: Path) -> None:
 
 
 @click.command()
-@click.option("--strict", is_flag=True, help="Exit 1 on corrupt lines, quarantined tails or a view mismatch.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 on corrupt lines, quarantined tails, a view mismatch or a segment problem.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
 def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
-    """Check the journal and the view: events by op, corrupt lines (with line numbers), quarantined
-    torn tails, and whether the view equals a fresh replay of the journal."""
+    """Check the journal, the segments and the view: events by op, corrupt lines (with line numbers),
+    quarantined torn tails, whether the view equals a fresh replay of the journal, and every segment
+    against its manifest checksum."""
     with open_store(data_dir) as s:
         report = s.verify()
+        segment_problems = DocumentLane(s).verify()
+    ok = report.ok and not segment_problems
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "segment_problems": segment_problems, "ok": ok})
     else:
         ops = ", ".join(f"{op} {n}" for op, n in report.events_by_op.items()) or "none"
         click.echo(f"events: {ops}")
@@ -260,7 +265,10 @@ def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
         click.echo("view matches a fresh replay: " + ("yes" if report.view_matches_replay else "NO"))
         for d in report.differences:
             click.echo(f"  {d}")
-    if strict and not report.ok:
+        click.echo(f"segment problems: {len(segment_problems)}")
+        for problem in segment_problems:
+            click.echo(f"  {problem}")
+    if strict and not ok:
         sys.exit(1)
 
 
@@ -268,13 +276,15 @@ def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
 @data_dir_option
 @fails_cleanly
 def rebuild(data_dir: Path) -> None:
-    """Recreate cruxsql.db's fact tables from facts.jsonl alone."""
+    """Recreate cruxsql.db from the files alone: the fact tables from facts.jsonl, the document
+    lane from segments/."""
     started = time.perf_counter()
     with open_store(data_dir) as s:
-        stats = s.rebuild(progress=progress_callback("rebuilding view"))
+        stats = s.rebuild(progress=progress_callback("rebuilding facts"))
+        segments = DocumentLane(s).rebuild(progress=progress_callback("re-indexing segments"))
     secs = time.perf_counter() - started
     click.echo(f"rebuilt from {stats.events} events ({stats.applied} applied, {stats.skipped} skipped by replay "
-               f"rules, {len(stats.corrupt)} corrupt lines) in {secs:.2f}s")
+               f"rules, {len(stats.corrupt)} corrupt lines) and {segments} segments in {secs:.2f}s")
 
 
 COMMANDS = (init, store, store_batch, get, history, delete, supersede, clear_supersede, set_validity, set_horizon,
