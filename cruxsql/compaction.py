@@ -24,7 +24,6 @@ rows are exactly those a fresh replay would produce. For the rare shapes where t
 from __future__ import annotations
 
 import os
-import signal
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -35,19 +34,13 @@ import blake3
 from . import codec, legal_holds, timestamps, view
 from .codec import Fact
 from .errors import Conflict, InvalidInput, JournalPoisoned
+from .faults import CRASH_ENV, crash_point
 from .journal import JOURNAL_NAME, Journal
 
 Progress = Optional[Callable[[int, int], None]]
-CRASH_ENV = "CRUXSQL_TEST_CRASH_AT"
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 _BATCH = 20_000
 _FACT_SELECT_F = ", ".join("f." + c for c in view.FACT_COLUMNS[:26])
-
-
-def crash_point(step: str) -> None:
-    """Test-only fault injection: SIGKILL this process when CRUXSQL_TEST_CRASH_AT names `step`."""
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class LegalHoldBlocked(Conflict):
@@ -360,16 +353,16 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                         if len(events) >= _BATCH:
                             flush()
                     if n == 1:
-                        crash_point("temp_partial")
+                        crash_point("compact-temp-partial")
                     if progress is not None and n % 10_000 == 0:
                         progress(min(n, total), total)
                 if direct:
                     flush()
-                crash_point("temp_complete")
+                crash_point("compact-temp-complete")
 
             _, size = journal.rewrite(write_lines)
             renamed = True
-            crash_point("after_rename_before_view")
+            crash_point("compact-after-rename")
             report.bytes_after = size
             report.lines_after = state["line_no"]
             report.journal_blake3_after = hasher.hexdigest()
@@ -396,7 +389,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                          timestamps.now_ns()))
                 else:
                     db.execute("DELETE FROM journal_checkpoint")
-                crash_point("before_view_commit")
+                crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
         except BaseException:
             if not db.getautocommit():
@@ -406,11 +399,11 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                 view.rebuild(db, journal, store.policy)
             raise
         if not direct:
-            crash_point("before_view_commit")
+            crash_point("compact-before-view-commit")
             view.rebuild(db, journal, store.policy, progress)
             cp = view.read_checkpoint(db)
             report.generation = cp.generation if cp else None
-        crash_point("after_view_commit")
+        crash_point("compact-after-view-commit")
         if progress is not None:
             progress(total, total)
         report.seconds = round(time.perf_counter() - started, 6)

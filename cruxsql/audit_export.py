@@ -1,0 +1,397 @@
+"""Audit export: every journal event that touched a selection of facts, in order, with the state it produced.
+
+Formats:
+* `jsonl` — one object per event: line number, byte offset/length, op, event time, whether replay applied
+  it (and why not), BLAKE3 of the journal line, a running hash chain over the exported events, and for
+  each selected fact the event named: its role and its full state after the event.
+* `csv` — one row per (event, fact) with the same columns flattened.
+* `sqlite` — a standalone database built with sqlite-utils, ready for Datasette: `events` (pk
+  `line_no`), `facts` (pk `fact_id`, final state), `event_facts` (pk `line_no, fact_id, role`, foreign
+  keys to both, the fact's state after the event), `export_info`; indexes on the usual lookups.
+  sqlite-utils (Python's sqlite3) only ever opens this export file, never cruxsql.db.
+
+Private facts are left out unless `include_private`. An export written inside the data directory is
+recorded in `audit-exports.json` so that an erasure can re-export it without the erased content.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import blake3
+
+from . import codec, timestamps
+from .codec import Fact
+from .durations import parse_cutoff
+from .errors import InvalidInput
+from .journal import write_file_durably
+
+FORMATS = ("jsonl", "csv", "sqlite")
+MANIFEST_NAME = "audit-exports.json"
+_LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
+STATE_COLUMNS = ("tenant_hash", "entity", "key", "value", "version", "deleted", "supersedes", "superseded_by",
+                 "private", "confidence", "stored_at", "horizon_class", "valid_from", "valid_to", "reverified_at",
+                 "actor", "source_receipt", "access_count", "last_accessed_at")
+EVENT_COLUMNS = ("line_no", "byte_offset", "byte_length", "op", "event_at", "applied", "skip_reason",
+                 "line_blake3", "chain_blake3")
+
+
+@dataclass
+class AuditQuery:
+    tenant: Optional[str] = None
+    entity_prefixes: tuple[str, ...] = ()
+    since: Optional[str] = None
+    until: Optional[str] = None
+    include_private: bool = False
+    since_ns: Optional[int] = field(default=None, init=False)
+    until_ns: Optional[int] = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.entity_prefixes = tuple(p for p in (self.entity_prefixes or ()) if p)
+        self.since_ns = parse_cutoff(self.since) if self.since else None
+        self.until_ns = parse_cutoff(self.until) if self.until else None
+        if self.since_ns is not None and self.until_ns is not None and self.until_ns < self.since_ns:
+            raise InvalidInput(f"--until {self.until!r} is before --since {self.since!r}")
+
+    def selects(self, fact: Fact) -> bool:
+        if self.tenant is not None and fact.tenant_hash != self.tenant:
+            return False
+        if self.entity_prefixes and not fact.entity.startswith(self.entity_prefixes):
+            return False
+        return self.include_private or not fact.private
+
+    def params(self) -> dict[str, Any]:
+        return {"tenant": self.tenant, "entity_prefixes": list(self.entity_prefixes), "since": self.since,
+                "until": self.until, "include_private": self.include_private}
+
+
+@dataclass
+class ExportSummary:
+    path: str
+    format: str
+    events: int = 0
+    event_facts: int = 0
+    facts: int = 0
+    journal_lines_read: int = 0
+    bytes_written: int = 0
+    chain_head: Optional[str] = None
+    recorded_in_manifest: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _fact_state(fact: Fact) -> dict[str, Any]:
+    d = fact.to_dict()
+    d.setdefault("supersedes", None)
+    d.setdefault("superseded_by", None)
+    for name in ("reverified_at", "actor", "valid_from", "valid_to", "last_accessed_at"):
+        d.setdefault(name, None)
+    d.setdefault("access_count", 0)
+    return d
+
+
+def _event_ns(text: Optional[str]) -> Optional[int]:
+    if text is None:
+        return None
+    try:
+        return timestamps.parse_ns(text)
+    except InvalidInput:
+        return None
+
+
+def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
+    """Stream the export's events (the caller holds the writer lock so the journal does not move)."""
+    store.refresh()
+    tracked: dict[str, Fact] = {}
+    policy = store.policy
+    chain = ""
+    status = store.db.execute("SELECT line_no, applied, skip_reason FROM journal_events ORDER BY line_no")
+    pending = next(status, None)
+    for rec in store.journal.records():
+        if stats is not None:
+            stats.journal_lines_read += 1
+        while pending is not None and pending[0] < rec.line_no:
+            pending = next(status, None)
+        if pending is None or pending[0] != rec.line_no:
+            continue  # blank or corrupt line: not an event
+        applied, skip_reason = bool(pending[1]), pending[2]
+        try:
+            event = codec.decode_event(rec.raw)
+        except codec.CorruptLine:
+            continue
+        touched: list[tuple[str, str]] = []
+        op = event.op
+        if op in ("store", "store_batch", "replace_latest", "consolidate"):
+            if op == "replace_latest":
+                for rid in event.replaced_fact_ids:
+                    if rid in tracked:
+                        touched.append((rid, "replaced"))
+                        tracked.pop(rid)
+            for fact in codec.event_facts(event):
+                fact = fact.copy(private=policy.enforce(fact.entity, fact.private),
+                                 tenant_hash=fact.tenant_hash or "default")
+                if fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES):
+                    for fid in [f for f, t in tracked.items() if (t.tenant_hash, t.entity, t.key)
+                                == (fact.tenant_hash, fact.entity, fact.key)]:
+                        tracked.pop(fid)
+                        touched.append((fid, "replaced"))
+                if applied and fact.fact_id not in tracked and query.selects(fact):
+                    tracked[fact.fact_id] = fact
+                    touched.append((fact.fact_id, "canonical" if op == "consolidate" else "stored"))
+            if op == "consolidate" and applied:
+                for sid in event.superseded_fact_ids:
+                    if sid in tracked:
+                        tracked[sid] = tracked[sid].copy(superseded_by=event.canonical.fact_id)
+                        touched.append((sid, "source"))
+        elif op == "delete":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(deleted=True)
+                touched.append((event.fact_id, "deleted"))
+        elif op == "supersede":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(superseded_by=event.by_fact_id)
+                touched.append((event.fact_id, "superseded"))
+            if event.by_fact_id in tracked:
+                touched.append((event.by_fact_id, "superseding"))
+        elif op == "clear_supersede":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(superseded_by=None)
+                touched.append((event.fact_id, "cleared"))
+        elif op == "set_validity":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(valid_from=event.valid_from,
+                                                                          valid_to=event.valid_to)
+                touched.append((event.fact_id, "validity"))
+        elif op == "set_horizon":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(horizon_class=event.horizon_class)
+                touched.append((event.fact_id, "horizon"))
+        elif op == "reverify":
+            if event.fact_id in tracked:
+                if applied:
+                    tracked[event.fact_id] = tracked[event.fact_id].copy(reverified_at=event.reverified_at)
+                touched.append((event.fact_id, "reverified"))
+        elif op == "consolidation_provenance":
+            for fid, role in [(event.canonical_fact_id, "canonical")] + [(s, "source") for s in event.source_fact_ids]:
+                if fid in tracked:
+                    touched.append((fid, role))
+        elif op == "consolidate_undo":
+            cid = event.canonical_fact_id
+            was_live = cid in tracked and not tracked[cid].deleted
+            if cid in tracked:
+                if applied and was_live:
+                    tracked[cid] = tracked[cid].copy(deleted=True)
+                touched.append((cid, "canonical"))
+            for sid in event.restored_fact_ids:
+                if sid in tracked:
+                    if applied and tracked[sid].superseded_by == cid:
+                        tracked[sid] = tracked[sid].copy(superseded_by=None)
+                    touched.append((sid, "restored"))
+        if not touched:
+            continue
+        event_at = codec.event_time_text(event)
+        at_ns = _event_ns(event_at)
+        if query.since_ns is not None and (at_ns is None or at_ns < query.since_ns):
+            continue
+        if query.until_ns is not None and (at_ns is None or at_ns > query.until_ns):
+            continue
+        line_hash = blake3.blake3(rec.raw).hexdigest()
+        chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
+        facts = []
+        seen = set()
+        for fid, role in touched:
+            if (fid, role) in seen:
+                continue
+            seen.add((fid, role))
+            state = tracked.get(fid)
+            facts.append({"fact_id": fid, "role": role, "state": _fact_state(state) if state is not None else None})
+        yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
+               "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
+               "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
+
+
+def _flat_state(state: Optional[dict[str, Any]]) -> list[Any]:
+    if state is None:
+        return [None] * len(STATE_COLUMNS)
+    return [state.get(c) for c in STATE_COLUMNS]
+
+
+def _write_jsonl(events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for ev in events:
+            ev = {k: v for k, v in ev.items() if k != "event_at_ns"}
+            fh.write(json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n")
+            summary.events += 1
+            summary.event_facts += len(ev["facts"])
+            summary.chain_head = ev["chain_blake3"]
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_csv(events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(list(EVENT_COLUMNS) + ["fact_id", "role"] + list(STATE_COLUMNS))
+        for ev in events:
+            head = [ev[c] for c in EVENT_COLUMNS]
+            for f in ev["facts"]:
+                writer.writerow(["" if v is None else v for v in head + [f["fact_id"], f["role"]]
+                                 + _flat_state(f["state"])])
+                summary.event_facts += 1
+            summary.events += 1
+            summary.chain_head = ev["chain_blake3"]
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, info: dict[str, Any]) -> None:
+    import sqlite_utils  # only ever opens the standalone export file
+
+    db = sqlite_utils.Database(str(path))
+    try:
+        state_types = {"tenant_hash": str, "entity": str, "key": str, "value": str, "version": int, "deleted": bool,
+                       "supersedes": str, "superseded_by": str, "private": bool, "confidence": float,
+                       "stored_at": str, "horizon_class": str, "valid_from": str, "valid_to": str,
+                       "reverified_at": str, "actor": str, "source_receipt": str, "access_count": int,
+                       "last_accessed_at": str}
+        db["events"].create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
+                             "event_at_ns": int, "applied": bool, "skip_reason": str, "line_blake3": str,
+                             "chain_blake3": str}, pk="line_no")
+        db["facts"].create({"fact_id": str, **state_types}, pk="fact_id")
+        db["event_facts"].create({"line_no": int, "fact_id": str, "role": str, **state_types},
+                                 pk=("line_no", "fact_id", "role"),
+                                 foreign_keys=[("line_no", "events", "line_no"), ("fact_id", "facts", "fact_id")])
+        final: dict[str, dict[str, Any]] = {}
+
+        def event_rows() -> Iterator[dict]:
+            ef_batch: list[dict] = []
+            for ev in events:
+                summary.events += 1
+                summary.chain_head = ev["chain_blake3"]
+                for f in ev["facts"]:
+                    row = {"line_no": ev["line_no"], "fact_id": f["fact_id"], "role": f["role"]}
+                    row.update(zip(STATE_COLUMNS, _flat_state(f["state"])))
+                    ef_batch.append(row)
+                    if f["state"] is not None:
+                        final[f["fact_id"]] = {"fact_id": f["fact_id"],
+                                               **dict(zip(STATE_COLUMNS, _flat_state(f["state"])))}
+                    else:
+                        final.setdefault(f["fact_id"], {"fact_id": f["fact_id"]})
+                yield {k: ev[k] for k in ("line_no", "byte_offset", "byte_length", "op", "event_at", "event_at_ns",
+                                          "applied", "skip_reason", "line_blake3", "chain_blake3")}
+                if len(ef_batch) >= 5000:
+                    summary.event_facts += len(ef_batch)
+                    db["event_facts"].insert_all(ef_batch, batch_size=5000)
+                    ef_batch.clear()
+            summary.event_facts += len(ef_batch)
+            db["event_facts"].insert_all(ef_batch, batch_size=5000)
+
+        db["events"].insert_all(event_rows(), batch_size=5000)
+        db["facts"].insert_all(final.values(), batch_size=5000)
+        db["events"].create_index(["op"])
+        db["events"].create_index(["event_at_ns"])
+        db["event_facts"].create_index(["fact_id"])
+        db["facts"].create_index(["tenant_hash", "entity", "key"])
+        db["export_info"].insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
+                                     pk="key")
+        db.conn.commit()
+    finally:
+        db.close()
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def recorded_exports(data_dir: Path) -> list[dict[str, Any]]:
+    """Exports cruxsql wrote inside the data directory (from `audit-exports.json`)."""
+    path = Path(data_dir) / MANIFEST_NAME
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return []
+    return [e for e in entries if isinstance(e, dict) and "path" in e]
+
+
+def _record(data_dir: Path, entry: dict[str, Any]) -> None:
+    entries = [e for e in recorded_exports(data_dir) if e["path"] != entry["path"]]
+    entries.append(entry)
+    write_file_durably(Path(data_dir) / MANIFEST_NAME,
+                       (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+
+
+def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
+    """Write the audit export to `output` (atomically: temp file, fsync, rename)."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown export format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    output = Path(output)
+    if output.exists() and output.is_dir():
+        raise InvalidInput(f"--output {str(output)!r} is a directory")
+    if output.resolve() == (Path(store.data_dir) / "cruxsql.db").resolve() or output.name == "facts.jsonl" \
+            and output.parent.resolve() == Path(store.data_dir).resolve():
+        raise InvalidInput(f"--output {str(output)!r} would overwrite the store itself")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex}.tmp")
+    summary = ExportSummary(path=str(output), format=fmt)
+    try:
+        with store.writer_lock():
+            events = iter_audit_events(store, query, summary)
+            if fmt == "jsonl":
+                _write_jsonl(events, tmp, summary)
+            elif fmt == "csv":
+                _write_csv(events, tmp, summary)
+            else:
+                cp = store.db.execute("SELECT byte_offset, line_count, generation FROM journal_checkpoint").fetchone()
+                info = {"query": query.params(), "exported_at": timestamps.format_fact_time(timestamps.now_ns()),
+                        "journal_bytes": cp[0] if cp else 0, "journal_lines": cp[1] if cp else 0,
+                        "view_generation": cp[2] if cp else None, "tool": "cruxsql export audit"}
+                _write_sqlite(events, tmp, summary, info)
+            os.replace(tmp, output)
+            from .journal import fsync_dir
+            fsync_dir(output.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        for suffix in ("-journal", "-wal", "-shm"):
+            Path(str(tmp) + suffix).unlink(missing_ok=True)
+        raise
+    summary.bytes_written = output.stat().st_size
+    if fmt == "sqlite":
+        summary.facts = _count_sqlite_facts(output)
+    if record and _inside(output, Path(store.data_dir)):
+        _record(Path(store.data_dir), {"path": str(output.resolve()), "format": fmt, "query": query.params(),
+                                       "written_at": timestamps.format_fact_time(timestamps.now_ns())})
+        summary.recorded_in_manifest = True
+    return summary
+
+
+def _count_sqlite_facts(path: Path) -> int:
+    import sqlite_utils
+    db = sqlite_utils.Database(str(path))
+    try:
+        return db["facts"].count
+    finally:
+        db.close()
+
+
+def rerun_export(store, entry: dict[str, Any]) -> ExportSummary:
+    """Re-write a recorded export with its original parameters (used by erasure)."""
+    q = entry.get("query", {})
+    query = AuditQuery(tenant=q.get("tenant"), entity_prefixes=tuple(q.get("entity_prefixes") or ()),
+                       since=q.get("since"), until=q.get("until"), include_private=bool(q.get("include_private")))
+    return export_audit(store, query, entry["format"], Path(entry["path"]), record=False)
