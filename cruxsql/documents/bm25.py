@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from .analyzer import analyze, surface_words
-from .postings import TermPostings
+from .postings import TermPostingsList
 
 F32 = np.float32
 
@@ -67,11 +67,13 @@ class Bm25SearchResult:
     total_candidates: int
 
 
-# Given distinct terms, their postings as (segment_index, postings) pairs in segment order.
-PostingsLookup = Callable[[Sequence[str]], Mapping[str, Sequence[tuple[int, TermPostings]]]]
+# Given distinct terms, the postings of those that occur in any segment.
+PostingsLookup = Callable[[Sequence[str]], Mapping[str, TermPostingsList]]
 
 # Accumulate into a dense per-corpus score array when the query touches more than 1/DENSE_RATIO of it.
 DENSE_RATIO = 16
+# Tenants whose per-document filter arrays are kept per corpus snapshot.
+TENANT_CACHE_SIZE = 8
 
 
 class Bm25Corpus:
@@ -100,19 +102,11 @@ class Bm25Corpus:
                              dtype=np.int32)
             per_segment.append(remap[segment.doc_tenants] if len(remap) else np.zeros(0, dtype=np.int32))
         self.doc_tenants = np.concatenate(per_segment) if per_segment else np.zeros(0, dtype=np.int32)
-        self._tenant_masks: dict[str, np.ndarray] = {}
+        self._tenant_weight_cache: dict[str, Optional[np.ndarray]] = {}
 
     def idf(self, df: int) -> np.float32:
         n, d = F32(self.total_docs), F32(df)
         return F32(math.log(float((n - d + F32(0.5)) / (d + F32(0.5)) + F32(1.0))))
-
-    def tenant_mask(self, tenant: str) -> np.ndarray:
-        mask = self._tenant_masks.get(tenant)
-        if mask is None:
-            code = self._tenant_codes.get(tenant, -1)
-            mask = self.doc_tenants == code
-            self._tenant_masks[tenant] = mask
-        return mask
 
     def locate(self, gid: int) -> tuple[int, int]:
         """(segment_index, doc_id) of a corpus-wide document number."""
@@ -135,22 +129,12 @@ class Bm25Corpus:
         found = lookup(terms)
         scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for term in terms:
-            entries = [(index, postings) for index, postings in found.get(term, ()) if len(postings.doc_ids)]
-            if entries:
-                scored[term] = self._term_contributions(entries)
+            postings = found.get(term)
+            if postings is not None and postings.df:
+                scored[term] = self._term_contributions(postings)
         matched = [token in scored for token in tokens]
-        candidates, scores = self._accumulate(tokens, scored)
-        keep = scores > 0
-        if tenant is not None:
-            keep &= self.tenant_mask(tenant)[candidates]
-        candidates, scores = candidates[keep], scores[keep]
-        total_candidates = len(candidates)
-        below_floor = 0
-        if min_score is not None:
-            above = scores >= F32(min_score)
-            below_floor = total_candidates - int(above.sum())
-            candidates, scores = candidates[above], scores[above]
-        candidates, scores = _top_k(candidates, scores, top_k)
+        selection = self._select(tokens, scored, tenant, min_score, top_k)
+        candidates, scores, total_candidates, below_floor = selection
         hits = []
         for gid, score in zip(candidates.tolist(), scores.tolist()):
             segment_index, doc_id = self.locate(gid)
@@ -163,37 +147,88 @@ class Bm25Corpus:
         )
         return Bm25SearchResult(hits, coverage, total_candidates)
 
-    def _term_contributions(self, entries: Sequence[tuple[int, TermPostings]]) -> tuple[np.ndarray, np.ndarray]:
+    def _term_contributions(self, postings: TermPostingsList) -> tuple[np.ndarray, np.ndarray]:
         """Corpus-wide doc numbers of a term's postings and idf·tf_norm for each (f32)."""
-        df = sum(len(postings.doc_ids) for _, postings in entries)
-        idf = self.idf(df)
-        gids = np.concatenate([self.bases[index] + postings.doc_ids for index, postings in entries])
-        tfs = np.concatenate([postings.tfs for _, postings in entries]).astype(F32)
+        idf = self.idf(postings.df)
+        gids = postings.doc_ids.astype(np.int64)
+        gids += np.repeat(self.bases[postings.segment_indices], postings.counts)
+        tfs = postings.tfs.astype(F32)
         tf_norm = (tfs * self._k1_plus_1) / (tfs + self._length_norm[gids])
         return gids, idf * tf_norm
 
-    def _accumulate(
-        self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Sum contributions token by token (query order, so f32 rounding matches Crux); (docs, scores)."""
+    def _select(
+        self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]], tenant: Optional[str],
+        min_score: Optional[float], top_k: int,
+    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Sum contributions token by token (query order, so f32 rounding matches Crux), filter, take top k.
+
+        Returns (doc numbers, scores) of the top k in order, total_candidates and below_floor.
+        """
         touched = sum(len(scored[token][0]) for token in tokens if token in scored)
-        if touched == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=F32)
         if touched * DENSE_RATIO >= self.total_docs:
-            dense = np.zeros(self.total_docs, dtype=F32)
-            for token in tokens:
-                if token in scored:
-                    gids, contributions = scored[token]
-                    dense[gids] += contributions
-            candidates = np.flatnonzero(dense)
-            return candidates, dense[candidates]
+            return self._select_dense(tokens, scored, tenant, min_score, top_k)
+        if touched == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=F32), 0, 0
         union = np.unique(np.concatenate([gids for gids, _ in scored.values()]))
         positions = {term: np.searchsorted(union, gids) for term, (gids, _) in scored.items()}
-        sparse = np.zeros(len(union), dtype=F32)
+        sums = np.zeros(len(union), dtype=F32)
         for token in tokens:
             if token in scored:
-                sparse[positions[token]] += scored[token][1]
-        return union, sparse
+                sums[positions[token]] += scored[token][1]
+        keep = sums > 0
+        if tenant is not None:
+            keep &= self.doc_tenants[union] == self._tenant_codes.get(tenant, -1)
+        candidates, scores = union[keep], sums[keep]
+        total, below_floor = len(candidates), 0
+        if min_score is not None:
+            above = scores >= F32(min_score)
+            below_floor = total - int(np.count_nonzero(above))
+            candidates, scores = candidates[above], scores[above]
+        candidates, scores = _top_k(candidates, scores, top_k)
+        return candidates, scores, total, below_floor
+
+    def _select_dense(
+        self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]], tenant: Optional[str],
+        min_score: Optional[float], top_k: int,
+    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """`_select` over a per-corpus score array, for queries touching a large share of the documents."""
+        dense = np.zeros(self.total_docs, dtype=F32)
+        for token in tokens:
+            if token in scored:
+                gids, contributions = scored[token]
+                dense[gids] += contributions
+        if tenant is not None:
+            weights = self._tenant_weights(tenant)
+            if weights is not None:
+                np.multiply(dense, weights, out=dense)
+        eligible = dense > 0
+        total = int(np.count_nonzero(eligible))
+        count, below_floor = total, 0
+        if min_score is not None:
+            eligible &= dense >= F32(min_score)
+            count = int(np.count_nonzero(eligible))
+            below_floor = total - count
+            if count < total:
+                dense = np.where(eligible, dense, F32(0))
+        if top_k <= 0 or count == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=F32), total, below_floor
+        if count <= top_k:
+            candidates = np.flatnonzero(eligible)
+        else:
+            kth = np.partition(dense, len(dense) - top_k)[len(dense) - top_k]
+            candidates = np.flatnonzero(dense >= kth)
+        scores = dense[candidates]
+        order = np.lexsort((candidates, -scores))[:top_k]
+        return candidates[order], scores[order], total, below_floor
+
+    def _tenant_weights(self, tenant: str) -> Optional[np.ndarray]:
+        """1.0 for the tenant's documents and 0.0 for the others (f32), or None when it owns every document."""
+        if tenant not in self._tenant_weight_cache:
+            if len(self._tenant_weight_cache) >= TENANT_CACHE_SIZE:
+                self._tenant_weight_cache.pop(next(iter(self._tenant_weight_cache)))
+            mine = self.doc_tenants == self._tenant_codes.get(tenant, -1)
+            self._tenant_weight_cache[tenant] = None if mine.all() else mine.astype(F32)
+        return self._tenant_weight_cache[tenant]
 
 
 def _top_k(candidates: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import apsw
 from .. import timestamps
 from ..errors import InvalidInput
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
-from .postings import TermPostings, decode_array, encode_array, index_segment, postings_rows
+from .postings import TermPostingsList, decode_array, encode_array, index_segment, postings_rows
 from .search import (
     EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, ExpandedChunk, ExpandError, contract_is_crc_v1, expand_payload,
     query_payload, scan_payload, wrap_crc_v1,
@@ -281,15 +281,15 @@ class DocumentLane:
             self._corpus = (key, Bm25Corpus(segments))
         return self._corpus[1], rows
 
-    def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], dict[str, list]]:
-        def lookup(terms: Sequence[str]) -> dict[str, list[tuple[int, TermPostings]]]:
-            found: dict[str, list[tuple[int, TermPostings]]] = {}
+    def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], dict[str, TermPostingsList]]:
+        def lookup(terms: Sequence[str]) -> dict[str, TermPostingsList]:
+            rows: dict[str, list[tuple[int, int, bytes, bytes]]] = {}
             placeholders = ",".join("?" * len(terms))
-            for term, seq, doc_ids, tfs in self._db.execute(
-                    f"SELECT term, segment_seq, doc_ids, tfs FROM document_postings WHERE term IN ({placeholders}) "
-                    "ORDER BY term, segment_seq", tuple(terms)):
-                found.setdefault(term, []).append((seq_to_index[seq], TermPostings.decode(doc_ids, tfs)))
-            return found
+            for term, seq, count, doc_ids, tfs in self._db.execute(
+                    "SELECT term, segment_seq, doc_count, doc_ids, tfs FROM document_postings "
+                    f"WHERE term IN ({placeholders}) ORDER BY term, segment_seq", tuple(terms)):
+                rows.setdefault(term, []).append((seq_to_index[seq], count, doc_ids, tfs))
+            return {term: TermPostingsList.from_rows(term_rows) for term, term_rows in rows.items()}
         return lookup
 
     def search(self, query: str, tenant: Optional[str] = DEFAULT_TENANT, top_k: int = 10,

@@ -34,6 +34,31 @@ class TermPostings:
 
 
 @dataclass(frozen=True)
+class TermPostingsList:
+    """One term's postings over several segments, concatenated in segment order (one block per segment)."""
+
+    segment_indices: np.ndarray
+    counts: np.ndarray
+    doc_ids: np.ndarray
+    tfs: np.ndarray
+
+    @property
+    def df(self) -> int:
+        return len(self.doc_ids)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple[int, int, bytes, bytes]]) -> "TermPostingsList":
+        """From (segment_index, doc_count, doc_ids blob, tfs blob) rows in segment order."""
+        counts = np.array([row[1] for row in rows], dtype=np.int64)
+        doc_ids = np.frombuffer(b"".join(row[2] for row in rows), dtype="<u4")
+        if all(len(row[3]) == 2 * row[1] for row in rows):
+            tfs = np.frombuffer(b"".join(row[3] for row in rows), dtype="<u2")
+        else:
+            tfs = np.concatenate([TermPostings.decode(row[2], row[3]).tfs.astype(np.uint32) for row in rows])
+        return cls(np.array([row[0] for row in rows], dtype=np.int64), counts, doc_ids, tfs)
+
+
+@dataclass(frozen=True)
 class SegmentIndex:
     """What BM25 needs from one segment: per doc its length and tenant, per term its postings."""
 
