@@ -1,0 +1,131 @@
+"""The retention commands against a real temporary data directory."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from cruxsql import erasure
+from cruxsql.cli import retention as retention_cli
+from cruxsql.store import Store
+
+
+@pytest.fixture()
+def cli():
+    @click.group()
+    def group() -> None:
+        pass
+
+    retention_cli.register(group)
+    runner = CliRunner()
+
+    def run(*args: str, ok: bool = True):
+        result = runner.invoke(group, list(args), catch_exceptions=False)
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return run
+
+
+def _seed(data_dir):
+    with Store(data_dir) as store:
+        keep = store.store("user:keep", "name", "CLI_KEEP_MARKER Alice")
+        gone = store.store("user:gone", "name", "CLI_GONE_MARKER Bob")
+        store.store("user:gone", "email", "CLI_GONE_MARKER_2 bob@example.com", tenant="acme")
+        return keep, gone
+
+
+def test_erase_prints_report_and_verify_passes(tmp_path, cli):
+    keep, gone = _seed(tmp_path)
+    result = cli("erase", "--data-dir", str(tmp_path), "--entity-prefix", "user:gone", "--tenant", "default",
+                 "--reason", "DSR 1", "--actor", "dpo", "--request-id", "dsr-1")
+    report = json.loads(result.output)
+    assert report["request_id"] == "dsr-1" and report["actor"] == "dpo" and report["reason"] == "DSR 1"
+    assert [e["fact_id"] for e in report["erased_facts"]] == [gone.fact_id]
+    assert report["verification"]["ok"] is True
+    data = (tmp_path / "facts.jsonl").read_bytes()
+    assert b"CLI_GONE_MARKER Bob" not in data and b"CLI_GONE_MARKER_2" in data and b"CLI_KEEP_MARKER" in data
+    with Store(tmp_path) as store:
+        assert erasure.verify_erasure(store)["ok"]
+    bad = cli("erase", "--data-dir", str(tmp_path), "--reason", "x", ok=False)
+    assert bad.exit_code == 1 and "needs a selection" in bad.output
+    bad = cli("erase", "--data-dir", str(tmp_path), "--older-than", "soon", "--reason", "x", ok=False)
+    assert bad.exit_code == 1 and "invalid cutoff 'soon'" in bad.output
+
+
+def test_compact_json_and_text(tmp_path, cli):
+    keep, gone = _seed(tmp_path)
+    with Store(tmp_path) as store:
+        store.delete(gone.fact_id)
+    report = json.loads(cli("compact", "--data-dir", str(tmp_path), "--json").output)
+    assert (report["facts_dropped"], report["facts_retained"], report["tombstones_kept"]) == (1, 2, 1)
+    assert report["bytes_after"] < report["bytes_before"]
+    text = cli("compact", "--data-dir", str(tmp_path)).output
+    assert "facts_retained           2" in text and "bytes_after" in text
+
+
+def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
+    keep, gone = _seed(tmp_path)
+    placed = json.loads(cli("hold", "place", "--data-dir", str(tmp_path), "--tenant", "default",
+                            "--entity-prefix", "user:", "--reason", "litigation", "--actor", "counsel").output)
+    hold_id = placed["hold"]["hold_id"]
+    assert placed["receipt"]["kind"] == "legal_hold_placed" and placed["hold"]["entity_prefixes"] == ["user:"]
+    listed = json.loads(cli("hold", "list", "--data-dir", str(tmp_path), "--json").output)
+    assert [(h["hold_id"], h["active"]) for h in listed] == [(hold_id, True)]
+    table = cli("hold", "list", "--data-dir", str(tmp_path)).output
+    assert hold_id in table and "litigation" in table
+
+    # erase holds the fact back; compaction is refused once a held fact is deleted
+    report = json.loads(cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x").output)
+    assert report["held_back"] == [{"fact_id": gone.fact_id, "hold_ids": [hold_id]}]
+    with Store(tmp_path) as store:
+        store.delete(gone.fact_id)
+    refused = cli("compact", "--data-dir", str(tmp_path), ok=False)
+    assert refused.exit_code == 1 and f"hard erasure blocked by active legal hold(s): {hold_id}" in refused.output
+    assert gone.fact_id in refused.output
+
+    receipt = cli("hold", "override-receipt", "--data-dir", str(tmp_path), "--reason", "court order").output
+    receipt_obj = json.loads(receipt)
+    assert receipt_obj["kind"] == "legal_hold_overridden" and receipt_obj["fact_ids"] == [gone.fact_id]
+    partial = dict(receipt_obj, fact_ids=[])
+    (tmp_path.parent / "partial.json").write_text(json.dumps(partial))
+    refused = cli("compact", "--data-dir", str(tmp_path), "--override-receipt", str(tmp_path.parent / "partial.json"),
+                  ok=False)
+    assert "does not cover every blocked fact and hold" in refused.output
+    (tmp_path.parent / "receipt.json").write_text(receipt)
+    done = json.loads(cli("compact", "--data-dir", str(tmp_path), "--json", "--override-receipt",
+                          str(tmp_path.parent / "receipt.json")).output)
+    assert done["override_receipt_id"] == receipt_obj["receipt_id"] and done["facts_dropped"] == 1
+
+    released = json.loads(cli("hold", "release", "--data-dir", str(tmp_path), hold_id, "--actor", "judge").output)
+    assert released["hold"]["active"] is False and released["receipt"]["kind"] == "legal_hold_released"
+    assert json.loads(cli("hold", "list", "--data-dir", str(tmp_path), "--active", "--json").output) == []
+    again = cli("hold", "release", "--data-dir", str(tmp_path), hold_id, ok=False)
+    assert again.exit_code == 1 and "already released" in again.output
+
+
+def test_retention_report_and_apply(tmp_path, cli):
+    _seed(tmp_path)
+    text = cli("retention", "report", "--data-dir", str(tmp_path), "--older-than", "0s").output
+    assert "eligible               3 facts" in text
+    report = json.loads(cli("retention", "report", "--data-dir", str(tmp_path), "--older-than", "90d", "--json").output)
+    assert report["counts"]["eligible"] == 0 and report["eligible"] == []
+    applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "0s").output)
+    assert applied["kind"] == "retention" and applied["counts"]["facts_deleted_now"] == 3
+    assert applied["verification"]["ok"]
+    assert b"CLI_KEEP_MARKER" not in (tmp_path / "facts.jsonl").read_bytes()
+
+
+def test_export_audit_formats(tmp_path, cli):
+    _seed(tmp_path)
+    for fmt in ("jsonl", "csv", "sqlite"):
+        out = tmp_path.parent / f"out.{fmt}"
+        summary = json.loads(cli("export", "audit", "--data-dir", str(tmp_path), "--format", fmt, "--output", str(out),
+                                 "--tenant", "default").output)
+        assert summary["events"] == 2 and summary["format"] == fmt and out.exists()
+    bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "xml", "--output", "x", ok=False)
+    assert bad.exit_code == 2
