@@ -6,12 +6,14 @@ Documents and queries go through the same pipeline. The token list keeps duplica
 
 from __future__ import annotations
 
-from typing import Optional
+import re
 
 import regex
 
 # Rust `char::is_alphanumeric` is Unicode Alphabetic ∪ N; the apostrophe is kept inside tokens.
 _SEPARATORS = regex.compile(r"[^\p{Alphabetic}\p{N}']+")
+# The same class restricted to ASCII, for the common all-ASCII text (the stdlib engine is faster).
+_ASCII_SEPARATORS = re.compile(r"[^A-Za-z0-9']+")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 # (suffix, minimum byte length of the base, replacement), tried in order after -ies/-ied/-sses.
@@ -34,6 +36,10 @@ _SUFFIX_RULES: tuple[tuple[str, int, str], ...] = (
     ("er", 3, ""),
     ("es", 3, ""),
 )
+# The same rules grouped by their suffix's last character (order kept): only those can match a word.
+_RULES_BY_LAST_CHAR: dict[str, tuple[tuple[str, int, str], ...]] = {
+    last: tuple(rule for rule in _SUFFIX_RULES if rule[0][-1] == last) for last in {r[0][-1] for r in _SUFFIX_RULES}
+}
 
 
 def _byte_len(word: str) -> int:
@@ -42,7 +48,13 @@ def _byte_len(word: str) -> int:
 
 def split_words(text: str) -> list[str]:
     """Step 1: the non-empty pieces between characters that are neither alphanumeric nor `'`."""
-    return [piece for piece in _SEPARATORS.split(text) if piece]
+    pattern = _ASCII_SEPARATORS if text.isascii() else _SEPARATORS
+    return [piece for piece in pattern.split(text) if piece]
+
+
+def is_dropped(piece: str) -> bool:
+    """Step 3: pieces of one UTF-8 byte (a single ASCII character) are not tokens."""
+    return len(piece) == 1 and piece.isascii()
 
 
 def surface_words(text: str) -> list[str]:
@@ -50,7 +62,7 @@ def surface_words(text: str) -> list[str]:
 
     Coverage maps `token_matched[i]` back onto this list to name missing words in their original case.
     """
-    return [piece for piece in split_words(text) if _byte_len(piece) > 1]
+    return [piece for piece in split_words(text) if not is_dropped(piece)]
 
 
 def stem(word: str) -> str:
@@ -58,7 +70,7 @@ def stem(word: str) -> str:
     size = _byte_len(word)
     if size <= 3:
         return word
-    for suffix, min_base, replacement in _SUFFIX_RULES:
+    for suffix, min_base, replacement in _RULES_BY_LAST_CHAR.get(word[-1], ()):
         if word.endswith(suffix):
             base = word[: -len(suffix)]
             if _byte_len(base) >= min_base:
@@ -73,18 +85,6 @@ def normalize(word: str) -> str:
     return stem(word.translate(_ASCII_LOWER))
 
 
-class TokenCache(dict):
-    """Surface word → token memo for indexing many documents (words repeat; the stemmer is pure)."""
-
-    def __missing__(self, word: str) -> str:
-        token = normalize(word)
-        self[word] = token
-        return token
-
-
-def analyze(text: str, cache: Optional[TokenCache] = None) -> list[str]:
+def analyze(text: str) -> list[str]:
     """The stemmed tokens of `text`, in order, duplicates kept."""
-    words = surface_words(text)
-    if cache is None:
-        return [normalize(word) for word in words]
-    return [cache[word] for word in words]
+    return [normalize(word) for word in surface_words(text)]

@@ -7,30 +7,20 @@ frequencies (uint16, or uint32 when a frequency does not fit). A query reads onl
 
 from __future__ import annotations
 
-from collections import Counter
+import bisect
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .analyzer import TokenCache, analyze
+from .analyzer import is_dropped, normalize, split_words
 
-@dataclass(frozen=True)
-class TermPostings:
-    """The documents of one segment containing a term, ascending, with their term frequencies."""
+U16_MAX = 0xFFFF
 
-    doc_ids: np.ndarray
-    tfs: np.ndarray
 
-    def encode(self) -> tuple[bytes, bytes]:
-        tf_dtype = "<u2" if int(self.tfs.max(initial=0)) <= 0xFFFF else "<u4"
-        return self.doc_ids.astype("<u4").tobytes(), self.tfs.astype(tf_dtype).tobytes()
-
-    @classmethod
-    def decode(cls, doc_ids: bytes, tfs: bytes) -> "TermPostings":
-        ids = np.frombuffer(doc_ids, dtype="<u4")
-        tf_dtype = "<u2" if len(tfs) == 2 * len(ids) else "<u4"
-        return cls(ids, np.frombuffer(tfs, dtype=tf_dtype))
+def decode_tfs(blob: bytes, count: int) -> np.ndarray:
+    """Term frequencies of a postings row: uint16 when the blob holds 2 bytes per doc, else uint32."""
+    return np.frombuffer(blob, dtype="<u2" if len(blob) == 2 * count else "<u4")
 
 
 @dataclass(frozen=True)
@@ -54,54 +44,87 @@ class TermPostingsList:
         if all(len(row[3]) == 2 * row[1] for row in rows):
             tfs = np.frombuffer(b"".join(row[3] for row in rows), dtype="<u2")
         else:
-            tfs = np.concatenate([TermPostings.decode(row[2], row[3]).tfs.astype(np.uint32) for row in rows])
+            tfs = np.concatenate([decode_tfs(row[3], row[1]).astype(np.uint32) for row in rows])
         return cls(np.array([row[0] for row in rows], dtype=np.int64), counts, doc_ids, tfs)
 
 
 @dataclass(frozen=True)
 class SegmentIndex:
-    """What BM25 needs from one segment: per doc its length and tenant, per term its postings."""
+    """What BM25 needs from one segment: per doc its length and tenant; per term (sorted) its postings.
+
+    Term i's postings are `doc_ids[bounds[i]:bounds[i+1]]` (ascending) with `tfs` alongside.
+    """
 
     doc_lengths: np.ndarray
     tenants: tuple[str, ...]
     doc_tenants: np.ndarray
-    postings: dict[str, TermPostings]
+    terms: list[str]
+    bounds: np.ndarray
+    doc_ids: np.ndarray
+    tfs: np.ndarray
 
     @property
     def total_tokens(self) -> int:
-        return int(self.doc_lengths.sum())
+        return int(self.doc_lengths.sum(dtype=np.uint64))
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(doc ids, tfs) of one term; empty arrays if the segment does not contain it."""
+        index = bisect.bisect_left(self.terms, term)
+        if index == len(self.terms) or self.terms[index] != term:
+            return self.doc_ids[:0], self.tfs[:0]
+        start, end = self.bounds[index], self.bounds[index + 1]
+        return self.doc_ids[start:end], self.tfs[start:end]
+
+
+class _TermNumbers(dict):
+    """Surface piece → term number (−1 for a dropped piece); `tokens` lists each term once, by number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: list[str] = []
+        self._by_token: dict[str, int] = {}
+
+    def __missing__(self, piece: str) -> int:
+        number = -1
+        if not is_dropped(piece):
+            token = normalize(piece)
+            number = self._by_token.setdefault(token, len(self.tokens))
+            if number == len(self.tokens):
+                self.tokens.append(token)
+        self[piece] = number
+        return number
 
 
 def index_segment(texts: Sequence[str], tenant_ids: Sequence[str],
                   progress: Optional[Callable[[int, int], None]] = None) -> SegmentIndex:
     """Analyze every chunk of a segment (doc_id = position) into lengths, tenant codes and postings."""
-    cache = TokenCache()
+    n_docs = len(texts)
     tenant_codes: dict[str, int] = {}
     doc_tenants = np.fromiter((tenant_codes.setdefault(t, len(tenant_codes)) for t in tenant_ids),
-                              dtype=np.uint32, count=len(tenant_ids))
-    lengths = np.zeros(len(texts), dtype=np.uint32)
-    ids_by_term: dict[str, list[int]] = {}
-    tfs_by_term: dict[str, list[int]] = {}
+                              dtype=np.uint32, count=n_docs)
+    numbers = _TermNumbers()
+    flat: list[int] = []
+    lengths = np.zeros(n_docs, dtype=np.uint32)
     for doc_id, text in enumerate(texts):
-        tokens = analyze(text, cache)
-        lengths[doc_id] = len(tokens)
-        for term, tf in Counter(tokens).items():
-            ids = ids_by_term.get(term)
-            if ids is None:
-                ids_by_term[term] = [doc_id]
-                tfs_by_term[term] = [tf]
-            else:
-                ids.append(doc_id)
-                tfs_by_term[term].append(tf)
+        doc_terms = [numbers[piece] for piece in split_words(text)]
+        if -1 in doc_terms:
+            doc_terms = [number for number in doc_terms if number >= 0]
+        lengths[doc_id] = len(doc_terms)
+        flat.extend(doc_terms)
         if progress and (doc_id + 1) % 1000 == 0:
-            progress(doc_id + 1, len(texts))
+            progress(doc_id + 1, n_docs)
+    # Renumber terms in alphabetical order, then one sort of (term, doc) keys yields every posting and tf.
+    order = sorted(range(len(numbers.tokens)), key=numbers.tokens.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    keys, tfs = np.unique(rank[np.array(flat, dtype=np.int64)] * max(n_docs, 1) + docs, return_counts=True)
+    term_of = keys // max(n_docs, 1)
+    bounds = np.searchsorted(term_of, np.arange(len(order) + 1, dtype=np.int64))
     if progress:
-        progress(len(texts), len(texts))
-    postings = {
-        term: TermPostings(np.array(ids, dtype=np.uint32), np.array(tfs_by_term[term], dtype=np.uint32))
-        for term, ids in ids_by_term.items()
-    }
-    return SegmentIndex(lengths, tuple(tenant_codes), doc_tenants, postings)
+        progress(n_docs, n_docs)
+    return SegmentIndex(lengths, tuple(tenant_codes), doc_tenants, [numbers.tokens[i] for i in order], bounds,
+                        (keys % max(n_docs, 1)).astype(np.uint32), tfs.astype(np.uint32))
 
 
 def encode_array(values: np.ndarray) -> bytes:
@@ -112,8 +135,15 @@ def decode_array(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<u4")
 
 
-def postings_rows(segment_seq: int, index: SegmentIndex) -> Iterable[tuple[str, int, int, bytes, bytes]]:
-    """`document_postings` rows (term, segment_seq, doc_count, doc_ids, tfs) of one segment."""
-    for term, postings in index.postings.items():
-        doc_ids, tfs = postings.encode()
-        yield term, segment_seq, len(postings.doc_ids), doc_ids, tfs
+def postings_rows(segment_seq: int, index: SegmentIndex) -> Iterator[tuple[str, int, int, bytes, bytes]]:
+    """`document_postings` rows (term, segment_seq, doc_count, doc_ids, tfs) of one segment, in term order."""
+    doc_ids = index.doc_ids.astype("<u4")
+    narrow = int(index.tfs.max(initial=0)) <= U16_MAX
+    tfs = index.tfs.astype("<u2" if narrow else "<u4")
+    bounds = index.bounds.tolist()
+    for i, term in enumerate(index.terms):
+        start, end = bounds[i], bounds[i + 1]
+        term_tfs = tfs[start:end]
+        if not narrow and int(term_tfs.max()) <= U16_MAX:
+            term_tfs = term_tfs.astype("<u2")
+        yield term, segment_seq, end - start, doc_ids[start:end].tobytes(), term_tfs.tobytes()

@@ -112,7 +112,9 @@ def encode_segment(
     offsets: list[int] = []
     position = len(parts[0])
     for record in records:
-        line = _json_line(asdict(record))
+        line = _json_line({"tenant_id": record.tenant_id, "corpus_id": record.corpus_id,
+                           "document_id": record.document_id, "chunk_id": record.chunk_id, "text": record.text,
+                           "ingested_at": record.ingested_at})
         offsets.append(position)
         position += len(line)
         parts.append(line)
