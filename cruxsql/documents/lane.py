@@ -311,6 +311,7 @@ class DocumentLane:
               min_score: Optional[float] = None, contract: Optional[str] = None,
               coverage_style: str = "missing_tokens") -> Union[dict[str, Any], str]:
         """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty."""
+        tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_QUERY
@@ -320,6 +321,7 @@ class DocumentLane:
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,
                    token_budget: Optional[int] = None, contract: Optional[str] = None) -> Union[dict[str, Any], str]:
         """MCP `query_scan`: hits charged at whole-document tokens, stopping at the budget (≥ 1 hit)."""
+        tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_SCAN

@@ -1,0 +1,122 @@
+"""The document-lane commands through click's CliRunner, against a real temporary data directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cruxsql.cli import main
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+    data_dir = tmp_path / "data"
+
+    def invoke(*args: str, input: str | None = None):
+        return runner.invoke(main, [*args, "--data-dir", str(data_dir)], input=input)
+
+    return invoke
+
+
+@pytest.fixture
+def notes(tmp_path):
+    root = tmp_path / "notes"
+    (root / "sub").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (root / "deploy.md").write_text("# Deploy\n\nTerraform drift detection runs nightly.\n\n## Rollback\n\n"
+                                    "Kubernetes rollback steps.\n")
+    (root / "sub" / "notes.txt").write_text("Quantum tunnelling notes, nothing about infrastructure.")
+    (root / ".hidden" / "secret.md").write_text("terraform hidden")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n")
+    return root
+
+
+def test_ingest_folder_then_reingest_is_a_noop(run, notes):
+    first = run("ingest", str(notes))
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("3 chunks from 2 documents ingested into 1 new segment(s); 0 already stored")
+    again = run("ingest", str(notes), "--json")
+    assert json.loads(again.stdout) == {"documents": 2, "ingested": 0, "duplicates": 3, "segments_sealed": 0,
+                                        "segments": []}
+    listing = json.loads(run("segments", "list", "--json").stdout)
+    assert [(s["segment_index"], s["segment_seq"], s["chunk_count"]) for s in listing] == [(0, 1, 3)]
+
+
+def test_search_text_and_json(run, notes):
+    run("ingest", str(notes))
+    text = run("search", "terraform quantum ufo")
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert lines[0].split()[:2] == ["1.", "0:0"] and "deploy.md" in lines[0]
+    assert "Terraform drift detection" in lines[1]
+    assert lines[-1] == "coverage 0.67 · no document contains: ufo · 2 candidate(s)"
+    envelope = json.loads(run("search", "terraform quantum ufo", "--json").stdout)
+    assert envelope["contract"] == "crc-v1" and [p["id"] for p in envelope["pointers"]] == ["0:0", "0:2"]
+    legacy = json.loads(run("search", "terraform ufo", "--json", "--contract", "legacy",
+                            "--coverage-style", "gaps", "--min-score", "100").stdout)
+    assert legacy["results"] == [] and legacy["coverage"]["below_floor"] == 1
+    assert legacy["coverage"]["gaps"][0]["query_terms"] == ["ufo"]
+    budget = json.loads(run("search", "terraform quantum", "--json", "--token-budget", "40").stdout)
+    assert len(budget["pointers"]) == 1
+
+
+def test_scan_and_expand(run, notes):
+    run("ingest", str(notes))
+    scan = run("scan", "terraform quantum", "--token-budget", "5")
+    assert scan.exit_code == 0, scan.output
+    assert scan.stdout.splitlines()[-1].endswith("of 2 candidate(s) · truncated by the budget")
+    scan_json = json.loads(run("scan", "terraform quantum", "--json", "--contract", "legacy").stdout)
+    assert scan_json["budget_truncated"] is False and len(scan_json["scan"]) == 2
+    expanded = run("expand", "0:1")
+    assert expanded.exit_code == 0
+    assert expanded.stdout.startswith("== 0:1  deploy.md (default, chunk deploy.md#1:")
+    assert "Kubernetes rollback steps." in expanded.stdout
+    bad = run("expand", "0:1", "7:0", "nope")
+    assert bad.exit_code == 1
+    assert "7:0: segment not found (evicted)" in bad.stderr
+    assert "nope: invalid result_id format (invalid_format)" in bad.stderr
+    as_json = json.loads(run("expand", "0:1", "0:0", "--json", "--tenant", "other").stdout)
+    assert [e["error_kind"] for e in as_json["meta"]["errors"]] == ["tenant_mismatch", "tenant_mismatch"]
+
+
+def test_ingest_jsonl_from_stdin(run):
+    lines = [
+        json.dumps({"doc_id": "a", "chunks": [{"chunk_id": "a1", "text": "alpha beta"},
+                                              {"chunk_id": "a2", "text": "gamma delta"}]}),
+        json.dumps({"doc_id": "b.md", "text": "# One\nfirst part\n# Two\nsecond part"}),
+        "",
+    ]
+    result = run("ingest", "-", "--tenant", "acme", "--corpus", "wiki", "--json", input="\n".join(lines))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ingested"] == 4
+    hits = json.loads(run("search", "second", "--tenant", "acme", "--json", "--contract", "legacy").stdout)
+    assert [h["result_id"] for h in hits["results"]] == ["0:3"]
+    assert json.loads(run("search", "second", "--json").stdout)["pointers"] == []
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (("ingest", "-"), "{not json\n", "Error: stdin line 1: not JSON"),
+    (("ingest", "-"), '{"doc_id": "a"}\n', "Error: stdin line 1: needs either chunks or text"),
+    (("ingest", "-"), '{"doc_id": "a", "chunks": []}\n', "Error: stdin line 1: document 'a' has no chunks"),
+    (("ingest", "/no/such/path"), None, "Error: /no/such/path: no such file or folder"),
+    (("search", "x", "--tenant", "*"), None, "Error: tenant '*' must name one concrete tenant"),
+    (("search", "x", "--limit", "-1"), None, "Invalid value for '--limit'"),
+    (("search", "x", "--coverage-style", "bogus"), None, "Invalid value for '--coverage-style'"),
+])
+def test_bad_input_fails_with_one_line(run, args, stdin, message):
+    result = run(*args, input=stdin)
+    assert result.exit_code != 0
+    assert message in result.stderr
+
+
+def test_empty_index_and_erase(run, notes):
+    assert run("search", "anything").stdout == "index is empty \u2014 ingest data first\n"
+    assert run("scan", "anything").stdout == "index is empty\n"
+    run("ingest", str(notes), "--tenant", "victim")
+    erased = run("documents", "erase", "--tenant", "victim")
+    assert erased.exit_code == 0, erased.output
+    assert erased.stdout == "erased 3 chunk(s) of tenant 'victim': 0 segment(s) rewritten, 1 removed\n"
+    assert json.loads(run("segments", "list", "--json").stdout) == []
