@@ -104,22 +104,23 @@ class Journal:
         """The cross-process writer lock (flock on LOCK), re-entrant within this object."""
         with self._thread_lock:
             if self._lock_depth == 0:
-                fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                self._lock_fd = fd
+                if self._lock_fd is None:
+                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
             self._lock_depth += 1
             try:
                 yield
             finally:
                 self._lock_depth -= 1
-                if self._lock_depth == 0 and self._lock_fd is not None:
+                if self._lock_depth == 0:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                    os.close(self._lock_fd)
-                    self._lock_fd = None
+
+    def close(self) -> None:
+        """Release the lock file descriptor."""
+        with self._thread_lock:
+            if self._lock_fd is not None and self._lock_depth == 0:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
     # --- state -----------------------------------------------------------------------------------
 

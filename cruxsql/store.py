@@ -120,6 +120,7 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self.journal.close()
 
     def __enter__(self) -> "Store":
         return self

@@ -347,19 +347,20 @@ class _Applier:
         s = self.first_seq
         if self.next_seq == s:
             return
+        # CROSS JOIN and INDEXED BY keep SQLite on the seq range: only this pass's facts are visited.
         self.db.execute(
             "UPDATE facts SET supersedes = NULL WHERE fact_id IN ("
-            " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.supersedes"
+            " SELECT a.fact_id FROM facts a INDEXED BY facts_seq CROSS JOIN facts b ON b.fact_id = a.supersedes"
             "  WHERE a.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)"
-            " UNION SELECT a.fact_id FROM facts b JOIN facts a ON a.supersedes = b.fact_id"
+            " UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.supersedes = b.fact_id"
             "  WHERE b.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key))",
             (s,),
         )
         self.db.execute(
             "UPDATE facts SET superseded_by = NULL WHERE fact_id IN ("
-            " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.superseded_by"
+            " SELECT a.fact_id FROM facts a INDEXED BY facts_seq CROSS JOIN facts b ON b.fact_id = a.superseded_by"
             "  WHERE a.seq >= ?1 AND a.tenant_hash != b.tenant_hash"
-            " UNION SELECT a.fact_id FROM facts b JOIN facts a ON a.superseded_by = b.fact_id"
+            " UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.superseded_by = b.fact_id"
             "  WHERE b.seq >= ?1 AND a.tenant_hash != b.tenant_hash)",
             (s,),
         )
@@ -412,14 +413,19 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     generation = cp.generation if cp else uuid.uuid4().hex
     applier = _Applier(db, policy, seq)
     records = journal.records(offset, line_no, progress)
-    while True:
-        last: Optional[Record] = None
+    sanitized = False
+    while not sanitized:
+        batch = list(_take(records, _COMMIT_EVERY))
+        if not batch:
+            break
         with db:
-            for last in _take(records, _COMMIT_EVERY):
-                _apply_record(db, applier, last, stats)
-            if last is None:
-                break
+            for rec in batch:
+                _apply_record(db, applier, rec, stats)
             applier.flush()
+            if len(batch) < _COMMIT_EVERY:
+                applier.sanitize_links()
+                sanitized = True
+            last = batch[-1]
             fp = journal.fingerprint(last.end)
             db.execute(
                 "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
@@ -427,8 +433,9 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, generation, timestamps.now_ns()),
             )
             crash_point("replay-before-commit")
-    with db:
-        applier.sanitize_links()
+    if not sanitized:
+        with db:
+            applier.sanitize_links()
 
 
 def _take(it: Iterator[Record], n: int) -> Iterator[Record]:

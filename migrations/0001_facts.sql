@@ -32,6 +32,7 @@ CREATE TABLE facts (
     seq                 INTEGER NOT NULL,  -- order in which replay inserted the fact (version-chain order)
     line_no             INTEGER NOT NULL   -- the journal line that stored it
 );
+CREATE UNIQUE INDEX facts_seq ON facts (seq);
 CREATE INDEX facts_chain ON facts (tenant_hash, entity, key, seq);
 CREATE INDEX facts_entity ON facts (entity);
 CREATE INDEX facts_stored_at ON facts (stored_at_ns, fact_id);
