@@ -141,3 +141,17 @@ def test_rebuild_restores_the_document_lane_and_verify_checks_segments(run, tmp_
     report = json.loads(run("verify", "--json").output)
     assert not report["ok"] and any("does not match the manifest" in p for p in report["segment_problems"])
     assert run("verify", "--strict", ok=False).exit_code == 1
+
+
+def test_verify_erasure_scans_the_data_directory(run, tmp_path: Path) -> None:
+    erased = run("store", "user:42", "email", "marker-ALPHA-123@example.com").output.split()[0]
+    run("store", "user:43", "email", "keep-BETA-456@example.com")
+    run("erase", "--fact-id", erased, "--reason", "data-subject request 17")
+    result = json.loads(run("verify", "--erasure", "--json").output)
+    assert result["ok"] and result["reports"] == 1 and result["hits"] == []
+    data = tmp_path / "data"
+    assert not any(b"marker-ALPHA-123" in p.read_bytes() for p in data.rglob("*") if p.is_file())
+    # put the erased value back into a file of the data directory: verification must catch it
+    (data / "stray-copy.txt").write_text("left over: marker-ALPHA-123@example.com\n")
+    failed = run("verify", "--erasure", ok=False)
+    assert failed.exit_code == 1 and "ERASURE NOT VERIFIED" in failed.output

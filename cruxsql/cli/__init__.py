@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from . import documents, facts, recall
+from . import documents, facts, recall, retention
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -18,5 +18,5 @@ def main() -> None:
     """
 
 
-for _module in (facts, recall, documents):
+for _module in (facts, recall, documents, retention):
     _module.register(main)

@@ -14,6 +14,7 @@ import click
 from .. import timestamps
 from ..codec import HORIZON_CLASSES, Fact, format_f32
 from ..documents.lane import DocumentLane
+from ..erasure import verify_erasure
 from ..errors import InvalidInput
 from ..sql_console import run_readonly_query
 from ..store import StoreRequest
@@ -237,13 +238,26 @@ def sql(query: str, fmt: str, data_dir: Path) -> None:
 @click.command()
 @click.option("--strict", is_flag=True,
               help="Exit 1 on corrupt lines, quarantined tails, a view mismatch or a segment problem.")
+@click.option("--erasure", is_flag=True,
+              help="Instead: scan every file of the data directory for content erasure reports say is gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
-def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
+def verify(strict: bool, erasure: bool, as_json: bool, data_dir: Path) -> None:
     """Check the journal, the segments and the view: events by op, corrupt lines (with line numbers),
     quarantined torn tails, whether the view equals a fresh replay of the journal, and every segment
-    against its manifest checksum."""
+    against its manifest checksum.
+
+    With --erasure, scan every file of the data directory for the content erased facts had, using only
+    the hashes the erasure reports keep; exits 1 on any hit or a broken report chain.
+    """
+    if erasure:
+        with open_store(data_dir) as s:
+            result = verify_erasure(s)
+        _echo_erasure_verification(result, as_json)
+        if not result["ok"]:
+            sys.exit(1)
+        return
     with open_store(data_dir) as s:
         report = s.verify()
         segment_problems = DocumentLane(s).verify()
@@ -270,6 +284,20 @@ def verify(strict: bool, as_json: bool, data_dir: Path) -> None:
             click.echo(f"  {problem}")
     if strict and not ok:
         sys.exit(1)
+
+
+def _echo_erasure_verification(result: dict, as_json: bool) -> None:
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"erasure reports: {result['reports']} (chain {'intact' if result['chain_ok'] else 'BROKEN'})")
+    for error in result["chain_errors"]:
+        click.echo(f"  {error}")
+    hits = result.get("hits", [])
+    click.echo(f"files scanned: {result.get('files_scanned', 0)}; erased content found: {len(hits)}")
+    for hit in hits[:50]:
+        click.echo(f"  {hit}")
+    click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")
 
 
 @click.command()
