@@ -147,8 +147,9 @@ class Store:
 
     # --- writing ---------------------------------------------------------------------------------
 
-    def _commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
-        """Under the lock: catch up, build events from current state, append durably, replay them."""
+    def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+        """The one write path: under the lock, catch up, call `build()` to make events from the current
+        state, append them durably, then replay them into the view. Returns the events."""
         with self.writer_lock():
             view.replay(self.db, self.journal, self.policy)
             events = build()
@@ -195,7 +196,7 @@ class Store:
             at = timestamps.format_event_time(timestamps.now_ns())
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
 
-        events = self._commit(build)
+        events = self.commit(build)
         facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
         return [self.get(f.fact_id) for f in facts]
 
@@ -226,7 +227,7 @@ class Store:
             self._consolidation_guard(fact_id)
             return [codec.DeleteEvent(fact_id, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self._commit(build)
+        self.commit(build)
 
     def supersede(self, fact_id: str, by_fact_id: str, tenant: Optional[str] = None) -> None:
         """Mark `fact_id` as superseded by `by_fact_id` (both in one tenant)."""
@@ -240,7 +241,7 @@ class Store:
             self._consolidation_guard(fact_id)
             return [codec.SupersedeEvent(fact_id, by_fact_id, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self._commit(build)
+        self.commit(build)
 
     def clear_supersede(self, fact_id: str, tenant: Optional[str] = None) -> None:
         """Make a superseded fact current again."""
@@ -252,7 +253,7 @@ class Store:
             self._consolidation_guard(fact_id)
             return [codec.ClearSupersedeEvent(fact_id, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self._commit(build)
+        self.commit(build)
 
     def set_validity(self, fact_id: str, valid_from: Optional[int] = None, valid_to: Optional[int] = None,
                      tenant: Optional[str] = None) -> None:
@@ -265,7 +266,7 @@ class Store:
             return [codec.SetValidityEvent(fact_id, valid_from, valid_to,
                                            timestamps.format_event_time(timestamps.now_ns()))]
 
-        self._commit(build)
+        self.commit(build)
 
     def set_horizon(self, fact_id: str, horizon_class: str, tenant: Optional[str] = None) -> None:
         """Change a fact's freshness horizon, journaled (Crux keeps it in memory only)."""
@@ -275,7 +276,7 @@ class Store:
             self._require(fact_id, tenant)
             return [codec.SetHorizonEvent(fact_id, horizon, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self._commit(build)
+        self.commit(build)
 
     def reverify(self, fact_id: str, tenant: Optional[str] = None) -> Fact:
         """Record that a fact was re-verified now, journaled (Crux keeps it in memory only)."""
@@ -284,7 +285,7 @@ class Store:
             self._require(fact_id, tenant)
             return [codec.ReverifyEvent(fact_id, timestamps.now_ns())]
 
-        self._commit(build)
+        self.commit(build)
         return self.get(fact_id)
 
     # --- reading ---------------------------------------------------------------------------------
