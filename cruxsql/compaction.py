@@ -371,8 +371,10 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             report.generation = generation
             if direct:
                 db.execute("DELETE FROM facts WHERE deleted = 1")
-                db.execute("UPDATE facts SET seq = m.seq, line_no = m.line_no FROM temp.compaction_seq m "
+                # seq is unique: move every row to its negated new seq first, then flip the sign.
+                db.execute("UPDATE facts SET seq = -m.seq, line_no = m.line_no FROM temp.compaction_seq m "
                            "WHERE m.fact_id = facts.fact_id")
+                db.execute("UPDATE facts SET seq = -seq WHERE seq < 0")
                 for cid in drop_sources:
                     db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id = ?", (cid,))
                 db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id NOT IN "
