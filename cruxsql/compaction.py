@@ -26,13 +26,13 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 import blake3
 
 from . import codec, legal_holds, timestamps, view
-from .codec import Fact
 from .errors import Conflict, InvalidInput, JournalPoisoned
 from .faults import CRASH_ENV, crash_point
 from .journal import JOURNAL_NAME, Journal
@@ -182,6 +182,46 @@ class _Line:
     seq_fact: Optional[str] = None  # set for a store line: this fact gets the next seq
 
 
+_CONFIDENCE_TEXT: dict[float, str] = {}
+
+
+def fact_json(r: tuple) -> str:
+    """`Fact.to_json()` of a view row (FACT_SELECT order), built from the row's own timestamp text.
+
+    The view keeps every timestamp as the text `format_fact_time` wrote, so nothing is re-formatted;
+    confidences are formatted once per distinct value. Tests hold it byte-equal to `Fact.to_json`.
+    """
+    c = r[6]
+    conf = _CONFIDENCE_TEXT.get(c) if c else None
+    if conf is None:
+        conf = codec.format_f32(c)
+        if c and len(_CONFIDENCE_TEXT) < 65536:
+            _CONFIDENCE_TEXT[c] = conf
+    parts = ['{"fact_id":', _jstr(r[0]), ',"tenant_hash":', _jstr(r[1]), ',"entity":', _jstr(r[2]), ',"key":',
+             _jstr(r[3]), ',"value":', _jstr(r[4]), ',"source_receipt":', "null" if r[5] is None else _jstr(r[5]),
+             ',"confidence":', conf, ',"stored_at":"', r[7], '","tokens":', str(r[9]), ',"deleted":',
+             "true" if r[10] else "false", ',"version":', str(r[11])]
+    if r[12] is not None:
+        parts += (',"supersedes":', _jstr(r[12]))
+    parts += (',"private":', "true" if r[13] else "false", ',"horizon_class":"', r[14], '"')
+    if r[15] is not None:
+        parts += (',"reverified_at":"', r[15], '"')
+    if r[17] is not None:
+        parts += (',"superseded_by":', _jstr(r[17]))
+    if r[18] is not None:
+        parts += (',"actor":', _jstr(r[18]))
+    if r[19] is not None:
+        parts += (',"valid_from":"', r[19], '"')
+    if r[21] is not None:
+        parts += (',"valid_to":"', r[21], '"')
+    if r[23]:
+        parts += (',"access_count":', str(r[23]))
+    if r[24] is not None:
+        parts += (',"last_accessed_at":"', r[24], '"')
+    parts.append("}")
+    return "".join(parts)
+
+
 def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str]) -> Iterator[_Line]:
     """The compacted journal's lines, with the view rows a fresh replay would derive from each."""
     cur = db.cursor()
@@ -190,23 +230,22 @@ def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str]) -
         "FROM facts f LEFT JOIN facts b ON b.fact_id = f.superseded_by "
         "WHERE f.deleted = 0 ORDER BY f.stored_at_ns, f.fact_id")
     for row in rows:
-        fact = view.fact_from_row(row[:26])
+        fid, tenant, stored_ns, by = row[0], row[1], row[8], row[17]
         stats.facts_retained += 1
-        yield _Line('{"op":"store","fact":' + fact.to_json() + "}", "store", fact.fact_id,
-                    timestamps.format_fact_time(fact.stored_at), True, None, [(fact.fact_id, "stored")], fact.fact_id)
-        by = fact.superseded_by
+        yield _Line('{"op":"store","fact":' + fact_json(row) + "}", "store", fid, row[7], True, None,
+                    [(fid, "stored")], fid)
         if by is not None:
             stats.supersede_lines += 1
             b_ns, b_id, b_tenant, b_deleted = row[26:30]
-            present = b_id is not None and not b_deleted and (b_ns, b_id) <= (fact.stored_at, fact.fact_id)
+            present = b_id is not None and not b_deleted and (b_ns, b_id) <= (stored_ns, fid)
             if not present:
                 applied, reason = False, "unknown fact_id"
-            elif b_tenant != fact.tenant_hash:
+            elif b_tenant != tenant:
                 applied, reason = False, "tenant mismatch"
             else:
                 applied, reason = True, None
-            yield _Line(codec.encode_event(codec.SupersedeEvent(fact.fact_id, by, now_text)), "supersede",
-                        fact.fact_id, now_text, applied, reason, [(fact.fact_id, "superseded"), (by, "superseding")])
+            yield _Line(codec.encode_event(codec.SupersedeEvent(fid, by, now_text)), "supersede",
+                        fid, now_text, applied, reason, [(fid, "superseded"), (by, "superseding")])
     canonicals = db.execute(
         "SELECT DISTINCT cs.canonical_fact_id, c.tenant_hash FROM consolidation_sources cs "
         "JOIN facts c ON c.fact_id = cs.canonical_fact_id WHERE c.deleted = 0 ORDER BY cs.canonical_fact_id"

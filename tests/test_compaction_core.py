@@ -182,3 +182,17 @@ def test_empty_store_compacts_to_empty_journal(tmp_path):
     assert store.verify().view_matches_replay
     store.store("a", "b", "again")
     assert store.verify().view_matches_replay
+
+
+def test_fast_row_serialiser_equals_fact_to_json(tmp_path):
+    from cruxsql import view
+    (tmp_path / "facts.jsonl").write_text("\n".join(CRUX_LINES) + "\n", encoding="utf-8")
+    store = Store(tmp_path)
+    random_history(store, 7, steps=150)
+    for conf in (0.0, -0.0, 1e-7, 0.1, 0.333333343267, 1.0):
+        f = store.store("conf", "k", "v", confidence=abs(conf) if conf else conf)
+        store.set_validity(f.fact_id, 1, None)
+    rows = store.db.execute(f"SELECT {view.FACT_SELECT} FROM facts").fetchall()
+    assert len(rows) > 100
+    for row in rows:
+        assert compaction.fact_json(row) == view.fact_from_row(row).to_json()

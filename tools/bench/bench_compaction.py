@@ -1,0 +1,155 @@
+"""Compaction benchmark: compact a journal of N events against a plain buffered write + fsync of the same bytes.
+
+    python tools/bench/bench_compaction.py                  # 1,000,000 events (several minutes)
+    python tools/bench/bench_compaction.py --events 100000  # quicker
+
+Steps: generate a realistic journal with the codec (tools/bench/journal_gen.py: stores with version
+chains, supersedes, ~6% deletes, validity changes), open it once so the view is built (setup, timed
+but not compared), then in separate child processes (so each peak RSS is its own):
+
+* `idle`     — import cruxsql and open the store (the floor every cruxsql process pays);
+* `compact`  — open the store and run `compaction.compact` (guard, rewrite through Journal.rewrite with
+               fsync + rename + dir fsync, and the direct view rewrite in the same step);
+* `baseline` — the same interpreter and imports, then a plain buffered write of exactly as many bytes
+               as the compaction wrote, fsync, close.
+
+Times are the operation only (not process start). Peak memory is the child's ru_maxrss. Optionally
+(`--rebuild-baseline`, on by default) the view is also rebuilt from the compacted journal, which is what
+a compaction that "just replays afterwards" would cost on top of its write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent))
+
+CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[3])
+import cruxsql
+from cruxsql import compaction, view
+mode, data = sys.argv[1], sys.argv[2]
+out = {"mode": mode}
+store = cruxsql.open(data)
+if mode == "compact":
+    t = time.perf_counter()
+    report = compaction.compact(store)
+    out["seconds"] = time.perf_counter() - t
+    out["report"] = report.to_dict()
+elif mode == "rebuild":
+    t = time.perf_counter()
+    with store.writer_lock():
+        stats = view.rebuild(store.db, store.journal, store.policy)
+    out["seconds"] = time.perf_counter() - t
+    out["events"] = stats.events
+elif mode == "baseline":
+    nbytes = int(sys.argv[4])
+    target = os.path.join(data, "baseline.out")
+    block = (b"x" * 255 + b"\n") * 4096  # 1 MiB of 256-byte lines
+    t = time.perf_counter()
+    with open(target, "wb") as fh:
+        left = nbytes
+        while left > 0:
+            chunk = block if left >= len(block) else block[:left]
+            fh.write(chunk)
+            left -= len(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    out["seconds"] = time.perf_counter() - t
+    os.unlink(target)
+store.close()
+out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def child(mode: str, data: Path, *extra: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(data), str(HERE.parent.parent), *extra],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} child failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--workdir", type=Path, default=None, help="Where to build the store (default: a temp dir).")
+    ap.add_argument("--no-rebuild-baseline", dest="rebuild", action="store_false",
+                    help="Skip timing a full view rebuild of the compacted journal.")
+    ap.add_argument("--verify", action="store_true", help="Also check view == fresh replay after compacting (slow).")
+    args = ap.parse_args()
+
+    import cruxsql
+    from journal_gen import generate
+
+    work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
+    data = work / "data"
+    data.mkdir()
+    try:
+        t = time.perf_counter()
+        written = generate(data / "facts.jsonl", args.events)
+        gen_s = time.perf_counter() - t
+        journal_bytes = (data / "facts.jsonl").stat().st_size
+        print(f"generated {written:,} events, {journal_bytes / 2**20:,.1f} MiB in {gen_s:.1f} s", flush=True)
+        t = time.perf_counter()
+        with cruxsql.open(data) as store:
+            facts, deleted = store.db.execute("SELECT count(*), sum(deleted) FROM facts").fetchone()
+        open_s = time.perf_counter() - t
+        print(f"setup: view built in {open_s:.1f} s ({facts:,} facts, {deleted:,} deleted)", flush=True)
+
+        idle = child("idle", data)
+        comp = child("compact", data)
+        report = comp["report"]
+        base = child("baseline", data, str(report["bytes_after"]))
+        rebuild = child("rebuild", data) if args.rebuild else None
+        verified = None
+        if args.verify:
+            with cruxsql.open(data) as store:
+                verified = store.verify().view_matches_replay
+
+        ratio_t = comp["seconds"] / base["seconds"] if base["seconds"] else float("inf")
+        print()
+        print(f"{'':34}{'compaction':>14}{'write+fsync':>14}{'ratio':>10}")
+        print(f"{'time (s)':34}{comp['seconds']:>14.2f}{base['seconds']:>14.2f}{ratio_t:>9.1f}x")
+        print(f"{'peak RSS (MiB)':34}{comp['peak_rss_mib']:>14.1f}{base['peak_rss_mib']:>14.1f}"
+              f"{comp['peak_rss_mib'] / base['peak_rss_mib']:>9.2f}x")
+        print(f"{'peak RSS above idle open (MiB)':34}{comp['peak_rss_mib'] - idle['peak_rss_mib']:>14.1f}"
+              f"{base['peak_rss_mib'] - idle['peak_rss_mib']:>14.1f}")
+        print(f"{'bytes written':34}{report['bytes_after']:>14,}{report['bytes_after']:>14,}")
+        print()
+        print(f"journal {report['bytes_before']:,} -> {report['bytes_after']:,} bytes, "
+              f"{report['lines_before']:,} -> {report['lines_after']:,} lines; retained {report['facts_retained']:,}, "
+              f"dropped {report['facts_dropped']:,}, supersede lines {report['supersede_lines']:,}; "
+              f"view update: {report['view_update']}")
+        print(f"throughput: {report['lines_before'] / comp['seconds']:,.0f} input events/s, "
+              f"{report['bytes_after'] / comp['seconds'] / 2**20:,.1f} MiB/s written (baseline "
+              f"{report['bytes_after'] / base['seconds'] / 2**20:,.1f} MiB/s)")
+        if rebuild:
+            print(f"for comparison, a full view rebuild of the compacted journal alone: {rebuild['seconds']:.2f} s "
+                  f"({rebuild['seconds'] / comp['seconds']:.2f}x the whole direct compaction)")
+        if verified is not None:
+            print(f"view == fresh replay after compaction: {verified}")
+        out = {"events": written, "journal_bytes": journal_bytes, "generate_s": gen_s, "setup_open_s": open_s,
+               "idle": idle, "compact": comp, "baseline": base, "rebuild": rebuild, "time_ratio": ratio_t,
+               "verified": verified}
+        out_dir = HERE / "out"
+        out_dir.mkdir(exist_ok=True)
+        (out_dir / f"compaction-{args.events}.json").write_text(json.dumps(out, indent=1) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
