@@ -367,6 +367,34 @@ def delete_facts(store, fact_ids: list[str]) -> tuple[list[str], list[dict[str, 
     return deleted, refused, len(undos)
 
 
+def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Needles (and fragment needles) for the chunk texts a tenant's documents hold, before they go.
+
+    Texts another tenant also holds are left out (they stay, legitimately)."""
+    from .documents.segments import load_manifest, read_segment, segments_dir
+
+    directory = segments_dir(store.data_dir)
+    if not directory.exists():
+        return [], [], 0
+    mine: dict[str, str] = {}
+    others: set[str] = set()
+    for info in load_manifest(directory).segments:
+        for rec in read_segment(directory, info).records:
+            digest = _digest(rec.text.encode("utf-8"))
+            if rec.tenant_id == tenant:
+                mine.setdefault(digest + "|" + rec.chunk_id, rec.text)
+            else:
+                others.add(digest)
+    needles, fragments = [], []
+    for key, text in mine.items():
+        digest, chunk_id = key.split("|", 1)
+        if digest in others:
+            continue
+        needles.extend(needles_for(f"chunk:{chunk_id}", text))
+        fragments.extend(prefix_needles(f"chunk:{chunk_id}", text))
+    return needles, fragments, len(mine)
+
+
 def _scrub_sqlite(store, vacuum: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
     db = store.db
@@ -529,11 +557,15 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         documents = None
         if documents_tenant is not None:
             from .documents.lane import DocumentLane
-            documents = DocumentLane(store).erase_tenant(documents_tenant)
+            doc_needles, doc_fragments, chunks = _document_needles(store, documents_tenant.strip())
+            documents = dict(DocumentLane(store).erase_tenant(documents_tenant))
+            documents["chunk_needles"] = len(doc_needles)
+            needles.extend(doc_needles)
+            fragments.extend(doc_fragments)
         indexes = _sync_derived_indexes(store)
         sqlite = _scrub_sqlite(store, vacuum)
         files = _scrub_files(store, needles, fragments)
-        sqlite.update(_scrub_sqlite(store, False))
+        sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
         verification = scan_directory(store.data_dir, needles)
         reports = stored_reports(store.db)
         prev = reports[-1].get("report_hash") if reports else None

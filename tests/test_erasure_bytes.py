@@ -185,3 +185,34 @@ def test_scanner_finds_needles_across_block_boundaries(tmp_path, monkeypatch):
         result = erasure.scan_directory(tmp_path, needles)
         assert [h["offset"] for h in result.hits if h["file"] == path.name] == [offset]
         path.unlink()
+
+
+def test_erase_tenant_documents_reaches_segments_and_view(tmp_path):
+    from cruxsql.documents.lane import ChunkInput, DocumentInput, DocumentLane
+    store = Store(tmp_path)
+    lane = DocumentLane(store)
+    lane.ingest([DocumentInput("doc-a", [ChunkInput("c1", "DOCGONE_MARKER alpha contract clause one"),
+                                         ChunkInput("c2", "DOCGONE_MARKER beta termination clause two")])],
+                tenant="acme")
+    lane.ingest([DocumentInput("doc-b", [ChunkInput("c1", "DOCKEEP_MARKER gamma unrelated tenant text")])],
+                tenant="other")
+    fact = store.store("user:acme", "k", "FACTGONE_MARKER acme fact", tenant="acme")
+    assert b"DOCGONE_MARKER" in b"".join(all_file_bytes(tmp_path).values())
+    report = erasure.erase(store, erasure.Selection(tenant="acme"), reason="tenant offboarding", documents=True)
+    assert report["counts"]["documents"]["chunks_erased"] == 2
+    assert report["counts"]["documents"]["chunk_needles"] > 0
+    data = b"".join(all_file_bytes(tmp_path).values())
+    assert b"DOCGONE_MARKER" not in data and b"FACTGONE_MARKER" not in data
+    assert b"DOCKEEP_MARKER" in data
+    assert report["verification"]["ok"] and erasure.verify_erasure(store)["ok"]
+    assert [e["fact_id"] for e in report["erased_facts"]] == [fact.fact_id]
+    with pytest.raises(Exception, match="--documents needs --tenant"):
+        erasure.erase(store, erasure.Selection(fact_ids=("f_x",)), reason="x", documents=True)
+
+
+def test_vacuum_option(tmp_path):
+    store = Store(tmp_path)
+    f = store.store("u", "k", "VACUUM_MARKER_VALUE_1")
+    report = erasure.erase(store, erasure.Selection(fact_ids=(f.fact_id,)), reason="x", vacuum=True)
+    assert report["sqlite"]["vacuumed"] is True and report["sqlite"]["wal_checkpointed"] is True
+    assert b"VACUUM_MARKER" not in b"".join(all_file_bytes(tmp_path).values())
