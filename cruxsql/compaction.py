@@ -77,6 +77,7 @@ class CompactionReport:
     generation: Optional[str] = None
     override_receipt_id: Optional[str] = None
     stale_temp_files_removed: list[str] = field(default_factory=list)
+    wal_checkpointed: bool = False
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -283,6 +284,17 @@ def _needs_rebuild(db) -> bool:
     ).fetchone() is not None
 
 
+def checkpoint_wal(db) -> bool:
+    """Fold the WAL into cruxsql.db and truncate it, so old page images (with deleted values) go too.
+
+    Returns False when another connection's read transaction keeps it busy (the next one will do)."""
+    try:
+        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except Exception:
+        return False
+    return not busy
+
+
 def remove_stale_temp_files(journal: Journal) -> list[str]:
     """Delete leftover `facts.jsonl.compact-*.tmp` files (the caller holds the writer lock)."""
     removed = []
@@ -445,6 +457,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             cp = view.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")
+        report.wal_checkpointed = checkpoint_wal(db)
         if progress is not None:
             progress(total, total)
         report.seconds = round(time.perf_counter() - started, 6)
