@@ -11,14 +11,13 @@ owns the documents. Hits are ordered by score descending, ties by segment index 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .analyzer import analyze, surface_words
-from .postings import TermPostingsList
+from .postings import QueryPostings
 
 F32 = np.float32
 
@@ -68,7 +67,7 @@ class Bm25SearchResult:
 
 
 # Given distinct terms, the postings of those that occur in any segment.
-PostingsLookup = Callable[[Sequence[str]], Mapping[str, TermPostingsList]]
+PostingsLookup = Callable[[Sequence[str]], QueryPostings]
 
 # Accumulate into a dense per-corpus score array when the query touches more than 1/DENSE_RATIO of it.
 DENSE_RATIO = 16
@@ -104,14 +103,11 @@ class Bm25Corpus:
         self.doc_tenants = np.concatenate(per_segment) if per_segment else np.zeros(0, dtype=np.int32)
         self._tenant_weight_cache: dict[str, Optional[np.ndarray]] = {}
 
-    def idf(self, df: int) -> np.float32:
-        n, d = F32(self.total_docs), F32(df)
-        return F32(math.log(float((n - d + F32(0.5)) / (d + F32(0.5)) + F32(1.0))))
-
-    def locate(self, gid: int) -> tuple[int, int]:
-        """(segment_index, doc_id) of a corpus-wide document number."""
-        segment_index = int(np.searchsorted(self.bases, gid, side="right")) - 1
-        return segment_index, gid - int(self.bases[segment_index])
+    def idf(self, df: np.ndarray) -> np.ndarray:
+        """ln((N − df + 0.5) / (df + 0.5) + 1) per document frequency: f32 steps, logarithm rounded to f32."""
+        n, d = F32(self.total_docs), df.astype(F32)
+        ratio = (n - d + F32(0.5)) / (d + F32(0.5)) + F32(1.0)
+        return np.log(ratio.astype(np.float64)).astype(F32)
 
     def search(
         self,
@@ -125,20 +121,13 @@ class Bm25Corpus:
         tokens = analyze(query)
         if not tokens:
             return Bm25SearchResult([], Coverage(0.0, [], 0), 0)
-        terms = list(dict.fromkeys(tokens))
-        found = lookup(terms)
-        scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for term in terms:
-            postings = found.get(term)
-            if postings is not None and postings.df:
-                scored[term] = self._term_contributions(postings)
+        scored = self._contributions(lookup(list(dict.fromkeys(tokens))))
         matched = [token in scored for token in tokens]
-        selection = self._select(tokens, scored, tenant, min_score, top_k)
-        candidates, scores, total_candidates, below_floor = selection
-        hits = []
-        for gid, score in zip(candidates.tolist(), scores.tolist()):
-            segment_index, doc_id = self.locate(gid)
-            hits.append(Bm25Hit(segment_index, doc_id, score, int(self.doc_lengths[gid])))
+        candidates, scores, total_candidates, below_floor = self._select(tokens, scored, tenant, min_score, top_k)
+        segment_indices = np.searchsorted(self.bases, candidates, side="right") - 1
+        doc_ids = candidates - self.bases[segment_indices]
+        hits = [Bm25Hit(segment_index, doc_id, score, length) for segment_index, doc_id, score, length in zip(
+            segment_indices.tolist(), doc_ids.tolist(), scores.tolist(), self.doc_lengths[candidates].tolist())]
         words = surface_words(query)
         coverage = Coverage(
             score=float(F32(sum(matched)) / F32(len(tokens))),
@@ -147,14 +136,19 @@ class Bm25Corpus:
         )
         return Bm25SearchResult(hits, coverage, total_candidates)
 
-    def _term_contributions(self, postings: TermPostingsList) -> tuple[np.ndarray, np.ndarray]:
-        """Corpus-wide doc numbers of a term's postings and idf·tf_norm for each (f32)."""
-        idf = self.idf(postings.df)
+    def _contributions(self, postings: QueryPostings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per term: corpus-wide doc numbers of its postings and idf·tf_norm for each (f32, Crux's order)."""
+        if not postings.terms:
+            return {}
         gids = postings.doc_ids.astype(np.int64)
-        gids += np.repeat(self.bases[postings.segment_indices], postings.counts)
+        gids += np.repeat(self.bases[postings.row_segments], postings.row_counts)
+        dfs = np.diff(postings.term_bounds)
         tfs = postings.tfs.astype(F32)
         tf_norm = (tfs * self._k1_plus_1) / (tfs + self._length_norm[gids])
-        return gids, idf * tf_norm
+        contributions = np.repeat(self.idf(dfs), dfs) * tf_norm
+        bounds = postings.term_bounds.tolist()
+        return {term: (gids[bounds[i]:bounds[i + 1]], contributions[bounds[i]:bounds[i + 1]])
+                for i, term in enumerate(postings.terms)}
 
     def _select(
         self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]], tenant: Optional[str],

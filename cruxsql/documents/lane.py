@@ -18,7 +18,7 @@ import apsw
 from .. import timestamps
 from ..errors import InvalidInput
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
-from .postings import TermPostingsList, decode_array, encode_array, index_segment, postings_rows
+from .postings import QueryPostings, decode_array, encode_array, index_segment, postings_rows
 from .search import (
     EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, ExpandedChunk, ExpandError, contract_is_crc_v1, expand_payload,
     query_payload, scan_payload, wrap_crc_v1,
@@ -281,15 +281,13 @@ class DocumentLane:
             self._corpus = (key, Bm25Corpus(segments))
         return self._corpus[1], rows
 
-    def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], dict[str, TermPostingsList]]:
-        def lookup(terms: Sequence[str]) -> dict[str, TermPostingsList]:
-            rows: dict[str, list[tuple[int, int, bytes, bytes]]] = {}
+    def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], QueryPostings]:
+        def lookup(terms: Sequence[str]) -> QueryPostings:
             placeholders = ",".join("?" * len(terms))
-            for term, seq, count, doc_ids, tfs in self._db.execute(
-                    "SELECT term, segment_seq, doc_count, doc_ids, tfs FROM document_postings "
-                    f"WHERE term IN ({placeholders}) ORDER BY term, segment_seq", tuple(terms)):
-                rows.setdefault(term, []).append((seq_to_index[seq], count, doc_ids, tfs))
-            return {term: TermPostingsList.from_rows(term_rows) for term, term_rows in rows.items()}
+            rows = [(term, seq_to_index[seq], count, doc_ids, tfs) for term, seq, count, doc_ids, tfs in self._db.execute(
+                "SELECT term, segment_seq, doc_count, doc_ids, tfs FROM document_postings "
+                f"WHERE term IN ({placeholders}) ORDER BY term, segment_seq", tuple(terms))]
+            return QueryPostings.from_rows(rows)
         return lookup
 
     def search(self, query: str, tenant: Optional[str] = DEFAULT_TENANT, top_k: int = 10,
@@ -342,7 +340,7 @@ class DocumentLane:
                 if len(parts) != 2:
                     errors.append(ExpandError(result_id, "invalid result_id format", "invalid_format"))
                     continue
-                segment_index, doc_id = (int(p) if p.isascii() and p.isdigit() else None for p in parts)
+                segment_index, doc_id = (_parse_unsigned(part) for part in parts)
                 if segment_index is None or segment_index >= len(rows):
                     errors.append(ExpandError(result_id, "segment not found", "evicted"))
                     continue
@@ -404,6 +402,12 @@ class DocumentLane:
             if expected != actual:
                 problems.append(f"view has {actual} chunks for segment_seq {seq}, expected {expected} (run rebuild)")
         return problems
+
+
+def _parse_unsigned(text: str) -> Optional[int]:
+    """Rust's `str::parse::<usize>`: ASCII digits with an optional leading `+`; None on failure."""
+    digits = text[1:] if text.startswith("+") else text
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def _check_budget(token_budget: Optional[int]) -> None:

@@ -24,28 +24,41 @@ def decode_tfs(blob: bytes, count: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TermPostingsList:
-    """One term's postings over several segments, concatenated in segment order (one block per segment)."""
+class QueryPostings:
+    """The postings of a query's terms, concatenated term by term, and within a term segment by segment.
 
-    segment_indices: np.ndarray
-    counts: np.ndarray
+    Term i (`terms[i]`) owns `doc_ids[term_bounds[i]:term_bounds[i+1]]` and the same slice of `tfs`; each
+    stored row (one term in one segment) contributes `row_counts[r]` entries from segment `row_segments[r]`.
+    Doc ids are per segment, as stored.
+    """
+
+    terms: list[str]
+    term_bounds: np.ndarray
+    row_segments: np.ndarray
+    row_counts: np.ndarray
     doc_ids: np.ndarray
     tfs: np.ndarray
 
-    @property
-    def df(self) -> int:
-        return len(self.doc_ids)
-
     @classmethod
-    def from_rows(cls, rows: Sequence[tuple[int, int, bytes, bytes]]) -> "TermPostingsList":
-        """From (segment_index, doc_count, doc_ids blob, tfs blob) rows in segment order."""
-        counts = np.array([row[1] for row in rows], dtype=np.int64)
-        doc_ids = np.frombuffer(b"".join(row[2] for row in rows), dtype="<u4")
-        if all(len(row[3]) == 2 * row[1] for row in rows):
-            tfs = np.frombuffer(b"".join(row[3] for row in rows), dtype="<u2")
+    def from_rows(cls, rows: Sequence[tuple[str, int, int, bytes, bytes]]) -> "QueryPostings":
+        """From (term, segment_index, doc_count, doc_ids blob, tfs blob) rows ordered by term, then segment."""
+        terms: list[str] = []
+        starts: list[int] = []
+        position = 0
+        for term, _, count, _, _ in rows:
+            if not terms or terms[-1] != term:
+                terms.append(term)
+                starts.append(position)
+            position += count
+        starts.append(position)
+        counts = np.array([row[2] for row in rows], dtype=np.int64)
+        doc_ids = np.frombuffer(b"".join(row[3] for row in rows), dtype="<u4")
+        if all(len(row[4]) == 2 * row[2] for row in rows):
+            tfs = np.frombuffer(b"".join(row[4] for row in rows), dtype="<u2")
         else:
-            tfs = np.concatenate([decode_tfs(row[3], row[1]).astype(np.uint32) for row in rows])
-        return cls(np.array([row[0] for row in rows], dtype=np.int64), counts, doc_ids, tfs)
+            tfs = np.concatenate([decode_tfs(row[4], row[2]).astype(np.uint32) for row in rows])
+        return cls(terms, np.array(starts, dtype=np.int64), np.array([row[1] for row in rows], dtype=np.int64),
+                   counts, doc_ids, tfs)
 
 
 @dataclass(frozen=True)
