@@ -165,7 +165,8 @@ class DocumentLane:
         with self._store.writer_lock():
             manifest = load_manifest(self._dir)
             with self._db:
-                self._db.execute("DELETE FROM document_segments")
+                for table in ("document_postings", "document_chunks", "document_segments"):
+                    self._db.execute(f"DELETE FROM {table}")
             self._corpus = None
             total = sum(info.chunk_count for info in manifest.segments)
             done = 0
@@ -203,8 +204,7 @@ class DocumentLane:
                 return counts
             save_manifest(self._dir, Manifest(manifest.next_seq, kept))
             for old_info, new in replaced:
-                with self._db:
-                    self._db.execute("DELETE FROM document_segments WHERE segment_seq = ?", (old_info.segment_seq,))
+                self._drop_from_view(old_info.segment_seq)
                 if new is None:
                     counts["segments_removed"] += 1
                 else:
@@ -243,6 +243,12 @@ class DocumentLane:
                 postings_rows(info.segment_seq, index))
         self._corpus = None
 
+    def _drop_from_view(self, segment_seq: int) -> None:
+        with self._db:
+            for table in ("document_postings", "document_chunks", "document_segments"):
+                self._db.execute(f"DELETE FROM {table} WHERE segment_seq = ?", (segment_seq,))
+        self._corpus = None
+
     def _view_segments(self) -> list[tuple[int, str]]:
         return list(self._db.execute("SELECT segment_seq, segment_id FROM document_segments ORDER BY segment_seq"))
 
@@ -259,9 +265,7 @@ class DocumentLane:
         present = dict(self._view_segments())
         for seq, segment_id in present.items():
             if seq not in wanted or wanted[seq].segment_id != segment_id:
-                with self._db:
-                    self._db.execute("DELETE FROM document_segments WHERE segment_seq = ?", (seq,))
-                self._corpus = None
+                self._drop_from_view(seq)
         for seq, info in wanted.items():
             if present.get(seq) != info.segment_id:
                 self._apply(read_segment(self._dir, info), None)
