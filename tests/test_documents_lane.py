@@ -209,10 +209,10 @@ def test_scan_charges_whole_documents_and_returns_at_least_one(lane):
 def test_expand_returns_text_and_typed_errors(lane):
     lane.ingest(docs("alpha beta", "gamma delta"), tenant="t1")
     lane.ingest(docs("epsilon zeta"), tenant="t2")
-    payload = lane.query_expand(["0:1", "1:0", "2:0", "0:7", "0-1", "a:b:c", "x:0", "0:-1", ""], tenant="t1",
-                                contract="legacy")
-    assert [c["text"] for c in payload["chunks"]] == ["gamma delta"]
-    assert payload["chunks"][0]["token_count"] == 2 and payload["tokens_loaded"] == 2
+    payload = lane.query_expand(["0:1", "1:0", "2:0", "0:7", "0-1", "a:b:c", "x:0", "0:-1", "", "+0:+0"],
+                                tenant="t1", contract="legacy")
+    assert [c["text"] for c in payload["chunks"]] == ["gamma delta", "alpha beta"]
+    assert payload["chunks"][0]["token_count"] == 2 and payload["tokens_loaded"] == 4
     assert [(e["result_id"], e["error_kind"], e["error"]) for e in payload["errors"]] == [
         ("1:0", "tenant_mismatch", "tenant mismatch"),
         ("2:0", "evicted", "segment not found"),
