@@ -78,6 +78,7 @@ class CompactionReport:
     override_receipt_id: Optional[str] = None
     stale_temp_files_removed: list[str] = field(default_factory=list)
     wal_checkpointed: bool = False
+    seq_renumbered: bool = False
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,16 +172,8 @@ def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] =
 # --- the rewrite -----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Line:
-    text: str
-    op: str
-    fact_id: Optional[str]
-    event_at: Optional[str]
-    applied: bool
-    skip_reason: Optional[str]
-    names: list[tuple[str, str]]
-    seq_fact: Optional[str] = None  # set for a store line: this fact gets the next seq
+# A planned line: (text, op, fact_id, event_at, applied, skip_reason, [(fact_id, role)], store_meta)
+# where store_meta is (rowid, old seq) for a live fact's `store` line and None otherwise.
 
 
 _CONFIDENCE_TEXT: dict[float, str] = {}
@@ -223,30 +216,47 @@ def fact_json(r: tuple) -> str:
     return "".join(parts)
 
 
-def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str]) -> Iterator[_Line]:
-    """The compacted journal's lines, with the view rows a fresh replay would derive from each."""
-    cur = db.cursor()
-    rows = cur.execute(
-        f"SELECT {_FACT_SELECT_F}, b.stored_at_ns, b.fact_id, b.tenant_hash, b.deleted "
-        "FROM facts f LEFT JOIN facts b ON b.fact_id = f.superseded_by "
-        "WHERE f.deleted = 0 ORDER BY f.stored_at_ns, f.fact_id")
-    for row in rows:
-        fid, tenant, stored_ns, by = row[0], row[1], row[8], row[17]
-        stats.facts_retained += 1
-        yield _Line('{"op":"store","fact":' + fact_json(row) + "}", "store", fid, row[7], True, None,
-                    [(fid, "stored")], fid)
-        if by is not None:
-            stats.supersede_lines += 1
-            b_ns, b_id, b_tenant, b_deleted = row[26:30]
-            present = b_id is not None and not b_deleted and (b_ns, b_id) <= (stored_ns, fid)
-            if not present:
-                applied, reason = False, "unknown fact_id"
-            elif b_tenant != tenant:
-                applied, reason = False, "tenant mismatch"
-            else:
-                applied, reason = True, None
-            yield _Line(codec.encode_event(codec.SupersedeEvent(fid, by, now_text)), "supersede",
-                        fid, now_text, applied, reason, [(fid, "superseded"), (by, "superseding")])
+_LIVE = (f"SELECT {_FACT_SELECT_F}, b.stored_at_ns, b.fact_id, b.tenant_hash, b.deleted, f.rowid, f.seq "
+         "FROM facts f LEFT JOIN facts b ON b.fact_id = f.superseded_by WHERE f.deleted = 0 {after} "
+         "ORDER BY f.stored_at_ns, f.fact_id LIMIT {limit}")
+
+
+def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str],
+          chunk_done: Callable[[], None] = lambda: None) -> Iterator[tuple]:
+    """The compacted journal's lines, with the view rows a fresh replay would derive from each.
+
+    Live facts are read in keyset-paginated chunks (no statement stays open across a chunk), and
+    `chunk_done` runs between chunks so the caller can update those rows.
+    """
+    last = None
+    while True:
+        if last is None:
+            rows = db.execute(_LIVE.format(after="", limit=_BATCH)).fetchall()
+        else:
+            rows = db.execute(_LIVE.format(after="AND (f.stored_at_ns, f.fact_id) > (?, ?)", limit=_BATCH),
+                              last).fetchall()
+        if not rows:
+            break
+        for row in rows:
+            fid, tenant, stored_ns, by = row[0], row[1], row[8], row[17]
+            stats.facts_retained += 1
+            yield ('{"op":"store","fact":' + fact_json(row) + "}", "store", fid, row[7], True, None,
+                   ((fid, "stored"),), (row[30], row[31]))
+            if by is not None:
+                stats.supersede_lines += 1
+                b_ns, b_id, b_tenant, b_deleted = row[26:30]
+                if b_id is None or b_deleted or (b_ns, b_id) > (stored_ns, fid):
+                    applied, reason = False, "unknown fact_id"
+                elif b_tenant != tenant:
+                    applied, reason = False, "tenant mismatch"
+                else:
+                    applied, reason = True, None
+                yield ('{"op":"supersede","fact_id":' + _jstr(fid) + ',"by_fact_id":' + _jstr(by)
+                       + ',"superseded_at":' + _jstr(now_text) + "}", "supersede", fid, now_text, applied, reason,
+                       ((fid, "superseded"), (by, "superseding")), None)
+        last = (rows[-1][8], rows[-1][0])
+        del rows
+        chunk_done()
     canonicals = db.execute(
         "SELECT DISTINCT cs.canonical_fact_id, c.tenant_hash FROM consolidation_sources cs "
         "JOIN facts c ON c.fact_id = cs.canonical_fact_id WHERE c.deleted = 0 ORDER BY cs.canonical_fact_id"
@@ -263,14 +273,15 @@ def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str]) -
         if reason:
             drop_sources.append(cid)
         stats.provenance_lines += 1
-        yield _Line(codec.encode_event(codec.ConsolidationProvenanceEvent(cid, ids, tenant, now_text)),
-                    "consolidation_provenance", cid, now_text, reason is None, reason,
-                    [(cid, "canonical")] + [(sid, "source") for sid in ids])
-    for (fid,) in cur.execute("SELECT fact_id FROM facts WHERE deleted = 1 ORDER BY fact_id"):
+        yield (codec.encode_event(codec.ConsolidationProvenanceEvent(cid, ids, tenant, now_text)),
+               "consolidation_provenance", cid, now_text, reason is None, reason,
+               [(cid, "canonical")] + [(sid, "source") for sid in ids], None)
+    tail = ',"deleted_at":' + _jstr(now_text) + "}"
+    for (fid,) in db.execute("SELECT fact_id FROM facts WHERE deleted = 1 ORDER BY fact_id"):
         stats.facts_dropped += 1
         stats.tombstones_kept += 1
-        yield _Line(codec.encode_event(codec.DeleteEvent(fid, now_text)), "delete", fid, now_text, False,
-                    "unknown fact_id", [(fid, "deleted")])
+        yield ('{"op":"delete","fact_id":' + _jstr(fid) + tail, "delete", fid, now_text, False,
+               "unknown fact_id", ((fid, "deleted"),), None)
 
 
 def _needs_rebuild(db) -> bool:
@@ -323,7 +334,7 @@ def estimate_bytes_after(store) -> int:
     """The size the journal would have if compacted now (nothing is written)."""
     stats = CompactionReport()
     now_text = timestamps.format_event_time(timestamps.now_ns())
-    return sum(len(line.text.encode("utf-8")) + 1 for line in _plan(store.db, now_text, stats, []))
+    return sum(len(line[0].encode("utf-8")) + 1 for line in _plan(store.db, now_text, stats, []))
 
 
 _SANITIZE = (
@@ -364,16 +375,22 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
         generation = uuid.uuid4().hex
         renamed = False
         try:
+            dropped_indexes: list[str] = []
             if direct:
                 db.execute("BEGIN IMMEDIATE")
+                # Bulk-load the event tables without their secondary indexes, then recreate them
+                # (a sort) from their own stored definitions: much cheaper than random index inserts.
+                for name, sql in db.execute(
+                        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                        "AND tbl_name IN ('journal_events', 'journal_event_facts')").fetchall():
+                    db.execute(f'DROP INDEX "{name}"')
+                    dropped_indexes.append(sql)
                 for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines"):
                     db.execute(f"DELETE FROM {table}")
-                db.execute("CREATE TEMP TABLE IF NOT EXISTS compaction_seq "
-                           "(fact_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, line_no INTEGER NOT NULL)")
-                db.execute("DELETE FROM temp.compaction_seq")
             events: list[tuple] = []
             names: list[tuple] = []
-            seqs: list[tuple] = []
+            line_updates: list[tuple] = []
+            order = {"last_seq": None, "renumber": False}
 
             def flush() -> None:
                 if events:
@@ -381,32 +398,42 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                                    "event_at, applied, skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
                     db.executemany("INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) "
                                    "VALUES (?, ?, ?)", names)
-                    db.executemany("INSERT INTO temp.compaction_seq (fact_id, seq, line_no) VALUES (?, ?, ?)", seqs)
                 events.clear()
                 names.clear()
-                seqs.clear()
+
+            def chunk_done() -> None:
+                if direct:
+                    flush()
+                    db.executemany("UPDATE facts SET line_no = ? WHERE rowid = ?", line_updates)
+                line_updates.clear()
 
             def write_lines(emit: Callable[[str], None]) -> None:
-                for line in _plan(db, now_text, report, drop_sources):
-                    data = line.text.encode("utf-8")
-                    emit(line.text)
+                n = state["line_no"]
+                offset = state["offset"]
+                for text, op, fact_id, event_at, applied, reason, line_names, meta in _plan(
+                        db, now_text, report, drop_sources, chunk_done):
+                    data = text.encode("utf-8")
+                    emit(text)
                     hasher.update(data)
                     hasher.update(b"\n")
-                    state["line_no"] += 1
-                    n, offset = state["line_no"], state["offset"]
-                    state["offset"] += len(data) + 1
+                    n += 1
+                    length = len(data) + 1
                     if direct:
-                        events.append((n, offset, len(data) + 1, line.op, line.fact_id, line.event_at,
-                                       int(line.applied), line.skip_reason))
-                        names.extend((n, fid, role) for fid, role in line.names)
-                        if line.seq_fact is not None:
-                            seqs.append((line.seq_fact, report.facts_retained, n))
+                        events.append((n, offset, length, op, fact_id, event_at, int(applied), reason))
+                        names.extend((n, fid, role) for fid, role in line_names)
+                        if meta is not None:
+                            line_updates.append((n, meta[0]))
+                            if order["last_seq"] is not None and meta[1] <= order["last_seq"]:
+                                order["renumber"] = True
+                            order["last_seq"] = meta[1]
                         if len(events) >= _BATCH:
                             flush()
+                    offset += length
                     if n == 1:
                         crash_point("compact-temp-partial")
                     if progress is not None and n % 10_000 == 0:
                         progress(min(n, total), total)
+                state["line_no"], state["offset"] = n, offset
                 if direct:
                     flush()
                 crash_point("compact-temp-complete")
@@ -422,24 +449,30 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             report.generation = generation
             if direct:
                 db.execute("DELETE FROM facts WHERE deleted = 1")
-                # seq is unique: move every row to its negated new seq first, then flip the sign.
-                db.execute("UPDATE facts SET seq = -m.seq, line_no = m.line_no FROM temp.compaction_seq m "
-                           "WHERE m.fact_id = facts.fact_id")
-                db.execute("UPDATE facts SET seq = -seq WHERE seq < 0")
+                next_seq = (cp.next_seq if cp else 1)
+                if order["renumber"]:
+                    # Replay order changed (ties or clock skew): number the facts 1..N as a fresh replay
+                    # would. seq is unique, so go through negative values first.
+                    db.execute("UPDATE facts SET seq = -w.n FROM (SELECT rowid AS rid, row_number() OVER "
+                               "(ORDER BY stored_at_ns, fact_id) AS n FROM facts) AS w WHERE facts.rowid = w.rid")
+                    db.execute("UPDATE facts SET seq = -seq WHERE seq < 0")
+                    next_seq = report.facts_retained + 1
+                report.seq_renumbered = order["renumber"]
                 for cid in drop_sources:
                     db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id = ?", (cid,))
                 db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id NOT IN "
                            "(SELECT fact_id FROM facts WHERE deleted = 0)")
                 for sql in _SANITIZE:
                     db.execute(sql)
-                db.execute("DELETE FROM temp.compaction_seq")
+                for sql in dropped_indexes:
+                    db.execute(sql)
                 if size > 0:
                     fp = journal.fingerprint(size)
                     db.execute(
                         "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, "
                         "next_seq, generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-                        (size, report.lines_after, fp.inode, fp.tail_hash, report.facts_retained + 1, generation,
-                         timestamps.now_ns()))
+                        (size, report.lines_after, fp.inode, fp.tail_hash, max(next_seq, report.facts_retained + 1),
+                         generation, timestamps.now_ns()))
                 else:
                     db.execute("DELETE FROM journal_checkpoint")
                 crash_point("compact-before-view-commit")
