@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import blake3
 import pytest
 
 from cruxsql import audit_export, codec, compaction, erasure, legal_holds
@@ -73,9 +74,14 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
         assert b"ERASED_MARKER" not in data and b"KEPT_MARKER_001" in data
     assert report["verification"]["ok"] and report["verification"]["hits"] == []
     assert report["counts"]["facts_erased"] == len(facts["erased"]) == report["counts"]["facts_deleted_now"]
-    assert report["counts"]["exports_rewritten"] == 3
-    assert report["files"]["quarantined_tails_removed"] and report["counts"]["temp_files_removed"] >= 1
-    assert report["sqlite"]["wal_checkpointed"]
+    stores = report["stores"]
+    assert len(stores["exports"]["rewritten"]) == 3
+    assert len(stores["quarantined_tails"]["removed"]) == 1
+    assert "facts.jsonl.compact-00000000000000000000000000000000.tmp" in stores["temp_files"]["removed"]
+    assert stores["view"]["wal_checkpointed"] and stores["view"]["fact_rows_removed"] == len(facts["erased"])
+    assert stores["journal"]["bytes_after"] < stores["journal"]["bytes_before"]
+    assert report["journal"]["after"]["blake3"] == blake3.blake3((tmp_path / "facts.jsonl").read_bytes()[
+        :report["journal"]["after"]["bytes"]]).hexdigest()
     # the report names ids and hashes, never values
     text = json.dumps(report)
     assert "ERASED_MARKER" not in text and "user:bob" not in text
@@ -199,8 +205,8 @@ def test_erase_tenant_documents_reaches_segments_and_view(tmp_path):
     fact = store.store("user:acme", "k", "FACTGONE_MARKER acme fact", tenant="acme")
     assert b"DOCGONE_MARKER" in b"".join(all_file_bytes(tmp_path).values())
     report = erasure.erase(store, erasure.Selection(tenant="acme"), reason="tenant offboarding", documents=True)
-    assert report["counts"]["documents"]["chunks_erased"] == 2
-    assert report["counts"]["documents"]["chunk_needles"] > 0
+    assert report["stores"]["documents"]["chunks_erased"] == 2
+    assert report["stores"]["documents"]["chunk_needles"] > 0
     data = b"".join(all_file_bytes(tmp_path).values())
     assert b"DOCGONE_MARKER" not in data and b"FACTGONE_MARKER" not in data
     assert b"DOCKEEP_MARKER" in data
@@ -214,5 +220,5 @@ def test_vacuum_option(tmp_path):
     store = Store(tmp_path)
     f = store.store("u", "k", "VACUUM_MARKER_VALUE_1")
     report = erasure.erase(store, erasure.Selection(fact_ids=(f.fact_id,)), reason="x", vacuum=True)
-    assert report["sqlite"]["vacuumed"] is True and report["sqlite"]["wal_checkpointed"] is True
+    assert report["stores"]["view"]["vacuumed"] is True and report["stores"]["view"]["wal_checkpointed"] is True
     assert b"VACUUM_MARKER" not in b"".join(all_file_bytes(tmp_path).values())

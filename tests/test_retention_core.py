@@ -93,7 +93,7 @@ def test_report_then_apply(tmp_path):
         assert kept in data, kept
     # the predicted size is what apply produced, give or take the report fact
     report_line = len(journal_bytes(tmp_path).splitlines()[-1]) + 1
-    assert abs(applied["counts"]["journal_bytes_after"] - report["bytes"]["journal_after_apply_estimate"]) < 200
+    assert abs(applied["stores"]["journal"]["bytes_after"] - report["bytes"]["journal_after_apply_estimate"]) < 200
     assert report_line > 0
     assert store.verify().ok
     assert erasure.verify_erasure(store)["ok"]
