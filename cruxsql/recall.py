@@ -341,7 +341,7 @@ class Recall:
 
         plan = _Plan(params={"tenant": tenant_name, "agent": agent, "now_ms": ns_to_ms(now_arg),
                              "floor": floor if floor is not None else -1.0})
-        plan.where.append("f.tenant_hash = :tenant")
+        plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant
         plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
         self._entity_filters(plan, agent, entity, entity_prefix)
         if terms:
@@ -369,6 +369,7 @@ class Recall:
         picked: list[tuple] = []
         used = 0
         fetched = False
+        self.last_sql = (sql, plan.params)  # for EXPLAIN QUERY PLAN when tuning
         for row in self.db.execute(sql, plan.params):
             fetched = True
             result.matched, result.filtered_below_threshold = row[16], row[17]
@@ -454,7 +455,7 @@ class Recall:
         if terms is not None and not terms:
             return empty
         plan = _Plan(params={"tenant": tenant_name, "agent": agent})
-        plan.where += ["f.tenant_hash = :tenant", "f.deleted = 0",
+        plan.where += ["+f.tenant_hash = :tenant", "f.deleted = 0",
                        "((t.owner IS NULL AND (f.private = 0 OR (f.entity >= :bp AND f.entity < :bp_hi))) "
                        "OR t.owner = :agent)"]
         plan.params["bp"], plan.params["bp_hi"] = BOOTSTRAP_PREFIX, scope.prefix_upper_bound(BOOTSTRAP_PREFIX)
@@ -489,7 +490,7 @@ class Recall:
         tenant_name = scope.normalize_tenant(tenant)
         self._prepare()
         plan = _Plan(params={"tenant": tenant_name, "agent": agent})
-        plan.where += ["f.tenant_hash = :tenant", "f.deleted = 0",
+        plan.where += ["+f.tenant_hash = :tenant", "f.deleted = 0",
                        "((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)"]
         self._entity_filters(plan, agent, entity, None)
         if key is not None:

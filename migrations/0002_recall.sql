@@ -1,8 +1,7 @@
 -- Fact recall (query_facts / get_bootstrap / memory_view): derived indexes over `facts`, kept current
 -- lazily by cruxsql/fact_index.py, and the opt-in salience counters (never written to the journal).
 
--- Recall follows facts by seq (insertion order): look a fact up by seq.
-CREATE INDEX recall_facts_seq ON facts (seq);
+-- Recall follows facts by seq (insertion order) through 0001's facts_seq index.
 
 -- Which generation of the fact tables the indexes below were built for, and how far they got.
 CREATE TABLE recall_index_state (

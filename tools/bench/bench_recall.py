@@ -1,0 +1,240 @@
+"""Fact recall benchmark: query_facts latency at 100,000 and 1,000,000 facts, side by side with
+(a) a brute-force scan in Python and (b) SQLite FTS5 (trigram tokenizer) over the same lowercased
+columns, used here only as a reference index.
+
+    python tools/bench/bench_recall.py                      # 100,000 and 1,000,000 facts
+    python tools/bench/bench_recall.py --sizes 100000       # quicker
+
+All three answer the same queries through the same pipeline; (b) differs from cruxsql only in how
+candidates are found (FTS5 MATCH instead of cruxsql's trigram postings), (a) runs the whole pipeline
+in Python over facts held in memory. Every answer is checked to be identical across the three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cruxsql import codec, timestamps  # noqa: E402
+from cruxsql.codec import Fact  # noqa: E402
+from cruxsql.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms, age_hours  # noqa: E402
+from cruxsql.recall import Recall, _Plan  # noqa: E402
+from cruxsql.scope import rust_lower, split_terms, visible_entity  # noqa: E402
+from cruxsql.store import Store  # noqa: E402
+
+COMMON = ("deploy canary rollout service owner alice bob carol database index latency budget token incident pager "
+          "runbook schema migration replica shard cache eviction queue worker cron invoice customer region europe "
+          "asia america kernel patch release freeze status green red amber").split()
+T0 = timestamps.parse_ns("2026-01-01T00:00:00Z")
+
+
+def rare_word(i: int) -> str:
+    """A made-up word that appears in few facts (selective query terms)."""
+    letters = "bcdfghjklmnpqrstvwxz"
+    out, n = [], i + 7919
+    for _ in range(6):
+        out.append(letters[n % 20])
+        n = n // 20 + 31 * (i + 1)
+    return "".join(out)
+
+
+def generate(path: Path, n: int, seed: int = 7) -> None:
+    """n `store` lines: mixed-case values of common words plus one of n/50 rare words, a few
+    agent-private and other-tenant facts, entities under a handful of prefixes."""
+    rng = random.Random(seed)
+    n_rare = max(100, n // 50)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            words = [rng.choice(COMMON) for _ in range(rng.randint(3, 10))]
+            words.insert(rng.randrange(len(words) + 1), rare_word(rng.randrange(n_rare)))
+            if rng.random() < 0.3:
+                words[0] = words[0].capitalize()
+            value = " ".join(words) + (" Straße" if rng.random() < 0.05 else "")
+            roll = rng.random()
+            prefix = rng.choice(("svc:", "proj:", "user:", "incident:", "bench:"))
+            entity = f"{prefix}{rng.randrange(n // 20 + 1)}"
+            if roll < 0.02:
+                entity = f"__agent::{rng.choice(('bob', 'alice'))}::{entity}"
+            fact = Fact(fact_id=f"f_{i:032x}", tenant_hash="other" if roll > 0.97 else "default", entity=entity,
+                        key=rng.choice(("owner", "status", "region", "note", "summary")), value=value,
+                        confidence=codec.to_f32(rng.choice((0.5, 0.7, 0.9, 1.0))), stored_at=T0 + i * 1_000_000_007,
+                        tokens=codec.token_cost(value), private=entity.startswith("__agent::"),
+                        horizon_class=codec.default_horizon_for_entity(entity))
+            fh.write(codec.encode_event(codec.StoreEvent(fact)) + "\n")
+
+
+class Fts5Recall(Recall):
+    """The same pipeline, with FTS5 trigram MATCH as the candidate source (benchmark reference only)."""
+
+    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
+        clauses = []
+        for i, term in enumerate(terms):
+            plan.params[f"q{i}"] = term
+            clauses.append(
+                f"instr(coalesce(t.lc_value, f.value), :q{i}) > 0 OR instr(coalesce(t.lc_key, f.key), :q{i}) > 0 "
+                f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
+        plan.where.append("(" + " OR ".join(clauses) + ")")
+        if all(len(t) >= 3 for t in terms):
+            plan.params["fts"] = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+            plan.where.append("f.seq IN (SELECT rowid FROM bench.fts WHERE fts MATCH :fts)")
+        return "fts5"
+
+
+def build_fts(store: Store, path: Path) -> float:
+    started = time.perf_counter()
+    db = store.db
+    db.execute("ATTACH DATABASE ? AS bench", (str(path),))
+    db.execute("CREATE VIRTUAL TABLE bench.fts USING fts5(v, k, e, tokenize='trigram case_sensitive 1')")
+    with db:
+        db.execute("INSERT INTO bench.fts (rowid, v, k, e) SELECT t.seq, coalesce(t.lc_value, f.value), "
+                   "coalesce(t.lc_key, f.key), coalesce(t.lc_entity, f.entity) FROM recall_text t "
+                   "JOIN facts f ON f.seq = t.seq")
+    return time.perf_counter() - started
+
+
+class ScanOracle:
+    """(a) brute force: the whole pipeline in Python over every fact held in memory."""
+
+    def __init__(self, store: Store) -> None:
+        self.facts = []
+        for row in store.db.execute("SELECT fact_id, tenant_hash, entity, key, value, confidence, stored_at_ns, "
+                                    "tokens, deleted, private, horizon_class, reverified_at_ns, superseded_by, "
+                                    "actor, access_count FROM facts"):
+            self.facts.append(row + (rust_lower(row[4]), rust_lower(row[3])))
+        self.policy = DecayPolicy.from_env()
+
+    def query(self, query: Optional[str], entity_prefix: Optional[str], now_ns: int, top_k: int = 10,
+              agent: Optional[str] = None) -> list[str]:
+        terms = split_terms(query) if query is not None else None
+        now_ms = ns_to_ms(now_ns)
+        hits = []
+        for (fid, tenant, entity, key, value, conf, stored, tok, deleted, private, hz, rv, sup, actor, ac,
+             lv, lk) in self.facts:
+            if deleted or sup is not None or tenant != "default":
+                continue
+            vis = visible_entity(entity, bool(private), agent)
+            if vis is None:
+                continue
+            if entity_prefix is not None and not (entity.startswith(entity_prefix) or vis.startswith(entity_prefix)):
+                continue
+            if terms is not None:
+                le = rust_lower(vis)
+                if not any(t in lv or t in lk or t in le for t in terms):
+                    continue
+            anchor = ns_to_ms(rv if rv is not None else stored)
+            eff = effective_confidence(conf, freshness_at(hz, anchor, now_ms, ac, self.policy))
+            hits.append((-eff, -stored, fid))
+        hits.sort()
+        return [h[2] for h in hits[:top_k]]
+
+
+def timed(fn: Callable[[], Any], reps: int) -> tuple[list[float], Any]:
+    out, times = None, []
+    for _ in range(reps):
+        started = time.perf_counter()
+        out = fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return times, out
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def run_size(n: int, work: Path, queries_per_kind: int, scan_reps: int) -> list[dict]:
+    data = work / f"n{n}"
+    data.mkdir()
+    started = time.perf_counter()
+    generate(data / "facts.jsonl", n)
+    gen_s = time.perf_counter() - started
+    started = time.perf_counter()
+    store = Store(data)
+    open_s = time.perf_counter() - started
+    recall = Recall(store, refresh=False)
+    started = time.perf_counter()
+    recall.index.sync()
+    index_s = time.perf_counter() - started
+    fts_s = build_fts(store, work / f"fts{n}.db")
+    fts = Fts5Recall(store, refresh=False)
+    started = time.perf_counter()
+    scan = ScanOracle(store)
+    load_s = time.perf_counter() - started
+    size = {name: store.db.execute(f"SELECT sum(pgsize) FROM dbstat WHERE name = '{name}'").fetchone()[0] or 0
+            for name in ("recall_text", "recall_grams")}
+    print(f"\n== {n:,} facts: journal written in {gen_s:.1f} s, store opened (replay) in {open_s:.1f} s, "
+          f"trigram index built in {index_s:.1f} s (recall_text {size['recall_text'] / 1e6:.0f} MB, "
+          f"recall_grams {size['recall_grams'] / 1e6:.0f} MB), FTS5 reference built in {fts_s:.1f} s, "
+          f"facts loaded for the Python scan in {load_s:.1f} s")
+    now = T0 + n * 1_000_000_007 + 3_600_000_000_000
+    rng = random.Random(n)
+    n_rare = max(100, n // 50)
+    kinds = {
+        "one term (selective)": [(rare_word(rng.randrange(n_rare)), None) for _ in range(queries_per_kind)],
+        "two terms (selective)": [(f"{rare_word(rng.randrange(n_rare))} {rare_word(rng.randrange(n_rare)).upper()}",
+                                   None) for _ in range(queries_per_kind)],
+        "entity prefix": [(None, f"svc:{rng.randrange(n // 20 + 1)}") for _ in range(queries_per_kind)],
+    }
+    results = []
+    for kind, queries in kinds.items():
+        ours, ref, brute, ncands = [], [], [], []
+        for qi, (text, prefix) in enumerate(queries):
+            def run(r: Recall) -> list[str]:
+                res = r.query_facts(text, entity_prefix=prefix, contract="legacy", now=now, record_access=False)
+                return [row["fact_id"] for row in res.rows]
+            run(recall), run(fts)  # warm
+            t_ours, got = timed(lambda: run(recall), 5)
+            t_fts, want_fts = timed(lambda: run(fts), 5)
+            ours += t_ours
+            ref += t_fts
+            if qi < scan_reps:
+                t_scan, want = timed(lambda: scan.query(text, prefix, now), 1)
+                brute += t_scan
+                if got != want:
+                    raise SystemExit(f"MISMATCH vs brute-force oracle for {text or prefix!r}: {got} != {want}")
+            if got != want_fts:
+                raise SystemExit(f"MISMATCH vs FTS5 reference for {text or prefix!r}: {got} != {want_fts}")
+            if text:
+                c = recall.index.candidates(split_terms(text))
+                ncands.append(0 if c is None else len(c))
+        row = {"n": n, "kind": kind, "ours_p50": pct(ours, 50), "ours_p95": pct(ours, 95), "fts_p50": pct(ref, 50),
+               "fts_p95": pct(ref, 95), "scan_p50": pct(brute, 50), "scan_p95": pct(brute, 95),
+               "cands": statistics.mean(ncands) if ncands else None}
+        results.append(row)
+        cands = f"  (avg {row['cands']:.0f} trigram candidates)" if row["cands"] is not None else ""
+        print(f"  {kind:22s} cruxsql p50 {row['ours_p50']:7.2f} ms p95 {row['ours_p95']:7.2f} | "
+              f"FTS5 p50 {row['fts_p50']:7.2f} p95 {row['fts_p95']:7.2f} | scan p50 {row['scan_p50']:8.1f} "
+              f"p95 {row['scan_p95']:8.1f} | cruxsql/FTS5 p50 {row['ours_p50'] / row['fts_p50']:.2f}x, "
+              f"scan/cruxsql p50 {row['scan_p50'] / row['ours_p50']:.0f}x{cands}")
+    store.close()
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100000,1000000", help="comma-separated fact counts")
+    ap.add_argument("--queries", type=int, default=20, help="distinct queries per kind (each timed 5 times)")
+    ap.add_argument("--scan-queries", type=int, default=5, help="how many of them also run the Python scan")
+    ap.add_argument("--workdir", help="where to build the stores (default: a temp dir, removed afterwards)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench-recall-") as tmp:
+        all_rows = []
+        for n in (int(s) for s in args.sizes.split(",")):
+            all_rows += run_size(n, Path(tmp), args.queries, args.scan_queries)
+    print("\nsummary (p50 ms; every answer identical across cruxsql, FTS5 reference and the Python scan):")
+    print(f"  {'facts':>9}  {'query':22s} {'cruxsql':>8} {'FTS5':>8} {'scan':>9} {'vs FTS5':>8} {'scan/us':>8}")
+    for r in all_rows:
+        print(f"  {r['n']:>9,}  {r['kind']:22s} {r['ours_p50']:8.2f} {r['fts_p50']:8.2f} {r['scan_p50']:9.1f} "
+              f"{r['ours_p50'] / r['fts_p50']:7.2f}x {r['scan_p50'] / r['ours_p50']:7.0f}x")
+
+
+if __name__ == "__main__":
+    main()
