@@ -113,6 +113,16 @@ def test_tenant_filter_leaves_n_and_df_global(lane):
     assert lane.search("apple", tenant="nobody").hits == []
 
 
+def test_statistics_follow_new_segments(lane):
+    ingest(lane, ["apple banana", "cherry durian"], prefix="a")
+    first = lane.search("apple").hits[0].score
+    assert first == float(F32(math.log(F32(1.5) / F32(1.5) + F32(1.0))))     # N = 2, df = 1, dl = avg_dl
+    ingest(lane, ["apple apple", "fig grape", "kiwi lemon"], prefix="b")
+    again = lane.search("apple")        # N = 5, df = 2: the cached term scores of the old corpus are gone
+    assert [h.result_id for h in again.hits] == ["1:0", "0:0"]
+    assert again.hits[1].score == float(F32(math.log(F32(3.5) / F32(2.5) + F32(1.0))))
+
+
 def test_min_score_counts_below_floor_over_all_candidates(lane):
     ingest(lane, SPEC_CORPUS)
     result = lane.search("terraform drift", top_k=1, min_score=1.0)

@@ -11,6 +11,7 @@ owns the documents. Hits are ordered by score descending, ties by segment index 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -71,8 +72,26 @@ PostingsLookup = Callable[[Sequence[str]], QueryPostings]
 
 # Accumulate into a dense per-corpus score array when the query touches more than 1/DENSE_RATIO of it.
 DENSE_RATIO = 16
+# A term in at least 1/DENSE_TERM_RATIO of the documents also keeps its contributions as a per-corpus vector,
+# added with one contiguous vector add (adding 0.0 elsewhere leaves every other f32 sum unchanged).
+DENSE_TERM_RATIO = 8
+# Memory for per-term contributions kept between queries (least recently used first out).
+TERM_CACHE_BYTES = 96 * 1024 * 1024
 # Tenants whose per-document filter arrays are kept per corpus snapshot.
 TENANT_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class TermScores:
+    """idf·tf_norm of one term for every document containing it (valid for one corpus snapshot)."""
+
+    gids: np.ndarray
+    contributions: np.ndarray
+    vector: Optional[np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return self.gids.nbytes + self.contributions.nbytes + (0 if self.vector is None else self.vector.nbytes)
 
 
 class Bm25Corpus:
@@ -102,6 +121,8 @@ class Bm25Corpus:
             per_segment.append(remap[segment.doc_tenants] if len(remap) else np.zeros(0, dtype=np.int32))
         self.doc_tenants = np.concatenate(per_segment) if per_segment else np.zeros(0, dtype=np.int32)
         self._tenant_weight_cache: dict[str, Optional[np.ndarray]] = {}
+        self._term_cache: OrderedDict[str, TermScores] = OrderedDict()
+        self._term_cache_bytes = 0
 
     def idf(self, df: np.ndarray) -> np.ndarray:
         """ln((N − df + 0.5) / (df + 0.5) + 1) per document frequency: f32 steps, logarithm rounded to f32."""
@@ -121,7 +142,7 @@ class Bm25Corpus:
         tokens = analyze(query)
         if not tokens:
             return Bm25SearchResult([], Coverage(0.0, [], 0), 0)
-        scored = self._contributions(lookup(list(dict.fromkeys(tokens))))
+        scored = self._term_scores(list(dict.fromkeys(tokens)), lookup)
         matched = [token in scored for token in tokens]
         candidates, scores, total_candidates, below_floor = self._select(tokens, scored, tenant, min_score, top_k)
         segment_indices = np.searchsorted(self.bases, candidates, side="right") - 1
@@ -136,7 +157,33 @@ class Bm25Corpus:
         )
         return Bm25SearchResult(hits, coverage, total_candidates)
 
-    def _contributions(self, postings: QueryPostings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _term_scores(self, terms: Sequence[str], lookup: PostingsLookup) -> dict[str, TermScores]:
+        """Scores of the terms present in any segment: from the cache, else computed from their postings."""
+        scored: dict[str, TermScores] = {}
+        missing = []
+        for term in terms:
+            cached = self._term_cache.get(term)
+            if cached is None:
+                missing.append(term)
+            else:
+                self._term_cache.move_to_end(term)
+                scored[term] = cached
+        if missing:
+            for term, term_scores in self._contributions(lookup(missing)).items():
+                scored[term] = term_scores
+                self._remember(term, term_scores)
+        return scored
+
+    def _remember(self, term: str, term_scores: TermScores) -> None:
+        if term_scores.nbytes > TERM_CACHE_BYTES:
+            return
+        self._term_cache[term] = term_scores
+        self._term_cache_bytes += term_scores.nbytes
+        while self._term_cache_bytes > TERM_CACHE_BYTES:
+            _, evicted = self._term_cache.popitem(last=False)
+            self._term_cache_bytes -= evicted.nbytes
+
+    def _contributions(self, postings: QueryPostings) -> dict[str, TermScores]:
         """Per term: corpus-wide doc numbers of its postings and idf·tf_norm for each (f32, Crux's order)."""
         if not postings.terms:
             return {}
@@ -147,28 +194,35 @@ class Bm25Corpus:
         tf_norm = (tfs * self._k1_plus_1) / (tfs + self._length_norm[gids])
         contributions = np.repeat(self.idf(dfs), dfs) * tf_norm
         bounds = postings.term_bounds.tolist()
-        return {term: (gids[bounds[i]:bounds[i + 1]], contributions[bounds[i]:bounds[i + 1]])
-                for i, term in enumerate(postings.terms)}
+        result = {}
+        for i, term in enumerate(postings.terms):
+            term_gids, term_contributions = gids[bounds[i]:bounds[i + 1]], contributions[bounds[i]:bounds[i + 1]]
+            vector = None
+            if len(term_gids) * DENSE_TERM_RATIO >= self.total_docs:
+                vector = np.zeros(self.total_docs, dtype=F32)
+                vector[term_gids] = term_contributions
+            result[term] = TermScores(term_gids.copy(), term_contributions.copy(), vector)
+        return result
 
     def _select(
-        self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]], tenant: Optional[str],
+        self, tokens: Sequence[str], scored: Mapping[str, TermScores], tenant: Optional[str],
         min_score: Optional[float], top_k: int,
     ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Sum contributions token by token (query order, so f32 rounding matches Crux), filter, take top k.
 
         Returns (doc numbers, scores) of the top k in order, total_candidates and below_floor.
         """
-        touched = sum(len(scored[token][0]) for token in tokens if token in scored)
+        touched = sum(len(scored[token].gids) for token in tokens if token in scored)
         if touched * DENSE_RATIO >= self.total_docs:
             return self._select_dense(tokens, scored, tenant, min_score, top_k)
         if touched == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=F32), 0, 0
-        union = np.unique(np.concatenate([gids for gids, _ in scored.values()]))
-        positions = {term: np.searchsorted(union, gids) for term, (gids, _) in scored.items()}
+        union = np.unique(np.concatenate([term.gids for term in scored.values()]))
+        positions = {name: np.searchsorted(union, term.gids) for name, term in scored.items()}
         sums = np.zeros(len(union), dtype=F32)
         for token in tokens:
             if token in scored:
-                sums[positions[token]] += scored[token][1]
+                sums[positions[token]] += scored[token].contributions
         keep = sums > 0
         if tenant is not None:
             keep &= self.doc_tenants[union] == self._tenant_codes.get(tenant, -1)
@@ -182,15 +236,19 @@ class Bm25Corpus:
         return candidates, scores, total, below_floor
 
     def _select_dense(
-        self, tokens: Sequence[str], scored: Mapping[str, tuple[np.ndarray, np.ndarray]], tenant: Optional[str],
+        self, tokens: Sequence[str], scored: Mapping[str, TermScores], tenant: Optional[str],
         min_score: Optional[float], top_k: int,
     ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """`_select` over a per-corpus score array, for queries touching a large share of the documents."""
         dense = np.zeros(self.total_docs, dtype=F32)
         for token in tokens:
-            if token in scored:
-                gids, contributions = scored[token]
-                dense[gids] += contributions
+            term = scored.get(token)
+            if term is None:
+                continue
+            if term.vector is not None:
+                np.add(dense, term.vector, out=dense)
+            else:
+                dense[term.gids] += term.contributions
         if tenant is not None:
             weights = self._tenant_weights(tenant)
             if weights is not None:
@@ -206,14 +264,9 @@ class Bm25Corpus:
                 dense = np.where(eligible, dense, F32(0))
         if top_k <= 0 or count == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=F32), total, below_floor
-        if count <= top_k:
-            candidates = np.flatnonzero(eligible)
-        else:
-            kth = np.partition(dense, len(dense) - top_k)[len(dense) - top_k]
-            candidates = np.flatnonzero(dense >= kth)
-        scores = dense[candidates]
-        order = np.lexsort((candidates, -scores))[:top_k]
-        return candidates[order], scores[order], total, below_floor
+        candidates = np.flatnonzero(eligible) if count <= top_k else _at_least_kth(dense, top_k)
+        candidates, scores = _top_k(candidates, dense[candidates], top_k)
+        return candidates, scores, total, below_floor
 
     def _tenant_weights(self, tenant: str) -> Optional[np.ndarray]:
         """1.0 for the tenant's documents and 0.0 for the others (f32), or None when it owns every document."""
@@ -223,6 +276,20 @@ class Bm25Corpus:
             mine = self.doc_tenants == self._tenant_codes.get(tenant, -1)
             self._tenant_weight_cache[tenant] = None if mine.all() else mine.astype(F32)
         return self._tenant_weight_cache[tenant]
+
+
+def _at_least_kth(dense: np.ndarray, k: int) -> np.ndarray:
+    """Indices of every score ≥ the k-th largest (k ≥ 1 positive scores exist; the rest are 0).
+
+    Halves a threshold from the maximum until at least k scores reach it, so the O(N) passes are
+    vectorised comparisons and the selection itself runs over the few survivors.
+    """
+    threshold = dense.max() * F32(0.5)
+    while True:
+        survivors = np.flatnonzero(dense >= threshold)
+        if len(survivors) >= k:
+            return survivors
+        threshold *= F32(0.25)
 
 
 def _top_k(candidates: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
