@@ -142,7 +142,7 @@ class TextIndex:
                 rows = db.execute(
                     "SELECT seq, entity, key, value FROM facts WHERE seq IN carray(?) ORDER BY seq",
                     (apsw.carray(chunk),)).fetchall()
-                done += self._index_rows(rows, merge=True)
+                done += self._index_rows(rows, mode="union")
         max_seq = db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
         while last < max_seq:
             # batches never straddle a postings block, so a fresh block is written with plain inserts
@@ -151,13 +151,15 @@ class TextIndex:
                 "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq", (last, hi)
             ).fetchall()
             fresh_block = last == 0 or ((last + 1) & (BLOCK_SIZE - 1)) == 0
-            done += self._index_rows(rows, merge=not fresh_block)
+            done += self._index_rows(rows, mode="insert" if fresh_block else "append")
             last = hi
         db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
                    (generation, max(last, state[1] if state and state[0] == generation else 0)))
         return done
 
-    def _index_rows(self, rows: Sequence[tuple], merge: bool) -> int:
+    def _index_rows(self, rows: Sequence[tuple], mode: str) -> int:
+        """Index `rows` (seq, entity, key, value). mode: `insert` (a block nobody wrote yet), `append`
+        (seqs above every seq already in the block: concatenate in SQL), `union` (re-indexing)."""
         if not rows:
             return 0
         db = self.db
@@ -178,10 +180,10 @@ class TextIndex:
         for block in np.unique(blocks):
             sel = np.flatnonzero(blocks == block)
             codes, seqs = _postings([strings[i] for i in sel], owner_arr[sel])
-            self._write_block(int(block), codes, seqs, merge)
+            self._write_block(int(block), codes, seqs, mode)
         return len(rows)
 
-    def _write_block(self, block: int, codes: np.ndarray, seqs: np.ndarray, merge: bool) -> None:
+    def _write_block(self, block: int, codes: np.ndarray, seqs: np.ndarray, mode: str) -> None:
         if not len(codes):
             return
         offsets = (seqs & (BLOCK_SIZE - 1)).astype("<u2")
@@ -189,7 +191,14 @@ class TextIndex:
         bounds = np.r_[starts, len(codes)]
         grams = codes[starts]
         blobs = [offsets[bounds[i]:bounds[i + 1]].tobytes() for i in range(len(starts))]
-        if merge:
+        rows = zip(grams.tolist(), [block] * len(blobs), blobs)
+        if mode == "insert":
+            self.db.executemany("INSERT INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)", rows)
+        elif mode == "append":
+            self.db.executemany(
+                "INSERT INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?) ON CONFLICT (gram, block) "
+                "DO UPDATE SET seqs = CAST(seqs || excluded.seqs AS BLOB)", rows)
+        else:
             existing = dict(self.db.execute(
                 "SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
                 (block, apsw.carray(np.ascontiguousarray(grams)))))
@@ -198,45 +207,72 @@ class TextIndex:
                 if old is not None:
                     merged = np.union1d(np.frombuffer(old, dtype="<u2"), np.frombuffer(blobs[i], dtype="<u2"))
                     blobs[i] = merged.astype("<u2").tobytes()
-        self.db.executemany("INSERT OR REPLACE INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)",
-                            zip(grams.tolist(), [block] * len(blobs), blobs))
+            self.db.executemany("INSERT OR REPLACE INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)",
+                                zip(grams.tolist(), [block] * len(blobs), blobs))
 
     # --- lookups ----------------------------------------------------------------------------------
 
-    def gram_postings(self, grams: np.ndarray) -> dict[int, np.ndarray]:
+    def gram_sizes(self, grams: np.ndarray) -> dict[int, int]:
+        """How many postings each trigram has (from blob lengths, without reading the blobs)."""
+        sizes = {g: 0 for g in grams.tolist()}
+        for gram, nbytes in self.db.execute(
+                "SELECT gram, sum(length(seqs)) FROM recall_grams WHERE gram IN carray(?) GROUP BY gram",
+                (apsw.carray(np.ascontiguousarray(grams, dtype=np.int64)),)):
+            sizes[gram] = nbytes // 2
+        return sizes
+
+    def gram_postings(self, grams: Iterable[int]) -> dict[int, np.ndarray]:
         """seqs (sorted, unique) per trigram code; missing grams map to an empty array."""
+        wanted = np.ascontiguousarray(np.fromiter(grams, dtype=np.int64))
         parts: dict[int, list[np.ndarray]] = {}
         for gram, block, blob in self.db.execute(
                 "SELECT gram, block, seqs FROM recall_grams WHERE gram IN carray(?) ORDER BY gram, block",
-                (apsw.carray(np.ascontiguousarray(grams, dtype=np.int64)),)):
+                (apsw.carray(wanted),)):
             parts.setdefault(gram, []).append(
                 np.frombuffer(blob, dtype="<u2").astype(np.int64) + (block << BLOCK_BITS))
         out = {}
-        for g in grams.tolist():
+        for g in wanted.tolist():
             chunks = parts.get(g)
             out[g] = np.unique(np.concatenate(chunks)) if chunks else np.empty(0, np.int64)
         return out
 
-    def term_candidates(self, term: str) -> Optional[np.ndarray]:
+    def term_candidates(self, term: str, limit: Optional[int] = None) -> Optional[np.ndarray]:
         """Seqs whose lowercased value, key or visible entity may contain `term` (a superset), or None
-        when the term is too short for trigrams."""
+        when the term is too short for trigrams or (with `limit`) its rarest trigram has more than
+        `limit` postings, so that a scan is cheaper. Only the rarer trigrams are read: intersecting
+        with very common ones prunes little, and every candidate is re-checked anyway."""
         grams = term_grams(term)
         if grams is None:
             return None
-        postings = sorted(self.gram_postings(grams).values(), key=len)
-        result = postings[0]
-        for other in postings[1:]:
+        if len(grams) == 1 and limit is None:
+            return self.gram_postings(grams.tolist())[int(grams[0])]
+        sizes = self.gram_sizes(grams)
+        order = sorted(sizes, key=sizes.get)
+        rarest = sizes[order[0]]
+        if rarest == 0:
+            return np.empty(0, np.int64)
+        if limit is not None and rarest > limit:
+            return None
+        chosen = [g for g in order if sizes[g] <= max(64, 16 * rarest)][:4]
+        postings = self.gram_postings(chosen)
+        result = postings[chosen[0]]
+        for g in chosen[1:]:
             if not len(result):
                 break
-            result = np.intersect1d(result, other, assume_unique=True)
+            result = np.intersect1d(result, postings[g], assume_unique=True)
         return result
 
-    def candidates(self, terms: Iterable[str]) -> Optional[np.ndarray]:
-        """Union over OR-terms of their candidates; None if any term needs a scan."""
+    def candidates(self, terms: Iterable[str], limit: Optional[int] = None) -> Optional[np.ndarray]:
+        """Union over OR-terms of their candidates; None if any term needs a scan (too short, or
+        more than `limit` candidates)."""
         out: list[np.ndarray] = []
+        total = 0
         for term in terms:
-            c = self.term_candidates(term)
+            c = self.term_candidates(term, limit)
             if c is None:
+                return None
+            total += len(c)
+            if limit is not None and total > limit:
                 return None
             out.append(c)
         if not out:

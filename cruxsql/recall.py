@@ -291,11 +291,9 @@ class Recall:
                 f"instr(coalesce(t.lc_value, f.value), :q{i}) > 0 OR instr(coalesce(t.lc_key, f.key), :q{i}) > 0 "
                 f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
         plan.where.append("(" + " OR ".join(clauses) + ")")
-        candidates = self.index.candidates(terms)
+        total = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        candidates = self.index.candidates(terms, limit=max(1000, int(_SCAN_SHARE * total)))
         if candidates is None:
-            return "scan"
-        total = self.db.execute("SELECT count(*) FROM recall_text").fetchone()[0]
-        if total and len(candidates) > _SCAN_SHARE * total:
             return "scan"
         if not len(candidates):
             plan.where.append("0")
@@ -500,14 +498,26 @@ class Recall:
         for i, p in enumerate(MEMORY_VIEW_RESERVED):
             plan.params[f"r{i}"] = p
             plan.where.append(f"substr({visible}, 1, {len(p)}) != :r{i}")
+        where = " AND ".join(plan.where)
+        base = f"FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE {where}"
+        matched = self.db.execute(f"SELECT count(*) {base}", plan.params).fetchone()[0]
+        # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
+        # fact_id here, so a tie group is always read whole before the cut
         sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
-               f"f.source_receipt, f.actor, f.tokens, count(*) OVER () FROM facts f JOIN recall_text t "
-               f"ON t.seq = f.seq WHERE {' AND '.join(plan.where)} "
-               f"ORDER BY f.stored_at_ns DESC, f.confidence DESC, f.fact_id")
-        picked, used, matched = [], 0, 0
+               f"f.source_receipt, f.actor, f.tokens {base} ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
+        ordered: list[tuple] = []
+        group: list[tuple] = []
         for r in self.db.execute(sql, plan.params):
-            matched = r[10]
-            if len(picked) >= top_k or (picked and used + r[9] > token_budget):
+            if group and r[5] != group[0][5]:
+                ordered += sorted(group, key=lambda x: (-x[6], x[0]))
+                group = []
+                if len(ordered) >= top_k:
+                    break
+            group.append(r)
+        ordered += sorted(group, key=lambda x: (-x[6], x[0]))
+        picked, used = [], 0
+        for r in ordered[:top_k]:
+            if picked and used + r[9] > token_budget:
                 break
             picked.append(r)
             used += r[9]
