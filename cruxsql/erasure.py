@@ -398,13 +398,17 @@ def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[di
 def _scrub_sqlite(store, vacuum: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
     db = store.db
-    try:
-        if vacuum:
+    if vacuum:
+        # VACUUM copies the whole database through a temp database: keep it in memory, not in /tmp.
+        previous = db.execute("PRAGMA temp_store").fetchone()[0]
+        try:
             db.execute("PRAGMA temp_store = MEMORY")
             db.execute("VACUUM")
             out["vacuumed"] = True
-    except Exception as exc:  # busy readers elsewhere: reported, the scan below is the judge
-        out["vacuum_error"] = str(exc)
+        except Exception as exc:  # busy readers elsewhere: reported, the scan below is the judge
+            out["vacuum_error"] = str(exc)
+        finally:
+            db.execute(f"PRAGMA temp_store = {int(previous)}")
     for _ in range(20):
         busy, log, done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if not busy:
@@ -532,9 +536,13 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
         erased_rows = store.db.execute(
             "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall()
-        shared = {r[0] for r in store.db.execute(
-            "SELECT DISTINCT d.fact_id FROM facts d JOIN facts l ON l.value = d.value AND l.deleted = 0 "
-            "WHERE d.deleted = 1")}
+        # Values a retained fact still holds cannot be proven absent. Compared in Python (a SQL self-join
+        # would build a transient index of values in SQLite's temp directory, outside the data directory).
+        erased_values = {r[2] for r in erased_rows}
+        still_held = {v for (v,) in store.db.execute("SELECT value FROM facts WHERE deleted = 0")
+                      if v in erased_values}
+        shared = {r[0] for r in erased_rows if r[2] in still_held}
+        del erased_values, still_held
         selected = set(plan.to_delete) | set(plan.already_deleted)
         erased, needles, fragments = [], [], []
         for fid, tenant, value in erased_rows:
