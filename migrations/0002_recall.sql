@@ -82,3 +82,17 @@ CREATE TRIGGER recall_view_reset AFTER DELETE ON journal_checkpoint BEGIN
     DELETE FROM recall_changes;
     DELETE FROM recall_timeline_state;
 END;
+-- A view rewritten in place (e.g. compaction's direct path) carries a new generation: drop what was
+-- derived from the old one right away, inside the same transaction, rather than at the next read.
+CREATE TRIGGER recall_generation_changed AFTER INSERT ON journal_checkpoint
+WHEN EXISTS (SELECT 1 FROM recall_index_state WHERE generation != new.generation)
+  OR EXISTS (SELECT 1 FROM recall_timeline_state WHERE generation != new.generation)
+BEGIN
+    DELETE FROM recall_text;
+    DELETE FROM recall_grams;
+    DELETE FROM recall_dirty;
+    DELETE FROM recall_index_state;
+    DELETE FROM recall_event_times;
+    DELETE FROM recall_changes;
+    DELETE FROM recall_timeline_state;
+END;

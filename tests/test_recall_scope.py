@@ -213,3 +213,24 @@ def test_memory_view(tmp_path):
     assert [f["id"] for f in r.memory_view(tenant="t1").facts] == ["f_007"]
     assert r.memory_view(entity="nothing").text() == "no memory visible"
     store.close()
+
+
+@pytest.mark.parametrize("view_update", ["direct", "rebuild"])
+def test_compaction_drops_derived_copies_and_recall_stays_exact(tmp_path, view_update):
+    from cruxsql import compaction
+
+    store = Store(tmp_path)
+    keep = store.store("svc", "note", "keep this zebra")
+    gone = store.store("svc", "other", "secret quokka text")
+    r = Recall(store)
+    assert ids(r.query_facts("quokka")) == [gone.fact_id]
+    store.delete(gone.fact_id)
+    compaction.compact(store, view_update=view_update)
+    # nothing derived from the erased fact survives in the view, before any further read
+    assert store.db.execute("SELECT count(*) FROM recall_grams").fetchone()[0] == 0
+    assert store.db.execute("SELECT count(*) FROM recall_text").fetchone()[0] == 0
+    assert ids(r.query_facts("quokka")) == []
+    assert ids(r.query_facts("zebra")) == [keep.fact_id]
+    later = store.store("svc", "third", "another zebra")
+    assert ids(r.query_facts("zebra", contract="legacy")) == [later.fact_id, keep.fact_id]
+    store.close()
