@@ -11,7 +11,7 @@ re-exported. Finally every file of the data directory is scanned for what was er
 The report keeps no values: per erased fact a BLAKE3 content hash and length, and scan "needles" —
 for each form a value can take on disk (raw UTF-8, JSON-escaped, lowercased, CSV-quoted, and
 256-byte chunks of long values, which SQLite may split across overflow pages) its length, a 32-bit
-anchor of a mixed hash of its first 8 bytes, and its BLAKE3. The scanner slides an 8-byte window
+anchor (a multiplicative hash) of its first 8 bytes, and its BLAKE3. The scanner slides an 8-byte window
 over every file (vectorised with numpy), looks anchors up, and confirms a candidate with BLAKE3.
 Values shorter than 8 bytes, and values a retained fact still holds, cannot be proven absent and are
 marked so in the report.
@@ -47,30 +47,24 @@ MIN_NEEDLE_BYTES = 8
 CHUNK_BYTES = 256
 CHUNK_FROM_BYTES = 2048
 MAX_CHUNKS_PER_VALUE = 4096
-SCAN_SCHEME = "anchor8-splitmix64-hi32+blake3-128"
+SCAN_SCHEME = "anchor8-mulhash-hi32+blake3-128"
 _SCAN_BLOCK = 1 << 23
 _M64 = (1 << 64) - 1
 _SALT = 0x5EED_C0FF_EE15_A11D
+_MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (odd): multiplicative hashing
 
 
 # --- needles ---------------------------------------------------------------------------------------
 
 
 def _mix_int(x: int) -> int:
-    z = (x ^ _SALT) & _M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-    z ^= z >> 31
-    return z >> 32
+    """Anchor of an 8-byte little-endian word: the top 32 bits of (word ^ salt) * odd constant mod 2^64."""
+    return (((x ^ _SALT) * _MULT) & _M64) >> 32
 
 
 def _mix_array(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        z = x ^ np.uint64(_SALT)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-    return z >> np.uint64(32)
+        return ((x ^ np.uint64(_SALT)) * np.uint64(_MULT)) >> np.uint64(32)
 
 
 def _digest(data: bytes) -> str:
@@ -152,6 +146,9 @@ class Scanner:
             count += 1
         self.count = count
         self.anchors = np.array(sorted(self.by_anchor), dtype=np.uint64)
+        # A 2^24-entry presence table on the anchors' top 24 bits screens windows before the exact lookup.
+        self.screen = np.zeros(1 << 24, dtype=bool)
+        self.screen[(self.anchors >> np.uint64(8)).astype(np.int64)] = True
 
     def scan_file(self, path: Path, max_hits: int = 100) -> tuple[int, list[dict[str, Any]]]:
         hits: list[dict[str, Any]] = []
@@ -194,9 +191,13 @@ class Scanner:
                 continue
             words = np.frombuffer(block, dtype="<u8", count=n, offset=k)
             h = _mix_array(words)
-            idx = np.searchsorted(anchors, h)
+            maybe = np.nonzero(self.screen[(h >> np.uint64(8)).astype(np.int64)])[0]
+            if not maybe.size:
+                continue
+            hm = h[maybe]
+            idx = np.searchsorted(anchors, hm)
             idx[idx >= len(anchors)] = len(anchors) - 1
-            found = np.nonzero(anchors[idx] == h)[0]
+            found = maybe[anchors[idx] == hm]
             if found.size:
                 pos = k + 8 * found
                 out.append(pos[pos < limit])

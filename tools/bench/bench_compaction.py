@@ -97,6 +97,31 @@ def child(mode: str, data: Path, *extra: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def bench_scan(data: Path, values: int = 2000) -> dict:
+    """`verify --erasure`'s scanner over the data directory, against plainly reading the same files."""
+    import random
+
+    from cruxsql import erasure
+
+    rng = random.Random(5)
+    needles = []
+    for i in range(values):
+        needles += erasure.needles_for(f"f_{i}", f"erased value {i} " + "x" * rng.randint(0, 3000))
+    files = [p for p in data.rglob("*") if p.is_file()]
+    t = time.perf_counter()
+    total = 0
+    for p in files:
+        with open(p, "rb") as fh:
+            while chunk := fh.read(1 << 23):
+                total += len(chunk)
+    read_s = time.perf_counter() - t
+    t = time.perf_counter()
+    result = erasure.scan_directory(data, needles)
+    scan_s = time.perf_counter() - t
+    return {"values": values, "needles": result.needles, "bytes": result.bytes_scanned, "scan_s": scan_s,
+            "read_s": read_s, "scan_mib_s": result.bytes_scanned / 2**20 / scan_s, "hits": len(result.hits)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -157,9 +182,14 @@ def main() -> None:
                   f"({rebuild['seconds'] / comp['seconds']:.2f}x the whole direct compaction)")
         if verified is not None:
             print(f"view == fresh replay after compaction: {verified}")
+        scan = bench_scan(data)
+        print(f"erasure scan of the data directory ({scan['bytes'] / 2**20:,.1f} MiB, {scan['needles']:,} needles "
+              f"from {scan['values']:,} erased values): {scan['scan_s']:.2f} s = {scan['scan_mib_s']:,.1f} MiB/s; "
+              f"plain read of the same files: {scan['read_s']:.2f} s ({scan['scan_s'] / scan['read_s']:.1f}x); "
+              f"hits: {scan['hits']}")
         out = {"events": written, "journal_bytes": journal_bytes, "generate_s": gen_s, "setup_open_s": open_s,
                "idle": idle, "compact": comp, "baseline": base, "rebuild": rebuild, "time_ratio": ratio_t,
-               "verified": verified}
+               "verified": verified, "scan": scan}
         out_dir = HERE / "out"
         out_dir.mkdir(exist_ok=True)
         (out_dir / f"compaction-{args.events}.json").write_text(json.dumps(out, indent=1) + "\n")
