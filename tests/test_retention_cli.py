@@ -129,3 +129,20 @@ def test_export_audit_formats(tmp_path, cli):
         assert summary["events"] == 2 and summary["format"] == fmt and out.exists()
     bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "xml", "--output", "x", ok=False)
     assert bad.exit_code == 2
+
+
+def test_full_cli_erase_then_verify_erasure_exit_codes(tmp_path):
+    from cruxsql.cli import main
+    runner = CliRunner()
+    env = {"CRUXSQL_DATA_DIR": str(tmp_path)}
+    keep, gone = _seed(tmp_path)
+    result = runner.invoke(main, ["erase", "--fact-id", gone.fact_id, "--reason", "DSR 9"], env=env)
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["verify", "--erasure"], env=env)
+    assert result.exit_code == 0 and "erasure verified" in result.output
+    # someone copies the erased value back into the data directory
+    (tmp_path / "copy.txt").write_text("prefix CLI_GONE_MARKER Bob suffix")
+    result = runner.invoke(main, ["verify", "--erasure", "--json"], env=env)
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["ok"] is False and report["hits"][0]["file"] == "copy.txt" and report["hits"][0]["offset"] == 7
