@@ -122,8 +122,26 @@ def test_verify_detects_a_flipped_byte_missing_files_and_strays(lane, store, dat
     problems = lane.verify()
     assert any("missing" in p and second.file_name in p for p in problems)
     assert any("seg-stray.jsonl is not in the manifest" in p for p in problems)
+    before = view_tables(store)
     with pytest.raises(cruxsql.CruxsqlError, match="does not match the manifest"):
         lane.rebuild()
+    assert view_tables(store) == before          # checked before the view is touched
+
+
+def test_a_corrupt_segment_does_not_stop_the_lane(lane, store, data_dir):
+    lane.ingest(docs("alpha beta"))
+    lane.ingest(docs("alpha gamma", prefix="e"))
+    first = lane.segments()[0]
+    path = data_dir / "segments" / first.file_name
+    path.write_bytes(path.read_bytes().replace(b"alpha beta", b"alpha bete"))
+    store.close()
+    os.remove(data_dir / "cruxsql.db")
+    with cruxsql.open(data_dir) as reopened:
+        degraded = DocumentLane(reopened)             # the view is rebuilt without the corrupt segment
+        assert [h.result_id for h in degraded.search("alpha").hits] == ["0:0"]
+        problems = degraded.verify()
+        assert any("does not match the manifest" in p for p in problems)
+        assert any("view does not match segment" in p for p in problems)
 
 
 def test_verify_reports_view_disagreement(lane, store):

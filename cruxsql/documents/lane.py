@@ -125,7 +125,11 @@ class DocumentLane:
         self._db: apsw.Connection = store.db
         self._dir: Path = segments_dir(Path(store.data_dir))
         self._corpus: Optional[tuple[tuple, Bm25Corpus]] = None
-        if self._view_lags_manifest():
+        try:
+            lagging = self._view_lags_manifest()
+        except SegmentError:
+            lagging = False     # an unreadable manifest: searches use the view as it is; verify() reports it
+        if lagging:
             with store.writer_lock():
                 self._sync()
 
@@ -164,6 +168,9 @@ class DocumentLane:
         """Recreate the document tables from the segment files; returns the number of segments indexed."""
         with self._store.writer_lock():
             manifest = load_manifest(self._dir)
+            problems = [problem for problem in map(self._check_file, manifest.segments) if problem]
+            if problems:
+                raise SegmentError("; ".join(problems))
             with self._db:
                 for table in ("document_postings", "document_chunks", "document_segments"):
                     self._db.execute(f"DELETE FROM {table}")
@@ -257,7 +264,11 @@ class DocumentLane:
         return self._view_segments() != [(i.segment_seq, i.segment_id) for i in manifest.segments]
 
     def _sync(self) -> None:
-        """Make the view list exactly the manifest's segments (caller holds the writer lock)."""
+        """Make the view list the manifest's segments (caller holds the writer lock).
+
+        A segment that fails its checksum stays out of the view (searches go on without it, as Crux skips
+        a segment without a reader); verify() reports it and rebuild() refuses to run until it is repaired.
+        """
         manifest = load_manifest(self._dir)
         for path in list(stray_files(self._dir, manifest)):
             remove_segment_file(self._dir, path.name)
@@ -268,7 +279,11 @@ class DocumentLane:
                 self._drop_from_view(seq)
         for seq, info in wanted.items():
             if present.get(seq) != info.segment_id:
-                self._apply(read_segment(self._dir, info), None)
+                try:
+                    sealed = read_segment(self._dir, info)
+                except SegmentError:
+                    continue
+                self._apply(sealed, None)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -376,6 +391,16 @@ class DocumentLane:
             "FROM document_segments ORDER BY segment_seq")
         return [SegmentSummary(index, *row) for index, row in enumerate(rows)]
 
+    def _check_file(self, info: SegmentInfo) -> Optional[str]:
+        """The problem with one manifest entry's file (missing, or a checksum mismatch), or None."""
+        path = self._dir / info.file_name
+        if not path.exists():
+            return f"segment {info.file_name} is listed in the manifest but missing"
+        digest = file_checksum(path)
+        if digest != info.blake3:
+            return f"segment {info.file_name}: BLAKE3 {digest} does not match the manifest ({info.blake3})"
+        return None
+
     def verify(self) -> list[str]:
         """Problems between manifest, segment files and view; an empty list means consistent."""
         problems: list[str] = []
@@ -383,14 +408,7 @@ class DocumentLane:
             manifest = load_manifest(self._dir)
         except SegmentError as exc:
             return [str(exc)]
-        for info in manifest.segments:
-            path = self._dir / info.file_name
-            if not path.exists():
-                problems.append(f"segment {info.file_name} is listed in the manifest but missing")
-                continue
-            digest = file_checksum(path)
-            if digest != info.blake3:
-                problems.append(f"segment {info.file_name}: BLAKE3 {digest} does not match the manifest ({info.blake3})")
+        problems.extend(problem for problem in map(self._check_file, manifest.segments) if problem)
         for path in stray_files(self._dir, manifest):
             problems.append(f"segment file {path.name} is not in the manifest")
         view = {seq: (segment_id, chunks, digest) for seq, segment_id, chunks, digest in self._db.execute(

@@ -20,7 +20,6 @@ import argparse
 import gzip
 import json
 import math
-import random
 import re
 import shutil
 import sys
