@@ -323,3 +323,81 @@ def test_query_facts_matches_oracle(ops, queries, split, now_steps):
                     assert got == want, (q, lines)
     finally:
         fact_index.BLOCK_BITS, fact_index.BLOCK_SIZE = old_bits, old_size
+
+
+RESERVED_VIEW = ("__agent::", "__ops::", "__bootstrap__::", "__memory_pin::", "__work__::", "__decisions__::",
+                 "__project_layer__::", "__tenant_metadata__::")
+
+
+def view_oracle(facts: list[Fact], entity, key, top_k, budget, tenant, agent) -> list[str]:
+    rows = []
+    for f in facts:
+        vis = visible(f, agent or None)
+        if f.deleted or vis is None or f.tenant_hash != (tenant or "default") or vis.startswith(RESERVED_VIEW):
+            continue
+        if (entity is not None and not (f.entity == entity or vis == entity)) or (key is not None and f.key != key):
+            continue
+        rows.append(f)
+    rows.sort(key=lambda f: (-f.stored_at, -f.confidence, f.fact_id))
+    out, used = [], 0
+    for f in rows[:max(1, top_k)]:
+        if out and used + f.tokens > budget:
+            break
+        out.append(f.fact_id)
+        used += f.tokens
+    return out
+
+
+def bootstrap_oracle(facts: list[Fact], prefix, query, budget, tenant, agent) -> list[str]:
+    terms = None if query is None else ws_split(query.lower())
+    rows = []
+    for f in facts:
+        if f.deleted or f.tenant_hash != (tenant or "default"):
+            continue
+        vis = visible(f, agent or None)
+        if vis is None and f.entity.startswith("__bootstrap__::") and not f.entity.startswith("__agent::"):
+            vis = f.entity  # the daemon-owned bootstrap namespace itself is readable
+        if vis is None or not (f.entity.startswith(prefix) or vis.startswith(prefix)):
+            continue
+        if terms is not None and not any(t in f.value.lower() or t in f.key.lower() or t in vis.lower() for t in terms):
+            continue
+        rows.append(f)
+    rows.sort(key=lambda f: (-f.confidence, -f.stored_at, f.fact_id))
+    rows = rows[:100]
+    out, used = [], 0
+    for f in rows:
+        if budget is not None and out and used + f.tokens > budget:
+            break
+        out.append(f.fact_id)
+        used += f.tokens
+        if budget is not None and used >= budget:
+            break
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(op_strategy, min_size=8, max_size=30),
+       views=st.lists(st.fixed_dictionaries({
+           "entity": mostly_none(st.sampled_from(ENTITIES + ["Proj:x"]), 2), "key": mostly_none(st.sampled_from(KEYS), 2),
+           "top_k": st.integers(0, 8), "budget": st.integers(0, 20), "tenant": st.sampled_from([None, "t1"]),
+           "agent": st.sampled_from([None, "bob"]), "topic": st.sampled_from([None, "docs", "doc", "setup"]),
+           "query": mostly_none(query_text, 1), "bbudget": mostly_none(st.integers(0, 10), 1)}), min_size=1, max_size=4))
+def test_memory_view_and_bootstrap_match_oracle(ops, views):
+    lines = build_lines(ops)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        data = Path(tmp_name)
+        write(data / "facts.jsonl", lines)
+        with Store(data) as store:
+            recall = Recall(store)
+            facts = list(view.iter_facts(store.db))
+            for v in views:
+                got = [f["id"] for f in recall.memory_view(v["entity"], v["key"], v["top_k"], v["budget"],
+                                                           tenant=v["tenant"], agent=v["agent"]).facts]
+                assert got == view_oracle(facts, v["entity"], v["key"], v["top_k"], v["budget"], v["tenant"],
+                                          v["agent"]), v
+                res = recall.get_bootstrap(v["topic"], v["query"], v["bbudget"], tenant=v["tenant"], agent=v["agent"])
+                prefix = {None: "__bootstrap__::", "docs": "__bootstrap__::doc:", "doc": "__bootstrap__::doc:",
+                          "setup": "__bootstrap__::setup:"}[v["topic"]]
+                assert res.prefix == prefix
+                assert [f["fact_id"] for f in res.facts] == bootstrap_oracle(
+                    facts, prefix, v["query"], v["bbudget"], v["tenant"], v["agent"]), v
