@@ -410,6 +410,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             def write_lines(emit: Callable[[str], None]) -> None:
                 n = state["line_no"]
                 offset = state["offset"]
+                half = max(1, total // 2)
                 for text, op, fact_id, event_at, applied, reason, line_names, meta in _plan(
                         db, now_text, report, drop_sources, chunk_done):
                     data = text.encode("utf-8")
@@ -429,8 +430,8 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                         if len(events) >= _BATCH:
                             flush()
                     offset += length
-                    if n == 1:
-                        crash_point("compact-temp-partial")
+                    if n == half:
+                        crash_point("compact-temp-partial")  # part of the temp file is on disk
                     if progress is not None and n % 10_000 == 0:
                         progress(min(n, total), total)
                 state["line_no"], state["offset"] = n, offset

@@ -118,6 +118,9 @@ def test_compaction_killed_at_each_step(tmp_path, step):
     keep, gone, cutoff = _seed(tmp_path, delete_gone=True)
     result = _run_child(tmp_path, "compact", step, cutoff)
     assert result.returncode == -9, (result.returncode, result.stdout, result.stderr[-2000:])
+    temps = list(tmp_path.glob("facts.jsonl.compact-*.tmp"))
+    if step == "compact-temp-partial":  # killed half way through writing: a partial temp file is left
+        assert len(temps) == 1 and 0 < temps[0].stat().st_size < (tmp_path / "facts.jsonl").stat().st_size
     committed = _check_after_crash(tmp_path, keep, gone)
     assert committed == (step not in ("compact-temp-partial", "compact-temp-complete", "after-temp-fsync"))
     _finish_and_assert_gone(tmp_path, "compact", keep, cutoff)
