@@ -11,9 +11,9 @@ import re
 import regex
 
 # Rust `char::is_alphanumeric` is Unicode Alphabetic ∪ N; the apostrophe is kept inside tokens.
-_SEPARATORS = regex.compile(r"[^\p{Alphabetic}\p{N}']+")
+_WORD = regex.compile(r"[\p{Alphabetic}\p{N}']+")
 # The same class restricted to ASCII, for the common all-ASCII text (the stdlib engine is faster).
-_ASCII_SEPARATORS = re.compile(r"[^A-Za-z0-9']+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9']+")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 # (suffix, minimum byte length of the base, replacement), tried in order after -ies/-ied/-sses.
@@ -48,8 +48,7 @@ def _byte_len(word: str) -> int:
 
 def split_words(text: str) -> list[str]:
     """Step 1: the non-empty pieces between characters that are neither alphanumeric nor `'`."""
-    pattern = _ASCII_SEPARATORS if text.isascii() else _SEPARATORS
-    return [piece for piece in pattern.split(text) if piece]
+    return (_ASCII_WORD if text.isascii() else _WORD).findall(text)
 
 
 def is_dropped(piece: str) -> bool:

@@ -145,11 +145,11 @@ class DocumentLane:
             self._sync()
             now = timestamps.format_event_time(time.time_ns())
             records: list[ChunkRecord] = []
-            seen: set[str] = set()
+            seen = self._stored_chunk_ids(tenant, corpus, [c.chunk_id for d in documents for c in d.chunks])
             duplicates = 0
             for document in documents:
                 for chunk in document.chunks:
-                    if chunk.chunk_id in seen or self._chunk_exists(tenant, corpus, chunk.chunk_id):
+                    if chunk.chunk_id in seen:
                         duplicates += 1
                         continue
                     seen.add(chunk.chunk_id)
@@ -222,10 +222,15 @@ class DocumentLane:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return counts
 
-    def _chunk_exists(self, tenant: str, corpus: str, chunk_id: str) -> bool:
-        return self._db.execute(
-            "SELECT 1 FROM document_chunks WHERE tenant_id = ? AND corpus_id = ? AND chunk_id = ?",
-            (tenant, corpus, chunk_id)).fetchone() is not None
+    def _stored_chunk_ids(self, tenant: str, corpus: str, chunk_ids: Sequence[str]) -> set[str]:
+        """The subset of `chunk_ids` already stored for (tenant, corpus)."""
+        stored: set[str] = set()
+        for start in range(0, len(chunk_ids), 500):
+            part = chunk_ids[start:start + 500]
+            stored.update(row[0] for row in self._db.execute(
+                "SELECT chunk_id FROM document_chunks WHERE tenant_id = ? AND corpus_id = ? "
+                f"AND chunk_id IN ({','.join('?' * len(part))})", (tenant, corpus, *part)))
+        return stored
 
     def _apply(self, sealed: SealedSegment, progress: Progress) -> None:
         """Index one sealed segment into the view in a single transaction."""

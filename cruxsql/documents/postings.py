@@ -116,22 +116,23 @@ def index_segment(texts: Sequence[str], tenant_ids: Sequence[str],
     doc_tenants = np.fromiter((tenant_codes.setdefault(t, len(tenant_codes)) for t in tenant_ids),
                               dtype=np.uint32, count=n_docs)
     numbers = _TermNumbers()
-    flat: list[int] = []
-    lengths = np.zeros(n_docs, dtype=np.uint32)
+    per_doc: list[np.ndarray] = []
     for doc_id, text in enumerate(texts):
-        doc_terms = [numbers[piece] for piece in split_words(text)]
-        if -1 in doc_terms:
-            doc_terms = [number for number in doc_terms if number >= 0]
-        lengths[doc_id] = len(doc_terms)
-        flat.extend(doc_terms)
+        pieces = split_words(text)
+        per_doc.append(np.fromiter(map(numbers.__getitem__, pieces), dtype=np.int64, count=len(pieces)))
         if progress and (doc_id + 1) % 1000 == 0:
             progress(doc_id + 1, n_docs)
+    piece_counts = np.fromiter(map(len, per_doc), dtype=np.int64, count=n_docs)
+    flat = np.concatenate(per_doc) if per_doc else np.zeros(0, dtype=np.int64)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int64), piece_counts)
+    kept = flat >= 0                     # one-byte pieces map to -1
+    flat, docs = flat[kept], docs[kept]
+    lengths = np.bincount(docs, minlength=n_docs).astype(np.uint32)
     # Renumber terms in alphabetical order, then one sort of (term, doc) keys yields every posting and tf.
     order = sorted(range(len(numbers.tokens)), key=numbers.tokens.__getitem__)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order), dtype=np.int64)
-    docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-    keys, tfs = np.unique(rank[np.array(flat, dtype=np.int64)] * max(n_docs, 1) + docs, return_counts=True)
+    keys, tfs = np.unique(rank[flat] * max(n_docs, 1) + docs, return_counts=True)
     term_of = keys // max(n_docs, 1)
     bounds = np.searchsorted(term_of, np.arange(len(order) + 1, dtype=np.int64))
     if progress:
