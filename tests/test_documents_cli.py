@@ -120,3 +120,16 @@ def test_empty_index_and_erase(run, notes):
     assert erased.exit_code == 0, erased.output
     assert erased.stdout == "erased 3 chunk(s) of tenant 'victim': 0 segment(s) rewritten, 1 removed\n"
     assert json.loads(run("segments", "list", "--json").stdout) == []
+
+
+def test_large_inputs_are_sealed_in_requests_within_crux_limits(run, tmp_path, monkeypatch):
+    monkeypatch.setattr("cruxsql.documents.sources.MAX_DOCUMENTS", 2)
+    monkeypatch.setattr("cruxsql.documents.sources.MAX_CHUNKS", 3)
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"n{i}.txt").write_text(f"note number {i}")
+    (folder / "long.md").write_text("# A\none\n# B\ntwo\n# C\nthree\n# D\nfour\n")   # 4 chunks: a request alone
+    summary = json.loads(run("ingest", str(folder), "--json").stdout)
+    assert summary["ingested"] == 9 and summary["segments_sealed"] == 4
+    assert [s["ingested"] for s in summary["segments"]] == [4, 2, 2, 1]
