@@ -233,7 +233,12 @@ class TextIndex:
         out = {}
         for g in wanted.tolist():
             chunks = parts.get(g)
-            out[g] = np.unique(np.concatenate(chunks)) if chunks else np.empty(0, np.int64)
+            if not chunks:
+                out[g] = np.empty(0, np.int64)
+                continue
+            seqs = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+            # appends keep each block ascending; only re-indexing can leave duplicates or disorder
+            out[g] = seqs if len(seqs) < 2 or bool(np.all(seqs[1:] > seqs[:-1])) else np.unique(seqs)
         return out
 
     def term_candidates(self, term: str, limit: Optional[int] = None) -> Optional[np.ndarray]:
