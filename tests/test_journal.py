@@ -25,13 +25,20 @@ def _journal_with_last_line(tmp_path: Path) -> tuple[Path, bytes, bytes]:
 
 def test_a_cut_at_any_byte_of_the_last_line_is_quarantined_and_nothing_before_is_lost(tmp_path: Path) -> None:
     path, prefix, last = _journal_with_last_line(tmp_path / "template")
+    full_opens = set(range(0, len(last), max(1, len(last) // 8)))
     for cut in range(0, len(last)):
         data = tmp_path / f"cut{cut}"
         data.mkdir()
         (data / "facts.jsonl").write_bytes(prefix + last[:cut])
-        with cruxsql.open(data) as store:
-            assert store.counts()["facts"] == 3, cut
-            assert store.verify().view_matches_replay
+        if cut in full_opens:  # the whole open path, view included
+            with cruxsql.open(data) as store:
+                assert store.counts()["facts"] == 3, cut
+                assert store.verify().view_matches_replay
+        else:
+            j = Journal(data)
+            with j.lock():
+                j.repair_torn_tail()
+            assert [r.line_no for r in j.records()] == [1, 2, 3]
         assert (data / "facts.jsonl").read_bytes() == prefix
         tails = sorted(data.glob("facts.jsonl.torn.*"))
         if cut == 0:
