@@ -1,4 +1,19 @@
-"""The document (segment) lane: chunking, analyzer, sealed segments, postings, BM25, query/scan/expand."""
+"""The document (segment) lane: chunking, analyzer, sealed segments, postings, BM25, query/scan/expand.
+
+    import cruxsql
+    from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
+
+    with cruxsql.open("./cruxsql-data") as store:
+        lane = DocumentLane(store)
+        lane.ingest([DocumentInput("notes.md", [ChunkInput("notes.md#0", "Terraform drift runs nightly")])])
+        envelope = lane.query("terraform drift", tenant="default", token_budget=400)   # CRC-v1 pointers
+        chunks, errors = lane.expand([p["id"] for p in envelope["pointers"]], tenant="default")
+
+Modules: `chunking` (Crux's 1800/1200/180 chunker), `analyzer` (tokenizer v1 and stemmer), `segments`
+(sealed JSONL segment files and the BLAKE3 manifest), `postings` (per-segment postings blobs), `bm25`
+(f32 scoring, coverage), `search` (MCP/HTTP response shapes, budgets, CRC-v1), `sources` (files,
+folders and JSONL requests), `lane` (the `DocumentLane` facade over a Store).
+"""
 
 from .lane import ChunkInput, DocumentInput, DocumentLane, IngestReport, SegmentSummary
 

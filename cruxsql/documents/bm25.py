@@ -7,6 +7,10 @@
 N, avg_dl and df are global over every segment and every tenant; the tenant filter drops documents
 one by one. Coverage counts a query token as matched when any segment's vocabulary holds it, whoever
 owns the documents. Hits are ordered by score descending, ties by segment index then doc id.
+
+A term's idf·tf_norm per document depends only on the corpus snapshot (the list of segments), so a
+`Bm25Corpus` keeps the most recently used terms' scores (TERM_CACHE_BYTES); a new segment means a new
+snapshot and an empty cache.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class SegmentDocs:
 
 @dataclass(frozen=True)
 class Bm25Hit:
+    """A scored chunk; `score` is the f32 score widened to a Python float (as serde_json prints it)."""
+
     segment_index: int
     doc_id: int
     score: float
