@@ -64,11 +64,11 @@ CREATE TABLE recall_changes (
     PRIMARY KEY (fact_id, attr, line_no)
 ) WITHOUT ROWID;
 
--- A fact removed from the view takes its lowercased copy with it (erasure must reach every copy);
--- rebuilding the fact tables from scratch empties every derived recall table.
-CREATE TRIGGER recall_fact_deleted AFTER DELETE ON facts BEGIN
-    DELETE FROM recall_text WHERE seq = old.seq;
-END;
+-- Rebuilding the fact tables from scratch, or rewriting them in place under a new generation, empties
+-- every derived recall table in the same transaction (erasure must reach every copy). A per-row delete
+-- trigger on facts would cost a rebuild ~12 s per million facts, so a fact deleted from the view
+-- without a new generation (replace_latest) keeps its recall_text row until the next rewrite; recall
+-- joins on facts and never returns it. Text changed in place is dropped now and re-indexed lazily.
 CREATE TRIGGER recall_fact_text_changed AFTER UPDATE OF entity, key, value, private ON facts BEGIN
     DELETE FROM recall_text WHERE seq = old.seq;
     INSERT OR IGNORE INTO recall_dirty (seq) VALUES (new.seq);

@@ -234,3 +234,17 @@ def test_compaction_drops_derived_copies_and_recall_stays_exact(tmp_path, view_u
     later = store.store("svc", "third", "another zebra")
     assert ids(r.query_facts("zebra", contract="legacy")) == [later.fact_id, keep.fact_id]
     store.close()
+
+
+def test_text_changed_in_place_is_reindexed(tmp_path):
+    store = Store(tmp_path)
+    f = store.store("svc", "note", "original walrus text")
+    other = store.store("svc", "other", "walrus neighbour")
+    r = Recall(store)
+    assert set(ids(r.query_facts("walrus"))) == {f.fact_id, other.fact_id}
+    with store.db:  # a redaction done in place by an operator tool
+        store.db.execute("UPDATE facts SET value = 'REDACTED Pelican' WHERE fact_id = ?", (f.fact_id,))
+    assert store.db.execute("SELECT count(*) FROM recall_text WHERE lc_value LIKE '%walrus%'").fetchone()[0] == 1
+    assert ids(r.query_facts("walrus")) == [other.fact_id]
+    assert ids(r.query_facts("pelican")) == [f.fact_id]
+    store.close()
