@@ -16,8 +16,10 @@ from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, open_s
 
 _tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant id.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-_budget_option = click.option("--token-budget", type=click.IntRange(min=0), default=None,
-                              help="Token budget for the response.")
+
+
+def _budget_option(help_text: str) -> Callable:
+    return click.option("--token-budget", type=click.IntRange(min=0), default=None, help=help_text)
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -91,7 +93,7 @@ def register(group: click.Group) -> None:
     @click.argument("query")
     @_tenant_option
     @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True, help="Maximum hits.")
-    @_budget_option
+    @_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
     @click.option("--min-score", type=float, default=None, help="Drop hits scoring below this (counted as below_floor).")
     @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
                   show_default=True, help="MCP missing_tokens or HTTP gaps[].")
@@ -124,7 +126,7 @@ def register(group: click.Group) -> None:
     @click.argument("query")
     @_tenant_option
     @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Maximum hits.")
-    @_budget_option
+    @_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
     @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
     @_json_option
     @data_dir_option
