@@ -3,7 +3,9 @@
 Formats:
 * `jsonl` — one object per event: line number, byte offset/length, op, event time, whether replay applied
   it (and why not), BLAKE3 of the journal line, a running hash chain over the exported events, and for
-  each selected fact the event named: its role and its full state after the event.
+  each selected fact the event named: its role and its full state after the event, written exactly as
+  the journal writes a fact (Crux's field order; absent optional fields omitted), or null when the
+  event removed it.
 * `csv` — one row per (event, fact) with the same columns flattened.
 * `sqlite` — a standalone database built with sqlite-utils, ready for Datasette: `events` (pk
   `line_no`), `facts` (pk `fact_id`, final state), `event_facts` (pk `line_no, fact_id, role`, foreign
@@ -21,6 +23,7 @@ import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
+from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -87,14 +90,18 @@ class ExportSummary:
         return asdict(self)
 
 
-def _fact_state(fact: Fact) -> dict[str, Any]:
-    d = fact.to_dict()
-    d.setdefault("supersedes", None)
-    d.setdefault("superseded_by", None)
-    for name in ("reverified_at", "actor", "valid_from", "valid_to", "last_accessed_at"):
-        d.setdefault(name, None)
-    d.setdefault("access_count", 0)
-    return d
+def _ts(ns: Optional[int]) -> Optional[str]:
+    return None if ns is None else timestamps.format_fact_time(ns)
+
+
+def flat_state(fact: Optional[Fact]) -> list[Any]:
+    """A fact's state as STATE_COLUMNS values (all None for a fact the event removed)."""
+    if fact is None:
+        return [None] * len(STATE_COLUMNS)
+    return [fact.tenant_hash, fact.entity, fact.key, fact.value, fact.version, fact.deleted, fact.supersedes,
+            fact.superseded_by, fact.private, fact.confidence, timestamps.format_fact_time(fact.stored_at),
+            fact.horizon_class, _ts(fact.valid_from), _ts(fact.valid_to), _ts(fact.reverified_at), fact.actor,
+            fact.source_receipt, fact.access_count, _ts(fact.last_accessed_at)]
 
 
 def _event_ns(text: Optional[str]) -> Optional[int]:
@@ -107,12 +114,21 @@ def _event_ns(text: Optional[str]) -> Optional[int]:
 
 
 def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
-    """Stream the export's events (the caller holds the writer lock so the journal does not move)."""
+    """Stream the export's events (the caller holds the writer lock so the journal does not move).
+
+    Each event's `facts` is a list of (fact_id, role, Fact after the event, or None when removed).
+    Only facts a later event touches again are kept in memory (the view's journal_event_facts says
+    which), so memory follows the number of changed facts, not the journal's size.
+    """
     store.refresh()
+    db = store.db
+    revisited = {r[0] for r in db.execute(
+        "SELECT fact_id FROM journal_event_facts GROUP BY fact_id HAVING count(*) > 1")}
     tracked: dict[str, Fact] = {}
     policy = store.policy
     chain = ""
-    status = store.db.execute("SELECT line_no, applied, skip_reason FROM journal_events ORDER BY line_no")
+    need_ns = query.since_ns is not None or query.until_ns is not None
+    status = db.execute("SELECT line_no, applied, skip_reason FROM journal_events ORDER BY line_no")
     pending = next(status, None)
     for rec in store.journal.records():
         if stats is not None:
@@ -126,113 +142,113 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
             event = codec.decode_event(rec.raw)
         except codec.CorruptLine:
             continue
-        touched: list[tuple[str, str]] = []
+        touched: list[tuple[str, str, Optional[Fact]]] = []
         op = event.op
+        at_ns: Optional[int] = None
+
+        def change(fid: str, role: str, **changes: Any) -> None:
+            fact = tracked.get(fid)
+            if fact is None:
+                return
+            if applied and changes:
+                fact = tracked[fid] = fact.copy(**changes)
+            touched.append((fid, role, fact))
+
         if op in ("store", "store_batch", "replace_latest", "consolidate"):
             if op == "replace_latest":
                 for rid in event.replaced_fact_ids:
-                    if rid in tracked:
-                        touched.append((rid, "replaced"))
-                        tracked.pop(rid)
+                    if tracked.pop(rid, None) is not None:
+                        touched.append((rid, "replaced", None))
             for fact in codec.event_facts(event):
-                fact = fact.copy(private=policy.enforce(fact.entity, fact.private),
-                                 tenant_hash=fact.tenant_hash or "default")
+                private = policy.enforce(fact.entity, fact.private)
+                if private != fact.private or not fact.tenant_hash:
+                    fact = fact.copy(private=private, tenant_hash=fact.tenant_hash or "default")
                 if fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES):
                     for fid in [f for f, t in tracked.items() if (t.tenant_hash, t.entity, t.key)
                                 == (fact.tenant_hash, fact.entity, fact.key)]:
                         tracked.pop(fid)
-                        touched.append((fid, "replaced"))
+                        touched.append((fid, "replaced", None))
                 if applied and fact.fact_id not in tracked and query.selects(fact):
-                    tracked[fact.fact_id] = fact
-                    touched.append((fact.fact_id, "canonical" if op == "consolidate" else "stored"))
-            if op == "consolidate" and applied:
+                    if fact.fact_id in revisited:
+                        tracked[fact.fact_id] = fact
+                    touched.append((fact.fact_id, "canonical" if op == "consolidate" else "stored", fact))
+                    if op != "consolidate":
+                        at_ns = fact.stored_at
+            if op == "consolidate":
                 for sid in event.superseded_fact_ids:
-                    if sid in tracked:
-                        tracked[sid] = tracked[sid].copy(superseded_by=event.canonical.fact_id)
-                        touched.append((sid, "source"))
+                    change(sid, "source", superseded_by=event.canonical.fact_id)
         elif op == "delete":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(deleted=True)
-                touched.append((event.fact_id, "deleted"))
+            change(event.fact_id, "deleted", deleted=True)
         elif op == "supersede":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(superseded_by=event.by_fact_id)
-                touched.append((event.fact_id, "superseded"))
-            if event.by_fact_id in tracked:
-                touched.append((event.by_fact_id, "superseding"))
+            change(event.fact_id, "superseded", superseded_by=event.by_fact_id)
+            change(event.by_fact_id, "superseding")
         elif op == "clear_supersede":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(superseded_by=None)
-                touched.append((event.fact_id, "cleared"))
+            change(event.fact_id, "cleared", superseded_by=None)
         elif op == "set_validity":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(valid_from=event.valid_from,
-                                                                          valid_to=event.valid_to)
-                touched.append((event.fact_id, "validity"))
+            change(event.fact_id, "validity", valid_from=event.valid_from, valid_to=event.valid_to)
         elif op == "set_horizon":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(horizon_class=event.horizon_class)
-                touched.append((event.fact_id, "horizon"))
+            change(event.fact_id, "horizon", horizon_class=event.horizon_class)
         elif op == "reverify":
-            if event.fact_id in tracked:
-                if applied:
-                    tracked[event.fact_id] = tracked[event.fact_id].copy(reverified_at=event.reverified_at)
-                touched.append((event.fact_id, "reverified"))
+            change(event.fact_id, "reverified", reverified_at=event.reverified_at)
         elif op == "consolidation_provenance":
-            for fid, role in [(event.canonical_fact_id, "canonical")] + [(s, "source") for s in event.source_fact_ids]:
-                if fid in tracked:
-                    touched.append((fid, role))
+            change(event.canonical_fact_id, "canonical")
+            for sid in event.source_fact_ids:
+                change(sid, "source")
         elif op == "consolidate_undo":
             cid = event.canonical_fact_id
-            was_live = cid in tracked and not tracked[cid].deleted
-            if cid in tracked:
-                if applied and was_live:
-                    tracked[cid] = tracked[cid].copy(deleted=True)
-                touched.append((cid, "canonical"))
+            canonical = tracked.get(cid)
+            if canonical is not None and not canonical.deleted:
+                change(cid, "canonical", deleted=True)
+            else:
+                change(cid, "canonical")
             for sid in event.restored_fact_ids:
-                if sid in tracked:
-                    if applied and tracked[sid].superseded_by == cid:
-                        tracked[sid] = tracked[sid].copy(superseded_by=None)
-                    touched.append((sid, "restored"))
+                src = tracked.get(sid)
+                if src is not None and src.superseded_by == cid:
+                    change(sid, "restored", superseded_by=None)
+                else:
+                    change(sid, "restored")
         if not touched:
             continue
         event_at = codec.event_time_text(event)
-        at_ns = _event_ns(event_at)
+        if at_ns is None and (need_ns or event_at is not None):
+            at_ns = _event_ns(event_at)
         if query.since_ns is not None and (at_ns is None or at_ns < query.since_ns):
             continue
         if query.until_ns is not None and (at_ns is None or at_ns > query.until_ns):
             continue
         line_hash = blake3.blake3(rec.raw).hexdigest()
         chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
+        seen: set[tuple[str, str]] = set()
         facts = []
-        seen = set()
-        for fid, role in touched:
-            if (fid, role) in seen:
-                continue
-            seen.add((fid, role))
-            state = tracked.get(fid)
-            facts.append({"fact_id": fid, "role": role, "state": _fact_state(state) if state is not None else None})
+        for fid, role, fact in touched:
+            if (fid, role) not in seen:
+                seen.add((fid, role))
+                facts.append((fid, role, fact))
         yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
                "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
 
 
-def _flat_state(state: Optional[dict[str, Any]]) -> list[Any]:
-    if state is None:
-        return [None] * len(STATE_COLUMNS)
-    return [state.get(c) for c in STATE_COLUMNS]
+def _json_value(v: Any) -> str:
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    return _jstr(v)
 
 
 def _write_jsonl(events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
+    """One line per event; each fact's `state` is the fact exactly as the journal format writes it."""
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for ev in events:
-            ev = {k: v for k, v in ev.items() if k != "event_at_ns"}
-            fh.write(json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n")
+            head = ",".join(f'"{k}":{_json_value(ev[k])}' for k in EVENT_COLUMNS)
+            facts = ",".join('{"fact_id":' + _jstr(fid) + ',"role":' + _jstr(role) + ',"state":'
+                             + ("null" if fact is None else fact.to_json()) + "}" for fid, role, fact in ev["facts"])
+            fh.write("{" + head + ',"facts":[' + facts + "]}\n")
             summary.events += 1
             summary.event_facts += len(ev["facts"])
             summary.chain_head = ev["chain_blake3"]
@@ -246,9 +262,8 @@ def _write_csv(events: Iterator[dict], path: Path, summary: ExportSummary) -> No
         writer.writerow(list(EVENT_COLUMNS) + ["fact_id", "role"] + list(STATE_COLUMNS))
         for ev in events:
             head = [ev[c] for c in EVENT_COLUMNS]
-            for f in ev["facts"]:
-                writer.writerow(["" if v is None else v for v in head + [f["fact_id"], f["role"]]
-                                 + _flat_state(f["state"])])
+            for fid, role, fact in ev["facts"]:
+                writer.writerow(["" if v is None else v for v in head + [fid, role] + flat_state(fact)])
                 summary.event_facts += 1
             summary.events += 1
             summary.chain_head = ev["chain_blake3"]
@@ -257,6 +272,7 @@ def _write_csv(events: Iterator[dict], path: Path, summary: ExportSummary) -> No
 
 
 def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, info: dict[str, Any]) -> None:
+    """Schema (primary keys, foreign keys, indexes) by sqlite-utils; rows in batches on its connection."""
     import sqlite_utils  # only ever opens the standalone export file
 
     db = sqlite_utils.Database(str(path))
@@ -266,6 +282,8 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                        "stored_at": str, "horizon_class": str, "valid_from": str, "valid_to": str,
                        "reverified_at": str, "actor": str, "source_receipt": str, "access_count": int,
                        "last_accessed_at": str}
+        event_cols = ("line_no", "byte_offset", "byte_length", "op", "event_at", "event_at_ns", "applied",
+                      "skip_reason", "line_blake3", "chain_blake3")
         db["events"].create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
                              "event_at_ns": int, "applied": bool, "skip_reason": str, "line_blake3": str,
                              "chain_blake3": str}, pk="line_no")
@@ -273,40 +291,48 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
         db["event_facts"].create({"line_no": int, "fact_id": str, "role": str, **state_types},
                                  pk=("line_no", "fact_id", "role"),
                                  foreign_keys=[("line_no", "events", "line_no"), ("fact_id", "facts", "fact_id")])
-        final: dict[str, dict[str, Any]] = {}
+        conn = db.conn
+        ph = lambda n: ",".join("?" * n)  # noqa: E731
+        ins_event = f"INSERT INTO events ({','.join(event_cols)}) VALUES ({ph(len(event_cols))})"
+        ins_ef = (f"INSERT INTO event_facts (line_no, fact_id, role, {','.join(STATE_COLUMNS)}) "
+                  f"VALUES ({ph(3 + len(STATE_COLUMNS))})")
+        ins_fact = (f"INSERT INTO facts (fact_id, {','.join(STATE_COLUMNS)}) VALUES ({ph(1 + len(STATE_COLUMNS))}) "
+                    f"ON CONFLICT (fact_id) DO UPDATE SET "
+                    + ", ".join(f"{c} = coalesce(excluded.{c}, {c})" if c in ("tenant_hash", "entity", "key", "value")
+                                else f"{c} = excluded.{c}" for c in STATE_COLUMNS))
+        ev_rows, ef_rows, fact_rows = [], [], []
 
-        def event_rows() -> Iterator[dict]:
-            ef_batch: list[dict] = []
-            for ev in events:
-                summary.events += 1
-                summary.chain_head = ev["chain_blake3"]
-                for f in ev["facts"]:
-                    row = {"line_no": ev["line_no"], "fact_id": f["fact_id"], "role": f["role"]}
-                    row.update(zip(STATE_COLUMNS, _flat_state(f["state"])))
-                    ef_batch.append(row)
-                    if f["state"] is not None:
-                        final[f["fact_id"]] = {"fact_id": f["fact_id"],
-                                               **dict(zip(STATE_COLUMNS, _flat_state(f["state"])))}
-                    else:
-                        final.setdefault(f["fact_id"], {"fact_id": f["fact_id"]})
-                yield {k: ev[k] for k in ("line_no", "byte_offset", "byte_length", "op", "event_at", "event_at_ns",
-                                          "applied", "skip_reason", "line_blake3", "chain_blake3")}
-                if len(ef_batch) >= 5000:
-                    summary.event_facts += len(ef_batch)
-                    db["event_facts"].insert_all(ef_batch, batch_size=5000)
-                    ef_batch.clear()
-            summary.event_facts += len(ef_batch)
-            db["event_facts"].insert_all(ef_batch, batch_size=5000)
+        def flush() -> None:
+            conn.executemany(ins_event, ev_rows)
+            conn.executemany(ins_ef, ef_rows)
+            conn.executemany(ins_fact, fact_rows)
+            ev_rows.clear()
+            ef_rows.clear()
+            fact_rows.clear()
 
-        db["events"].insert_all(event_rows(), batch_size=5000)
-        db["facts"].insert_all(final.values(), batch_size=5000)
+        conn.execute("BEGIN")
+        for ev in events:
+            summary.events += 1
+            summary.chain_head = ev["chain_blake3"]
+            ev_rows.append([ev[c] for c in event_cols])
+            for fid, role, fact in ev["facts"]:
+                state = flat_state(fact)
+                ef_rows.append([ev["line_no"], fid, role] + state)
+                if fact is not None:
+                    fact_rows.append([fid] + state)
+                else:
+                    fact_rows.append([fid] + [None] * 4 + state[4:])
+                summary.event_facts += 1
+            if len(ev_rows) >= 10_000:
+                flush()
+        flush()
+        conn.execute("COMMIT")
         db["events"].create_index(["op"])
         db["events"].create_index(["event_at_ns"])
         db["event_facts"].create_index(["fact_id"])
         db["facts"].create_index(["tenant_hash", "entity", "key"])
         db["export_info"].insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
                                      pk="key")
-        db.conn.commit()
     finally:
         db.close()
 
