@@ -292,3 +292,26 @@ def test_a_crash_before_the_manifest_commit_leaves_no_trace(lane, store, data_di
     assert lane.verify() == []
     assert sorted(p.name for p in segdir.iterdir()) == ["MANIFEST.json"] + sorted(
         s.file_name for s in lane.segments())
+
+
+def test_a_crash_after_the_manifest_commit_is_indexed_on_open(lane, store, data_dir):
+    lane.ingest(docs("alpha beta"))
+    segdir = data_dir / "segments"
+    manifest = load_manifest(segdir)
+    sealed = write_segment(segdir, manifest.next_seq, "2026-01-01T00:00:00+00:00", [
+        ChunkRecord("default", "default", "late", "late-1", "alpha omega", "2026-01-01T00:00:00+00:00")])
+    save_manifest(segdir, Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info]))
+    assert any("view does not match" in p for p in lane.verify())
+    reopened = DocumentLane(store)           # the view catches up with the manifest
+    assert [h.result_id for h in reopened.search("omega").hits] == ["1:0"]
+    assert reopened.verify() == []
+
+
+def test_another_connection_sees_new_segments(lane, data_dir):
+    lane.ingest(docs("alpha beta"))
+    with cruxsql.open(data_dir) as other_store:
+        other = DocumentLane(other_store)
+        assert [h.result_id for h in other.search("alpha").hits] == ["0:0"]
+        lane.ingest(docs("alpha alpha", prefix="x"))
+        assert [h.result_id for h in other.search("alpha").hits] == ["1:0", "0:0"]
+        assert other.search("alpha") == lane.search("alpha")
