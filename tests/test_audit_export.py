@@ -127,3 +127,25 @@ def test_export_inside_data_dir_is_recorded_and_cannot_clobber_the_store(tmp_pat
         audit_export.export_audit(store, audit_export.AuditQuery(), "sqlite", tmp_path / "cruxsql.db")
     with pytest.raises(InvalidInput, match="overwrite the store"):
         audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "facts.jsonl")
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_final_states_in_the_export_equal_the_view(tmp_path, seed):
+    from test_retention_support import random_history
+    store = Store(tmp_path / "data")
+    random_history(store, seed, steps=150)
+    out = tmp_path / "audit.db"
+    audit_export.export_audit(store, audit_export.AuditQuery(include_private=True), "sqlite", out)
+    con = sqlite3.connect(out)
+    try:
+        cols = ", ".join(audit_export.STATE_COLUMNS)
+        exported = {r[0]: list(r[1:]) for r in con.execute(f"SELECT fact_id, {cols} FROM facts")}
+        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        con.close()
+    in_view = [r[0] for r in store.db.execute("SELECT fact_id FROM facts")]
+    assert events == store.db.execute("SELECT count(*) FROM journal_events").fetchone()[0]
+    for fid in in_view:
+        expected = audit_export.flat_state(store.get(fid))
+        expected[5], expected[8] = int(expected[5]), int(expected[8])  # booleans as SQLite stores them
+        assert exported[fid] == expected, fid
