@@ -31,7 +31,7 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (JSONL on stdin) cannot be combined with paths")
-        yield from read_jsonl(click.get_text_stream("stdin"))
+        yield from read_jsonl(sys.stdin)
         return
     files = list_files([Path(p) for p in paths])
     for done, (path, doc_id) in enumerate(files, start=1):
