@@ -33,6 +33,22 @@ def _generation(db: apsw.Connection) -> Optional[str]:
     return row[0] if row else None
 
 
+def _write_txn(db: apsw.Connection, fn):
+    """Run `fn` in a write transaction taken up front (BEGIN IMMEDIATE), so two readers catching the
+    index up at once serialise instead of deadlocking; inside a caller's transaction, a savepoint."""
+    if not db.getautocommit():
+        with db:
+            return fn()
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn()
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return result
+
+
 def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
     """The `recall_text` row of one fact (lowercased columns NULL when unchanged)."""
     split = split_private_entity(entity)
@@ -110,15 +126,7 @@ class TextIndex:
         """Index every fact not yet indexed (or start over after a rebuild). Returns facts indexed."""
         if self.is_current():
             return 0
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            done = self._sync_locked()
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        return done
+        return _write_txn(self.db, self._sync_locked)
 
     def _sync_locked(self) -> int:
         db = self.db
@@ -311,13 +319,7 @@ class Timeline:
         max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
         if generation is not None and state is not None and state[0] == generation and state[1] >= max_line:
             return
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            self._sync_locked()
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        _write_txn(db, self._sync_locked)
 
     def _sync_locked(self) -> None:
         db = self.db

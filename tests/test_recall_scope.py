@@ -248,3 +248,12 @@ def test_text_changed_in_place_is_reindexed(tmp_path):
     assert ids(r.query_facts("walrus")) == [other.fact_id]
     assert ids(r.query_facts("pelican")) == [f.fact_id]
     store.close()
+
+
+def test_recall_inside_a_callers_transaction(tmp_path):
+    store = Store(tmp_path)
+    f = store.store("svc", "note", "inside txn")
+    r = Recall(store, refresh=False)
+    with store.db:
+        assert ids(r.query_facts("txn", known_at=timestamps.now_ns())) == [f.fact_id]
+    store.close()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cruxsql import codec, timestamps  # noqa: E402
 from cruxsql.codec import Fact  # noqa: E402
-from cruxsql.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms, age_hours  # noqa: E402
+from cruxsql.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms  # noqa: E402
 from cruxsql.recall import Recall, _Plan  # noqa: E402
 from cruxsql.scope import rust_lower, split_terms, visible_entity  # noqa: E402
 from cruxsql.store import Store  # noqa: E402
