@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cruxsql.documents.analyzer import analyze, split_words, stem, surface_words
 from cruxsql.documents.chunking import chunk_markdown, chunk_plain_text
@@ -119,3 +121,23 @@ def test_markdown_sections_at_atx_headings():
 def test_markdown_heading_after_blank_lines_does_not_split():
     assert chunk_markdown("\n\n# A\nx\n") == ["# A\nx"]
     assert chunk_markdown("") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["word", "x", "é", " ", "\n", "\n\n", "# h", "ab'c", "\t"]), max_size=1500))
+def test_chunks_are_bounded_trimmed_substrings_spanning_the_text(parts):
+    text = "".join(parts)
+    chunks = chunk_plain_text(text)
+    body = text.strip(" \t\n")
+    assert all(0 < len(c) <= 1800 and c == c.strip(" \t\n") and c in body for c in chunks)
+    assert (chunks == []) == (body == "")
+    if chunks:
+        assert body.startswith(chunks[0]) and body.endswith(chunks[-1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=200))
+def test_tokens_are_normalized_surface_words(text):
+    tokens = analyze(text)
+    assert len(tokens) == len(surface_words(text))
+    assert all(token and " " not in token for token in tokens)
