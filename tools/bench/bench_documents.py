@@ -7,7 +7,8 @@
   present (skipped otherwise).
 * Speed: index build time and top-10 queries/s, one query at a time, on SciFact and on a synthetic corpus
   (Zipf vocabulary, default 200,000 chunks in documents of 4 chunks). cruxsql goes through `DocumentLane` (segment files, view,
-  postings read from SQLite per query). bm25s uses method="lucene", k1=1.2, b=0.75 (the same IDF; its TF
+  postings read from SQLite per query), each timed pass from a fresh lane (cold term-score cache), plus
+  a warm row repeating the queries on one lane. bm25s uses method="lucene", k1=1.2, b=0.75 (the same IDF; its TF
   omits the constant (k1+1), so it ranks identically) with its own tokenizer; a second bm25s index over
   cruxsql's analyzer tokens checks ranking parity. FTS5 uses `bm25()` with OR-joined quoted terms.
 * bm25s is a benchmark-only dependency: `pip install bm25s` (it is imported lazily; its rows are skipped
@@ -142,7 +143,8 @@ def _timed_queries(corpus: Corpus, search: Callable[[str], Ranking], repeat: int
     return len(corpus.queries) / best, rankings
 
 
-def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> EngineRun:
+def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
+    """Two rows: every pass from a cold lane, and passes repeated on one warm lane (a long-lived server)."""
     data_dir = workdir / f"cruxsql-{corpus.name}"
     started = time.perf_counter()
     per_doc = corpus.chunks_per_document
@@ -167,9 +169,11 @@ def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> EngineRun:
             return [(corpus.ids[int(offsets[h.segment_index]) + h.doc_id], h.score) for h in hits]
 
         qps, rankings = _timed_queries(corpus, search, repeat, fresh_lane)
+        warm_qps, _ = _timed_queries(corpus, search, repeat)
         segments = len(lanes[0].segments())
-    return EngineRun("cruxsql", build, qps, rankings,
-                     f"{segments} segments ({per_doc} chunk(s)/document), segment files + view, fsynced")
+    return [EngineRun("cruxsql", build, qps, rankings,
+                      f"{segments} segments ({per_doc} chunk(s)/document), files + view, fsynced; cold lane per pass"),
+            EngineRun("cruxsql (warm cache)", build, warm_qps, rankings, "same queries again on the same lane")]
 
 
 def run_bm25s(corpus: Corpus, bm25s: Any, own_tokens: bool, repeat: int) -> EngineRun:
@@ -290,7 +294,7 @@ def report(corpus: Corpus, runs: Sequence[EngineRun], batched_bm25s: Optional[fl
         print(f"{'bm25s batched':<24} {'':>9} {batched_bm25s:>10.1f} {base.qps / batched_bm25s:>9.2f}x"
               "   all queries in one retrieve() call")
     print("QPS ratio = cruxsql queries/s ÷ engine queries/s (above 1: cruxsql faster)")
-    for run in runs[1:]:
+    for run in runs:
         if run.engine == "bm25s (cruxsql tokens)":
             print(f"bm25s over cruxsql's analyzer tokens: top-10 ids identical to cruxsql on "
                   f"{same_top10(base.rankings, run.rankings):.1%} of queries, top-10 scores (bm25s x 2.2) equal "
@@ -301,7 +305,7 @@ def report(corpus: Corpus, runs: Sequence[EngineRun], batched_bm25s: Optional[fl
 
 
 def bench(corpus: Corpus, workdir: Path, bm25s: Any, repeat: int) -> dict[str, Any]:
-    runs = [run_cruxsql(corpus, workdir, repeat)]
+    runs = run_cruxsql(corpus, workdir, repeat)
     batched = None
     if bm25s is not None:
         runs.append(run_bm25s(corpus, bm25s, own_tokens=False, repeat=repeat))
