@@ -24,7 +24,7 @@ import numpy as np
 from . import crc_v1, scope, timestamps, tokens
 from .errors import InvalidInput
 from .fact_index import TextIndex, Timeline
-from .freshness import DecayPolicy, age_hours, effective_confidence, freshness_at, ns_to_ms, salience_enabled
+from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
 from .store import Store
 
 TimeArg = Union[None, str, int]
@@ -233,15 +233,17 @@ class Recall:
                 "horizon": at_t("horizon", "v_text", "f.horizon_class"),
                 "reverified": at_t("reverified", "v_int", "f.reverified_at_ns")}
 
-    def _eff_sql(self, policy: DecayPolicy) -> str:
-        """Effective confidence over the inner columns (hz, rv, stored_at_ns, ac, confidence) at :now_ms."""
+    def _freshness_sql(self, policy: DecayPolicy) -> str:
+        """`apply_at_chrono_salient` over the inner columns (hz, rv, stored_at_ns, ac) at :now_ms, in SQL,
+        so that ranking, the floor and the returned rows all use one computation."""
         anchor = _floor_ms("coalesce(rv, stored_at_ns)")
         base = (f"(CASE hz WHEN 'volatile' THEN {policy.base_ms('volatile')} WHEN 'medium' THEN "
                 f"{policy.base_ms('medium')} WHEN 'stable' THEN {policy.base_ms('stable')} END)")
         factor = "(CASE WHEN ac > 0 THEN min(max(1.0 + 0.25 * ln(ac + 1), 1.0), 4.0) ELSE 1.0 END)"
-        stale = (f"(hz != 'none' AND {anchor} > 0 AND :now_ms > 0 AND {anchor} <= :now_ms "
-                 f"AND :now_ms - {anchor} > CAST({base} * {factor} AS INTEGER))")
-        return f"(CASE WHEN {stale} THEN confidence * 0.5 ELSE confidence END)"
+        return (f"(CASE WHEN hz = 'none' THEN 'fresh' "
+                f"WHEN {anchor} <= 0 OR :now_ms <= 0 OR {anchor} > :now_ms THEN 'unknown' "
+                f"WHEN :now_ms - {anchor} > min(CAST({base} * {factor} AS INTEGER), 9223372036854775807) "
+                f"THEN 'stale' ELSE 'fresh' END)")
 
     def _inner_sql(self, known_at: Optional[int], static_where: list[str]) -> str:
         a = self._attr_exprs(known_at)
@@ -352,11 +354,11 @@ class Recall:
             outer.append("superseded_by IS NULL")
         if known_ns is not None:
             plan.params["known_at"] = known_ns
-        eff = self._eff_sql(policy)
-        matched_sql = (f"SELECT *, {eff} AS eff FROM ({self._inner_sql(known_ns, plan.where)}) "
-                       f"WHERE {' AND '.join(outer)}")
+        matched_sql = (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
+                       f"ELSE confidence END AS eff FROM (SELECT *, {self._freshness_sql(policy)} AS fr "
+                       f"FROM ({self._inner_sql(known_ns, plan.where)}) WHERE {' AND '.join(outer)})")
         sql = (f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
-               f"visible_entity, ac, superseded_by, hz, rv, eff, count(*) OVER () AS n_matched, "
+               f"visible_entity, fr, superseded_by, hz, rv, eff, count(*) OVER () AS n_matched, "
                f"coalesce(sum(eff < :floor) OVER (), 0) AS n_below FROM ({matched_sql}) "
                f"ORDER BY eff DESC, stored_at_ns DESC, fact_id")
         reversible = use_crc and token_budget is not None
@@ -392,13 +394,11 @@ class Recall:
         rows = []
         for r in picked:
             anchor_ms = ns_to_ms(r[14] if r[14] is not None else r[6])
-            fresh = freshness_at(r[13], anchor_ms, now_ms, r[11], policy)
-            eff_py = effective_confidence(r[5], fresh)
             rows.append({
                 "fact_id": r[1],
                 "entity": r[10] if r[9] is not None else r[2],
-                "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": eff_py,
-                "horizon_class": r[13], "freshness": fresh, "age_hours": age_hours(anchor_ms, now_ms),
+                "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": r[15],
+                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ms, now_ms),
                 "superseded_by": r[12], "actor": r[8],
             })
         result.rows = rows

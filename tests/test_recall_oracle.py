@@ -48,7 +48,7 @@ TENANT_I = st.sampled_from([0, 0, 0, 1, 2])
 STORE_OP = st.tuples(st.just("store"), ENTITY_I, KEY_I,
               st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPS)), min_size=1, max_size=4),
               TENANT_I, st.sampled_from(CONFIDENCES), st.sampled_from(HORIZONS),
-              st.sampled_from([False] * 5 + [True]))
+              st.sampled_from([False] * 5 + [True]), st.sampled_from([0, 0, 0, 1, 3, 50, 10**6]))
 op_strategy = st.one_of(
     STORE_OP, STORE_OP, STORE_OP, STORE_OP,
     st.tuples(st.just("batch"), ENTITY_I, st.sampled_from(WORDS), st.sampled_from(WORDS), TENANT_I,
@@ -74,14 +74,14 @@ def build_lines(ops: list[tuple]) -> list[tuple[int, str]]:
         at = timestamps.format_event_time(t)
         kind = op[0]
         if kind == "store":
-            _, ei, ki, words, ti, conf, horizon, private = op
+            _, ei, ki, words, ti, conf, horizon, private, accesses = op  # journals Crux compacted carry access_count
             value = "".join(w + s for w, s in words).rstrip()
             entity, key, tenant = ENTITIES[ei], KEYS[ki], TENANTS[ti]
             prev = chains.get((tenant, entity, key))
             f = Fact(fact_id=f"f_{n:04d}", entity=entity, key=key, value=value, confidence=codec.to_f32(conf),
                      stored_at=t, tokens=codec.token_cost(value), tenant_hash=tenant,
                      version=prev.version + 1 if prev else 1, supersedes=prev.fact_id if prev else None,
-                     private=private, horizon_class=horizon)
+                     private=private, horizon_class=horizon, access_count=accesses)
             out.append((t, codec.encode_event(codec.StoreEvent(f))))
             if prev is not None:
                 n += 1

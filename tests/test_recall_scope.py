@@ -257,3 +257,23 @@ def test_recall_inside_a_callers_transaction(tmp_path):
     with store.db:
         assert ids(r.query_facts("txn", known_at=timestamps.now_ns())) == [f.fact_id]
     store.close()
+
+
+def test_salience_threshold_exact_boundary_in_sql(tmp_path):
+    # access_count 3 carried by the journal: threshold = trunc(24 h * (1 + 0.25 ln 4)) = 116343958 ms
+    thr_ms = int(24 * 3_600_000 * (1 + 0.25 * __import__("math").log(4)))
+    assert thr_ms == 116343958
+    now = T0 + 100 * H
+    store = journal(tmp_path, [
+        fact(1, "cache", "edge", "salient edge", horizon_class="volatile", access_count=3,
+             stored_at=now - thr_ms * 1_000_000),
+        fact(2, "cache", "past", "salient past", horizon_class="volatile", access_count=3,
+             stored_at=now - (thr_ms + 1) * 1_000_000),
+        fact(3, "cache", "plain", "plain past", horizon_class="volatile", stored_at=now - 25 * H),
+    ])
+    rows = {r["key"]: r for r in Recall(store).query_facts(None, entity="cache", now=now).rows}
+    assert (rows["edge"]["freshness"], rows["edge"]["effective_confidence"]) == ("fresh", 1.0)
+    assert (rows["past"]["freshness"], rows["past"]["effective_confidence"]) == ("stale", 0.5)
+    assert rows["plain"]["freshness"] == "stale" and rows["plain"]["age_hours"] == 25
+    assert [r["key"] for r in Recall(store).query_facts(None, entity="cache", now=now).rows] == ["edge", "plain", "past"]
+    store.close()
