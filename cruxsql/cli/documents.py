@@ -94,7 +94,8 @@ def register(group: click.Group) -> None:
     @_tenant_option
     @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True, help="Maximum hits.")
     @_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
-    @click.option("--min-score", type=float, default=None, help="Drop hits scoring below this (counted as below_floor).")
+    @click.option("--min-score", type=float, default=None,
+                  help="Drop hits scoring below this (counted as below_floor).")
     @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
                   show_default=True, help="MCP missing_tokens or HTTP gaps[].")
     @click.option("--contract", default="crc-v1", show_default=True,

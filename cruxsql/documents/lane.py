@@ -308,9 +308,10 @@ class DocumentLane:
     def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], QueryPostings]:
         def lookup(terms: Sequence[str]) -> QueryPostings:
             placeholders = ",".join("?" * len(terms))
-            rows = [(term, seq_to_index[seq], count, doc_ids, tfs) for term, seq, count, doc_ids, tfs in self._db.execute(
+            cursor = self._db.execute(
                 "SELECT term, segment_seq, doc_count, doc_ids, tfs FROM document_postings "
-                f"WHERE term IN ({placeholders}) ORDER BY term, segment_seq", tuple(terms))]
+                f"WHERE term IN ({placeholders}) ORDER BY term, segment_seq", tuple(terms))
+            rows = [(term, seq_to_index[seq], count, doc_ids, tfs) for term, seq, count, doc_ids, tfs in cursor]
             return QueryPostings.from_rows(rows)
         return lookup
 

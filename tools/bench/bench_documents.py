@@ -5,12 +5,13 @@
 * Quality: BEIR SciFact test (5,183 documents, 300 queries), every corpus entry one unchunked document,
   text = title + " " + text; nDCG@10 for cruxsql, bm25s and FTS5. Reads ../shared/data/scifact when
   present (skipped otherwise).
-* Speed: index build time and top-10 queries/s, one query at a time, on SciFact and on a synthetic corpus
-  (Zipf vocabulary, default 200,000 chunks in documents of 4 chunks). cruxsql goes through `DocumentLane` (segment files, view,
-  postings read from SQLite per query), each timed pass from a fresh lane (cold term-score cache), plus
-  a warm row repeating the queries on one lane. bm25s uses method="lucene", k1=1.2, b=0.75 (the same IDF; its TF
-  omits the constant (k1+1), so it ranks identically) with its own tokenizer; a second bm25s index over
-  cruxsql's analyzer tokens checks ranking parity. FTS5 uses `bm25()` with OR-joined quoted terms.
+* Speed: index build time and top-10 queries/s, one query at a time, on SciFact and on a synthetic
+  corpus (Zipf vocabulary, default 200,000 chunks in documents of 4 chunks). cruxsql goes through
+  `DocumentLane` (segment files, view, postings read from SQLite per query); every timed pass starts
+  from a fresh lane (cold term-score cache), and a warm row repeats the queries on one lane. bm25s uses
+  method="lucene", k1=1.2, b=0.75 (the same IDF; its TF omits the constant (k1+1), so it ranks
+  identically) with its own tokenizer; a second bm25s index over cruxsql's analyzer tokens checks
+  ranking parity. FTS5 uses `bm25()` with OR-joined quoted terms.
 * bm25s is a benchmark-only dependency: `pip install bm25s` (it is imported lazily; its rows are skipped
   when it is missing).
 """
