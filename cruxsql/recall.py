@@ -10,6 +10,23 @@ and visible entity -> rank by effective confidence desc, `stored_at` desc, `fact
 Terms of three or more characters are answered from trigram postings (`fact_index.TextIndex`), the
 rest by a scan; candidates are always re-checked against the rows. `known_at` answers "what did the
 store believe at T" from the journal's events (`fact_index.Timeline`).
+
+Where cruxsql deliberately differs from Crux (the seeds call these defects, or Crux has no rule):
+* the tenant filter is always applied (`default` unless the caller names one), in all three calls;
+* `get_bootstrap` honours `token_budget` (greedy fill by fact tokens, first fact always) and enforces
+  agent scope: the daemon-owned, born-private `__bootstrap__::` namespace is what it exists to read,
+  the caller's own `__agent::<me>::__bootstrap__::...` facts are readable under their logical entity,
+  and no other private fact is; ranking is the store query's keyword path (confidence, stored_at,
+  fact_id; no embedder), superseded versions are kept as Crux's store query keeps them;
+* ties in every ranking are broken by `fact_id`; the CRC-v1 epitome is cut at a character boundary;
+* every result says how many facts matched and how many were left out (`matched`, `left_out`,
+  `filtered_below_threshold`; the envelope's `total_candidates` / `capped`);
+* `known_at` (transaction time) is new: facts stored after T are invisible and deletions,
+  supersessions, validity, horizon and re-verification changes made after T are not yet applied;
+  freshness is judged at T unless `now` is given. Facts a `replace_latest` removed from the view
+  cannot be shown as of before their removal.
+* salience counts live in `recall_salience` in the view, never in the journal.
+A blank query still matches nothing (Crux: OR over zero terms).
 """
 
 from __future__ import annotations
@@ -122,6 +139,20 @@ class QueryResult:
             out["known_at"] = self.known_at
         return out
 
+    def crux_payload(self) -> dict[str, Any]:
+        """The Crux MCP tool result: `content` text plus `structuredContent` (factstore spec §10.2).
+
+        CRC-v1: the text is the compact envelope; legacy: one line per row; empty: the sentence, and no
+        envelope. cruxsql's own counts (`matched`, `left_out`, ...) are in `to_dict()`."""
+        structured: dict[str, Any] = {"rows": self.rows}
+        if self.crc_v1 is not None:
+            structured["crc_v1"] = self.crc_v1
+            text = tokens.compact_json(self.crc_v1)
+        else:
+            text = self.text()
+        structured["filtered_below_threshold"] = self.filtered_below_threshold
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+
     def text(self) -> str:
         """Crux's legacy text: one line per row, or the empty-result sentence."""
         if not self.rows:
@@ -171,6 +202,12 @@ class MemoryViewResult:
             return "no memory visible"
         return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})"
                          + (" [pinned]" if f["pinned"] else "") for f in self.facts)
+
+    def crux_payload(self) -> dict[str, Any]:
+        """The Crux `memory_view` result: text lines plus `{facts, total_tokens, returned}`."""
+        return {"content": [{"type": "text", "text": self.text()}],
+                "structuredContent": {"facts": self.facts, "total_tokens": self.total_tokens,
+                                      "returned": len(self.facts)}}
 
     def to_dict(self) -> dict[str, Any]:
         return {"facts": self.facts, "total_tokens": self.total_tokens, "returned": len(self.facts),

@@ -277,3 +277,20 @@ def test_salience_threshold_exact_boundary_in_sql(tmp_path):
     assert rows["plain"]["freshness"] == "stale" and rows["plain"]["age_hours"] == 25
     assert [r["key"] for r in Recall(store).query_facts(None, entity="cache", now=now).rows] == ["edge", "plain", "past"]
     store.close()
+
+
+def test_crux_payload_shapes(tmp_path):
+    store = journal(tmp_path, [fact(1, "svc", "status", "green", confidence=0.5)])
+    r = Recall(store)
+    crc = r.query_facts("green", now=T0 + 2 * H).crux_payload()
+    assert list(crc["structuredContent"]) == ["rows", "crc_v1", "filtered_below_threshold"]
+    assert crc["content"][0]["text"].startswith('{"contract":"crc-v1","kind":"fact"')
+    legacy = r.query_facts("green", contract="legacy", now=T0 + 2 * H).crux_payload()
+    assert legacy["content"][0]["text"] == ("[svc] status = green (confidence=0.50, effective_confidence=0.50, "
+                                            "freshness=fresh, age_hours=1)")
+    empty = r.query_facts("green", min_effective_confidence=0.9).crux_payload()
+    assert empty == {"content": [{"type": "text", "text": "no facts above confidence floor (1 below threshold)"}],
+                     "structuredContent": {"rows": [], "filtered_below_threshold": 1}}
+    view = r.memory_view().crux_payload()
+    assert view["structuredContent"]["returned"] == 1 and view["content"][0]["text"].endswith("(id=f_001, v1)")
+    store.close()
