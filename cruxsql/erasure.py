@@ -496,11 +496,62 @@ def stored_reports(db) -> list[dict[str, Any]]:
     return out
 
 
+SPILL_BYTES = 16 * 1024 * 1024  # lists longer than this (as JSON) go to part facts beside the report
+SPILLED_FIELDS = ("erased_facts", "needles", "held_back", "protected", "not_erased")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _store_part(store, request_id: str, key: str, value: str, actor: str) -> None:
+    store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant="default", confidence=1.0,
+                source_receipt=request_id, private=True, horizon_class="none", actor=actor)
+
+
+def _spill(store, report: dict[str, Any]) -> None:
+    """Move long lists into part facts (each well under the journal's 64 MiB record ceiling), stored
+    before the report; the report keeps each part's key, count and BLAKE3, so its hash covers them."""
+    for name in SPILLED_FIELDS:
+        items = report[name]
+        size = len(_dumps(items))
+        if size <= SPILL_BYTES:
+            continue
+        per_part = max(1, len(items) * SPILL_BYTES // size)
+        parts = []
+        for i in range(0, len(items), per_part):
+            text = _dumps(items[i:i + per_part])
+            key = f"{name}-{len(parts)}"
+            _store_part(store, report["request_id"], key, text, report["actor"])
+            parts.append({"key": key, "count": len(items[i:i + per_part]),
+                          "blake3": blake3.blake3(text.encode("utf-8")).hexdigest()})
+        report[name] = []
+        report[name + "_parts"] = parts
+
+
+def load_list(db, report: dict[str, Any], name: str) -> tuple[list, list[str]]:
+    """A report's list field, gathered from its part facts when it was spilled; (items, problems)."""
+    parts = report.get(name + "_parts")
+    if not parts:
+        return list(report.get(name, [])), []
+    items: list = []
+    problems = []
+    for part in parts:
+        row = db.execute("SELECT value FROM facts WHERE entity = ? AND key = ? ORDER BY version DESC, "
+                         "stored_at_ns DESC LIMIT 1",
+                         (ERASURE_REPORT_PREFIX + report["request_id"], part["key"])).fetchone()
+        if row is None:
+            problems.append(f"report {report['request_id']}: part {part['key']} is missing")
+            continue
+        if blake3.blake3(row[0].encode("utf-8")).hexdigest() != part["blake3"]:
+            problems.append(f"report {report['request_id']}: part {part['key']} does not match its hash")
+            continue
+        items.extend(json.loads(row[0]))
+    return items, problems
+
+
 def _store_report(store, report: dict[str, Any]) -> None:
-    value = json.dumps(report, ensure_ascii=False, separators=(",", ":"))
-    store.store(ERASURE_REPORT_PREFIX + report["request_id"], REPORT_KEY, value, tenant="default",
-                confidence=1.0, source_receipt=report["request_id"], private=True, horizon_class="none",
-                actor=report["actor"])
+    _store_part(store, report["request_id"], REPORT_KEY, _dumps(report), report["actor"])
 
 
 def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
@@ -626,6 +677,7 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "verification": verification.to_dict(),
             "prev_report_hash": prev,
         }
+        _spill(store, report)
         report["report_hash"] = report_hash(report)
         _store_report(store, report)
         crash_point("erase-after-report")
@@ -672,7 +724,9 @@ def verify_erasure(store) -> dict[str, Any]:
         if report.get("prev_report_hash") != prev:
             chain_errors.append(f"report {report.get('request_id')} ({fid}): does not chain to the previous report")
         prev = report.get("report_hash")
-        for fact_id, form, length, anchor, digest in report.get("needles", []):
+        report_needles, problems = load_list(store.db, report, "needles")
+        chain_errors.extend(problems)
+        for fact_id, form, length, anchor, digest in report_needles:
             needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
                             "request_id": report.get("request_id")})
     # Fold a checkpoint in first so the scan sees the database file, not stale WAL frames.

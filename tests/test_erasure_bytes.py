@@ -222,3 +222,25 @@ def test_vacuum_option(tmp_path):
     report = erasure.erase(store, erasure.Selection(fact_ids=(f.fact_id,)), reason="x", vacuum=True)
     assert report["stores"]["view"]["vacuumed"] is True and report["stores"]["view"]["wal_checkpointed"] is True
     assert b"VACUUM_MARKER" not in b"".join(all_file_bytes(tmp_path).values())
+
+
+def test_large_report_lists_spill_into_part_facts(tmp_path, monkeypatch):
+    monkeypatch.setattr(erasure, "SPILL_BYTES", 300)
+    store = Store(tmp_path)
+    facts = [store.store(f"user:{i}", "k", f"SPILL_MARKER_{i:03d} some erased text") for i in range(6)]
+    hold, _ = legal_holds.place_hold(store, "default", "keep these", ["user:held"])
+    held = [store.store(f"user:held{i}", "k", f"HELD_{i}") for i in range(8)]
+    report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:",)), reason="x", request_id="big-1")
+    assert report["needles"] == [] and report["erased_facts"] == []
+    assert len(report["needles_parts"]) > 1 and len(report["erased_facts_parts"]) > 1
+    erased, problems = erasure.load_list(store.db, report, "erased_facts")
+    assert problems == [] and sorted(e["fact_id"] for e in erased) == sorted(f.fact_id for f in facts)
+    held_back, problems = erasure.load_list(store.db, report, "held_back")
+    assert problems == [] and sorted(h["fact_id"] for h in held_back) == sorted(f.fact_id for f in held)
+    assert report["held_back"] == [] and report["holds_blocking"] == [hold.hold_id]
+    result = erasure.verify_erasure(store)
+    assert result["ok"] and result["needles"] == sum(p["count"] for p in report["needles_parts"])
+    # a part edited afterwards breaks the chain check
+    store.store("__erasure_report__::big-1", "needles-0", "[]", private=True)
+    result = erasure.verify_erasure(store)
+    assert not result["ok"] and "needles-0 does not match its hash" in result["chain_errors"][0]
