@@ -446,7 +446,8 @@ def prefix_needles(fact_id: str, value: str) -> list[dict[str, Any]]:
     return out
 
 
-def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]]) -> dict[str, list[str]]:
+def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
+                 errors: list[str]) -> dict[str, list[str]]:
     """Remove quarantined tails and temp files holding erased content (or a torn fragment of it: the
     first 16 bytes); re-export recorded exports."""
     scanner = Scanner(needles + fragments)
@@ -464,8 +465,12 @@ def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str,
     for entry in audit_export.recorded_exports(data_dir):
         path = Path(entry["path"])
         if path.is_file() and scanner.scan_file(path, max_hits=1)[1]:
-            audit_export.rerun_export(store, entry)
-            rewritten.append(str(path))
+            try:
+                audit_export.rerun_export(store, entry)
+                rewritten.append(str(path))
+            except Exception as exc:  # never lose the report over one export: remove the file instead
+                path.unlink(missing_ok=True)
+                errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
     if removed_tails or removed_tmp:
         from .journal import fsync_dir
         fsync_dir(data_dir)
@@ -614,17 +619,23 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
                                   progress=progress, hash_before=True)
         crash_point("erase-after-compact")
+        # From here on the journal no longer holds the values: record failures in the report, never
+        # lose the report over them.
+        errors: list[str] = []
         documents = None
         if documents_tenant is not None:
-            from .documents.lane import DocumentLane
-            doc_needles, doc_fragments, chunks = _document_needles(store, documents_tenant.strip())
-            documents = dict(DocumentLane(store).erase_tenant(documents_tenant))
-            documents["chunk_needles"] = len(doc_needles)
-            needles.extend(doc_needles)
-            fragments.extend(doc_fragments)
+            try:
+                from .documents.lane import DocumentLane
+                doc_needles, doc_fragments, chunks = _document_needles(store, documents_tenant.strip())
+                documents = dict(DocumentLane(store).erase_tenant(documents_tenant))
+                documents["chunk_needles"] = len(doc_needles)
+                needles.extend(doc_needles)
+                fragments.extend(doc_fragments)
+            except Exception as exc:
+                errors.append(f"document erasure failed: {exc}")
         indexes = _sync_derived_indexes(store)
         sqlite = _scrub_sqlite(store, vacuum)
-        files = _scrub_files(store, needles, fragments)
+        files = _scrub_files(store, needles, fragments, errors)
         sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
         verification = scan_directory(store.data_dir, needles)
         reports = stored_reports(store.db)
@@ -675,6 +686,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "scan_scheme": SCAN_SCHEME,
             "needles": [[n["fact_id"], n["form"], n["length"], n["anchor"], n["blake3"]] for n in needles],
             "verification": verification.to_dict(),
+            "errors": errors,
+            "ok": verification.ok and not errors,
             "prev_report_hash": prev,
         }
         _spill(store, report)

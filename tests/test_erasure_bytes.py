@@ -73,6 +73,7 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
         data = files[f"exports/audit.{fmt}"]
         assert b"ERASED_MARKER" not in data and b"KEPT_MARKER_001" in data
     assert report["verification"]["ok"] and report["verification"]["hits"] == []
+    assert report["ok"] and report["errors"] == []
     assert report["counts"]["facts_erased"] == len(facts["erased"]) == report["counts"]["facts_deleted_now"]
     stores = report["stores"]
     assert len(stores["exports"]["rewritten"]) == 3

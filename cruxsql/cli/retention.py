@@ -92,7 +92,8 @@ def register(group: click.Group) -> None:
         """Delete the selected facts, compact, scrub every copy, verify, and print the erasure report.
 
         Criteria combine (all must match). Facts an active legal hold covers are held back and listed.
-        Exits with status 1 when the verification scan still finds erased content.
+        Exits with status 1 when the verification scan still finds erased content or a copy could not be
+        scrubbed (the report says which).
         """
         selection = erasure.Selection(tenant=tenant, entity_prefixes=entity_prefixes, fact_ids=fact_ids,
                                       older_than=older_than)
@@ -105,7 +106,7 @@ def register(group: click.Group) -> None:
             except compaction.LegalHoldBlocked as exc:
                 raise click.ClickException(_blocked_message(exc)) from None
         echo_json(report)
-        if not report["verification"]["ok"]:
+        if not report["ok"]:
             raise SystemExit(1)
 
     # --- holds ---------------------------------------------------------------------------------
@@ -224,7 +225,7 @@ def register(group: click.Group) -> None:
             except compaction.LegalHoldBlocked as exc:
                 raise click.ClickException(_blocked_message(exc)) from None
         echo_json(report)
-        if not report["verification"]["ok"]:
+        if not report["ok"]:
             raise SystemExit(1)
 
     # --- export --------------------------------------------------------------------------------
