@@ -38,6 +38,7 @@ CREATE INDEX facts_entity ON facts (entity);
 CREATE INDEX facts_stored_at ON facts (stored_at_ns, fact_id);
 CREATE INDEX facts_supersedes ON facts (supersedes) WHERE supersedes IS NOT NULL;
 CREATE INDEX facts_superseded_by ON facts (superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX facts_deleted ON facts (fact_id) WHERE deleted = 1;
 
 -- One row per journal line that decoded; `applied` is 0 when replay's rules skipped it (skip_reason says why).
 CREATE TABLE journal_events (
