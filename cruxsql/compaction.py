@@ -152,7 +152,6 @@ def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] =
     with store.writer_lock():
         if store.journal.poisoned:
             raise JournalPoisoned("fact journal durable mutation plane is poisoned; restart required before compaction")
-        store.journal.repair_torn_tail()
         store.refresh()
         covered = blocked_by_holds(store)
         receipt_id = None

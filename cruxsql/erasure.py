@@ -33,7 +33,7 @@ import blake3
 import numpy as np
 
 from . import compaction, legal_holds, timestamps
-from .codec import ConsolidateUndoEvent, DeleteEvent, encode_event
+from .codec import ConsolidateUndoEvent, DeleteEvent
 from .errors import Conflict, InvalidInput
 from .faults import crash_point
 from .journal import JOURNAL_NAME
@@ -334,13 +334,8 @@ def _consolidation_undos(db, fact_ids: set[str], now_text: str) -> list[Consolid
 
 
 def _append(store, events: list) -> None:
-    if not events:
-        return
-    with store.writer_lock():
-        store.refresh()
-        store.journal.repair_torn_tail()
-        store.journal.append([encode_event(e) for e in events])
-        store.refresh()
+    if events:
+        store.commit(lambda: events)
 
 
 def delete_facts(store, fact_ids: list[str]) -> tuple[list[str], list[dict[str, Any]], int]:
@@ -573,7 +568,6 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         raise InvalidInput(f"invalid request id {request_id!r}")
     requested_at = requested_at or timestamps.now_ns()
     with store.writer_lock():
-        store.journal.repair_torn_tail()
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
                             (ERASURE_REPORT_PREFIX + request_id, REPORT_KEY)).fetchone():

@@ -145,7 +145,6 @@ def apply(store, older_than: str, *, actor: Optional[str] = None, reason: Option
     requested = timestamps.now_ns()
     cutoff = parse_cutoff(older_than, requested)
     with store.writer_lock():
-        store.journal.repair_torn_tail()
         store.refresh()
         c = classify(store, cutoff)
         plan = erasure.Plan(

@@ -114,7 +114,7 @@ class Store:
         self.db: apsw.Connection = view.open_connection(self.data_dir / view.DB_NAME)
         with self.writer_lock():
             self.quarantined = self.journal.repair_torn_tail()
-            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            self.last_replay = self.refresh(progress)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -135,8 +135,10 @@ class Store:
             yield
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
-        """Catch the view up with lines other processes (or a Crux daemon) appended."""
+        """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
+        tail first so nothing is ever appended onto it."""
         with self.writer_lock():
+            self.journal.repair_torn_tail()
             return view.replay(self.db, self.journal, self.policy, progress)
 
     def rebuild(self, progress: Progress = None) -> view.ReplayStats:
@@ -151,9 +153,8 @@ class Store:
         """The one write path: under the lock, catch up, call `build()` to make events from the current
         state, append them durably, then replay them into the view. Returns the events."""
         with self.writer_lock():
-            view.replay(self.db, self.journal, self.policy)
+            self.refresh()
             events = build()
-            self.journal.repair_torn_tail()
             self.journal.append([codec.encode_event(e) for e in events])
             crash_point("store-after-append")
             view.replay(self.db, self.journal, self.policy)
