@@ -321,8 +321,9 @@ class Recall:
             else:
                 plan.where.append("f.entity = :ent")
 
-    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
-        """The OR-match over lowercased value/key/visible entity; returns how candidates were found."""
+    @staticmethod
+    def _add_or_match(plan: _Plan, terms: list[str]) -> None:
+        """The exact OR-match: any term a substring of the lowercased value, key or visible entity."""
         clauses = []
         for i, term in enumerate(terms):
             plan.params[f"q{i}"] = term
@@ -330,6 +331,10 @@ class Recall:
                 f"instr(coalesce(t.lc_value, f.value), :q{i}) > 0 OR instr(coalesce(t.lc_key, f.key), :q{i}) > 0 "
                 f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
         plan.where.append("(" + " OR ".join(clauses) + ")")
+
+    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
+        """The OR-match over lowercased value/key/visible entity; returns how candidates were found."""
+        self._add_or_match(plan, terms)
         total = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
         candidates = self.index.candidates(terms, limit=max(1000, int(_SCAN_SHARE * total)))
         if candidates is None:

@@ -75,13 +75,7 @@ class Fts5Recall(Recall):
     """The same pipeline, with FTS5 trigram MATCH as the candidate source (benchmark reference only)."""
 
     def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
-        clauses = []
-        for i, term in enumerate(terms):
-            plan.params[f"q{i}"] = term
-            clauses.append(
-                f"instr(coalesce(t.lc_value, f.value), :q{i}) > 0 OR instr(coalesce(t.lc_key, f.key), :q{i}) > 0 "
-                f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
-        plan.where.append("(" + " OR ".join(clauses) + ")")
+        self._add_or_match(plan, terms)
         if all(len(t) >= 3 for t in terms):
             plan.params["fts"] = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
             plan.where.append("f.seq IN (SELECT rowid FROM bench.fts WHERE fts MATCH :fts)")
