@@ -22,7 +22,7 @@ from .errors import InvalidInput
 HORIZON_CLASSES = ("volatile", "medium", "stable", "none")
 _HORIZONS = frozenset(HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
-_U64_MAX = 2**64 - 1
+_TOKENS_MAX = 2**63 - 1  # a usize in Rust; the view's INTEGER columns are signed 64-bit
 
 
 def parse_horizon(text: str) -> str:
@@ -47,9 +47,9 @@ def default_horizon_for_entity(entity: str) -> str:
 def to_f32(x: float) -> float:
     """Round a number to the nearest f32 (as Rust's `as f32`), returned as a Python float."""
     try:
-        return struct.unpack("<f", struct.pack("<f", x))[0]
+        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
     except OverflowError:
-        return math.copysign(math.inf, x)
+        return math.inf if x > 0 else -math.inf
 
 
 def format_f32(x: float) -> str:
@@ -327,7 +327,39 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-JSON number {name}")
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate field `{dup}`")
+    return obj
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+MAX_NESTING = 128  # serde_json's recursion limit
+
+
+def _nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 def _req(obj: dict, name: str, where: str) -> Any:
@@ -366,8 +398,8 @@ def _time(v: Any, name: str, where: str) -> int:
         raise CorruptLine(f"{where}: `{name}` must be an RFC 3339 string")
     try:
         return timestamps.parse_ns(v)
-    except InvalidInput:
-        raise CorruptLine(f"{where}: `{name}` is not an RFC 3339 timestamp: {v!r}") from None
+    except InvalidInput as exc:
+        raise CorruptLine(f"{where}: `{name}`: {exc}") from None
 
 
 def _opt_time(v: Any, name: str, where: str) -> Optional[int]:
@@ -388,6 +420,10 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
     confidence = _req(obj, "confidence", where)
     if type(confidence) not in (int, float):
         raise CorruptLine(f"{where}: `confidence` must be a number")
+    confidence = to_f32(confidence)
+    if not math.isfinite(confidence):
+        # serde would hold an infinity and later write it as an unreadable `null` (spec §1.2).
+        raise CorruptLine(f"{where}: `confidence` is outside the f32 range")
     horizon = g("horizon_class", "none")
     if type(horizon) is not str or horizon not in _HORIZONS:
         raise CorruptLine(f"{where}: unknown horizon_class {horizon!r}")
@@ -399,9 +435,9 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
         key=_string(_req(obj, "key", where), "key", where),
         value=_string(_req(obj, "value", where), "value", where),
         source_receipt=_opt_string(g("source_receipt"), "source_receipt", where),
-        confidence=to_f32(confidence),
+        confidence=confidence,
         stored_at=_time(_req(obj, "stored_at", where), "stored_at", where),
-        tokens=_uint(_req(obj, "tokens", where), "tokens", where, _U64_MAX),
+        tokens=_uint(_req(obj, "tokens", where), "tokens", where, _TOKENS_MAX),
         deleted=_bool(_req(obj, "deleted", where), "deleted", where),
         version=_uint(g("version", 1), "version", where, _U32_MAX),
         supersedes=_opt_string(g("supersedes"), "supersedes", where),
@@ -437,9 +473,11 @@ def decode_event(raw: bytes) -> Event:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptLine(f"invalid UTF-8 at byte {exc.start}") from None
+    if raw.count(b"[") + raw.count(b"{") > MAX_NESTING and _nesting_depth(raw) > MAX_NESTING:
+        raise CorruptLine(f"invalid JSON: nested deeper than {MAX_NESTING} levels")
     try:
         obj = _decoder.decode(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CorruptLine(f"invalid JSON: {exc}") from None
     if type(obj) is not dict:
         raise CorruptLine("expected a JSON object")

@@ -30,6 +30,7 @@ from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import apsw
 import blake3
 
 from . import codec, legal_holds, timestamps, view
@@ -294,15 +295,26 @@ def _needs_rebuild(db) -> bool:
     ).fetchone() is not None
 
 
-def checkpoint_wal(db) -> bool:
+def checkpoint_wal(db, attempts: int = 20) -> bool:
     """Fold the WAL into cruxsql.db and truncate it, so old page images (with deleted values) go too.
 
-    Returns False when another connection's read transaction keeps it busy (the next one will do)."""
+    A read transaction in another process can keep the WAL busy: each attempt waits at most 100 ms
+    (the caller holds the writer lock, so nobody else may wait long on us). Returns False when it
+    stayed busy; the next checkpoint will do it."""
+    db.setbusytimeout(100)
     try:
-        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    except Exception:
+        for attempt in range(attempts):
+            try:
+                busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except apsw.BusyError:
+                busy = 1
+            if not busy:
+                return True
+            if attempt + 1 < attempts:
+                time.sleep(0.05)
         return False
-    return not busy
+    finally:
+        db.setbusytimeout(30_000)
 
 
 def remove_stale_temp_files(journal: Journal) -> list[str]:

@@ -36,7 +36,7 @@ def parse_cutoff(text: str, now_ns: Optional[int] = None) -> int:
         raise InvalidInput("a cutoff is required: a duration such as 90d or 12h, or an RFC 3339 timestamp")
     if _DURATION.match(text):
         now = timestamps.now_ns() if now_ns is None else now_ns
-        return now - parse_duration_ns(text)
+        return timestamps.check_range(now - parse_duration_ns(text), text)
     try:
         return timestamps.parse_ns(text.strip())
     except InvalidInput:

@@ -405,13 +405,7 @@ def _scrub_sqlite(store, vacuum: bool) -> dict[str, Any]:
             out["vacuum_error"] = str(exc)
         finally:
             db.execute(f"PRAGMA temp_store = {int(previous)}")
-    for _ in range(20):
-        busy, log, done = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if not busy:
-            out["wal_checkpointed"] = True
-            break
-        import time
-        time.sleep(0.05)
+    out["wal_checkpointed"] = compaction.checkpoint_wal(db)
     return out
 
 
@@ -737,10 +731,7 @@ def verify_erasure(store) -> dict[str, Any]:
             needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
                             "request_id": report.get("request_id")})
     # Fold a checkpoint in first so the scan sees the database file, not stale WAL frames.
-    try:
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except Exception:
-        pass
+    compaction.checkpoint_wal(store.db, attempts=1)
     result = scan_directory(store.data_dir, needles)
     out = result.to_dict()
     out["reports"] = len(reports)

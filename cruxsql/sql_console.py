@@ -29,7 +29,7 @@ def run_readonly_query(db_path: Path, query: str) -> tuple[list[str], list[tuple
         cursor.exec_trace = remember_columns
         try:
             rows = list(cursor.execute(query))
-        except (apsw.ReadOnlyError, apsw.SQLError, apsw.AuthError, apsw.ConstraintError) as exc:
+        except apsw.Error as exc:
             raise InvalidInput(f"SQL failed: {exc}") from None
         return columns, rows
     finally:

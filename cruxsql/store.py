@@ -161,6 +161,13 @@ class Store:
             return events
 
     def _build_fact(self, req: StoreRequest, now: int) -> Fact:
+        for name in ("entity", "key", "value", "tenant_hash", "source_receipt", "actor"):
+            text = getattr(req, name)
+            if text is not None:
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidInput(f"{name} is not valid UTF-8 text: {text!r}") from None
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
             else codec.default_horizon_for_entity(req.entity)
@@ -259,6 +266,9 @@ class Store:
     def set_validity(self, fact_id: str, valid_from: Optional[int] = None, valid_to: Optional[int] = None,
                      tenant: Optional[str] = None) -> None:
         """Set (or clear, with None) the half-open valid-time interval [valid_from, valid_to)."""
+        for bound in (valid_from, valid_to):
+            if bound is not None:
+                timestamps.check_range(bound, bound)
         if valid_from is not None and valid_to is not None and valid_to <= valid_from:
             raise InvalidInput("valid_to must be later than valid_from")
 

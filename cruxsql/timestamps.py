@@ -16,6 +16,9 @@ from .errors import InvalidInput
 
 _NS = 1_000_000_000
 _DAY_NS = 86_400 * _NS
+# The view keeps every timestamp as a signed 64-bit count of nanoseconds (1677-09-21 .. 2262-04-11).
+MIN_NS = -(2**63)
+MAX_NS = 2**63 - 1
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:?\d{2})\Z"
@@ -77,7 +80,7 @@ def parse_ns(text: str) -> int:
         days = _date_days(int(y), int(mo), int(d))
     except ValueError:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}") from None
-    if hh > 23 or mi > 59 or ss > 59:
+    if hh > 23 or mi > 59 or ss > 60:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
     nanos = int(frac[:9].ljust(9, "0")) if frac else 0
     offset_s = 0
@@ -87,7 +90,16 @@ def parse_ns(text: str) -> int:
         if oh > 23 or om > 59:
             raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
         offset_s = (oh * 3600 + om * 60) * (1 if off[0] == "+" else -1)
-    return (days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos
+    # A leap second (ss == 60) counts as the second after :59, as chrono's timestamp does.
+    return check_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
+
+
+def check_range(ns: int, what: object) -> int:
+    """`ns` itself, or InvalidInput when it does not fit the view's 64-bit nanosecond columns."""
+    if not MIN_NS <= ns <= MAX_NS:
+        raise InvalidInput(
+            f"timestamp {what!r} is outside the supported range {_format(MIN_NS, 'Z')} .. {_format(MAX_NS, 'Z')}")
+    return ns
 
 
 def _format(ns: int, suffix: str) -> str:

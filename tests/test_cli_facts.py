@@ -155,3 +155,21 @@ def test_verify_erasure_scans_the_data_directory(run, tmp_path: Path) -> None:
     (data / "stray-copy.txt").write_text("left over: marker-ALPHA-123@example.com\n")
     failed = run("verify", "--erasure", ok=False)
     assert failed.exit_code == 1 and "ERASURE NOT VERIFIED" in failed.output
+
+
+def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> None:
+    fact_id = run("store", "e", "k", "v").output.split()[0]
+    journal = (tmp_path / "data" / "facts.jsonl").read_bytes()
+    out_of_range = run("set-validity", fact_id, "--to", "2300-01-01T00:00:00Z", ok=False)
+    assert out_of_range.exit_code == 1 and "outside the supported range" in out_of_range.output
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_bytes(b'{"entity":"e","key":"k","value":"' + bytes([0xFF, 0xFE]) + b'"}\n')
+    not_utf8 = run("store-batch", str(bad_file), ok=False)
+    assert not_utf8.exit_code == 1 and "not valid UTF-8" in not_utf8.output
+    surrogate = run("store", "e", "k", "\udcff", ok=False)
+    assert surrogate.exit_code == 1 and "not valid UTF-8" in surrogate.output
+    pragma = run("sql", "PRAGMA journal_mode=DELETE", ok=False)
+    assert pragma.exit_code == 1 and "SQL failed" in pragma.output
+    for result in (out_of_range, not_utf8, surrogate, pragma):
+        assert "Traceback" not in result.output
+    assert (tmp_path / "data" / "facts.jsonl").read_bytes() == journal

@@ -142,6 +142,10 @@ def test_missing_required_field_rejects_the_line() -> None:
     (b'[1,2]', "object"),
     (b'{"op":"supersede","fact_id":"a","by_fact_id":7,"superseded_at":"x"}', "by_fact_id"),
     (b'{"op":"consolidate_undo","canonical_fact_id":"a","restored_fact_ids":"b","undone_at":"x"}', "array"),
+    (b'{"op":"delete","fact_id":"a","fact_id":"b","deleted_at":"x"}', "duplicate field `fact_id`"),
+    (b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + b"[" * 200 + b"]" * 200 + b"}", "nested deeper"),
+    (b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + b"[" * 100000 + b"]" * 100000 + b"}",
+     "nested deeper"),
 ])
 def test_corrupt_lines_say_why(raw: bytes, reason: str) -> None:
     with pytest.raises(CorruptLine, match=reason):
@@ -174,3 +178,25 @@ def test_parse_horizon_trims_and_lowercases_and_names_bad_input() -> None:
     assert codec.parse_horizon("  Stable ") == "stable"
     with pytest.raises(ValueError, match="'weekly'"):
         codec.parse_horizon("weekly")
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"confidence": 1e40}, "outside the f32 range"),
+    ({"confidence": 10**400}, "outside the f32 range"),
+    ({"stored_at": "2300-01-01T00:00:00Z"}, "outside the supported range"),
+    ({"valid_to": "1500-01-01T00:00:00Z"}, "outside the supported range"),
+    ({"tokens": 2**63}, "tokens"),
+])
+def test_values_the_view_cannot_hold_make_a_corrupt_line_not_a_crash(change: dict, reason: str) -> None:
+    with pytest.raises(CorruptLine, match=reason):
+        codec.decode_event(json.dumps({"op": "store", "fact": {**BASE, **change}}).encode())
+
+
+def test_a_leap_second_counts_as_the_next_second_like_chrono() -> None:
+    assert timestamps.parse_ns("2016-12-31T23:59:60.5Z") == timestamps.parse_ns("2017-01-01T00:00:00.5Z")
+
+
+def test_nesting_up_to_serdes_limit_is_accepted() -> None:
+    deep = b"[" * 120 + b"]" * 120
+    event = codec.decode_event(b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + deep + b"}")
+    assert event.fact_id == "a"

@@ -33,7 +33,7 @@ def data_dir_option(fn: Callable) -> Callable:
 
 
 def fails_cleanly(fn: Callable) -> Callable:
-    """Turn a CruxsqlError into a one-line `Error: ...` and exit status 1."""
+    """Turn a CruxsqlError (or undecodable input) into a one-line `Error: ...` and exit status 1."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -41,6 +41,8 @@ def fails_cleanly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except CruxsqlError as exc:
             raise click.ClickException(str(exc)) from None
+        except UnicodeError as exc:
+            raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
 
     return wrapper
 
