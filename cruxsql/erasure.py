@@ -32,7 +32,7 @@ from typing import Any, Iterable, Optional
 import blake3
 import numpy as np
 
-from . import compaction, legal_holds, timestamps
+from . import compaction, legal_holds, timestamps, view
 from .codec import ConsolidateUndoEvent, DeleteEvent
 from .errors import Conflict, InvalidInput
 from .faults import crash_point
@@ -626,6 +626,12 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         files = _scrub_files(store, needles, fragments, errors)
         sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
         verification = scan_directory(store.data_dir, needles)
+        if not sqlite["vacuumed"] and any(hit["file"].startswith(view.DB_NAME) for hit in verification.hits):
+            # secure_delete zeroes deleted cells, but a B-tree rebalance can leave old bytes in a live
+            # page's unused space; VACUUM rewrites every page, so run it when the scan finds any.
+            sqlite.update(_scrub_sqlite(store, True))
+            sqlite["vacuumed_after_scan"] = True
+            verification = scan_directory(store.data_dir, needles)
         reports = stored_reports(store.db)
         prev = reports[-1].get("report_hash") if reports else None
         now = timestamps.now_ns()
