@@ -263,8 +263,13 @@ class Recall:
                     f"(SELECT c.{col} FROM recall_changes c WHERE c.fact_id = f.fact_id AND c.attr = '{attr}' "
                     f"AND c.at_ns <= :known_at ORDER BY c.line_no DESC LIMIT 1) ELSE {current} END)")
 
+        # A compaction bakes `superseded_by` into the store line, so a fact can look superseded from
+        # birth: it only counts once its successor was itself stored by :T.
+        successor = at_t("superseded_by", "v_text", "f.superseded_by")
+        superseded_by = (f"(CASE WHEN (SELECT e.at_ns FROM facts g JOIN recall_event_times e ON e.line_no = g.line_no "
+                         f"WHERE g.fact_id = {successor}) > :known_at THEN NULL ELSE {successor} END)")
         return {"deleted": at_t("deleted", "v_int", "f.deleted"),
-                "superseded_by": at_t("superseded_by", "v_text", "f.superseded_by"),
+                "superseded_by": superseded_by,
                 "valid_from": at_t("validity", "v_int", "f.valid_from_ns"),
                 "valid_to": at_t("validity", "v_int2", "f.valid_to_ns"),
                 "horizon": at_t("horizon", "v_text", "f.horizon_class"),
