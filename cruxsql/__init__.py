@@ -6,11 +6,12 @@
         rows = cruxsql.Recall(store).query_facts("deploy").rows
 """
 
-from .codec import Fact
-from .errors import Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned, NotFound
 from .documents.lane import DocumentLane
-from .recall import Recall
-from .store import Store, StoreRequest, open_store as open
+from .errors import Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned, NotFound
+from .facts.codec import Fact
+from .facts.store import Store, StoreRequest
+from .facts.store import open_store as open
+from .recall.queries import Recall
 
 __all__ = [
     "Conflict", "CruxsqlError", "DocumentLane", "Fact", "InvalidInput", "JournalError", "JournalPoisoned",

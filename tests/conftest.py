@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cruxsql import privacy
+from cruxsql.facts import privacy
 
 
 @pytest.fixture(autouse=True)

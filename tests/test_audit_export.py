@@ -9,9 +9,10 @@ import sqlite3
 import blake3
 import pytest
 
-from cruxsql import audit_export, timestamps
 from cruxsql.errors import InvalidInput
-from cruxsql.store import Store
+from cruxsql.facts import timestamps
+from cruxsql.facts.store import Store
+from cruxsql.governance import audit_export
 
 
 def _history(store: Store):

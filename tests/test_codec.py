@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cruxsql import codec, timestamps
-from cruxsql.codec import CorruptLine, Fact
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.codec import CorruptLine, Fact
 
 GOLDEN = Path(__file__).parent / "golden" / "crux_spec_examples.jsonl"
 

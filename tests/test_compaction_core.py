@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from cruxsql import codec, compaction
-from cruxsql.store import Store, StoreRequest
 from test_retention_support import append_events, fact_state, journal_bytes, random_history
+
+from cruxsql.facts import codec
+from cruxsql.facts.store import Store, StoreRequest
+from cruxsql.governance import compaction
 
 CRUX_LINES = [
     # as a Crux daemon writes them (factstore spec §2.2): ms / ns fractions, source receipts, actors
@@ -188,7 +189,7 @@ def test_empty_store_compacts_to_empty_journal(tmp_path):
 
 
 def test_fast_row_serialiser_equals_fact_to_json(tmp_path):
-    from cruxsql import view
+    from cruxsql.facts import view
     (tmp_path / "facts.jsonl").write_text("\n".join(CRUX_LINES) + "\n", encoding="utf-8")
     store = Store(tmp_path)
     random_history(store, 7, steps=150)
@@ -219,7 +220,7 @@ def test_another_open_store_keeps_working_after_a_compaction(tmp_path):
 
 
 def test_seq_kept_when_order_holds_and_renumbered_when_not(tmp_path):
-    from cruxsql import timestamps
+    from cruxsql.facts import timestamps
     store = Store(tmp_path / "a")
     for i in range(5):
         store.store("e", f"k{i}", f"v{i}")

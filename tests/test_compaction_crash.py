@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from cruxsql import compaction, erasure, retention, timestamps
-from cruxsql.faults import CRASH_ENV
-from cruxsql.store import Store
+from cruxsql.facts import timestamps
+from cruxsql.facts.faults import CRASH_ENV
+from cruxsql.facts.store import Store
+from cruxsql.governance import compaction, erasure, retention
 
 CHILD = textwrap.dedent(r"""
     import os, signal, sys
-    from cruxsql import compaction, erasure, retention
-    from cruxsql import journal as journal_module
-    from cruxsql.store import Store
+    from cruxsql.governance import compaction, erasure, retention
+    from cruxsql.facts import journal as journal_module
+    from cruxsql.facts.store import Store
 
     data_dir, op, step, cutoff = sys.argv[1:5]
     if step == "after-temp-fsync":          # inside Journal.rewrite: temp fsynced, not yet renamed

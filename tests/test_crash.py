@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import cruxsql
-from cruxsql.faults import CRASH_ENV
+from cruxsql.facts.faults import CRASH_ENV
 
 WRITER = r"""
 import sys, cruxsql

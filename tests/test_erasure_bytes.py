@@ -7,10 +7,11 @@ from pathlib import Path
 
 import blake3
 import pytest
-
-from cruxsql import audit_export, codec, compaction, erasure, legal_holds
-from cruxsql.store import Store
 from test_retention_support import all_file_bytes, append_events, now_text
+
+from cruxsql.facts import codec
+from cruxsql.facts.store import Store
+from cruxsql.governance import audit_export, compaction, erasure, erasure_proof, erasure_scan, legal_holds
 
 
 def _count(data_dir: Path, marker: bytes) -> dict[str, int]:
@@ -47,7 +48,7 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
         b"ERASED_MARKER_002 stale temp copy")
     store = Store(tmp_path)
     assert store.journal.quarantined_tails()
-    from cruxsql.fact_index import TextIndex
+    from cruxsql.recall.fact_index import TextIndex
     TextIndex(store.db).sync()  # the recall lane's lowercased copies of every value
     assert store.db.execute("SELECT count(*) FROM recall_text WHERE lc_value LIKE 'erased_marker%'").fetchone()[0]
     for marker in (b"ERASED_MARKER_000", b"ERASED_MARKER_LONG", b"KEPT_MARKER_000"):
@@ -91,7 +92,7 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
     # view == fresh replay, kept facts intact, verify --erasure passes
     assert store.verify().ok
     assert store.get(facts["kept"][0].fact_id).value == facts["kept"][0].value
-    result = erasure.verify_erasure(store)
+    result = erasure_proof.verify_erasure(store)
     assert result["ok"] and result["chain_ok"] and result["reports"] == 1 and result["needles"] > 0
 
 
@@ -100,15 +101,15 @@ def test_verify_erasure_finds_reintroduced_content(tmp_path):
     secret = "SECRET_MARKER_9 the subject's phone +44 7700 900123"
     f = store.store("user:carol", "phone", secret)
     erasure.erase(store, erasure.Selection(fact_ids=(f.fact_id,)), reason="DSR")
-    assert erasure.verify_erasure(store)["ok"]
+    assert erasure_proof.verify_erasure(store)["ok"]
     # an operator copies the value back into the data directory by hand
     (tmp_path / "notes.txt").write_bytes(b"xx" + json.dumps(secret)[1:-1].encode() + b"yy")
-    result = erasure.verify_erasure(store)
+    result = erasure_proof.verify_erasure(store)
     assert not result["ok"]
     assert [(h["file"], h["offset"], h["fact_id"]) for h in result["hits"]] == [("notes.txt", 2, f.fact_id)]
     # a lowercased copy (as the recall index keeps text) is found too
     (tmp_path / "notes.txt").write_bytes(b"...." + secret.lower().encode())
-    hit = erasure.verify_erasure(store)["hits"][0]
+    hit = erasure_proof.verify_erasure(store)["hits"][0]
     assert (hit["offset"], hit["form"]) == (4, "lower")
 
 
@@ -119,13 +120,13 @@ def test_report_chain_and_tamper_detection(tmp_path):
     r1 = erasure.erase(store, erasure.Selection(fact_ids=(a.fact_id,)), reason="one", request_id="req-1")
     r2 = erasure.erase(store, erasure.Selection(fact_ids=(b.fact_id,)), reason="two", request_id="req-2")
     assert r1["prev_report_hash"] is None
-    assert r2["prev_report_hash"] == r1["report_hash"] == erasure.report_hash(r1)
-    stored = erasure.stored_reports(store.db)
+    assert r2["prev_report_hash"] == r1["report_hash"] == erasure_proof.report_hash(r1)
+    stored = erasure_proof.stored_reports(store.db)
     assert [r["request_id"] for r in stored] == ["req-1", "req-2"]
     row = store.db.execute("SELECT private, tenant_hash, source_receipt FROM facts WHERE entity = ?",
                            ("__erasure_report__::req-1",)).fetchone()
     assert row == (1, "default", "req-1")
-    assert erasure.verify_erasure(store)["chain_ok"]
+    assert erasure_proof.verify_erasure(store)["chain_ok"]
     with pytest.raises(Exception, match="already exists"):
         erasure.erase(store, erasure.Selection(fact_ids=(b.fact_id,)), reason="again", request_id="req-2")
     # a forged report (edited content) breaks the chain check
@@ -133,7 +134,7 @@ def test_report_chain_and_tamper_detection(tmp_path):
     forged.pop("_fact_id")
     forged["reason"] = "edited"
     store.store("__erasure_report__::req-2", "report", json.dumps(forged), private=True)
-    result = erasure.verify_erasure(store)
+    result = erasure_proof.verify_erasure(store)
     assert not result["chain_ok"] and not result["ok"]
 
 
@@ -183,13 +184,13 @@ def test_short_and_shared_values_are_reported_not_scanned(tmp_path):
 
 
 def test_scanner_finds_needles_across_block_boundaries(tmp_path, monkeypatch):
-    monkeypatch.setattr(erasure, "_SCAN_BLOCK", 64)
+    monkeypatch.setattr(erasure_scan, "_SCAN_BLOCK", 64)
     value = "BOUNDARY_MARKER_abcdefghijklmnopqrstuvwxyz"
-    needles = erasure.needles_for("f_1", value)
+    needles = erasure_scan.needles_for("f_1", value)
     for offset in range(50, 70):
         path = tmp_path / f"f{offset}"
         path.write_bytes(b"\0" * offset + value.encode() + b"\0" * 5)
-        result = erasure.scan_directory(tmp_path, needles)
+        result = erasure_scan.scan_directory(tmp_path, needles)
         assert [h["offset"] for h in result.hits if h["file"] == path.name] == [offset]
         path.unlink()
 
@@ -211,7 +212,7 @@ def test_erase_tenant_documents_reaches_segments_and_view(tmp_path):
     data = b"".join(all_file_bytes(tmp_path).values())
     assert b"DOCGONE_MARKER" not in data and b"FACTGONE_MARKER" not in data
     assert b"DOCKEEP_MARKER" in data
-    assert report["verification"]["ok"] and erasure.verify_erasure(store)["ok"]
+    assert report["verification"]["ok"] and erasure_proof.verify_erasure(store)["ok"]
     assert [e["fact_id"] for e in report["erased_facts"]] == [fact.fact_id]
     with pytest.raises(Exception, match="--documents needs --tenant"):
         erasure.erase(store, erasure.Selection(fact_ids=("f_x",)), reason="x", documents=True)
@@ -226,7 +227,7 @@ def test_vacuum_option(tmp_path):
 
 
 def test_large_report_lists_spill_into_part_facts(tmp_path, monkeypatch):
-    monkeypatch.setattr(erasure, "SPILL_BYTES", 300)
+    monkeypatch.setattr(erasure_proof, "SPILL_BYTES", 300)
     store = Store(tmp_path)
     facts = [store.store(f"user:{i}", "k", f"SPILL_MARKER_{i:03d} some erased text") for i in range(6)]
     hold, _ = legal_holds.place_hold(store, "default", "keep these", ["user:held"])
@@ -234,14 +235,14 @@ def test_large_report_lists_spill_into_part_facts(tmp_path, monkeypatch):
     report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:",)), reason="x", request_id="big-1")
     assert report["needles"] == [] and report["erased_facts"] == []
     assert len(report["needles_parts"]) > 1 and len(report["erased_facts_parts"]) > 1
-    erased, problems = erasure.load_list(store.db, report, "erased_facts")
+    erased, problems = erasure_proof.load_list(store.db, report, "erased_facts")
     assert problems == [] and sorted(e["fact_id"] for e in erased) == sorted(f.fact_id for f in facts)
-    held_back, problems = erasure.load_list(store.db, report, "held_back")
+    held_back, problems = erasure_proof.load_list(store.db, report, "held_back")
     assert problems == [] and sorted(h["fact_id"] for h in held_back) == sorted(f.fact_id for f in held)
     assert report["held_back"] == [] and report["holds_blocking"] == [hold.hold_id]
-    result = erasure.verify_erasure(store)
+    result = erasure_proof.verify_erasure(store)
     assert result["ok"] and result["needles"] == sum(p["count"] for p in report["needles_parts"])
     # a part edited afterwards breaks the chain check
     store.store("__erasure_report__::big-1", "needles-0", "[]", private=True)
-    result = erasure.verify_erasure(store)
+    result = erasure_proof.verify_erasure(store)
     assert not result["ok"] and "needles-0 does not match its hash" in result["chain_errors"][0]

@@ -8,11 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from journal_builders import fact_obj, line, write_journal
 
 import cruxsql
-from cruxsql import journal as journal_mod
-from cruxsql.journal import Journal
-from journal_builders import fact_obj, line, write_journal
+from cruxsql.facts import journal as journal_mod
+from cruxsql.facts.journal import Journal
 
 
 def _journal_with_last_line(tmp_path: Path) -> tuple[Path, bytes, bytes]:

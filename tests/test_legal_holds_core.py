@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from cruxsql import compaction, erasure, legal_holds, timestamps
-from cruxsql.errors import Conflict, InvalidInput, NotFound
-from cruxsql.store import Store
 from test_retention_support import journal_bytes
+
+from cruxsql.errors import Conflict, InvalidInput, NotFound
+from cruxsql.facts import timestamps
+from cruxsql.facts.store import Store
+from cruxsql.governance import compaction, erasure, legal_holds
 
 
 def _hold_rows(store, hold_id):

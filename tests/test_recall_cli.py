@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from cruxsql.cli import recall as recall_cli
-from cruxsql.store import Store
+from cruxsql.facts.store import Store
 
 
 @pytest.fixture

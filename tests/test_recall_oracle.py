@@ -15,10 +15,11 @@ from typing import Any, Optional
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cruxsql import codec, fact_index, timestamps, view
-from cruxsql.codec import Fact
-from cruxsql.recall import Recall
-from cruxsql.store import Store
+from cruxsql.facts import codec, timestamps, view
+from cruxsql.facts.codec import Fact
+from cruxsql.facts.store import Store
+from cruxsql.recall import fact_index
+from cruxsql.recall.queries import Recall
 
 HOUR_NS = 3_600_000_000_000
 BASE = timestamps.parse_ns("2026-03-01T00:00:00Z")
@@ -34,7 +35,7 @@ TENANTS = ["default", "t1", "t2"]
 CONFIDENCES = [1.0, 0.9, 0.5, 0.3]
 HORIZONS = ["none", "volatile", "medium", "stable"]
 
-# Rust char::is_whitespace (Unicode White_Space), written out independently of cruxsql.scope
+# Rust char::is_whitespace (Unicode White_Space), written out independently of cruxsql.recall.scope
 RUST_WS = {0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F,
            0x205F, 0x3000}
 

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cruxsql import codec, timestamps, tokens
-from cruxsql.codec import Fact
 from cruxsql.errors import InvalidInput
-from cruxsql.recall import Recall, normalize_topic
-from cruxsql.store import Store
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.codec import Fact
+from cruxsql.facts.store import Store
+from cruxsql.recall import tokens
+from cruxsql.recall.queries import Recall, normalize_topic
 
 T0 = timestamps.parse_ns("2026-06-01T00:00:00Z")
 H = 3_600_000_000_000
@@ -217,7 +218,7 @@ def test_memory_view(tmp_path):
 
 @pytest.mark.parametrize("view_update", ["direct", "rebuild"])
 def test_compaction_drops_derived_copies_and_recall_stays_exact(tmp_path, view_update):
-    from cruxsql import compaction
+    from cruxsql.governance import compaction
 
     store = Store(tmp_path)
     keep = store.store("svc", "note", "keep this zebra")

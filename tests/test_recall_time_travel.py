@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 import cruxsql
-from cruxsql import compaction, timestamps
+from cruxsql.facts import timestamps
+from cruxsql.governance import compaction
 
 
 def test_known_at_survives_a_compaction(tmp_path: Path) -> None:

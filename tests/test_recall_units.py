@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cruxsql import crc_v1, freshness, scope, tokens
-from cruxsql.freshness import DecayPolicy, freshness_at, parse_freshness_horizon, salience_factor
+from cruxsql.recall import crc_v1, freshness, scope, tokens
+from cruxsql.recall.freshness import DecayPolicy, freshness_at, parse_freshness_horizon, salience_factor
 
 H = freshness.HOUR_MS
 D = freshness.DAY_MS

@@ -8,9 +8,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cruxsql import erasure
 from cruxsql.cli import retention as retention_cli
-from cruxsql.store import Store
+from cruxsql.facts.store import Store
+from cruxsql.governance import erasure_proof
 
 
 @pytest.fixture()
@@ -50,7 +50,7 @@ def test_erase_prints_report_and_verify_passes(tmp_path, cli):
     data = (tmp_path / "facts.jsonl").read_bytes()
     assert b"CLI_GONE_MARKER Bob" not in data and b"CLI_GONE_MARKER_2" in data and b"CLI_KEEP_MARKER" in data
     with Store(tmp_path) as store:
-        assert erasure.verify_erasure(store)["ok"]
+        assert erasure_proof.verify_erasure(store)["ok"]
     bad = cli("erase", "--data-dir", str(tmp_path), "--reason", "x", ok=False)
     assert bad.exit_code == 1 and "needs a selection" in bad.output
     bad = cli("erase", "--data-dir", str(tmp_path), "--older-than", "soon", "--reason", "x", ok=False)

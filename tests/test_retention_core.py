@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from cruxsql import codec, durations, erasure, legal_holds, retention, timestamps
-from cruxsql.errors import InvalidInput
-from cruxsql.store import Store
 from test_retention_support import all_file_bytes, append_events, journal_bytes, now_text
+
+from cruxsql.errors import InvalidInput
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.store import Store
+from cruxsql.governance import durations, erasure, erasure_proof, legal_holds, retention
 
 DAY = 86_400 * 10**9
 
@@ -96,7 +97,7 @@ def test_report_then_apply(tmp_path):
     assert abs(applied["stores"]["journal"]["bytes_after"] - report["bytes"]["journal_after_apply_estimate"]) < 200
     assert report_line > 0
     assert store.verify().ok
-    assert erasure.verify_erasure(store)["ok"]
+    assert erasure_proof.verify_erasure(store)["ok"]
 
 
 def test_mark_retention_eligible_only_deletes(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from cruxsql import codec, timestamps
-from cruxsql.store import Store, StoreRequest
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.store import Store, StoreRequest
 
 
 def append_events(store: Store, events) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import cruxsql
-from cruxsql import privacy
-from cruxsql.store import StoreRequest
+from cruxsql.facts import privacy
+from cruxsql.facts.store import StoreRequest
 
 
 def journal(tmp_path: Path) -> list[dict]:

@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from journal_builders import fact_obj, line, write_journal
 
 import cruxsql
-from cruxsql import codec
-from journal_builders import fact_obj, line, write_journal
+from cruxsql.facts import codec
 
 GOLDEN = Path(__file__).parent / "golden" / "crux_spec_examples.jsonl"
 
@@ -114,7 +114,7 @@ def test_supersede_across_tenants_and_unknown_ids_are_skipped(tmp_path: Path) ->
 
 def test_privacy_is_reapplied_and_empty_tenant_defaulted_on_replay(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("CORECRUXD_ALWAYS_PRIVATE_PREFIXES", " secret:: ,")
-    cruxsql.privacy.install_global(None)
+    cruxsql.facts.privacy.install_global(None)
     write_journal(tmp_path, [
         line("store", fact=fact_obj("f_1", entity="github::org/repo")),
         line("store", fact=fact_obj("f_2", entity="secret::x", tenant_hash="")),

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import click
 
 from ..errors import CruxsqlError
-from ..store import Store
+from ..facts.store import Store
 
 DATA_DIR_ENV = "CRUXSQL_DATA_DIR"
 DEFAULT_DATA_DIR = "./cruxsql-data"

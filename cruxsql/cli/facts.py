@@ -11,15 +11,21 @@ from typing import Optional
 
 import click
 
-from .. import timestamps
-from ..codec import HORIZON_CLASSES, Fact, format_f32
 from ..documents.lane import DocumentLane
-from ..erasure import verify_erasure
 from ..errors import InvalidInput
+from ..facts import timestamps
+from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
+from ..facts.store import StoreRequest
+from ..governance.erasure_proof import verify_erasure
 from ..sql_console import run_readonly_query
-from ..store import StoreRequest
 from .common import (
-    data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, output_format_options, progress_callback,
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    open_store,
+    output_format_options,
+    progress_callback,
 )
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 import click
 
 from ..errors import InvalidInput
-from ..recall import Recall
+from ..recall.queries import Recall
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")

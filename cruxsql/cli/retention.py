@@ -9,10 +9,17 @@ from typing import Optional
 
 import click
 
-from .. import audit_export, compaction, erasure, legal_holds, retention
 from ..errors import InvalidInput
-from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, output_format_options, \
-    progress_callback
+from ..governance import audit_export, compaction, erasure, legal_holds, retention
+from .common import (
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    open_store,
+    output_format_options,
+    progress_callback,
+)
 
 
 def _load_receipt(path: Optional[Path]) -> Optional[legal_holds.LegalHoldReceipt]:

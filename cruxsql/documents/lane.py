@@ -15,17 +15,36 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import apsw
 
-from .. import timestamps
 from ..errors import InvalidInput
+from ..facts import timestamps
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
 from .postings import QueryPostings, decode_array, encode_array, index_segment, postings_rows
 from .search import (
-    EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, ExpandedChunk, ExpandError, contract_is_crc_v1, expand_payload,
-    query_payload, scan_payload, wrap_crc_v1,
+    EMPTY_INDEX_QUERY,
+    EMPTY_INDEX_SCAN,
+    ExpandedChunk,
+    ExpandError,
+    contract_is_crc_v1,
+    expand_payload,
+    query_payload,
+    scan_payload,
+    wrap_crc_v1,
 )
 from .segments import (
-    ChunkRecord, Manifest, SealedSegment, SegmentError, SegmentInfo, file_checksum, load_manifest,
-    read_record, read_segment, remove_segment_file, save_manifest, segments_dir, stray_files, write_segment,
+    ChunkRecord,
+    Manifest,
+    SealedSegment,
+    SegmentError,
+    SegmentInfo,
+    file_checksum,
+    load_manifest,
+    read_record,
+    read_segment,
+    remove_segment_file,
+    save_manifest,
+    segments_dir,
+    stray_files,
+    write_segment,
 )
 
 Progress = Optional[Callable[[int, int], None]]

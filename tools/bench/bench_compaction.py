@@ -39,7 +39,8 @@ CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 import cruxsql
-from cruxsql import compaction, view
+from cruxsql.facts import view
+from cruxsql.governance import compaction
 mode, data = sys.argv[1], sys.argv[2]
 out = {"mode": mode}
 
@@ -101,12 +102,12 @@ def bench_scan(data: Path, values: int = 2000) -> dict:
     """`verify --erasure`'s scanner over the data directory, against plainly reading the same files."""
     import random
 
-    from cruxsql import erasure
+    from cruxsql.governance import erasure_scan
 
     rng = random.Random(5)
     needles = []
     for i in range(values):
-        needles += erasure.needles_for(f"f_{i}", f"erased value {i} " + "x" * rng.randint(0, 3000))
+        needles += erasure_scan.needles_for(f"f_{i}", f"erased value {i} " + "x" * rng.randint(0, 3000))
     files = [p for p in data.rglob("*") if p.is_file()]
     t = time.perf_counter()
     total = 0
@@ -116,7 +117,7 @@ def bench_scan(data: Path, values: int = 2000) -> dict:
                 total += len(chunk)
     read_s = time.perf_counter() - t
     t = time.perf_counter()
-    result = erasure.scan_directory(data, needles)
+    result = erasure_scan.scan_directory(data, needles)
     scan_s = time.perf_counter() - t
     return {"values": values, "needles": result.needles, "bytes": result.bytes_scanned, "scan_s": scan_s,
             "read_s": read_s, "scan_mib_s": result.bytes_scanned / 2**20 / scan_s, "hits": len(result.hits)}
@@ -131,8 +132,9 @@ def main() -> None:
     ap.add_argument("--verify", action="store_true", help="Also check view == fresh replay after compacting (slow).")
     args = ap.parse_args()
 
-    import cruxsql
     from journal_gen import generate
+
+    import cruxsql
 
     work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
     data = work / "data"

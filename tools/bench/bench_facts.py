@@ -20,10 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cruxsql  # noqa: E402
-from cruxsql import codec, timestamps  # noqa: E402
-from cruxsql.sql_console import run_readonly_query  # noqa: E402
 from journal_gen import generate  # noqa: E402
+
+import cruxsql  # noqa: E402
+from cruxsql.facts import codec, timestamps  # noqa: E402
+from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -23,12 +23,12 @@ from typing import Any, Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cruxsql import codec, timestamps  # noqa: E402
-from cruxsql.codec import Fact  # noqa: E402
-from cruxsql.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms  # noqa: E402
-from cruxsql.recall import Recall, _Plan  # noqa: E402
-from cruxsql.scope import rust_lower, split_terms, visible_entity  # noqa: E402
-from cruxsql.store import Store  # noqa: E402
+from cruxsql.facts import codec, timestamps  # noqa: E402
+from cruxsql.facts.codec import Fact  # noqa: E402
+from cruxsql.facts.store import Store  # noqa: E402
+from cruxsql.recall.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms  # noqa: E402
+from cruxsql.recall.queries import Recall, _Plan  # noqa: E402
+from cruxsql.recall.scope import rust_lower, split_terms, visible_entity  # noqa: E402
 
 COMMON = ("deploy canary rollout service owner alice bob carol database index latency budget token incident pager "
           "runbook schema migration replica shard cache eviction queue worker cron invoice customer region europe "

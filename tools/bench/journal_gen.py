@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from cruxsql import codec, timestamps
-from cruxsql.codec import Fact
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.codec import Fact
 
 WORDS = ("deploy canary rollout service owner alice bob carol database index latency budget token "
          "incident pager runbook schema migration replica shard cache eviction queue worker cron "

@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Optional
 
-from . import timestamps
-from .errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
+from ..facts import timestamps
 
 LEGAL_HOLD_SCHEMA_V1 = "crux.legal_hold.v1"
 LEGAL_HOLD_RECEIPT_SCHEMA_V1 = "crux.legal_hold.receipt.v1"

@@ -1,4 +1,4 @@
-"""Erasure that reaches every copy, its hash-chained report, and `verify --erasure`.
+"""Erasure that reaches every copy: select, delete, compact, scrub, scan, report.
 
 `erase(store, selection, ...)`: select facts (tenant / entity prefixes / fact ids / older than),
 leave out what an active legal hold covers, undo consolidations the selection is part of, delete
@@ -8,218 +8,47 @@ the recall index is re-synced (its generation changed), SQLite's WAL is checkpoi
 hold erased content are removed, and audit exports cruxsql wrote into the data directory are
 re-exported. Finally every file of the data directory is scanned for what was erased.
 
-The report keeps no values: per erased fact a BLAKE3 content hash and length, and scan "needles" —
-for each form a value can take on disk (raw UTF-8, JSON-escaped, lowercased, CSV-quoted, and
-256-byte chunks of long values, which SQLite may split across overflow pages) its length, a 32-bit
-anchor (a multiplicative hash) of its first 8 bytes, and its BLAKE3. The scanner slides an 8-byte window
-over every file (vectorised with numpy), looks anchors up, and confirms a candidate with BLAKE3.
-Values shorter than 8 bytes, and values a retained fact still holds, cannot be proven absent and are
+The report (`erasure_proof`) keeps no values, only hashes and the scan needles of `erasure_scan`;
+values shorter than 8 bytes, and values a retained fact still holds, cannot be proven absent and are
 marked so in the report.
-
-Reports are stored as facts (`__erasure_report__::<request_id>`, key `report`, private) and each one
-carries the hash of the previous one.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 import blake3
-import numpy as np
 
-from . import compaction, legal_holds, timestamps, view
-from .codec import ConsolidateUndoEvent, DeleteEvent
-from .errors import Conflict, InvalidInput
-from .faults import crash_point
-from .journal import JOURNAL_NAME
+from ..errors import Conflict, InvalidInput
+from ..facts import timestamps, view
+from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
+from ..facts.faults import crash_point
+from ..facts.journal import JOURNAL_NAME
+from . import compaction, legal_holds
+from .erasure_proof import (
+    ERASURE_REPORT_PREFIX,
+    REPORT_KEY,
+    REPORT_SCHEMA,
+    report_hash,
+    spill,
+    store_report,
+    stored_reports,
+)
+from .erasure_scan import (
+    MIN_NEEDLE_BYTES,
+    SCAN_SCHEME,
+    Scanner,
+    content_digest,
+    needles_for,
+    prefix_needles,
+    scan_directory,
+)
 
-REPORT_SCHEMA = "cruxsql.erasure_report.v1"
-ERASURE_REPORT_PREFIX = "__erasure_report__::"
-REPORT_KEY = "report"
 GOVERNANCE_PREFIXES = (legal_holds.LEGAL_HOLD_ENTITY_PREFIX, legal_holds.LEGAL_HOLD_RECEIPT_ENTITY_PREFIX,
                        ERASURE_REPORT_PREFIX)
-MIN_NEEDLE_BYTES = 8
-CHUNK_BYTES = 256
-CHUNK_FROM_BYTES = 2048
-MAX_CHUNKS_PER_VALUE = 4096
-SCAN_SCHEME = "anchor8-mulhash-hi32+blake3-128"
-_SCAN_BLOCK = 1 << 23
-_M64 = (1 << 64) - 1
-_SALT = 0x5EED_C0FF_EE15_A11D
-_MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (odd): multiplicative hashing
-
-
-# --- needles ---------------------------------------------------------------------------------------
-
-
-def _mix_int(x: int) -> int:
-    """Anchor of an 8-byte little-endian word: the top 32 bits of (word ^ salt) * odd constant mod 2^64."""
-    return (((x ^ _SALT) * _MULT) & _M64) >> 32
-
-
-def _mix_array(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return ((x ^ np.uint64(_SALT)) * np.uint64(_MULT)) >> np.uint64(32)
-
-
-def _digest(data: bytes) -> str:
-    return blake3.blake3(data).hexdigest()[:32]
-
-
-def _lower(value: str) -> str:
-    try:
-        from .scope import rust_lower  # the recall lane's lowercasing, when present
-        return rust_lower(value)
-    except Exception:  # pragma: no cover - recall lane not installed
-        return value.lower()
-
-
-def value_forms(value: str) -> dict[str, bytes]:
-    """The byte forms an erased value can take in the data directory's files."""
-    raw = value.encode("utf-8")
-    forms = {"utf8": raw}
-    escaped = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
-    if escaped != raw:
-        forms["json"] = escaped
-    lowered = _lower(value).encode("utf-8")
-    if lowered != raw:
-        forms["lower"] = lowered
-    if '"' in value:
-        forms["csv"] = value.replace('"', '""').encode("utf-8")
-    return forms
-
-
-def needles_for(fact_id: str, value: str) -> list[dict[str, Any]]:
-    """Scan needles for one value (empty when it is shorter than MIN_NEEDLE_BYTES)."""
-    out = []
-    for form, data in value_forms(value).items():
-        if len(data) < MIN_NEEDLE_BYTES:
-            continue
-        pieces = [(form, data)]
-        if form == "utf8" and len(data) > CHUNK_FROM_BYTES:
-            n = len(data) // CHUNK_BYTES
-            step = max(1, -(-n // MAX_CHUNKS_PER_VALUE))
-            pieces += [(f"chunk{i}", data[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(0, n, step)]
-        seen = set()
-        for name, piece in pieces:
-            key = (len(piece), _digest(piece))
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append({"fact_id": fact_id, "form": name, "length": len(piece),
-                        "anchor": _mix_int(int.from_bytes(piece[:8], "little")), "blake3": key[1]})
-    return out
-
-
-# --- scanning --------------------------------------------------------------------------------------
-
-
-@dataclass
-class ScanResult:
-    files_scanned: int = 0
-    bytes_scanned: int = 0
-    needles: int = 0
-    hits: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.hits
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "files_scanned": self.files_scanned, "bytes_scanned": self.bytes_scanned,
-                "needles": self.needles, "hits": self.hits}
-
-
-class Scanner:
-    """Finds needles (length, anchor, BLAKE3) in files without knowing the values."""
-
-    def __init__(self, needles: Iterable[dict[str, Any]]) -> None:
-        self.by_anchor: dict[int, list[dict[str, Any]]] = {}
-        count = 0
-        for n in needles:
-            self.by_anchor.setdefault(int(n["anchor"]), []).append(n)
-            count += 1
-        self.count = count
-        self.anchors = np.array(sorted(self.by_anchor), dtype=np.uint64)
-        # A 2^24-entry presence table on the anchors' top 24 bits screens windows before the exact lookup.
-        self.screen = np.zeros(1 << 24, dtype=bool)
-        self.screen[(self.anchors >> np.uint64(8)).astype(np.int64)] = True
-
-    def scan_file(self, path: Path, max_hits: int = 100) -> tuple[int, list[dict[str, Any]]]:
-        hits: list[dict[str, Any]] = []
-        try:
-            fh = open(path, "rb")
-        except OSError:
-            return 0, hits
-        with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if not self.count or size < MIN_NEEDLE_BYTES:
-                return size, hits
-            base = 0
-            while base < size and len(hits) < max_hits:
-                fh.seek(base)
-                block = fh.read(_SCAN_BLOCK + 7)
-                if len(block) < 8:
-                    break
-                limit = min(len(block) - 7, _SCAN_BLOCK)  # window starts owned by this block
-                for pos in self._candidates(block, limit):
-                    for needle in self.by_anchor.get(int(self._anchor_at(block, pos)), ()):
-                        start = base + pos
-                        fh.seek(start)
-                        data = fh.read(needle["length"])
-                        if len(data) == needle["length"] and _digest(data) == needle["blake3"]:
-                            hits.append({"file": str(path), "offset": start, "fact_id": needle["fact_id"],
-                                         "form": needle["form"], "request_id": needle.get("request_id")})
-                base += _SCAN_BLOCK
-            return size, hits
-
-    @staticmethod
-    def _anchor_at(block: bytes, pos: int) -> int:
-        return _mix_int(int.from_bytes(block[pos:pos + 8], "little"))
-
-    def _candidates(self, block: bytes, limit: int) -> list[int]:
-        out: list[np.ndarray] = []
-        anchors = self.anchors
-        for k in range(8):
-            n = (len(block) - k) // 8
-            if n <= 0:
-                continue
-            words = np.frombuffer(block, dtype="<u8", count=n, offset=k)
-            h = _mix_array(words)
-            maybe = np.nonzero(self.screen[(h >> np.uint64(8)).astype(np.int64)])[0]
-            if not maybe.size:
-                continue
-            hm = h[maybe]
-            idx = np.searchsorted(anchors, hm)
-            idx[idx >= len(anchors)] = len(anchors) - 1
-            found = maybe[anchors[idx] == hm]
-            if found.size:
-                pos = k + 8 * found
-                out.append(pos[pos < limit])
-        if not out:
-            return []
-        return sorted(int(p) for p in np.concatenate(out))
-
-
-def scan_directory(data_dir: Path, needles: list[dict[str, Any]]) -> ScanResult:
-    """Scan every regular file under `data_dir` for the needles."""
-    scanner = Scanner(needles)
-    result = ScanResult(needles=scanner.count)
-    for path in sorted(Path(data_dir).rglob("*")):
-        if not path.is_file() or path.is_symlink():
-            continue
-        size, hits = scanner.scan_file(path)
-        result.files_scanned += 1
-        result.bytes_scanned += size
-        for hit in hits:
-            hit["file"] = str(path.relative_to(data_dir))
-        result.hits.extend(hits)
-    return result
 
 
 # --- selection -------------------------------------------------------------------------------------
@@ -367,7 +196,7 @@ def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[di
     """Needles (and fragment needles) for the chunk texts a tenant's documents hold, before they go.
 
     Texts another tenant also holds are left out (they stay, legitimately)."""
-    from .documents.segments import load_manifest, read_segment, segments_dir
+    from ..documents.segments import load_manifest, read_segment, segments_dir
 
     directory = segments_dir(store.data_dir)
     if not directory.exists():
@@ -376,7 +205,7 @@ def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[di
     others: set[str] = set()
     for info in load_manifest(directory).segments:
         for rec in read_segment(directory, info).records:
-            digest = _digest(rec.text.encode("utf-8"))
+            digest = content_digest(rec.text.encode("utf-8"))
             if rec.tenant_id == tenant:
                 mine.setdefault(digest + "|" + rec.chunk_id, rec.text)
             else:
@@ -413,7 +242,7 @@ def _sync_derived_indexes(store) -> list[str]:
     """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
     done = []
     try:
-        from .fact_index import TextIndex
+        from ..recall.fact_index import TextIndex
     except ImportError:  # pragma: no cover
         return done
     try:
@@ -422,17 +251,6 @@ def _sync_derived_indexes(store) -> list[str]:
     except Exception as exc:  # a missing table (migration not applied) must not block an erasure
         done.append(f"recall_text_index: {exc}")
     return done
-
-
-def prefix_needles(fact_id: str, value: str) -> list[dict[str, Any]]:
-    """Needles for the first 16 bytes of a value's forms: used only to find torn fragments to remove."""
-    out = []
-    for form, data in value_forms(value).items():
-        if len(data) >= 16:
-            piece = data[:16]
-            out.append({"fact_id": fact_id, "form": form + "-prefix16", "length": 16,
-                        "anchor": _mix_int(int.from_bytes(piece[:8], "little")), "blake3": _digest(piece)})
-    return out
 
 
 def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
@@ -461,91 +279,10 @@ def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str,
                 path.unlink(missing_ok=True)
                 errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
     if removed_tails or removed_tmp:
-        from .journal import fsync_dir
+        from ..facts.journal import fsync_dir
         fsync_dir(data_dir)
     return {"quarantined_tails_removed": removed_tails, "temp_files_removed": removed_tmp,
             "exports_rewritten": rewritten}
-
-
-def report_hash(report: dict[str, Any]) -> str:
-    body = {k: v for k, v in report.items() if k != "report_hash"}
-    return "blake3:" + blake3.blake3(json.dumps(body, sort_keys=True, separators=(",", ":"),
-                                                ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def stored_reports(db) -> list[dict[str, Any]]:
-    """Every erasure report fact, oldest first (unparsable ones as {"unparsable": fact_id})."""
-    lo = ERASURE_REPORT_PREFIX
-    hi = lo[:-1] + chr(ord(lo[-1]) + 1)
-    out = []
-    for fid, value in db.execute(
-            "SELECT fact_id, value FROM facts WHERE entity >= ? AND entity < ? AND key = ? "
-            "ORDER BY stored_at_ns, fact_id", (lo, hi, REPORT_KEY)):
-        try:
-            report = json.loads(value)
-            report["_fact_id"] = fid
-            out.append(report)
-        except ValueError:
-            out.append({"unparsable": fid})
-    return out
-
-
-SPILL_BYTES = 16 * 1024 * 1024  # lists longer than this (as JSON) go to part facts beside the report
-SPILLED_FIELDS = ("erased_facts", "needles", "held_back", "protected", "not_erased")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _store_part(store, request_id: str, key: str, value: str, actor: str) -> None:
-    store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant="default", confidence=1.0,
-                source_receipt=request_id, private=True, horizon_class="none", actor=actor)
-
-
-def _spill(store, report: dict[str, Any]) -> None:
-    """Move long lists into part facts (each well under the journal's 64 MiB record ceiling), stored
-    before the report; the report keeps each part's key, count and BLAKE3, so its hash covers them."""
-    for name in SPILLED_FIELDS:
-        items = report[name]
-        size = len(_dumps(items))
-        if size <= SPILL_BYTES:
-            continue
-        per_part = max(1, len(items) * SPILL_BYTES // size)
-        parts = []
-        for i in range(0, len(items), per_part):
-            text = _dumps(items[i:i + per_part])
-            key = f"{name}-{len(parts)}"
-            _store_part(store, report["request_id"], key, text, report["actor"])
-            parts.append({"key": key, "count": len(items[i:i + per_part]),
-                          "blake3": blake3.blake3(text.encode("utf-8")).hexdigest()})
-        report[name] = []
-        report[name + "_parts"] = parts
-
-
-def load_list(db, report: dict[str, Any], name: str) -> tuple[list, list[str]]:
-    """A report's list field, gathered from its part facts when it was spilled; (items, problems)."""
-    parts = report.get(name + "_parts")
-    if not parts:
-        return list(report.get(name, [])), []
-    items: list = []
-    problems = []
-    for part in parts:
-        row = db.execute("SELECT value FROM facts WHERE entity = ? AND key = ? ORDER BY version DESC, "
-                         "stored_at_ns DESC LIMIT 1",
-                         (ERASURE_REPORT_PREFIX + report["request_id"], part["key"])).fetchone()
-        if row is None:
-            problems.append(f"report {report['request_id']}: part {part['key']} is missing")
-            continue
-        if blake3.blake3(row[0].encode("utf-8")).hexdigest() != part["blake3"]:
-            problems.append(f"report {report['request_id']}: part {part['key']} does not match its hash")
-            continue
-        items.extend(json.loads(row[0]))
-    return items, problems
-
-
-def _store_report(store, report: dict[str, Any]) -> None:
-    _store_part(store, report["request_id"], REPORT_KEY, _dumps(report), report["actor"])
 
 
 def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
@@ -613,7 +350,7 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         documents = None
         if documents_tenant is not None:
             try:
-                from .documents.lane import DocumentLane
+                from ..documents.lane import DocumentLane
                 doc_needles, doc_fragments, chunks = _document_needles(store, documents_tenant.strip())
                 documents = dict(DocumentLane(store).erase_tenant(documents_tenant))
                 documents["chunk_needles"] = len(doc_needles)
@@ -684,9 +421,9 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "ok": verification.ok and not errors,
             "prev_report_hash": prev,
         }
-        _spill(store, report)
+        spill(store, report)
         report["report_hash"] = report_hash(report)
-        _store_report(store, report)
+        store_report(store, report)
         crash_point("erase-after-report")
         return report
 
@@ -705,43 +442,3 @@ def erase(store, selection: Selection, *, actor: Optional[str] = None, reason: s
                        request_id=request_id, override_receipt=override_receipt,
                        documents_tenant=selection.tenant if documents else None, vacuum=vacuum, progress=progress,
                        requested_at=requested_at)
-
-
-# --- verification ----------------------------------------------------------------------------------
-
-
-def verify_erasure(store) -> dict[str, Any]:
-    """Scan every file of the data directory for content the stored erasure reports say is gone.
-
-    Also checks the report chain (each report's hash, and that it names its predecessor's hash).
-    `ok` is false on any hit or a broken chain.
-    """
-    store.refresh()
-    reports = stored_reports(store.db)
-    needles: list[dict[str, Any]] = []
-    chain_errors: list[str] = []
-    prev = None
-    for report in reports:
-        if "unparsable" in report:
-            chain_errors.append(f"erasure report fact {report['unparsable']} does not parse")
-            continue
-        fid = report.pop("_fact_id")
-        if report.get("report_hash") != report_hash(report):
-            chain_errors.append(f"report {report.get('request_id')} ({fid}): hash does not match its content")
-        if report.get("prev_report_hash") != prev:
-            chain_errors.append(f"report {report.get('request_id')} ({fid}): does not chain to the previous report")
-        prev = report.get("report_hash")
-        report_needles, problems = load_list(store.db, report, "needles")
-        chain_errors.extend(problems)
-        for fact_id, form, length, anchor, digest in report_needles:
-            needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
-                            "request_id": report.get("request_id")})
-    # Fold a checkpoint in first so the scan sees the database file, not stale WAL frames.
-    compaction.checkpoint_wal(store.db, attempts=1)
-    result = scan_directory(store.data_dir, needles)
-    out = result.to_dict()
-    out["reports"] = len(reports)
-    out["chain_ok"] = not chain_errors
-    out["chain_errors"] = chain_errors
-    out["ok"] = result.ok and not chain_errors
-    return out

@@ -12,7 +12,7 @@ import sys
 import unicodedata
 from typing import Optional
 
-from .privacy import AGENT_PRIVATE_ENTITY_PREFIX
+from ..facts.privacy import AGENT_PRIVATE_ENTITY_PREFIX
 
 AGENT_SESSION_PREFIX = "__agent_session::"
 DEFAULT_TENANT = "default"

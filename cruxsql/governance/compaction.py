@@ -26,17 +26,18 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from dataclasses import asdict, dataclass, field
+from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from typing import Any, Callable, Iterator, Optional
 
 import apsw
 import blake3
 
-from . import codec, legal_holds, timestamps, view
-from .errors import Conflict, InvalidInput, JournalPoisoned
-from .faults import CRASH_ENV, crash_point
-from .journal import JOURNAL_NAME, Journal
+from ..errors import Conflict, InvalidInput, JournalPoisoned
+from ..facts import codec, timestamps, view
+from ..facts.faults import CRASH_ENV, crash_point
+from ..facts.journal import JOURNAL_NAME, Journal
+from . import legal_holds
 
 Progress = Optional[Callable[[int, int], None]]
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")

@@ -12,7 +12,7 @@ import re
 import time
 from functools import lru_cache
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 _NS = 1_000_000_000
 _DAY_NS = 86_400 * _NS

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Optional
 
 import blake3
 
-from .errors import InvalidInput, JournalError, JournalPoisoned
+from ..errors import InvalidInput, JournalError, JournalPoisoned
 
 JOURNAL_NAME = "facts.jsonl"
 LOCK_NAME = "LOCK"

@@ -29,11 +29,11 @@ from typing import Any, Iterator, Optional
 
 import blake3
 
-from . import codec, timestamps
-from .codec import Fact
+from ..errors import InvalidInput
+from ..facts import codec, timestamps
+from ..facts.codec import Fact
+from ..facts.journal import write_file_durably
 from .durations import parse_cutoff
-from .errors import InvalidInput
-from .journal import write_file_durably
 
 FORMATS = ("jsonl", "csv", "sqlite")
 MANIFEST_NAME = "audit-exports.json"
@@ -389,7 +389,7 @@ def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record:
                         "view_generation": cp[2] if cp else None, "tool": "cruxsql export audit"}
                 _write_sqlite(events, tmp, summary, info)
             os.replace(tmp, output)
-            from .journal import fsync_dir
+            from ..facts.journal import fsync_dir
             fsync_dir(output.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)

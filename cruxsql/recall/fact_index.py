@@ -17,9 +17,9 @@ from typing import Iterable, Optional, Sequence
 import apsw
 import numpy as np
 
-from . import codec, timestamps
-from .errors import InvalidInput
-from .journal import Journal
+from ..errors import InvalidInput
+from ..facts import codec, timestamps
+from ..facts.journal import Journal
 from .scope import rust_lower, split_private_entity
 
 BLOCK_BITS = 16

@@ -38,11 +38,12 @@ from typing import Any, Optional, Union
 import apsw
 import numpy as np
 
-from . import crc_v1, scope, timestamps, tokens
-from .errors import InvalidInput
+from ..errors import InvalidInput
+from ..facts import timestamps
+from ..facts.store import Store
+from . import crc_v1, scope, tokens
 from .fact_index import TextIndex, Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
-from .store import Store
 
 TimeArg = Union[None, str, int]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from . import timestamps
-from .errors import InvalidInput
+from ..errors import InvalidInput
+from ..facts import timestamps
 
 _UNITS_NS = {
     "s": 1_000_000_000,

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import compaction, erasure, legal_holds, timestamps
+from ..errors import InvalidInput
+from ..facts import timestamps
+from ..facts.privacy import daemon_owned_prefix
+from ..facts.view import FACT_SELECT, fact_from_row
+from . import compaction, erasure, legal_holds
 from .durations import parse_cutoff, parse_duration_ns
-from .errors import InvalidInput
-from .privacy import daemon_owned_prefix
-from .view import fact_from_row, FACT_SELECT
 
 SYNC_TOMBSTONE_PREFIX = "__sync_tombstone__::"
 _STORE_LINE_OVERHEAD = len('{"op":"store","fact":}') + 1

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .codec import HORIZON_CLASSES, default_horizon_for_entity, parse_horizon
+from ..facts.codec import HORIZON_CLASSES, default_horizon_for_entity, parse_horizon
 
 DEFAULT_VOLATILE_HOURS = 24
 DEFAULT_MEDIUM_DAYS = 35

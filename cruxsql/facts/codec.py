@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from typing import Any, Optional, Union
 
+from ..errors import InvalidInput
 from . import timestamps
-from .errors import InvalidInput
 
 HORIZON_CLASSES = ("volatile", "medium", "stable", "none")
 _HORIZONS = frozenset(HORIZON_CLASSES)

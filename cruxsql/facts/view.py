@@ -43,7 +43,7 @@ def migrations_dir() -> Path:
     packaged = resources.files("cruxsql") / "migrations"
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "migrations"
+    return Path(__file__).resolve().parents[2] / "migrations"
 
 
 def _ts(ns: Optional[int]) -> Optional[str]:

@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator, Optional
 
 import apsw
 
+from ..errors import Conflict, InvalidInput, NotFound
 from . import codec, timestamps, view
 from .codec import Fact
-from .errors import Conflict, InvalidInput, NotFound
 from .faults import crash_point
 from .journal import Journal
 from .privacy import PrivacyPolicy, global_policy

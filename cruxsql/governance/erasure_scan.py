@@ -1,0 +1,202 @@
+"""Finding erased content in files without knowing it: scan needles and the byte scanner.
+
+For each form a value can take on disk (raw UTF-8, JSON-escaped, lowercased, CSV-quoted, and 256-byte
+chunks of long values, which SQLite may split across overflow pages) a needle keeps its length, a 32-bit
+anchor (a multiplicative hash) of its first 8 bytes, and its BLAKE3. The scanner slides an 8-byte window
+over every file (vectorised with numpy), looks anchors up, and confirms a candidate with BLAKE3. Values
+shorter than 8 bytes cannot be proven absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import blake3
+import numpy as np
+
+from ..recall.scope import rust_lower
+
+MIN_NEEDLE_BYTES = 8
+CHUNK_BYTES = 256
+CHUNK_FROM_BYTES = 2048
+MAX_CHUNKS_PER_VALUE = 4096
+SCAN_SCHEME = "anchor8-mulhash-hi32+blake3-128"
+_SCAN_BLOCK = 1 << 23
+_M64 = (1 << 64) - 1
+_SALT = 0x5EED_C0FF_EE15_A11D
+_MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (odd): multiplicative hashing
+
+
+# --- needles ---------------------------------------------------------------------------------------
+
+
+def _mix_int(x: int) -> int:
+    """Anchor of an 8-byte little-endian word: the top 32 bits of (word ^ salt) * odd constant mod 2^64."""
+    return (((x ^ _SALT) * _MULT) & _M64) >> 32
+
+
+def _mix_array(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((x ^ np.uint64(_SALT)) * np.uint64(_MULT)) >> np.uint64(32)
+
+
+def content_digest(data: bytes) -> str:
+    return blake3.blake3(data).hexdigest()[:32]
+
+
+def value_forms(value: str) -> dict[str, bytes]:
+    """The byte forms an erased value can take in the data directory's files."""
+    raw = value.encode("utf-8")
+    forms = {"utf8": raw}
+    escaped = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
+    if escaped != raw:
+        forms["json"] = escaped
+    lowered = rust_lower(value).encode("utf-8")
+    if lowered != raw:
+        forms["lower"] = lowered
+    if '"' in value:
+        forms["csv"] = value.replace('"', '""').encode("utf-8")
+    return forms
+
+
+def needles_for(fact_id: str, value: str) -> list[dict[str, Any]]:
+    """Scan needles for one value (empty when it is shorter than MIN_NEEDLE_BYTES)."""
+    out = []
+    for form, data in value_forms(value).items():
+        if len(data) < MIN_NEEDLE_BYTES:
+            continue
+        pieces = [(form, data)]
+        if form == "utf8" and len(data) > CHUNK_FROM_BYTES:
+            n = len(data) // CHUNK_BYTES
+            step = max(1, -(-n // MAX_CHUNKS_PER_VALUE))
+            pieces += [(f"chunk{i}", data[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES]) for i in range(0, n, step)]
+        seen = set()
+        for name, piece in pieces:
+            key = (len(piece), content_digest(piece))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({"fact_id": fact_id, "form": name, "length": len(piece),
+                        "anchor": _mix_int(int.from_bytes(piece[:8], "little")), "blake3": key[1]})
+    return out
+
+
+# --- scanning --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScanResult:
+    files_scanned: int = 0
+    bytes_scanned: int = 0
+    needles: int = 0
+    hits: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.hits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "files_scanned": self.files_scanned, "bytes_scanned": self.bytes_scanned,
+                "needles": self.needles, "hits": self.hits}
+
+
+class Scanner:
+    """Finds needles (length, anchor, BLAKE3) in files without knowing the values."""
+
+    def __init__(self, needles: Iterable[dict[str, Any]]) -> None:
+        self.by_anchor: dict[int, list[dict[str, Any]]] = {}
+        count = 0
+        for n in needles:
+            self.by_anchor.setdefault(int(n["anchor"]), []).append(n)
+            count += 1
+        self.count = count
+        self.anchors = np.array(sorted(self.by_anchor), dtype=np.uint64)
+        # A 2^24-entry presence table on the anchors' top 24 bits screens windows before the exact lookup.
+        self.screen = np.zeros(1 << 24, dtype=bool)
+        self.screen[(self.anchors >> np.uint64(8)).astype(np.int64)] = True
+
+    def scan_file(self, path: Path, max_hits: int = 100) -> tuple[int, list[dict[str, Any]]]:
+        hits: list[dict[str, Any]] = []
+        try:
+            fh = open(path, "rb")
+        except OSError:
+            return 0, hits
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            if not self.count or size < MIN_NEEDLE_BYTES:
+                return size, hits
+            base = 0
+            while base < size and len(hits) < max_hits:
+                fh.seek(base)
+                block = fh.read(_SCAN_BLOCK + 7)
+                if len(block) < 8:
+                    break
+                limit = min(len(block) - 7, _SCAN_BLOCK)  # window starts owned by this block
+                for pos in self._candidates(block, limit):
+                    for needle in self.by_anchor.get(int(self._anchor_at(block, pos)), ()):
+                        start = base + pos
+                        fh.seek(start)
+                        data = fh.read(needle["length"])
+                        if len(data) == needle["length"] and content_digest(data) == needle["blake3"]:
+                            hits.append({"file": str(path), "offset": start, "fact_id": needle["fact_id"],
+                                         "form": needle["form"], "request_id": needle.get("request_id")})
+                base += _SCAN_BLOCK
+            return size, hits
+
+    @staticmethod
+    def _anchor_at(block: bytes, pos: int) -> int:
+        return _mix_int(int.from_bytes(block[pos:pos + 8], "little"))
+
+    def _candidates(self, block: bytes, limit: int) -> list[int]:
+        out: list[np.ndarray] = []
+        anchors = self.anchors
+        for k in range(8):
+            n = (len(block) - k) // 8
+            if n <= 0:
+                continue
+            words = np.frombuffer(block, dtype="<u8", count=n, offset=k)
+            h = _mix_array(words)
+            maybe = np.nonzero(self.screen[(h >> np.uint64(8)).astype(np.int64)])[0]
+            if not maybe.size:
+                continue
+            hm = h[maybe]
+            idx = np.searchsorted(anchors, hm)
+            idx[idx >= len(anchors)] = len(anchors) - 1
+            found = maybe[anchors[idx] == hm]
+            if found.size:
+                pos = k + 8 * found
+                out.append(pos[pos < limit])
+        if not out:
+            return []
+        return sorted(int(p) for p in np.concatenate(out))
+
+
+def scan_directory(data_dir: Path, needles: list[dict[str, Any]]) -> ScanResult:
+    """Scan every regular file under `data_dir` for the needles."""
+    scanner = Scanner(needles)
+    result = ScanResult(needles=scanner.count)
+    for path in sorted(Path(data_dir).rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        size, hits = scanner.scan_file(path)
+        result.files_scanned += 1
+        result.bytes_scanned += size
+        for hit in hits:
+            hit["file"] = str(path.relative_to(data_dir))
+        result.hits.extend(hits)
+    return result
+
+
+def prefix_needles(fact_id: str, value: str) -> list[dict[str, Any]]:
+    """Needles for the first 16 bytes of a value's forms: used only to find torn fragments to remove."""
+    out = []
+    for form, data in value_forms(value).items():
+        if len(data) >= 16:
+            piece = data[:16]
+            out.append({"fact_id": fact_id, "form": form + "-prefix16", "length": 16,
+                        "anchor": _mix_int(int.from_bytes(piece[:8], "little")), "blake3": content_digest(piece)})
+    return out
