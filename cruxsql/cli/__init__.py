@@ -1,10 +1,15 @@
-"""The `cruxsql` command line: one click group, commands registered per domain module."""
+"""The `cruxsql` command line: one click group; every module of this package adds its own commands.
+
+A module here that defines `register(group)` is discovered and called, so a new capability adds a
+module (e.g. `cli/curation.py`) and edits no central list.
+"""
 
 from __future__ import annotations
 
-import click
+import importlib
+import pkgutil
 
-from . import documents, facts, recall, retention
+import click
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -18,5 +23,7 @@ def main() -> None:
     """
 
 
-for _module in (facts, recall, documents, retention):
-    _module.register(main)
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    _module = importlib.import_module(f"{__name__}.{_info.name}")
+    if hasattr(_module, "register"):
+        _module.register(main)
