@@ -7,7 +7,7 @@
 """
 
 from .documents.lane import DocumentLane
-from .errors import Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned, NotFound
+from .errors import Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned, NotFound, ViewTooNew
 from .facts.codec import Fact
 from .facts.store import Store, StoreRequest
 from .facts.store import open_store as open
@@ -15,5 +15,5 @@ from .recall.queries import Recall
 
 __all__ = [
     "Conflict", "CruxsqlError", "DocumentLane", "Fact", "InvalidInput", "JournalError", "JournalPoisoned",
-    "NotFound", "Recall", "Store", "StoreRequest", "open",
+    "NotFound", "Recall", "Store", "StoreRequest", "ViewTooNew", "open",
 ]

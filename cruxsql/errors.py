@@ -25,3 +25,7 @@ class JournalError(CruxsqlError, OSError):
 
 class JournalPoisoned(JournalError):
     """A write or fsync failed; durability of the last append is unknown until the store is reopened."""
+
+
+class ViewTooNew(CruxsqlError):
+    """The view was migrated by a newer cruxsql than this one: refuse to guess at its schema."""

@@ -303,6 +303,8 @@ def _echo_erasure_verification(result: dict, as_json: bool) -> None:
     click.echo(f"files scanned: {result.get('files_scanned', 0)}; erased content found: {len(hits)}")
     for hit in hits[:50]:
         click.echo(f"  {hit}")
+    for path in result.get("backups_before_last_erasure", []):
+        click.echo(f"  note: backup {path} was taken before the last erasure and still holds what it erased")
     click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")
 
 

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import apsw
 
+from ..errors import ViewTooNew
 from . import codec, timestamps
 from .codec import CorruptLine, Event, Fact
 from .faults import crash_point
@@ -114,6 +115,10 @@ def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
         "applied_at TEXT NOT NULL)"
     )
     applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+    known = {int(m.group(1)) for m in map(_MIGRATION_NAME.match, (p.name for p in directory.glob("*.sql"))) if m}
+    if applied and known and max(applied) > max(known):
+        raise ViewTooNew(f"{DB_NAME} has schema version {max(applied)}, newer than this cruxsql knows "
+                         f"({max(known)}): upgrade cruxsql, or delete {DB_NAME} to rebuild it from the journal")
     done = []
     for path in sorted(directory.glob("*.sql")):
         m = _MIGRATION_NAME.match(path.name)
@@ -394,6 +399,24 @@ def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
     stats.rebuilt = True
     _replay_records(db, journal, policy, None, stats, progress)
     return stats
+
+
+def adopt_journal(db: apsw.Connection, journal: Journal) -> bool:
+    """Rebind the checkpoint to `journal` when its bytes before the offset are the ones replayed.
+
+    A copied or restored journal is a new file (a new inode) with the same bytes; without this its
+    first open would rebuild the view. Returns whether the checkpoint was rebound.
+    """
+    cp = read_checkpoint(db)
+    st = journal.stat()
+    if cp is None or st is None or cp.byte_offset > st.st_size:
+        return False
+    fp = journal.fingerprint(cp.byte_offset)
+    if fp.tail_hash != cp.tail_hash:
+        return False
+    with db:
+        db.execute("UPDATE journal_checkpoint SET inode = ? WHERE id = 1", (fp.inode,))
+    return True
 
 
 def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,

@@ -28,6 +28,7 @@ from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
 from . import compaction, legal_holds
+from .backup import backups_before
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
     REPORT_KEY,
@@ -408,6 +409,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "held_back": plan.held_back,
             "protected": plan.protected,
             "holds_blocking": sorted({h for item in plan.held_back for h in item["hold_ids"]}),
+            "backups_still_holding": [b["path"] for b in backups_before(store.data_dir,
+                                                                         timestamps.format_event_time(now))],
             "override_receipt_id": comp.override_receipt_id,
             "journal": {
                 "before": {"blake3": comp.journal_blake3_before, "bytes": comp.bytes_before,

@@ -14,6 +14,7 @@ from typing import Any
 import blake3
 
 from . import compaction
+from .backup import backups_before
 from .erasure_scan import scan_directory
 
 REPORT_SCHEMA = "cruxsql.erasure_report.v1"
@@ -136,4 +137,6 @@ def verify_erasure(store) -> dict[str, Any]:
     out["chain_ok"] = not chain_errors
     out["chain_errors"] = chain_errors
     out["ok"] = result.ok and not chain_errors
+    last = max((r.get("executed_at", "") for r in reports if "unparsable" not in r), default="")
+    out["backups_before_last_erasure"] = [b["path"] for b in backups_before(store.data_dir, last)] if last else []
     return out

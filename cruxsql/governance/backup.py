@@ -1,0 +1,394 @@
+"""Backup and restore: a consistent snapshot taken while writers keep running, verified before restoring.
+
+A backup holds the journal up to the view's checkpoint, every file of `segments/` (manifest, segments,
+sidecars), and the view copied with SQLite's online backup API — plus `cruxsql-backup.json`, which lists
+every file with its size and BLAKE3. The writer lock is held only while the view is refreshed, copied and
+the files are opened; the bytes are then copied from the open descriptors, so a compaction or an
+erasure that runs meanwhile cannot change what the backup holds (append-only journal, immutable
+segments, renamed files keep their old bytes behind an open descriptor).
+
+DEST is a directory (it must not exist or be empty) or a single archive when its name ends in `.tar`,
+`.tar.gz` or `.tgz`. Backups are recorded in `backups.json` of the data directory, so an erasure report
+can say which backups still hold what it erased.
+
+`restore` verifies every checksum before anything is written, refuses a non-empty data directory
+without `force`, builds the new directory beside the target and renames it into place.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tarfile
+import uuid
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator, Optional
+
+import apsw
+import blake3
+
+from ..errors import CruxsqlError, InvalidInput
+from ..facts import timestamps, view
+from ..facts.journal import JOURNAL_NAME, Journal, fsync_dir, write_file_durably
+
+BACKUP_FORMAT = "cruxsql.backup.v1"
+BACKUP_MANIFEST = "cruxsql-backup.json"
+REGISTRY_NAME = "backups.json"
+SEGMENTS = "segments"
+_ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+_COPY_BLOCK = 1 << 20
+
+Progress = Optional[Callable[[int, int], None]]
+
+
+class BackupError(CruxsqlError):
+    """A backup or restore that cannot proceed (bad destination, checksum mismatch, non-empty target)."""
+
+
+@dataclass
+class BackupReport:
+    path: str
+    archive: bool
+    journal_offset: int
+    journal_lines: int
+    files: int
+    bytes: int
+    created_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def is_archive(path: Path) -> bool:
+    return path.name.endswith(_ARCHIVE_SUFFIXES)
+
+
+def _check_destination(dest: Path) -> None:
+    if is_archive(dest):
+        if dest.exists():
+            raise BackupError(f"backup destination {dest} already exists")
+        if not dest.parent.is_dir():
+            raise BackupError(f"backup destination's directory {dest.parent} does not exist")
+        return
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise BackupError(f"backup destination {dest} exists and is not an empty directory")
+    if not dest.parent.is_dir():
+        raise BackupError(f"backup destination's directory {dest.parent} does not exist")
+
+
+class _Sink:
+    """Where backup files go: a staging directory, or a tar archive being written."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self.archive = is_archive(dest)
+        self.partial = dest.with_name(f"{dest.name}.partial-{uuid.uuid4().hex[:12]}")
+        self.entries: list[dict[str, Any]] = []
+        self.total = 0
+        if self.archive:
+            mode = "w:gz" if dest.name.endswith((".tar.gz", ".tgz")) else "w"
+            self.tar = tarfile.open(self.partial, mode)
+        else:
+            self.partial.mkdir()
+
+    def add(self, name: str, source: BinaryIO, length: int, progress: Progress, grand_total: int) -> None:
+        hasher = blake3.blake3()
+        if self.archive:
+            spool = _HashingReader(source, length, hasher, lambda n: self._advance(n, progress, grand_total))
+            info = tarfile.TarInfo(name)
+            info.size = length
+            info.mode = 0o600
+            info.mtime = int(timestamps.now_ns() // 1_000_000_000)
+            self.tar.addfile(info, spool)
+        else:
+            target = self.partial / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as out:
+                left = length
+                while left:
+                    block = source.read(min(_COPY_BLOCK, left))
+                    if not block:
+                        raise BackupError(f"{name} ended early while it was being copied")
+                    hasher.update(block)
+                    out.write(block)
+                    left -= len(block)
+                    self._advance(len(block), progress, grand_total)
+                out.flush()
+                os.fsync(out.fileno())
+        self.entries.append({"path": name, "bytes": length, "blake3": hasher.hexdigest()})
+
+    def _advance(self, n: int, progress: Progress, grand_total: int) -> None:
+        self.total += n
+        if progress:
+            progress(self.total, grand_total)
+
+    def finish(self, manifest: dict[str, Any]) -> None:
+        data = json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        if self.archive:
+            info = tarfile.TarInfo(BACKUP_MANIFEST)
+            info.size = len(data)
+            info.mode = 0o600
+            self.tar.addfile(info, io.BytesIO(data))
+            self.tar.close()
+            with open(self.partial, "rb") as fh:
+                os.fsync(fh.fileno())
+        else:
+            write_file_durably(self.partial / BACKUP_MANIFEST, data, mode=0o600)
+            for directory in sorted({p.parent for p in self.partial.rglob("*")} | {self.partial}, reverse=True):
+                fsync_dir(directory)
+        if self.dest.exists():  # an empty directory we were allowed to fill
+            self.dest.rmdir()
+        os.replace(self.partial, self.dest)
+        fsync_dir(self.dest.parent)
+
+    def abort(self) -> None:
+        if self.archive:
+            try:
+                self.tar.close()
+            except Exception:
+                pass
+            self.partial.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(self.partial, ignore_errors=True)
+
+
+class _HashingReader(io.RawIOBase):
+    """A file-like view of the first `length` bytes of `source` that hashes what tarfile reads."""
+
+    def __init__(self, source: BinaryIO, length: int, hasher: Any, advance: Callable[[int], None]) -> None:
+        self.source, self.left, self.hasher, self.advance = source, length, hasher, advance
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        block = self.source.read(size)
+        self.left -= len(block)
+        self.hasher.update(block)
+        self.advance(len(block))
+        return block
+
+
+def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
+    """Write a consistent snapshot of `store` to `dest` (directory or .tar/.tar.gz archive)."""
+    dest = Path(dest)
+    _check_destination(dest)
+    data_dir = store.data_dir.resolve()
+    if dest.resolve() == data_dir or data_dir in dest.resolve().parents:
+        raise BackupError(f"backup destination {dest} is inside the data directory {data_dir}")
+    sink = _Sink(dest)
+    opened: list[tuple[str, BinaryIO, int]] = []
+    try:
+        view_copy = (sink.partial if not sink.archive else dest.parent) / f".{dest.name}.view-{uuid.uuid4().hex[:8]}"
+        with store.writer_lock():
+            store.refresh()
+            cp = view.read_checkpoint(store.db)
+            offset = cp.byte_offset if cp else 0
+            lines = cp.line_count if cp else 0
+            if store.journal.path.exists():
+                opened.append((JOURNAL_NAME, open(store.journal.path, "rb"), offset))
+            segments = data_dir / SEGMENTS
+            if segments.is_dir():
+                for path in sorted(p for p in segments.rglob("*") if p.is_file() and not p.name.endswith(".tmp")):
+                    fh = open(path, "rb")
+                    opened.append((str(path.relative_to(data_dir)), fh, os.fstat(fh.fileno()).st_size))
+            target = apsw.Connection(str(view_copy))
+            try:
+                with target.backup("main", store.db, "main") as copy:
+                    while not copy.done:
+                        copy.step(-1)
+            finally:
+                target.close()
+        grand_total = sum(length for _, _, length in opened) + view_copy.stat().st_size
+        for name, fh, length in opened:
+            sink.add(name, fh, length, progress, grand_total)
+        with open(view_copy, "rb") as fh:
+            sink.add(view.DB_NAME, fh, view_copy.stat().st_size, progress, grand_total)
+        view_copy.unlink()
+        created = timestamps.format_event_time(timestamps.now_ns())
+        manifest = {"format": BACKUP_FORMAT, "cruxsql_version": _version(), "created_at": created,
+                    "journal_offset": offset, "journal_lines": lines, "files": sink.entries}
+        sink.finish(manifest)
+    except BaseException:
+        sink.abort()
+        if "view_copy" in locals():
+            Path(view_copy).unlink(missing_ok=True)
+        raise
+    finally:
+        for _, fh, _ in opened:
+            fh.close()
+    report = BackupReport(path=str(dest.resolve()), archive=sink.archive, journal_offset=offset,
+                          journal_lines=lines, files=len(sink.entries), bytes=sink.total, created_at=created)
+    _record(data_dir, report)
+    return report
+
+
+def _version() -> str:
+    try:
+        return metadata.version("cruxsql")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+# --- the registry of backups ------------------------------------------------------------------------
+
+
+def recorded_backups(data_dir: Path) -> list[dict[str, Any]]:
+    """Backups cruxsql made of this data directory, oldest first (from `backups.json`)."""
+    try:
+        entries = json.loads((Path(data_dir) / REGISTRY_NAME).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return []
+    return [e for e in entries if isinstance(e, dict) and "path" in e and "created_at" in e]
+
+
+def _record(data_dir: Path, report: BackupReport) -> None:
+    entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
+    entries.append({"path": report.path, "created_at": report.created_at, "journal_offset": report.journal_offset})
+    write_file_durably(Path(data_dir) / REGISTRY_NAME,
+                       json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+def backups_before(data_dir: Path, event_time: str) -> list[dict[str, Any]]:
+    """Recorded backups that still exist and were taken before `event_time` (RFC 3339)."""
+    cutoff = timestamps.parse_ns(event_time)
+    return [e for e in recorded_backups(data_dir)
+            if Path(e["path"]).exists() and timestamps.parse_ns(e["created_at"]) < cutoff]
+
+
+# --- restore ----------------------------------------------------------------------------------------
+
+
+def _members(src: Path) -> Iterator[tuple[str, BinaryIO]]:
+    """(name, readable) for every file of a backup directory or archive, manifest excluded."""
+    if src.is_dir():
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            name = str(path.relative_to(src))
+            if name != BACKUP_MANIFEST:
+                with open(path, "rb") as fh:
+                    yield name, fh
+        return
+    with tarfile.open(src, "r:*") as tar:
+        for info in tar:
+            if info.name == BACKUP_MANIFEST:
+                continue
+            if not info.isfile():
+                raise BackupError(f"backup {src}: member {info.name} is not a regular file")
+            fh = tar.extractfile(info)
+            assert fh is not None
+            yield info.name, fh
+
+
+def read_manifest(src: Path) -> dict[str, Any]:
+    if not src.exists():
+        raise BackupError(f"no backup at {src}")
+    try:
+        if src.is_dir():
+            raw = (src / BACKUP_MANIFEST).read_bytes()
+        else:
+            with tarfile.open(src, "r:*") as tar:
+                member = tar.extractfile(BACKUP_MANIFEST)
+                raw = member.read() if member else b""
+        manifest = json.loads(raw)
+    except (OSError, KeyError, ValueError, tarfile.TarError) as exc:
+        raise BackupError(f"{src} is not a cruxsql backup (no readable {BACKUP_MANIFEST}: {exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:
+        raise BackupError(f"{src}: {BACKUP_MANIFEST} is not a {BACKUP_FORMAT} manifest")
+    return manifest
+
+
+def _safe_name(name: str) -> str:
+    path = Path(name)
+    if path.is_absolute() or ".." in path.parts or not name:
+        raise BackupError(f"backup member {name!r} points outside the data directory")
+    return name
+
+
+def verify_backup(src: Path | str) -> dict[str, Any]:
+    """Check every file of a backup against its manifest; raise BackupError naming the first problem."""
+    src = Path(src)
+    manifest = read_manifest(src)
+    expected = {_safe_name(e["path"]): e for e in manifest.get("files", [])}
+    seen = set()
+    for name, fh in _members(src):
+        entry = expected.get(name)
+        if entry is None:
+            raise BackupError(f"backup {src}: {name} is not listed in its manifest")
+        hasher, size = blake3.blake3(), 0
+        while block := fh.read(_COPY_BLOCK):
+            hasher.update(block)
+            size += len(block)
+        if size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
+            raise BackupError(f"backup {src}: {name} does not match its checksum (damaged or altered)")
+        seen.add(name)
+    missing = sorted(set(expected) - seen)
+    if missing:
+        raise BackupError(f"backup {src}: {missing[0]} is missing")
+    return manifest
+
+
+def _holds_store(data_dir: Path) -> bool:
+    return data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir()))
+
+
+def restore(src: Path | str, data_dir: Path | str, force: bool = False) -> dict[str, Any]:
+    """Restore a verified backup into `data_dir` (which must be empty or absent unless `force`)."""
+    src, data_dir = Path(src), Path(data_dir)
+    manifest = verify_backup(src)
+    if _holds_store(data_dir) and not force:
+        raise BackupError(f"{data_dir} is not empty; pass --force to replace what it holds")
+    if data_dir.exists() and not data_dir.is_dir():
+        raise BackupError(f"{data_dir} is a file, not a data directory")
+    if not data_dir.parent.is_dir():
+        raise InvalidInput(f"the parent directory of {data_dir} does not exist")
+    staging = data_dir.with_name(f"{data_dir.name}.restore-{uuid.uuid4().hex[:12]}")
+    staging.mkdir(mode=0o700)
+    try:
+        expected = {e["path"]: e for e in manifest["files"]}
+        for name, fh in _members(src):
+            target = staging / _safe_name(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            hasher, size = blake3.blake3(), 0
+            with open(target, "wb") as out:
+                while block := fh.read(_COPY_BLOCK):
+                    hasher.update(block)
+                    size += len(block)
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+            entry = expected.get(name)
+            if entry is None or size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
+                raise BackupError(f"backup {src}: {name} changed while it was being restored")
+        _rebind_view(staging)
+        for directory in sorted({p.parent for p in staging.rglob("*")} | {staging}, reverse=True):
+            fsync_dir(directory)
+        replaced = None
+        if data_dir.exists():
+            if any(data_dir.iterdir()):
+                replaced = data_dir.with_name(f"{data_dir.name}.replaced-{uuid.uuid4().hex[:12]}")
+                os.replace(data_dir, replaced)
+            else:
+                data_dir.rmdir()
+        os.replace(staging, data_dir)
+        fsync_dir(data_dir.parent)
+        if replaced is not None:
+            shutil.rmtree(replaced)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {"restored": str(data_dir), "from": str(src), "created_at": manifest["created_at"],
+            "journal_offset": manifest["journal_offset"], "files": len(manifest["files"])}
+
+
+def _rebind_view(directory: Path) -> None:
+    """Point the restored view's checkpoint at the restored journal file, so opening it needs no rebuild."""
+    db_path = directory / view.DB_NAME
+    if not db_path.exists() or not (directory / JOURNAL_NAME).exists():
+        return
+    db = apsw.Connection(str(db_path))
+    try:
+        view.adopt_journal(db, Journal(directory))
+    finally:
+        db.close()

@@ -1,0 +1,59 @@
+"""Upgrades never lose data: every released version's data directory opens, migrates and answers the same.
+
+`tests/fixtures/upgrade/vX.Y.Z/` was written by release X.Y.Z (`tools/release/make_upgrade_fixture.py`);
+add one per release. A view migrated by a newer cruxsql is refused, never guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+import cruxsql
+from cruxsql.facts import view
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "upgrade").iterdir())
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "release"))
+from make_upgrade_fixture import answers  # noqa: E402
+
+
+def _migration_versions() -> set[int]:
+    return {int(p.name[:4]) for p in view.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")}
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])
+def test_released_data_directory_opens_migrates_and_answers_the_same(tmp_path, fixture):
+    expected = json.loads((fixture / "expected.json").read_text(encoding="utf-8"))
+    data_dir = tmp_path / "data"
+    shutil.copytree(fixture / "data", data_dir)
+    journal_before = (data_dir / "facts.jsonl").read_bytes()
+    assert len(journal_before) == expected["journal_bytes"]
+
+    with cruxsql.open(data_dir) as store:
+        applied = {r[0] for r in store.db.execute("SELECT version FROM schema_migrations")}
+        assert applied == _migration_versions()
+        assert store.verify().ok
+    assert answers(data_dir) == expected["answers"]
+    assert (data_dir / "facts.jsonl").read_bytes() == journal_before, "a migration rewrote the journal"
+
+
+def test_a_view_from_a_newer_cruxsql_is_refused(tmp_path):
+    with cruxsql.open(tmp_path) as store:
+        store.store("svc", "owner", "alice")
+        store.db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'x')")
+    journal = (tmp_path / "facts.jsonl").read_bytes()
+    with pytest.raises(cruxsql.ViewTooNew, match="schema version 9999, newer than this cruxsql knows"):
+        cruxsql.open(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "cruxsql", "query", "alice", "--data-dir", str(tmp_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: cruxsql.db has schema version 9999") and "Traceback" not in result.stderr
+    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    db = apsw.Connection(str(tmp_path / "cruxsql.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    assert db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 9999
