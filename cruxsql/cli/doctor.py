@@ -1,0 +1,52 @@
+"""`cruxsql doctor`: the health check for cron jobs and monitoring."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ..governance import doctor as health_checks
+from .backup import require_store
+from .common import data_dir_option, echo_json, fails_cleanly
+
+
+@click.command("doctor")
+@click.option("--json", "fmt", flag_value="json", help="Print the checks as JSON.")
+@click.option("--prometheus", "fmt", flag_value="prometheus", help="Print Prometheus text-format gauges.")
+@click.option("--since", metavar="WHEN", help="Count torn tails only since WHEN (a duration like 7d, or RFC 3339).")
+@click.option("--max-idle", default="7d", show_default=True, metavar="DURATION",
+              help="Warn when nothing was written for longer than this (0 turns it off).")
+@click.option("--retention", "retention_window", metavar="DURATION",
+              help="Warn about legal holds that will block a retention run with this window within 7 days.")
+@data_dir_option
+@fails_cleanly
+def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_window: Optional[str],
+           data_dir: Path) -> None:
+    """Check the store's health without changing anything; exit 0 ok, 1 warning, 2 critical.
+
+    Checks: the view in step with the journal, the time of the last write, torn tails and corrupt
+    lines, disk space against the journal's growth rate, who holds the writer lock, the WAL's size,
+    erasures whose verification failed, and (with --retention) legal holds about to block a run.
+    """
+    require_store(data_dir)
+    health = health_checks.diagnose(data_dir, since=since, max_idle=max_idle, retention_window=retention_window)
+    if fmt == "json":
+        echo_json(health.to_dict())
+    elif fmt == "prometheus":
+        click.echo(health_checks.to_prometheus(health), nl=False)
+    else:
+        click.echo(f"{health_checks.STATUS_NAMES[health.status].upper()}: {data_dir}")
+        for check in health.checks:
+            click.echo(f"  {health_checks.STATUS_NAMES[check.status]:<8} {check.name}: {check.message}")
+    sys.exit(health.status)
+
+
+COMMANDS = (doctor,)
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)

@@ -1,0 +1,120 @@
+"""`cruxsql doctor`: exit codes on planted problems, read-only, Prometheus output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cruxsql.facts.store import Store
+from cruxsql.governance import doctor
+
+
+def _doctor(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cruxsql", "doctor", "--json", *args, "--data-dir", str(data_dir)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _statuses(result: subprocess.CompletedProcess) -> dict[str, str]:
+    return {c["check"]: c["status"] for c in json.loads(result.stdout)["checks"]}
+
+
+@pytest.fixture
+def store_dir(tmp_path):
+    with Store(tmp_path / "d") as store:
+        for i in range(5):
+            store.store("svc", f"k{i}", f"value {i}")
+    return tmp_path / "d"
+
+
+def _snapshot(data_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in data_dir.iterdir() if p.is_file() and not p.name.endswith("-shm")}
+
+
+def test_a_healthy_store_is_ok_and_nothing_changes(store_dir):
+    before = _snapshot(store_dir)
+    result = _doctor(store_dir)
+    assert result.returncode == 0, result.stdout
+    assert set(_statuses(result).values()) == {"ok"}
+    assert _snapshot(store_dir) == before
+
+
+def test_a_torn_tail_warns(store_dir):
+    with open(store_dir / "facts.jsonl", "ab") as fh:
+        fh.write(b'{"op":"store","fact":{"fact_id":"f_torn')
+    result = _doctor(store_dir)
+    assert result.returncode == 1
+    assert _statuses(result)["torn_tails"] == "warning"
+    assert (store_dir / "facts.jsonl").read_bytes().endswith(b'"f_torn'), "doctor must not repair"
+
+
+def test_a_stale_view_warns(store_dir, tmp_path):
+    other = tmp_path / "other"
+    with Store(other) as store:
+        store.store("svc", "extra", "appended by another process")
+    line = (other / "facts.jsonl").read_bytes().splitlines(keepends=True)[0]
+    with open(store_dir / "facts.jsonl", "ab") as fh:
+        fh.write(line)
+    result = _doctor(store_dir)
+    assert result.returncode == 1
+    check = next(c for c in json.loads(result.stdout)["checks"] if c["check"] == "view_in_step")
+    assert check["status"] == "warning" and check["value"] == len(line)
+
+
+def test_a_held_lock_warns_and_names_the_pid(store_dir):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; fd = open(sys.argv[1], 'a'); fcntl.flock(fd, fcntl.LOCK_EX); "
+        "print('locked', flush=True); time.sleep(60)"), str(store_dir / "LOCK")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        result = _doctor(store_dir)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 1
+    check = next(c for c in json.loads(result.stdout)["checks"] if c["check"] == "writer_lock")
+    assert check["status"] == "warning" and check["message"] == f"the writer lock is held by pid {holder.pid}"
+
+
+def test_an_idle_store_warns(store_dir):
+    later = doctor.diagnose(store_dir, max_idle="1h", now_ns=time.time_ns() + 2 * 3600 * 10**9)
+    assert later.status == doctor.WARNING
+    assert "nothing written for longer than 1h" in next(c for c in later.checks if c.name == "last_write").message
+    assert doctor.diagnose(store_dir, max_idle="0", now_ns=time.time_ns() + 10**15).status == doctor.OK
+
+
+def test_a_full_disk_is_critical(tmp_path):
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root and tmpfs mounts to build a tiny filesystem")
+    try:
+        with Store(mount / "d") as store:
+            store.store("svc", "owner", "alice")
+        result = _doctor(mount / "d")
+        assert result.returncode == 2
+        assert _statuses(result)["disk_space"] == "critical"
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_prometheus_output(store_dir):
+    result = subprocess.run([sys.executable, "-m", "cruxsql", "doctor", "--prometheus", "--data-dir", str(store_dir)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert f'cruxsql_doctor_status{{data_dir="{store_dir}"}} 0' in lines
+    assert f'cruxsql_doctor_check_status{{data_dir="{store_dir}",check="view_in_step"}} 0' in lines
+    assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 8
+
+
+def test_no_store_is_an_error(tmp_path):
+    result = _doctor(tmp_path / "nothing")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: no cruxsql store at") and not (tmp_path / "nothing").exists()
