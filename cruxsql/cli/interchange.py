@@ -1,0 +1,102 @@
+"""`cruxsql import mcp-memory|mem0 FILE`: bring an existing memory along."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+import click
+
+from ..facts.store import StoreRequest
+from ..interchange import importer, mcp_memory, mem0
+from .common import data_dir_option, echo_json, fails_cleanly, open_store
+
+
+def _read(file: str) -> tuple[str, str]:
+    """(text, source name) of FILE, `-` for stdin."""
+    if file == "-":
+        return sys.stdin.read(), "stdin"
+    path = Path(file)
+    try:
+        return path.read_text(encoding="utf-8"), path.name
+    except FileNotFoundError:
+        raise click.ClickException(f"no such file: {file}") from None
+    except IsADirectoryError:
+        raise click.ClickException(f"{file} is a directory, not a file") from None
+
+
+def _run(parse: Callable[[str, str], Iterable[StoreRequest]], file: str, dry_run: bool, as_json: bool,
+         data_dir: Path) -> None:
+    text, source = _read(file)
+    requests = list(parse(text, source))
+    with open_store(data_dir) as store:
+        with store.writer_lock():
+            store.refresh()
+            plan = importer.plan(store, requests)
+            ids = [] if dry_run else importer.apply(store, plan)
+    summary = {"source": source, "dry_run": dry_run, "read": len(requests), "to_store": len(plan.to_store),
+               "stored": len(ids), "already_present": plan.unchanged,
+               "duplicates_in_input": plan.duplicates_in_input}
+    if as_json:
+        echo_json({**summary, "facts": [{"entity": r.entity, "key": r.key, "value": r.value,
+                                         "tenant_hash": r.tenant_hash, "source_receipt": r.source_receipt}
+                                        for r in plan.to_store] if dry_run else ids})
+        return
+    if dry_run:
+        for r in plan.to_store:
+            click.echo(f"would store [{r.entity}] {r.key} = {r.value}")
+        click.echo(f"-- dry run: {len(plan.to_store)} to store, {plan.unchanged} already present, "
+                   f"{plan.duplicates_in_input} duplicate(s) in the input; nothing written")
+    else:
+        click.echo(f"stored {len(ids)} fact(s) from {source}; {plan.unchanged} already present, "
+                   f"{plan.duplicates_in_input} duplicate(s) in the input")
+
+
+def _options(fn: Callable) -> Callable:
+    fn = click.option("--json", "as_json", is_flag=True, help="Print the summary (and, with --dry-run, the facts) "
+                      "as JSON.")(fn)
+    fn = click.option("--dry-run", is_flag=True, help="Print what would be stored; write nothing.")(fn)
+    fn = click.option("--private", is_flag=True, help="Store every imported fact as private.")(fn)
+    fn = click.option("--tenant", default="default", show_default=True, help="Tenant of the imported facts.")(fn)
+    return data_dir_option(fn)
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import another memory store's export as facts (idempotent: run it twice, store once)."""
+
+
+@import_group.command("mcp-memory")
+@click.argument("file")
+@_options
+@fails_cleanly
+def import_mcp_memory(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path) -> None:
+    """Import the MCP reference memory server's memory.jsonl (entities, observations, relations).
+
+    Entity NAME of type T becomes (NAME, entity_type, T); each observation becomes
+    (NAME, observation:<hash>, text); a relation A -R-> B becomes (A, relation:R:B, B).
+    """
+    _run(lambda text, source: mcp_memory.parse(text.splitlines(), source, tenant, private), file, dry_run, as_json,
+         data_dir)
+
+
+@import_group.command("mem0")
+@click.argument("file")
+@_options
+@fails_cleanly
+def import_mem0(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path) -> None:
+    """Import a mem0 JSON export (`results` list of {id, memory, user_id, agent_id, ...}).
+
+    Each memory becomes (user:<user_id> | agent:<agent_id> | run:<run_id> | mem0, memory:<id>, text)
+    with source_receipt mem0:<id>.
+    """
+    _run(lambda text, source: mem0.parse(text, source, tenant, private), file, dry_run, as_json, data_dir)
+
+
+COMMANDS = (import_group,)
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)
