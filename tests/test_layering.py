@@ -13,13 +13,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cruxsql"
 
 FEATURES = {"errors", "facts", "recall", "documents"}
 SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curation", "workspace", "embeddings",
-                "sql_console"}
+                "interchange", "sql_console"}
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "facts": {"errors"},
     "recall": {"errors", "facts"},
     "documents": {"errors", "facts"},
     "governance": FEATURES,
+    "interchange": {"errors", "facts"},
     "sql_console": {"errors"},
     "cli": SURFACE_DEPS | {"mcp"},
     "mcp": SURFACE_DEPS,
