@@ -19,6 +19,10 @@ class Conflict(CruxsqlError):
     """The request is well-formed but the current state forbids it (e.g. a consolidation edge)."""
 
 
+class CapabilityDenied(CruxsqlError, PermissionError):
+    """The caller may not do this to this record (e.g. delete a daemon-owned fact)."""
+
+
 class JournalError(CruxsqlError, OSError):
     """The journal could not be read or written."""
 

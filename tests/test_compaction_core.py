@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_retention_support import append_events, fact_state, journal_bytes, random_history
+from test_retention_support import FIXTURE_OWNER, append_events, fact_state, journal_bytes, random_history
 
 from cruxsql.facts import codec
 from cruxsql.facts.store import Store, StoreRequest
@@ -48,7 +48,7 @@ def test_no_deletions_reproduces_every_store_line_byte_identically(tmp_path):
     store = Store(tmp_path)
     store.store("user:1", "name", "Ada \u2603 \"quoted\"", confidence=0.95, source_receipt="crx_9", actor="agent:x")
     store.store_batch([StoreRequest("user:2", "k", "v" * 300, tenant_hash="t2"),
-                       StoreRequest("__agent::bob::notes", "n", "private by prefix")])
+                       StoreRequest("notes", "n", "private by prefix", private=True, agent="bob")])
     before = journal_bytes(tmp_path)
     originals = _store_fact_jsons(before)
     report = compaction.compact(store)
@@ -166,8 +166,8 @@ def test_consolidation_provenance_survives(tmp_path):
 def test_latest_only_chain_falls_back_to_rebuild_when_needed(tmp_path, monkeypatch):
     monkeypatch.setenv("CORECRUXD_SHARE_PREFIXES_OVERRIDE", "")
     store = Store(tmp_path)
-    store.store("__repo_scan__::t::r", "content", "snapshot 1", private=True)
-    store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True)
+    store.store("__repo_scan__::t::r", "content", "snapshot 1", private=True, owner=FIXTURE_OWNER)
+    store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True, owner=FIXTURE_OWNER)
     report = compaction.compact(store)
     assert store.verify().view_matches_replay
     assert b"snapshot 1" not in journal_bytes(tmp_path)

@@ -133,7 +133,7 @@ def test_report_chain_and_tamper_detection(tmp_path):
     forged = dict(stored[1])
     forged.pop("_fact_id")
     forged["reason"] = "edited"
-    store.store("__erasure_report__::req-2", "report", json.dumps(forged), private=True)
+    store.store("__erasure_report__::req-2", "report", json.dumps(forged), private=True, owner=erasure_proof.OWNER)
     result = erasure_proof.verify_erasure(store)
     assert not result["chain_ok"] and not result["ok"]
 
@@ -243,6 +243,6 @@ def test_large_report_lists_spill_into_part_facts(tmp_path, monkeypatch):
     result = erasure_proof.verify_erasure(store)
     assert result["ok"] and result["needles"] == sum(p["count"] for p in report["needles_parts"])
     # a part edited afterwards breaks the chain check
-    store.store("__erasure_report__::big-1", "needles-0", "[]", private=True)
+    store.store("__erasure_report__::big-1", "needles-0", "[]", private=True, owner=erasure_proof.OWNER)
     result = erasure_proof.verify_erasure(store)
     assert not result["ok"] and "needles-0 does not match its hash" in result["chain_errors"][0]

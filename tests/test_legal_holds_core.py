@@ -8,7 +8,7 @@ import pytest
 from test_retention_support import journal_bytes
 
 from cruxsql.errors import Conflict, InvalidInput, NotFound
-from cruxsql.facts import timestamps
+from cruxsql.facts import privacy, timestamps
 from cruxsql.facts.store import Store
 from cruxsql.governance import compaction, erasure, legal_holds
 
@@ -57,7 +57,8 @@ def test_two_phase_release(tmp_path):
     prepared = legal_holds.prepare_release(store, hold.hold_id, actor="judge")
     assert legal_holds.list_holds(store)[0].active  # phase one writes nothing
     # the state changes between the phases: the prepared release is refused
-    store.store(hold.entity, "state", hold.to_json(), private=True, source_receipt=hold.place_receipt_id)
+    store.store(hold.entity, "state", hold.to_json(), private=True, source_receipt=hold.place_receipt_id,
+                owner=legal_holds.OWNER)
     with pytest.raises(Conflict, match="changed since the release was prepared"):
         legal_holds.release_hold(store, prepared, "r_legal_hold_release_" + "0" * 32)
     released, receipt = legal_holds.release(store, hold.hold_id, actor="judge", reason="case closed")
@@ -80,7 +81,7 @@ def test_two_phase_release(tmp_path):
 
 def test_unparsable_state_fails_closed_over_the_whole_tenant(tmp_path):
     store = Store(tmp_path)
-    store.store("__legal_hold__::lh_broken", "state", "{not json", tenant="acme", private=True,
+    store.store("__legal_hold__::lh_broken", "state", "{not json", tenant="acme", private=True, owner=legal_holds.OWNER,
                 source_receipt="r_x", actor="someone")
     [hold] = legal_holds.list_holds(store)
     assert hold.unparsable and hold.active and hold.tenant_id == "acme" and hold.entity_prefixes == ()
@@ -95,7 +96,7 @@ def test_unparsable_state_fails_closed_over_the_whole_tenant(tmp_path):
         legal_holds.release(store, "lh_broken")
     # an older parsable version wins over a newer unparsable one
     good, _ = legal_holds.place_hold(store, "acme", "real")
-    store.store(good.entity, "state", "garbage", tenant="acme", private=True)
+    store.store(good.entity, "state", "garbage", tenant="acme", private=True, owner=legal_holds.OWNER)
     resolved = [h for h in legal_holds.list_holds(store) if h.hold_id == good.hold_id][0]
     assert not resolved.unparsable and resolved.reason == "real"
 
@@ -157,7 +158,9 @@ def test_released_hold_no_longer_blocks_but_its_deleted_state_row_does(tmp_path)
     # deleting the hold's own state row is itself blocked
     state_id = store.db.execute("SELECT fact_id FROM facts WHERE entity = ? AND superseded_by IS NULL",
                                 (hold.entity,)).fetchone()[0]
-    store.delete(state_id)
+    with pytest.raises(privacy.ReservedTarget):
+        store.delete(state_id)  # only the legal-holds code may touch its namespace
+    store.delete(state_id, owner=legal_holds.OWNER)
     with pytest.raises(compaction.LegalHoldBlocked, match=hold.hold_id):
         compaction.compact(store)
 

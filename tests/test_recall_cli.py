@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from cruxsql.cli import recall as recall_cli
 from cruxsql.facts.store import Store
+from cruxsql.recall import bootstrap_seed
 
 
 @pytest.fixture
@@ -27,9 +28,9 @@ def data_dir(tmp_path):
     with Store(tmp_path) as s:
         s.store("svc", "status", "Deploy is GREEN", confidence=0.9)
         s.store("svc", "owner", "alice runs deploys", confidence=0.8)
-        s.store("__agent::bob::svc", "note", "bob's deploy worry")
+        s.store("svc", "note", "bob's deploy worry", private=True, agent="bob")
         s.store("svc", "status", "other tenant deploy", tenant="t1")
-        s.store("__bootstrap__::doc:setup", "install", "pip install cruxsql")
+        bootstrap_seed.seed(s, "docs", "setup", "install", "pip install cruxsql")
     return tmp_path
 
 

@@ -6,7 +6,11 @@ import random
 from pathlib import Path
 
 from cruxsql.facts import codec, timestamps
+from cruxsql.facts.privacy import NamespaceOwner
 from cruxsql.facts.store import Store, StoreRequest
+
+# Histories write raw wrapped and control entities, as a Crux daemon's journal holds them.
+FIXTURE_OWNER = NamespaceOwner("test fixtures", ("__agent::", "__repo_scan__::"))
 
 
 def append_events(store: Store, events) -> None:
@@ -36,26 +40,28 @@ def random_history(store: Store, seed: int, steps: int = 120) -> None:
             if roll < 0.40 or not live:
                 store.store(rng.choice(entities), rng.choice(keys), f"value {i} \u00e9\"q\" {rng.random()}",
                             tenant=rng.choice(tenants), confidence=rng.choice([1.0, 0.95, 0.5]),
-                            source_receipt=rng.choice([None, "crx_1"]), actor=rng.choice([None, "agent:a"]))
+                            source_receipt=rng.choice([None, "crx_1"]), actor=rng.choice([None, "agent:a"]),
+                            owner=FIXTURE_OWNER)
             elif roll < 0.50:
                 store.store_batch([StoreRequest(rng.choice(entities), rng.choice(keys), f"batch {i}.{j}",
-                                                tenant_hash=rng.choice(tenants)) for j in range(rng.randint(1, 3))])
+                                                tenant_hash=rng.choice(tenants)) for j in range(rng.randint(1, 3))],
+                                  owner=FIXTURE_OWNER)
             elif roll < 0.62:
-                store.delete(rng.choice(live)[0])
+                store.delete(rng.choice(live)[0], owner=FIXTURE_OWNER)
             elif roll < 0.67:
                 sup = [r for r in live if r[4]]
                 if sup:
-                    store.clear_supersede(rng.choice(sup)[0])
+                    store.clear_supersede(rng.choice(sup)[0], owner=FIXTURE_OWNER)
             elif roll < 0.72:
-                store.set_validity(rng.choice(live)[0], 10**18, 2 * 10**18)
+                store.set_validity(rng.choice(live)[0], 10**18, 2 * 10**18, owner=FIXTURE_OWNER)
             elif roll < 0.77:
-                store.set_horizon(rng.choice(live)[0], rng.choice(["volatile", "stable"]))
+                store.set_horizon(rng.choice(live)[0], rng.choice(["volatile", "stable"]), owner=FIXTURE_OWNER)
             elif roll < 0.82:
-                store.reverify(rng.choice(live)[0])
+                store.reverify(rng.choice(live)[0], owner=FIXTURE_OWNER)
             elif roll < 0.86:
                 a, b = rng.sample(live, 2) if len(live) > 1 else (live[0], live[0])
                 if a[1] == b[1] and a[0] != b[0]:
-                    store.supersede(a[0], b[0])
+                    store.supersede(a[0], b[0], owner=FIXTURE_OWNER)
             elif roll < 0.93:
                 # consolidate two current facts of one tenant into a canonical (raw journal event)
                 cands = [r for r in live if r[4] is None]
@@ -75,7 +81,7 @@ def random_history(store: Store, seed: int, steps: int = 120) -> None:
                         append_events(store, [codec.ConsolidateUndoEvent(canonical.fact_id, [s[0] for s in srcs],
                                                                          now_text())])
             else:
-                store.store("__repo_scan__::t::r", "content", f"scan snapshot {i}", private=True)
+                store.store("__repo_scan__::t::r", "content", f"scan snapshot {i}", private=True, owner=FIXTURE_OWNER)
         except Exception as exc:  # guard refusals (consolidation members) are part of the history
             if type(exc).__name__ not in ("Conflict",):
                 raise

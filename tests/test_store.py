@@ -10,6 +10,7 @@ import pytest
 
 import cruxsql
 from cruxsql.facts import privacy
+from cruxsql.governance import legal_holds
 from cruxsql.facts.store import StoreRequest
 
 
@@ -69,7 +70,8 @@ def test_born_private_prefixes_and_env_overrides(tmp_path: Path, monkeypatch) ->
     with cruxsql.open(tmp_path) as store:
         assert store.store("github::org/repo", "k", "v").private
         assert not store.store("github::public/repo", "k", "v").private
-        assert store.store("__legal_hold__::x", "state", "{}").private  # daemon-owned: no override
+        # daemon-owned: no override (written by its owner; anyone else is refused, see test_reserved_namespaces)
+        assert store.store("__legal_hold__::x", "state", "{}", owner=legal_holds.OWNER).private
         assert store.store("hr::alice", "salary", "1").private
         assert not store.store("notes", "k", "v").private
         assert store.store("notes", "k2", "v", private=True).private

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 import click
 
 from ..errors import InvalidInput
+from ..recall import bootstrap_seed
 from ..recall.queries import Recall
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
 
@@ -96,7 +97,16 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
 @_option_names
 def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Optional[int], tenant: Optional[str],
               agent: Optional[str], as_json: bool, data_dir: Path) -> None:
-    """Bootstrap knowledge under __bootstrap__::<topic>: (Crux get_bootstrap, budget honoured)."""
+    """Bootstrap knowledge under __bootstrap__::<topic>: (Crux get_bootstrap, budget honoured).
+
+    \b
+    TOPIC aliases (trimmed, ASCII case-insensitive):
+      doc, docs                                -> doc
+      pattern, patterns                        -> pattern
+      error, errors, resolution, resolutions   -> resolution
+      tool, tool-output, tool-outputs          -> tool-output (adds the CRC-v1 schema catalogue)
+    Any other topic is used as given (trimmed); a blank topic matches nothing; no topic reads all.
+    """
     with open_store(data_dir) as store:
         result = Recall(store).get_bootstrap(topic, query_text, token_budget, tenant=tenant, agent=agent)
     if as_json:
@@ -130,7 +140,30 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
                f"{result.total_tokens} tokens")
 
 
+@click.command("bootstrap-seed")
+@click.argument("topic")
+@click.argument("name")
+@click.argument("key")
+@click.argument("value")
+@click.option("--tenant", default="default", show_default=True, help="Tenant the knowledge belongs to.")
+@click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
+@click.option("--actor", help="Who seeded it.")
+@data_dir_option
+@fails_cleanly
+def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: str, confidence: float,
+                           actor: Optional[str], data_dir: Path) -> None:
+    """Operator: seed bootstrap knowledge as __bootstrap__::<topic>:<name> / KEY.
+
+    The namespace is daemon-owned: `cruxsql store` refuses it, this is its one writer. TOPIC is
+    normalised like `cruxsql bootstrap --topic` (errors -> resolution, docs -> doc, ...).
+    """
+    with open_store(data_dir) as store:
+        fact = bootstrap_seed.seed(store, topic, name, key, value, tenant=tenant, confidence=confidence,
+                                   actor=actor)
+    click.echo(f"{fact.fact_id} {fact.entity} version {fact.version}")
+
+
 def register(group: click.Group) -> None:
     """Add the recall commands to the main group."""
-    for command in (query, bootstrap, view):
+    for command in (query, bootstrap, view, bootstrap_seed_command):
         group.add_command(command)

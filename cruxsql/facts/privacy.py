@@ -1,10 +1,21 @@
-"""Born-private and daemon-owned entity prefixes, and the process-wide privacy policy (spec §6)."""
+"""Born-private and daemon-owned entity prefixes, the reserved-namespace guard, and the process-wide
+privacy policy (factstore spec §6).
+
+The guard (Crux `generic_create_reserved_entity_prefix` / `daemon_owned_entity_prefix`, applied by
+`store_fact`, `delete_fact` and the `supersedes` validation of crates/crux-mcp/src/tools/facts.rs) is
+enforced by `Store` on every write path: a caller may never create a fact under a create-reserved
+prefix, nor delete, supersede, clear, re-time, re-horizon or re-verify a fact whose policy entity (the
+logical entity of an `__agent::NAME::` wrapped fact) is daemon-owned. The code that owns a namespace
+writes through an explicit `NamespaceOwner`, which no agent surface passes.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
+
+from ..errors import CapabilityDenied, CruxsqlError, InvalidInput
 
 DEFAULT_PRIVATE_PREFIXES: tuple[str, ...] = (
     "__action_enrichment_receipt__::", "__agent::", "__ops::", "__ops__::", "__ax__::", "__ax_session::",
@@ -38,8 +49,14 @@ DAEMON_OWNED_ENTITY_PREFIXES: tuple[str, ...] = (
     "console:tileboard:", "console:tiledesign:", "console:workspace:",
 )
 
+# Namespaces cruxsql itself owns beside Crux's daemon-owned ones (erasure reports).
+CRUXSQL_OWNED_ENTITY_PREFIXES: tuple[str, ...] = ("__erasure_report__::",)
+
 AGENT_PRIVATE_ENTITY_PREFIX = "__agent::"
 GENERIC_CREATE_RESERVED_PREFIXES: tuple[str, ...] = (AGENT_PRIVATE_ENTITY_PREFIX,)
+
+INVALID_PARAMS = -32602      # JSON-RPC codes Crux answers with (crux-mcp dispatch.rs)
+CAPABILITY_DENIED = -32030
 
 ALWAYS_PRIVATE_ENV = "CORECRUXD_ALWAYS_PRIVATE_PREFIXES"
 SHARE_OVERRIDE_ENV = "CORECRUXD_SHARE_PREFIXES_OVERRIDE"
@@ -56,11 +73,121 @@ def daemon_owned_prefix(entity: str) -> Optional[str]:
     return next(p for p in DAEMON_OWNED_ENTITY_PREFIXES if entity.startswith(p))
 
 
+def owned_prefix(entity: str) -> Optional[str]:
+    """The daemon-owned (Crux) or cruxsql-owned prefix `entity` starts with, if any."""
+    return daemon_owned_prefix(entity) or next(
+        (p for p in CRUXSQL_OWNED_ENTITY_PREFIXES if entity.startswith(p)), None)
+
+
 def create_reserved_prefix(entity: str) -> Optional[str]:
-    """The prefix a caller may never create a fact under (daemon-owned or `__agent::`), if any."""
-    return daemon_owned_prefix(entity) or (
+    """The prefix a caller may never create a fact under (owned, or `__agent::`), if any.
+
+    Crux `generic_create_reserved_entity_prefix`, plus cruxsql's own `__erasure_report__::`."""
+    return owned_prefix(entity) or (
         AGENT_PRIVATE_ENTITY_PREFIX if entity.startswith(AGENT_PRIVATE_ENTITY_PREFIX) else None
     )
+
+
+def split_private_entity(entity: str) -> Optional[tuple[str, str]]:
+    """`split_private_entity`: `__agent::<owner>::<logical>` -> (owner, logical), split at the first `::`."""
+    if not entity.startswith(AGENT_PRIVATE_ENTITY_PREFIX):
+        return None
+    owner, sep, logical = entity[len(AGENT_PRIVATE_ENTITY_PREFIX):].partition("::")
+    return (owner, logical) if sep else None
+
+
+def agent_private_entity(agent: str, logical: str) -> str:
+    """The stored entity of an agent-private fact: `__agent::<agent>::<logical>` (`private_entity_for_agent`)."""
+    return f"{AGENT_PRIVATE_ENTITY_PREFIX}{agent}::{logical}"
+
+
+def policy_entity(entity: str) -> str:
+    """The entity the guard judges (`logical_entity_for_target_policy`): the logical entity of a wrapped
+    `__agent::NAME::...` fact, else the stored entity."""
+    split = split_private_entity(entity)
+    return split[1] if split is not None else entity
+
+
+# --- the reserved-namespace guard -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NamespaceOwner:
+    """Code that owns some reserved namespaces and may write into them (legal holds, erasure reports,
+    bootstrap seeding). Pass it as `owner=` to a `Store` write; agent surfaces never do."""
+
+    name: str
+    prefixes: tuple[str, ...]
+
+    def owns(self, prefix: str) -> bool:
+        return prefix in self.prefixes
+
+
+class ReservedNamespace(CruxsqlError):
+    """A write into a reserved namespace. `code` is the JSON-RPC code Crux answers with, `crux_message`
+    its exact message and `data` its error data; `str()` names the offending input for a CLI line."""
+
+    code: int = INVALID_PARAMS
+
+    def __init__(self, text: str, crux_message: str, data: dict[str, Any]) -> None:
+        super().__init__(text)
+        self.crux_message = crux_message
+        self.data = data
+        self.error_code = data["error_code"]
+
+
+class ReservedEntityPrefix(ReservedNamespace, InvalidInput):
+    """`store_fact` under a create-reserved prefix: -32602, `RESERVED_ENTITY_PREFIX`."""
+
+
+class ReservedSupersedesTarget(ReservedNamespace, InvalidInput):
+    """Superseding a daemon-owned control fact: -32602, `RESERVED_SUPERSEDES_TARGET`."""
+
+
+class ReservedTarget(ReservedNamespace, CapabilityDenied):
+    """Deleting (or otherwise changing) a daemon-owned fact: -32030, `RESERVED_ENTITY_PREFIX`."""
+
+    code = CAPABILITY_DENIED
+
+
+def _allowed(prefix: Optional[str], owner: Optional[NamespaceOwner]) -> bool:
+    return prefix is None or (owner is not None and owner.owns(prefix))
+
+
+def check_create(entity: str, owner: Optional[NamespaceOwner] = None) -> None:
+    """Refuse creating a fact whose raw entity is under a create-reserved prefix (unless `owner` owns it)."""
+    prefix = create_reserved_prefix(entity)
+    if _allowed(prefix, owner):
+        return
+    raise ReservedEntityPrefix(
+        f"entity {entity!r} uses create-reserved prefix `{prefix}`",
+        f"entity uses create-reserved prefix `{prefix}`",
+        {"error_code": "RESERVED_ENTITY_PREFIX", "param": "entity", "entity": entity, "reserved_prefix": prefix})
+
+
+def check_target(fact_id: str, entity: str, action: str, owner: Optional[NamespaceOwner] = None) -> None:
+    """Refuse changing an existing fact whose policy entity is owned (`delete_fact`'s guard)."""
+    logical = policy_entity(entity)
+    prefix = owned_prefix(logical)
+    if _allowed(prefix, owner):
+        return
+    raise ReservedTarget(
+        f"cannot {action} fact {fact_id}: it belongs to reserved daemon-owned prefix `{prefix}`",
+        f"fact belongs to reserved daemon-owned prefix `{prefix}`",
+        {"error_code": "RESERVED_ENTITY_PREFIX", "fact_id": fact_id, "entity": logical, "reserved_prefix": prefix})
+
+
+def check_supersedes_target(fact_id: str, entity: str, owner: Optional[NamespaceOwner] = None) -> None:
+    """Refuse superseding a fact whose policy entity is owned (`store_fact`'s `supersedes` validation)."""
+    logical = policy_entity(entity)
+    prefix = owned_prefix(logical)
+    if _allowed(prefix, owner):
+        return
+    raise ReservedSupersedesTarget(
+        f"cannot supersede fact {fact_id}: daemon-owned control facts (`{prefix}`) cannot be superseded",
+        "daemon-owned control facts cannot be superseded through store_fact",
+        {"error_code": "RESERVED_SUPERSEDES_TARGET", "param": "supersedes",
+         "reserved_refs": [{"fact_id": fact_id, "entity": logical, "reserved_prefix": prefix}]})
 
 
 @dataclass(frozen=True)

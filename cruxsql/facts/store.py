@@ -23,7 +23,15 @@ from . import codec, timestamps, view
 from .codec import Fact
 from .faults import crash_point
 from .journal import Journal
-from .privacy import PrivacyPolicy, global_policy
+from .privacy import (
+    NamespaceOwner,
+    PrivacyPolicy,
+    agent_private_entity,
+    check_create,
+    check_supersedes_target,
+    check_target,
+    global_policy,
+)
 
 Progress = Optional[Callable[[int, int], None]]
 _STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
@@ -43,6 +51,7 @@ class StoreRequest:
     private: bool = False
     horizon_class: Optional[str] = None
     actor: Optional[str] = None
+    agent: Optional[str] = None  # set by the surface from the connection, never read from a request
 
     @classmethod
     def from_obj(cls, obj: Any, where: str = "request") -> "StoreRequest":
@@ -169,33 +178,42 @@ class Store:
                 except UnicodeEncodeError:
                     raise InvalidInput(f"{name} is not valid UTF-8 text: {text!r}") from None
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
+        entity = agent_private_entity(req.agent, req.entity) if req.private and req.agent else req.entity
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
             else codec.default_horizon_for_entity(req.entity)
         prev = self.db.execute(
             "SELECT fact_id, version FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0 "
             "ORDER BY seq DESC LIMIT 1",
-            (tenant, req.entity, req.key),
+            (tenant, entity, req.key),
         ).fetchone()
         return Fact(
-            fact_id="f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=req.entity, key=req.key, value=req.value,
+            fact_id="f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=entity, key=req.key, value=req.value,
             source_receipt=req.source_receipt, confidence=check_confidence(req.confidence), stored_at=now,
             tokens=codec.token_cost(req.value), version=prev[1] + 1 if prev else 1,
-            supersedes=prev[0] if prev else None, private=self.policy.enforce(req.entity, req.private),
+            supersedes=prev[0] if prev else None, private=self.policy.enforce(entity, req.private),
             horizon_class=horizon, actor=req.actor,
         )
 
     def store(self, entity: str, key: str, value: str, *, tenant: str = "default", confidence: float = 1.0,
               source_receipt: Optional[str] = None, private: bool = False, horizon_class: Optional[str] = None,
-              actor: Optional[str] = None) -> Fact:
+              actor: Optional[str] = None, agent: Optional[str] = None,
+              owner: Optional[NamespaceOwner] = None) -> Fact:
         """Store a new version of (tenant, entity, key): a `store` line, then a `supersede` line if it
-        retires a predecessor."""
-        req = StoreRequest(entity, key, value, tenant, source_receipt, confidence, private, horizon_class, actor)
-        return self.store_batch([req], as_batch=False)[0]
+        retires a predecessor. With `private` and an `agent`, the fact is that agent's own, stored under
+        `__agent::<agent>::<entity>` as Crux's `store_fact` does. An entity under a create-reserved
+        prefix is refused (`ReservedEntityPrefix`) unless `owner` owns it."""
+        req = StoreRequest(entity, key, value, tenant, source_receipt, confidence, private, horizon_class, actor,
+                           agent)
+        return self.store_batch([req], as_batch=False, owner=owner)[0]
 
-    def store_batch(self, requests: list[StoreRequest], as_batch: bool = True) -> list[Fact]:
-        """Store several facts as one `store_batch` event (all built first, as Crux does)."""
+    def store_batch(self, requests: list[StoreRequest], as_batch: bool = True,
+                    owner: Optional[NamespaceOwner] = None) -> list[Fact]:
+        """Store several facts as one `store_batch` event (all built first, as Crux does). Nothing is
+        stored if any request names a create-reserved entity `owner` does not own."""
         if not requests:
             raise InvalidInput("store_batch needs at least one request")
+        for req in requests:
+            check_create(req.entity, owner)
 
         def build() -> list[codec.Event]:
             now = timestamps.now_ns()
@@ -209,8 +227,9 @@ class Store:
         return [self.get(f.fact_id) for f in facts]
 
     def _require(self, fact_id: str, tenant: Optional[str]) -> tuple:
+        """(tenant_hash, deleted, superseded_by, entity) of a fact; NotFound names the id."""
         row = self.db.execute(
-            "SELECT tenant_hash, deleted, superseded_by FROM facts WHERE fact_id = ?", (fact_id,)
+            "SELECT tenant_hash, deleted, superseded_by, entity FROM facts WHERE fact_id = ?", (fact_id,)
         ).fetchone()
         if row is None or (tenant is not None and row[0] != tenant):
             where = f" in tenant {tenant!r}" if tenant is not None else ""
@@ -225,11 +244,18 @@ class Store:
         ).fetchone():
             raise Conflict(f"fact {fact_id} is a consolidation member; undo the consolidation first")
 
-    def delete(self, fact_id: str, tenant: Optional[str] = None) -> None:
-        """Mark a fact deleted (its text stays in the journal until compaction)."""
+    def _require_writable(self, fact_id: str, tenant: Optional[str], action: str,
+                          owner: Optional[NamespaceOwner]) -> tuple:
+        row = self._require(fact_id, tenant)
+        check_target(fact_id, row[3], action, owner)
+        return row
+
+    def delete(self, fact_id: str, tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None) -> None:
+        """Mark a fact deleted (its text stays in the journal until compaction). A daemon-owned fact is
+        refused (`ReservedTarget`) unless `owner` owns it."""
 
         def build() -> list[codec.Event]:
-            row = self._require(fact_id, tenant)
+            row = self._require_writable(fact_id, tenant, "delete", owner)
             if row[1]:
                 raise Conflict(f"fact {fact_id} is already deleted")
             self._consolidation_guard(fact_id)
@@ -237,11 +263,14 @@ class Store:
 
         self.commit(build)
 
-    def supersede(self, fact_id: str, by_fact_id: str, tenant: Optional[str] = None) -> None:
-        """Mark `fact_id` as superseded by `by_fact_id` (both in one tenant)."""
+    def supersede(self, fact_id: str, by_fact_id: str, tenant: Optional[str] = None,
+                  owner: Optional[NamespaceOwner] = None) -> None:
+        """Mark `fact_id` as superseded by `by_fact_id` (both in one tenant). A daemon-owned target is
+        refused (`ReservedSupersedesTarget`) unless `owner` owns it."""
 
         def build() -> list[codec.Event]:
             target, by = self._require(fact_id, tenant), self._require(by_fact_id, tenant)
+            check_supersedes_target(fact_id, target[3], owner)
             if fact_id == by_fact_id:
                 raise InvalidInput(f"fact {fact_id} cannot supersede itself")
             if target[0] != by[0]:
@@ -251,11 +280,12 @@ class Store:
 
         self.commit(build)
 
-    def clear_supersede(self, fact_id: str, tenant: Optional[str] = None) -> None:
-        """Make a superseded fact current again."""
+    def clear_supersede(self, fact_id: str, tenant: Optional[str] = None,
+                        owner: Optional[NamespaceOwner] = None) -> None:
+        """Make a superseded fact current again (daemon-owned facts: only their `owner`)."""
 
         def build() -> list[codec.Event]:
-            row = self._require(fact_id, tenant)
+            row = self._require_writable(fact_id, tenant, "clear the supersession of", owner)
             if row[2] is None:
                 raise Conflict(f"fact {fact_id} is not superseded")
             self._consolidation_guard(fact_id)
@@ -264,8 +294,9 @@ class Store:
         self.commit(build)
 
     def set_validity(self, fact_id: str, valid_from: Optional[int] = None, valid_to: Optional[int] = None,
-                     tenant: Optional[str] = None) -> None:
-        """Set (or clear, with None) the half-open valid-time interval [valid_from, valid_to)."""
+                     tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None) -> None:
+        """Set (or clear, with None) the half-open valid-time interval [valid_from, valid_to)
+        (daemon-owned facts: only their `owner`)."""
         for bound in (valid_from, valid_to):
             if bound is not None:
                 timestamps.check_range(bound, bound)
@@ -273,27 +304,30 @@ class Store:
             raise InvalidInput("valid_to must be later than valid_from")
 
         def build() -> list[codec.Event]:
-            self._require(fact_id, tenant)
+            self._require_writable(fact_id, tenant, "set the validity of", owner)
             return [codec.SetValidityEvent(fact_id, valid_from, valid_to,
                                            timestamps.format_event_time(timestamps.now_ns()))]
 
         self.commit(build)
 
-    def set_horizon(self, fact_id: str, horizon_class: str, tenant: Optional[str] = None) -> None:
-        """Change a fact's freshness horizon, journaled (Crux keeps it in memory only)."""
+    def set_horizon(self, fact_id: str, horizon_class: str, tenant: Optional[str] = None,
+                    owner: Optional[NamespaceOwner] = None) -> None:
+        """Change a fact's freshness horizon, journaled (Crux keeps it in memory only; daemon-owned facts:
+        only their `owner`)."""
         horizon = codec.parse_horizon(horizon_class)
 
         def build() -> list[codec.Event]:
-            self._require(fact_id, tenant)
+            self._require_writable(fact_id, tenant, "set the horizon of", owner)
             return [codec.SetHorizonEvent(fact_id, horizon, timestamps.format_event_time(timestamps.now_ns()))]
 
         self.commit(build)
 
-    def reverify(self, fact_id: str, tenant: Optional[str] = None) -> Fact:
-        """Record that a fact was re-verified now, journaled (Crux keeps it in memory only)."""
+    def reverify(self, fact_id: str, tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None) -> Fact:
+        """Record that a fact was re-verified now, journaled (Crux keeps it in memory only; daemon-owned
+        facts: only their `owner`)."""
 
         def build() -> list[codec.Event]:
-            self._require(fact_id, tenant)
+            self._require_writable(fact_id, tenant, "re-verify", owner)
             return [codec.ReverifyEvent(fact_id, timestamps.now_ns())]
 
         self.commit(build)

@@ -13,12 +13,15 @@ from typing import Any
 
 import blake3
 
+from ..facts.privacy import NamespaceOwner
 from . import compaction
 from .backup import backups_before
 from .erasure_scan import scan_directory
 
 REPORT_SCHEMA = "cruxsql.erasure_report.v1"
 ERASURE_REPORT_PREFIX = "__erasure_report__::"
+# The one writer of erasure reports (the store refuses the namespace to everyone else).
+OWNER = NamespaceOwner("erasure reports", (ERASURE_REPORT_PREFIX,))
 REPORT_KEY = "report"
 
 
@@ -55,7 +58,8 @@ def dumps(value: Any) -> str:
 
 def store_part(store, request_id: str, key: str, value: str, actor: str) -> None:
     store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant="default", confidence=1.0,
-                source_receipt=request_id, private=True, horizon_class="none", actor=actor)
+                source_receipt=request_id, private=True, horizon_class="none", actor=actor,
+                owner=OWNER)
 
 
 def spill(store, report: dict[str, Any]) -> None:

@@ -20,11 +20,14 @@ from typing import Any, Iterable, Optional
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..facts import timestamps
+from ..facts.privacy import NamespaceOwner
 
 LEGAL_HOLD_SCHEMA_V1 = "crux.legal_hold.v1"
 LEGAL_HOLD_RECEIPT_SCHEMA_V1 = "crux.legal_hold.receipt.v1"
 LEGAL_HOLD_ENTITY_PREFIX = "__legal_hold__::"
 LEGAL_HOLD_RECEIPT_ENTITY_PREFIX = "__legal_hold_receipt__::"
+# The one writer of holds and their receipts (the store refuses these namespaces to everyone else).
+OWNER = NamespaceOwner("legal holds", (LEGAL_HOLD_ENTITY_PREFIX, LEGAL_HOLD_RECEIPT_ENTITY_PREFIX))
 STATE_KEY = "state"
 RECEIPT_KEY = "receipt"
 KIND_PLACED = "legal_hold_placed"
@@ -289,14 +292,14 @@ def deleted_facts_covered(db, holds: Optional[list[LegalHold]] = None) -> list[t
 
 def _store_state(store, hold: LegalHold, receipt_id: str, actor: str) -> None:
     store.store(hold.entity, STATE_KEY, hold.to_json(), tenant=hold.tenant_id, confidence=1.0,
-                source_receipt=receipt_id, private=True, horizon_class="none", actor=actor)
+                source_receipt=receipt_id, private=True, horizon_class="none", actor=actor, owner=OWNER)
 
 
 def store_receipt(store, receipt: LegalHoldReceipt) -> None:
     """Persist a receipt as a fact (`__legal_hold_receipt__::<id>`, key `receipt`, private)."""
     store.store(LEGAL_HOLD_RECEIPT_ENTITY_PREFIX + receipt.receipt_id, RECEIPT_KEY, receipt.to_json(),
                 tenant=receipt.tenant_id or "default", confidence=1.0, source_receipt=receipt.receipt_id,
-                private=True, horizon_class="none", actor=receipt.actor)
+                private=True, horizon_class="none", actor=receipt.actor, owner=OWNER)
 
 
 def place_hold(store, tenant_id: str, reason: str, entity_prefixes: Optional[Iterable[str]] = None,

@@ -92,6 +92,30 @@ def wrap_facts_tiered(rows: Sequence[Mapping[str, Any]], entity: Optional[str], 
     }
 
 
+# `tool_output_kind`: the CRC-v1 kind each tool emits, in the catalogue's order.
+TOOL_OUTPUT_KINDS = (("query", "search"), ("query_scan", "search"), ("query_expand", "addressed"),
+                     ("query_facts", "fact"))
+
+
+def tool_output_catalogue() -> list[tuple[str, str, str]]:
+    """`crc_v1::tool_output_catalogue`: the synthesized `__bootstrap__::tool-output:*` entries that
+    `get_bootstrap("tool-output")` appends, as (entity, key, value rendered as compact JSON in the
+    daemon's insertion order, as `format!("{value}")` prints a serde_json Value)."""
+    def render(value: dict[str, Any]) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    out = [("__bootstrap__::tool-output:_contract", CONTRACT, render({
+        "schema": SCHEMA_URL,
+        "negotiate": 'contract:"v1" arg (MCP) | Accept-Contract: crc-v1 (HTTP)',
+        "envelope": "pointers + cost_estimate + agent_decision + envelope{freshness,receipts,links} + next",
+        "default_when_negotiated": "hydrate=pointer (cheap); expand via next.expand",
+    }))]
+    for tool, kind in TOOL_OUTPUT_KINDS:
+        out.append((f"__bootstrap__::tool-output:{tool}", tool,
+                    render({"contract": CONTRACT, "kind": kind, "schema": SCHEMA_URL})))
+    return out
+
+
 def wrap_facts(rows: Sequence[Mapping[str, Any]], entity: Optional[str], query: Optional[str]) -> dict[str, Any]:
     """Every row in full."""
     return wrap_facts_tiered(rows, entity, query, len(rows), len(rows))

@@ -56,6 +56,7 @@ MEMORY_VIEW_RESERVED = ("__agent::", "__ops::", "__bootstrap__::", "__memory_pin
 _TOPIC_ALIASES = {"doc": "doc", "docs": "doc", "pattern": "pattern", "patterns": "pattern", "error": "resolution",
                   "errors": "resolution", "resolution": "resolution", "resolutions": "resolution",
                   "tool": "tool-output", "tool-output": "tool-output", "tool-outputs": "tool-output"}
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # Above this share of all facts, trigram candidates cost more than a scan.
 _SCAN_SHARE = 0.3
 
@@ -97,12 +98,13 @@ def _floor_arg(value: Optional[float]) -> Optional[float]:
 
 
 def normalize_topic(topic: Optional[str]) -> Optional[str]:
-    """§10.4: doc|docs -> doc, pattern(s) -> pattern, error(s)|resolution(s) -> resolution,
-    tool|tool-output(s) -> tool-output; anything else the trimmed original; blank -> no topic."""
-    if topic is None or not topic.strip():
+    """`normalize_bootstrap_topic` (§10.4): doc|docs -> doc, pattern(s) -> pattern,
+    error(s)|resolution(s) -> resolution, tool|tool-output(s) -> tool-output (ASCII case-insensitive);
+    anything else the trimmed original. A blank topic stays a topic: "" (prefix `__bootstrap__:::`)."""
+    if topic is None:
         return None
-    trimmed = topic.strip()
-    return _TOPIC_ALIASES.get(trimmed.lower(), trimmed)
+    trimmed = topic.strip(scope.RUST_WHITESPACE)
+    return _TOPIC_ALIASES.get(trimmed.translate(_ASCII_LOWER), trimmed)
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -178,7 +180,7 @@ class BootstrapResult:
 
     def text(self) -> str:
         if not self.facts:
-            if self.topic is not None and self.topic.strip():
+            if self.topic is not None:
                 return f"no bootstrap knowledge for topic '{self.topic}'"
             return "no bootstrap knowledge found"
         return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']}" for f in self.facts)
@@ -488,7 +490,10 @@ class Recall:
         `__agent::<me>::__bootstrap__::...` facts are readable; no other private fact is.
 
         Ranking is the store query's: confidence desc, stored_at desc, fact_id; at most 100 facts.
-        Deleted facts are dropped; superseded ones are not (as in Crux's store query).
+        Deleted facts are dropped; superseded ones are not (as in Crux's store query). The topic is
+        normalised by `normalize_topic`; a blank topic builds the prefix `__bootstrap__:::` and so
+        matches nothing, as in Crux. Topic `tool-output` appends the synthesized CRC-v1 schema
+        catalogue (`crc_v1.tool_output_catalogue`, `fact_id` None) after the stored facts.
         """
         token_budget = _count_arg(token_budget, "token_budget")
         agent = scope.normalize_agent(agent)
@@ -496,7 +501,10 @@ class Recall:
         norm = normalize_topic(topic)
         prefix = f"{BOOTSTRAP_PREFIX}{norm}:" if norm is not None else BOOTSTRAP_PREFIX
         self._prepare()
-        empty = BootstrapResult(topic, prefix, [], 0, 0, 0, token_budget)
+        catalogue = [{"fact_id": None, "entity": e, "key": k, "value": v, "confidence": None,
+                      "tokens": tokens.fact_tokens(v)}
+                     for e, k, v in crc_v1.tool_output_catalogue()] if norm == "tool-output" else []
+        empty = BootstrapResult(topic, prefix, catalogue, 0, 0, sum(f["tokens"] for f in catalogue), token_budget)
         terms = scope.split_terms(query) if query is not None else None
         if terms is not None and not terms:
             return empty
@@ -518,6 +526,7 @@ class Recall:
         n = tokens.legacy_fill([r[7] for r in ranked], token_budget) if token_budget is not None else len(ranked)
         facts = [{"fact_id": r[0], "entity": r[3] if r[2] is not None else r[1], "key": r[4], "value": r[5],
                   "confidence": r[6], "tokens": r[7]} for r in ranked[:n]]
+        facts += catalogue
         return BootstrapResult(topic, prefix, facts, matched, matched - n, sum(f["tokens"] for f in facts),
                                token_budget)
 

@@ -12,7 +12,8 @@ import sys
 import unicodedata
 from typing import Optional
 
-from ..facts.privacy import AGENT_PRIVATE_ENTITY_PREFIX
+from ..facts.privacy import agent_private_entity
+from ..facts.privacy import split_private_entity as split_private_entity  # recall reads it from here
 
 AGENT_SESSION_PREFIX = "__agent_session::"
 DEFAULT_TENANT = "default"
@@ -49,17 +50,6 @@ def split_terms(query: str) -> list[str]:
     return [t for t in _WS_SPLIT.split(rust_lower(query)) if t]
 
 
-def split_private_entity(entity: str) -> Optional[tuple[str, str]]:
-    """`split_private_entity`: `__agent::<owner>::<logical>` -> (owner, logical), split at the first `::`."""
-    if not entity.startswith(AGENT_PRIVATE_ENTITY_PREFIX):
-        return None
-    rest = entity[len(AGENT_PRIVATE_ENTITY_PREFIX):]
-    owner, sep, logical = rest.partition("::")
-    if not sep:
-        return None
-    return owner, logical
-
-
 def normalize_agent(agent: Optional[str]) -> Optional[str]:
     """An empty agent name means no authenticated agent."""
     return agent if agent else None
@@ -83,7 +73,7 @@ def visible_entity(entity: str, private: bool, agent: Optional[str]) -> Optional
 
 def owner_entity(agent: str, logical: str) -> str:
     """The stored entity of an agent-private fact: `__agent::<agent>::<logical>`."""
-    return f"{AGENT_PRIVATE_ENTITY_PREFIX}{agent}::{logical}"
+    return agent_private_entity(agent, logical)
 
 
 def entity_matches(stored: str, visible: str, requested: str) -> bool:
