@@ -8,6 +8,8 @@ transaction-time travel is checked against an exact replay rather than against t
 from __future__ import annotations
 
 import math
+
+import numpy as np
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -154,9 +156,9 @@ def visible(f: Fact, agent: Optional[str]) -> Optional[str]:
 
 
 def eff_of(f: Fact, now_ns: int) -> tuple[float, str, int]:
-    anchor = (f.reverified_at if f.reverified_at is not None else f.stored_at) // 1_000_000
-    now = now_ns // 1_000_000
-    hours = max(0, (now - anchor) // 3_600_000)
+    anchor_ns = f.reverified_at if f.reverified_at is not None else f.stored_at
+    anchor, now = anchor_ns // 1_000_000, now_ns // 1_000_000
+    hours = max(0, (now_ns - anchor_ns) // 3_600_000_000_000)
     if f.horizon_class == "none":
         return float(f.confidence), "fresh", hours
     if anchor <= 0 or now <= 0 or anchor > now:
@@ -195,6 +197,7 @@ def oracle(facts: list[Fact], *, query, entity, entity_prefix, tenant, agent, to
         out.append((f, vis, e, fresh, hours))
     out.sort(key=lambda x: (-x[2], -x[0].stored_at, x[0].fact_id))
     matched = len(out)
+    floor = None if floor is None else float(np.float32(floor))
     below = sum(1 for x in out if floor is not None and x[2] < floor)
     kept = [x for x in out if floor is None or x[2] >= floor]
     crc = contract == "crc-v1"
@@ -336,7 +339,7 @@ def view_oracle(facts: list[Fact], entity, key, top_k, budget, tenant, agent) ->
         vis = visible(f, agent or None)
         if f.deleted or vis is None or f.tenant_hash != (tenant or "default") or vis.startswith(RESERVED_VIEW):
             continue
-        if (entity is not None and not (f.entity == entity or vis == entity)) or (key is not None and f.key != key):
+        if (entity is not None and vis != entity) or (key is not None and f.key != key):
             continue
         rows.append(f)
     rows.sort(key=lambda f: (-f.stored_at, -f.confidence, f.fact_id))

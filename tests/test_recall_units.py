@@ -129,8 +129,8 @@ def test_freshness_thresholds_and_boundaries():
     assert freshness_at("volatile", now - thr - 1, now, 3, p) == "stale"
     assert freshness.effective_confidence(0.8, "stale") == 0.4
     assert freshness.effective_confidence(0.8, "unknown") == 0.8
-    assert freshness.age_hours(now - 5 * H - 1, now) == 5
-    assert freshness.age_hours(now + H, now) == 0
+    assert freshness.age_hours((now - 5 * H - 1) * 10**6, now * 10**6) == 5
+    assert freshness.age_hours((now + H) * 10**6, now * 10**6) == 0
     assert freshness.age_days(now - 3 * D, now) == 3 and freshness.age_days(0, now) is None
 
 

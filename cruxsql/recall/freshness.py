@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ..facts.codec import HORIZON_CLASSES, default_horizon_for_entity, parse_horizon
+from .scope import RUST_WHITESPACE
 
 DEFAULT_VOLATILE_HOURS = 24
 DEFAULT_MEDIUM_DAYS = 35
@@ -22,6 +23,7 @@ SALIENCE_SLOPE = 0.25
 SALIENCE_MAX_FACTOR = 4.0
 STALE_DEMOTION_FACTOR = 0.5
 HOUR_MS = 3_600_000
+HOUR_NS = 3_600_000_000_000
 DAY_MS = 86_400_000
 _I64_MAX = 2**63 - 1
 
@@ -38,15 +40,23 @@ __all__ = [
 ]
 
 
+_RUST_I64 = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_rust_i64(text: str) -> Optional[int]:
+    """`text.trim().parse::<i64>()`: Unicode White_Space trimmed, an optional sign, ASCII digits only
+    (no `_`, no other digits, no inner spaces), within i64; None where Rust returns an error."""
+    trimmed = text.strip(RUST_WHITESPACE)
+    if not _RUST_I64.fullmatch(trimmed):
+        return None
+    value = int(trimmed)
+    return value if -_I64_MAX - 1 <= value <= _I64_MAX else None
+
+
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        return default
-    return value if 0 < value <= _I64_MAX else default
+    value = None if raw is None else parse_rust_i64(raw)
+    return value if value is not None and value > 0 else default
 
 
 @dataclass(frozen=True)
@@ -115,9 +125,9 @@ def effective_confidence(confidence: float, freshness: str) -> float:
     return float(confidence) * STALE_DEMOTION_FACTOR if freshness == STALE else float(confidence)
 
 
-def age_hours(anchor_ms: int, now_ms: int) -> int:
-    """Whole hours between anchor and now, floored at 0."""
-    return max(0, (now_ms - anchor_ms) // HOUR_MS)
+def age_hours(anchor_ns: int, now_ns: int) -> int:
+    """`(now - anchor).num_hours().max(0)`: whole hours of the nanosecond difference, floored at 0."""
+    return max(0, (now_ns - anchor_ns) // HOUR_NS)
 
 
 def age_days(written_ms: int, now_ms: int) -> Optional[int]:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..facts import timestamps
+from ..facts.codec import to_f32
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
 from .fact_index import TextIndex, Timeline
@@ -89,12 +90,14 @@ def _count_arg(value: Optional[int], name: str) -> Optional[int]:
 
 
 def _floor_arg(value: Optional[float]) -> Optional[float]:
+    """Validated as f64 in 0.0..=1.0, then cast to f32 as `handle_query_facts` does (`f as f32`), and
+    compared widened back to f64: a fact at 0.7 clears a 0.7 floor."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0.0 <= value <= 1.0:
         raise InvalidInput(f"min_effective_confidence must be a number in 0.0..=1.0, got {value!r}")
-    return float(value)
+    return to_f32(value)
 
 
 def normalize_topic(topic: Optional[str]) -> Optional[str]:
@@ -440,15 +443,14 @@ class Recall:
                 f"SELECT count(*), coalesce(sum(eff < :floor), 0) FROM ({matched_sql})", plan.params).fetchone()
             result.matched, result.filtered_below_threshold = row[0], row[1]
         result.left_out = result.matched - result.filtered_below_threshold - len(picked)
-        now_ms = ns_to_ms(now_arg)
         rows = []
         for r in picked:
-            anchor_ms = ns_to_ms(r[14] if r[14] is not None else r[6])
+            anchor_ns = r[14] if r[14] is not None else r[6]
             rows.append({
                 "fact_id": r[1],
                 "entity": r[10] if r[9] is not None else r[2],
                 "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": r[15],
-                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ms, now_ms),
+                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ns, now_arg),
                 "superseded_by": r[12], "actor": r[8],
             })
         result.rows = rows
@@ -548,10 +550,12 @@ class Recall:
         plan.where += ["+f.tenant_hash = :tenant", "f.deleted = 0",
                        "((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)"]
         self._entity_filters(plan, agent, entity, None)
+        visible = "coalesce(t.visible_entity, f.entity)"
+        if entity is not None:
+            plan.where.append(f"{visible} = :ent")  # memory_view compares the visible entity only
         if key is not None:
             plan.params["key"] = key
             plan.where.append("f.key = :key")
-        visible = "coalesce(t.visible_entity, f.entity)"
         for i, p in enumerate(MEMORY_VIEW_RESERVED):
             plan.params[f"r{i}"] = p
             plan.where.append(f"substr({visible}, 1, {len(p)}) != :r{i}")
@@ -586,7 +590,7 @@ class Recall:
 
     def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:
         """Fact ids the agent pinned: the latest non-deleted `__memory_pin::<agent>::<id>` / `pinned`
-        fact says `1` or `true`."""
+        fact's value is exactly `1` or ASCII-case-insensitively `true`, untrimmed (memory.rs)."""
         if agent is None or not fact_ids:
             return set()
         pinned = set()
@@ -595,6 +599,6 @@ class Recall:
                 "SELECT value FROM facts WHERE entity = ? AND key = 'pinned' AND deleted = 0 AND tenant_hash = ? "
                 "ORDER BY stored_at_ns DESC, seq DESC LIMIT 1", (f"{MEMORY_PIN_PREFIX}{agent}::{fid}", tenant)
             ).fetchone()
-            if row is not None and row[0].strip().lower() in ("1", "true"):
+            if row is not None and (row[0] == "1" or row[0].translate(_ASCII_LOWER) == "true"):
                 pinned.add(fid)
         return pinned
