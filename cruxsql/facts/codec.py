@@ -327,16 +327,49 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-JSON number {name}")
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class _DuplicateKeys(dict):
+    """A decoded object that repeated some keys (`duplicates`, in order of first repeat). serde rejects a
+    repeated *known* field of the struct it fills and ignores repeated unknown keys, so the check waits
+    until the object is read as a struct (`_check_duplicates`)."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"duplicate field `{dup}`")
-    return obj
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    marked = _DuplicateKeys(obj)
+    marked.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    return marked
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+# The fields serde knows for each struct (a repeat of one of these is an error).
+_FACT_FIELDS = frozenset((
+    "fact_id", "tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "stored_at", "tokens",
+    "deleted", "version", "supersedes", "private", "horizon_class", "reverified_at", "superseded_by", "actor",
+    "valid_from", "valid_to", "access_count", "last_accessed_at"))
+_EVENT_FIELDS = {op: frozenset(fields) for op, fields in {
+    "store": ("fact",), "store_batch": ("facts",), "delete": ("fact_id", "deleted_at"),
+    "supersede": ("fact_id", "by_fact_id", "superseded_at"), "clear_supersede": ("fact_id", "cleared_at"),
+    "set_validity": ("fact_id", "valid_from", "valid_to", "set_at"),
+    "replace_latest": ("fact", "replaced_fact_ids"),
+    "consolidate": ("canonical", "superseded_fact_ids", "consolidated_at"),
+    "consolidation_provenance": ("canonical_fact_id", "source_fact_ids", "tenant_hash", "recorded_at"),
+    "consolidate_undo": ("canonical_fact_id", "restored_fact_ids", "undone_at"),
+    "set_horizon": ("fact_id", "horizon_class", "set_at"), "reverify": ("fact_id", "reverified_at"),
+}.items()}
+
+
+def _check_duplicates(obj: dict, fields: frozenset[str], where: str) -> None:
+    """serde's `duplicate field` error for a repeated known field; repeated unknown keys are ignored."""
+    for name in getattr(obj, "duplicates", ()):
+        if name in fields:
+            raise CorruptLine(f"{where}: duplicate field `{name}`")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_object)
 MAX_NESTING = 128  # serde_json's recursion limit
 
 
@@ -414,8 +447,9 @@ def _id_list(v: Any, name: str, where: str) -> list[str]:
 
 def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
     """Build a Fact from a decoded JSON object with serde's defaults and type rules."""
-    if type(obj) is not dict:
+    if not isinstance(obj, dict):
         raise CorruptLine(f"{where}: expected an object")
+    _check_duplicates(obj, _FACT_FIELDS, where)
     g = obj.get
     confidence = _req(obj, "confidence", where)
     if type(confidence) not in (int, float):
@@ -479,13 +513,15 @@ def decode_event(raw: bytes) -> Event:
         obj = _decoder.decode(text)
     except (ValueError, RecursionError) as exc:
         raise CorruptLine(f"invalid JSON: {exc}") from None
-    if type(obj) is not dict:
+    if not isinstance(obj, dict):
         raise CorruptLine("expected a JSON object")
     if b"\\u" in raw and _has_lone_surrogate(obj):
         raise CorruptLine("invalid JSON: lone surrogate in a \\u escape")
     op = obj.get("op")
     if type(op) is not str:
         raise CorruptLine("missing field `op`")
+    # the internally tagged enum: a repeated `op` tag is an error, then the variant's own fields
+    _check_duplicates(obj, _EVENT_FIELDS.get(op, frozenset()) | {"op"}, op)
     w = op
     if op == "store":
         return StoreEvent(fact_from_obj(_req(obj, "fact", w), "store.fact"))

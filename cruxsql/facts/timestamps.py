@@ -20,8 +20,19 @@ _DAY_NS = 86_400 * _NS
 MIN_NS = -(2**63)
 MAX_NS = 2**63 - 1
 
+# chrono's `FromStr for DateTime<FixedOffset>` (`parse_rfc3339_relaxed`), which serde uses for every
+# `DateTime<Utc>` in the journal: whitespace (Rust White_Space) may separate any components; numbers are
+# ASCII digits, unpadded allowed (year 1-4 digits, or any length with a sign); the date and time are
+# separated by exactly one `T`, `t` or space; an optional fraction needs at least one digit (only nine
+# count); the offset is `UTC` (any case), `Z`/`z`, or a sign (`+`, `-`, U+2212) with hh, then colons or
+# whitespace, then mm; trailing whitespace is allowed.
+_WS = re.escape("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                "\u200a\u2028\u2029\u202f\u205f\u3000")
+_W = f"[{_WS}]*"
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:?\d{2})\Z"
+    rf"{_W}([+-][0-9]+|[0-9]{{1,4}}){_W}-{_W}([0-9]{{1,2}}){_W}-{_W}([0-9]{{1,2}})[Tt ]"
+    rf"{_W}([0-9]{{1,2}}){_W}:{_W}([0-9]{{1,2}}){_W}:{_W}([0-9]{{1,2}})(?:\.([0-9]+))?{_W}"
+    rf"(?:([Uu][Tt][Cc])|([Zz])|([+\-\u2212])([0-9]{{2}})[:{_WS}]*([0-9]{{2}})){_W}\Z"
 )
 
 
@@ -74,7 +85,7 @@ def parse_ns(text: str) -> int:
     m = _RFC3339.match(text) if isinstance(text, str) else None
     if m is None:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
-    y, mo, d, hh, mi, ss, frac, off = m.groups()
+    y, mo, d, hh, mi, ss, frac, utc, zulu, sign, oh, om = m.groups()
     hh, mi, ss = int(hh), int(mi), int(ss)
     try:
         days = _date_days(int(y), int(mo), int(d))
@@ -84,12 +95,11 @@ def parse_ns(text: str) -> int:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
     nanos = int(frac[:9].ljust(9, "0")) if frac else 0
     offset_s = 0
-    if off != "Z" and off != "z":
-        digits = off[1:].replace(":", "")
-        oh, om = int(digits[:2]), int(digits[2:])
-        if oh > 23 or om > 59:
+    if sign is not None:
+        offset_s = int(oh) * 3600 + int(om) * 60
+        if int(om) > 59 or offset_s >= 86_400:  # FixedOffset::east_opt: |offset| < 24 h
             raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
-        offset_s = (oh * 3600 + om * 60) * (1 if off[0] == "+" else -1)
+        offset_s = offset_s if sign == "+" else -offset_s
     # A leap second (ss == 60) counts as the second after :59, as chrono's timestamp does.
     return check_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
 
