@@ -40,6 +40,7 @@ def test_ingest_folder_then_reingest_is_a_noop(run, notes):
     assert first.stdout.startswith("3 chunks from 2 documents ingested into 1 new segment(s); 0 already stored")
     again = run("ingest", str(notes), "--json")
     assert json.loads(again.stdout) == {"documents": 2, "ingested": 0, "duplicates": 3, "segments_sealed": 0,
+                                        "skipped_files": [],
                                         "segments": []}
     listing = json.loads(run("segments", "list", "--json").stdout)
     assert [(s["segment_index"], s["segment_seq"], s["chunk_count"]) for s in listing] == [(0, 1, 3)]

@@ -252,7 +252,7 @@ def test_crc_v1_envelopes(lane):
     assert envelope["pointers"] == [{"id": "0:1", "score": envelope["pointers"][0]["score"]},
                                     {"id": "0:0", "score": envelope["pointers"][1]["score"]}]
     assert envelope["cost_estimate"] == {"pointer": 80, "summary": 300, "full": 9}
-    assert envelope["next"]["expand"] == 'query_expand {result_ids:["0:1","0:0"]}'
+    assert envelope["next"]["expand"] == 'query_expand {result_ids:["<seg>:<doc>"...]}'
     meta = envelope["meta"]
     assert list(meta)[-2:] == ["coverage", "total_candidates"]
     assert meta["coverage"] == {"score": 0.5, "missing_tokens": ["quantum"], "below_floor": 0}

@@ -11,7 +11,7 @@ import click
 from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
 from ..documents.search import COVERAGE_STYLES
-from ..documents.sources import batches, list_files, read_file, read_jsonl
+from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback
 
 _tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant id.")
@@ -27,7 +27,8 @@ def _snippet(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], None]]) -> Iterable[DocumentInput]:
+def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], None]],
+               skipped: list[SkippedFile]) -> Iterable[DocumentInput]:
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (JSONL on stdin) cannot be combined with paths")
@@ -35,7 +36,12 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
         return
     files = list_files([Path(p) for p in paths])
     for done, (path, doc_id) in enumerate(files, start=1):
-        yield read_file(path, doc_id)
+        read = read_file(path, doc_id)
+        if isinstance(read, SkippedFile):
+            click.echo(f"Warning: skipped {read.path}: {read.reason}", err=True)
+            skipped.append(read)
+        else:
+            yield read
         if on_file:
             on_file(done, len(files))
 
@@ -63,7 +69,12 @@ def register(group: click.Group) -> None:
     @data_dir_option
     @fails_cleanly
     def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data_dir: Path) -> None:
-        """Chunk and index markdown/text files and folders (or JSONL requests on stdin with `-`).
+        """Chunk and index markdown/text/JSON files and folders (or JSONL requests on stdin with `-`).
+
+        Folders are walked like `corecruxctl ingest`: .md .markdown .txt .json files (and .mdown .mkd
+        .text), never into hidden directories, node_modules/ or target/, never through symlinks. A .json
+        file contributes its string values; a leading BOM is dropped; a file that is not UTF-8 text (or
+        holds a NUL byte) is skipped with a warning on stderr.
 
         Each ingest seals one segment (large inputs: one per 4096 documents or 65,536 chunks). JSONL lines
         are {"doc_id", "chunks": [{"chunk_id", "text"}]} or {"doc_id", "text"}. Chunks already stored
@@ -71,9 +82,10 @@ def register(group: click.Group) -> None:
         """
         totals = {"documents": 0, "ingested": 0, "duplicates": 0, "segments_sealed": 0}
         segments = []
+        skipped: list[SkippedFile] = []
         with open_store(data_dir) as store:
             lane = DocumentLane(store)
-            for batch in batches(_documents(paths, progress_callback("reading files"))):
+            for batch in batches(_documents(paths, progress_callback("reading files"), skipped)):
                 report = lane.ingest(batch, tenant=tenant, corpus=corpus, progress=progress_callback("indexing"))
                 totals["documents"] += report.documents
                 totals["ingested"] += report.ingested
@@ -82,7 +94,8 @@ def register(group: click.Group) -> None:
                     totals["segments_sealed"] += 1
                     segments.append(report.to_json())
         if as_json:
-            echo_json({**totals, "segments": segments})
+            echo_json({**totals, "segments": segments,
+                       "skipped_files": [{"path": str(s.path), "reason": s.reason} for s in skipped]})
             return
         click.echo(f"{totals['ingested']} chunks from {totals['documents']} documents ingested into "
                    f"{totals['segments_sealed']} new segment(s); {totals['duplicates']} already stored")

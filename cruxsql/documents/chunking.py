@@ -23,7 +23,8 @@ _UNICODE_WHITESPACE = (
 )
 
 
-def _rust_trim(text: str) -> str:
+def rust_trim(text: str) -> str:
+    """Rust `str::trim`: strip Unicode White_Space from both ends."""
     return text.strip(_UNICODE_WHITESPACE)
 
 
@@ -33,7 +34,7 @@ def _is_rust_whitespace(char: str) -> bool:
 
 def chunk_plain_text(text: str) -> list[str]:
     """Split trimmed text into chunks of at most 1800 characters, preferring paragraph then word breaks."""
-    chars = _rust_trim(text)
+    chars = rust_trim(text)
     n = len(chars)
     if n == 0:
         return []
@@ -48,7 +49,7 @@ def chunk_plain_text(text: str) -> list[str]:
             minimum = min(start + MIN_BOUNDARY_CHARS, ideal_end)
             boundary = _boundary(chars, ideal_end, minimum)
             end = ideal_end if boundary is None else boundary
-        piece = _rust_trim(chars[start:end])
+        piece = rust_trim(chars[start:end])
         if piece:
             chunks.append(piece)
         if end == n:

@@ -23,6 +23,8 @@ LEGACY_CONTRACTS = frozenset({"legacy", "v0", "none", "off"})
 COVERAGE_STYLES = ("missing_tokens", "gaps")
 EMPTY_INDEX_QUERY = "index is empty \u2014 ingest data first"
 EMPTY_INDEX_SCAN = "index is empty"
+# `wrap_query` / `wrap_scan`: a literal template telling the agent how to call expand, not filled ids.
+NEXT_EXPAND = 'query_expand {result_ids:["<seg>:<doc>"...]}'
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,20 @@ def _swap_remove(obj: dict[str, Any], key: str) -> Any:
     return value
 
 
+def _unsigned(value: Any) -> Optional[int]:
+    """serde_json `Value::as_u64`: a non-negative integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _pointer_id(hit: dict[str, Any]) -> Optional[str]:
+    """`hit_to_pointer`'s id: `result_id` if it is a string, else `"{segment_index}:{doc_id}"` when both
+    are unsigned integers, else None (the hit gets no pointer, and nothing raises)."""
+    if isinstance(hit.get("result_id"), str):
+        return hit["result_id"]
+    seg, doc = _unsigned(hit.get("segment_index")), _unsigned(hit.get("doc_id"))
+    return None if seg is None or doc is None else f"{seg}:{doc}"
+
+
 def wrap_crc_v1(inner: dict[str, Any], kind: str) -> dict[str, Any]:
     """The CRC-v1 envelope of a legacy payload; `kind` is `search` (query, scan) or `addressed` (expand)."""
     body = dict(inner)
@@ -181,15 +197,12 @@ def wrap_crc_v1(inner: dict[str, Any], kind: str) -> dict[str, Any]:
     for key, value in body.items():
         meta.setdefault(key, value)
     meta.setdefault("score_space", SCORE_SPACE)
-    pointers = [
-        {"id": hit.get("result_id", f"{hit['segment_index']}:{hit['doc_id']}"), "score": hit.get("score")}
-        for hit in hits
-    ]
-    full = sum(hit.get("doc_length_tokens", hit.get("token_count", 0)) for hit in hits)
+    pointed = [(pid, hit) for hit in hits if (pid := _pointer_id(hit)) is not None]
+    pointers = [{"id": pid, "score": hit.get("score")} for pid, hit in pointed]
+    full = sum(_unsigned(hit.get("doc_length_tokens", hit.get("token_count"))) or 0 for hit in hits)
     search = kind == "search"
-    ids = ",".join(f'"{p["id"]}"' for p in pointers)
     # cruxsql's expand returns text: it travels as `content` (the fact envelope's shape), tier `full`.
-    content = [{"id": p["id"], "text": hit["text"]} for p, hit in zip(pointers, hits) if "text" in hit]
+    content = [{"id": pid, "text": hit["text"]} for pid, hit in pointed if "text" in hit]
     envelope: dict[str, Any] = {
         "contract": "crc-v1",
         "kind": kind,
@@ -209,6 +222,6 @@ def wrap_crc_v1(inner: dict[str, Any], kind: str) -> dict[str, Any]:
         "envelope": {"freshness": None, "receipts_used": [], "memories_used": [],
                      "autonomy_consumed": {"capability": "retrieve:read", "cost_credits": 0, "scope": "agent"},
                      "links": {}},
-        "next": {"expand": f"query_expand {{result_ids:[{ids}]}}" if search else None, "resolution_pointer": None},
+        "next": {"expand": NEXT_EXPAND if search else None, "resolution_pointer": None},
         "meta": meta,
     }

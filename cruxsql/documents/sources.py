@@ -1,4 +1,5 @@
-"""Where ingested documents come from: markdown/text files and folders, or JSONL ingest requests.
+"""Where ingested documents come from: markdown/text/JSON files and folders (walked like
+`corecruxctl ingest`), or JSONL ingest requests.
 
 Chunk ids are `"{doc_id}#{n}:{blake3(text)[:16]}"`, so re-ingesting an unchanged file is a no-op while
 an edited file adds its changed chunks.
@@ -7,17 +8,31 @@ an edited file adds its changed chunks.
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Sequence, Union
 
 import blake3
 
 from ..errors import InvalidInput
-from .chunking import chunk_markdown, chunk_plain_text
+from .chunking import chunk_markdown, chunk_plain_text, rust_trim
 from .lane import MAX_CHUNKS, MAX_DOCUMENTS, ChunkInput, DocumentInput
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
 TEXT_SUFFIXES = frozenset({".txt", ".text"})
+JSON_SUFFIX = ".json"
+# Directories `corecruxctl ingest` never walks into: hidden ones and build output.
+SKIPPED_DIRECTORIES = frozenset({"node_modules", "target"})
+BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file the walk found but did not ingest, and why (shown to the operator as a warning)."""
+
+    path: Path
+    reason: str
 
 
 def chunk_document(doc_id: str, text: str, markdown: bool) -> DocumentInput:
@@ -33,17 +48,35 @@ def _is_markdown(name: str) -> bool:
     return Path(name).suffix.lower() in MARKDOWN_SUFFIXES
 
 
+def _supported(path: Path) -> bool:
+    return path.suffix.lower() in MARKDOWN_SUFFIXES | TEXT_SUFFIXES | {JSON_SUFFIX}
+
+
+def _skipped_directory(name: str) -> bool:
+    """`skipped_directory_name`: hidden (`.git`, `.venv`, ...) or `node_modules` / `target`."""
+    return name.startswith(".") or name in SKIPPED_DIRECTORIES
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    """`walk_directory`: entries by name, symlinks never followed, skipped directories not entered."""
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.is_symlink():
+            continue
+        if entry.is_dir():
+            if not _skipped_directory(entry.name):
+                yield from _walk(Path(entry.path))
+        elif entry.is_file():
+            yield Path(entry.path)
+
+
 def _files(path: Path) -> Iterator[tuple[Path, str]]:
-    """(file, doc_id) pairs: a file as given, or the markdown/text files under a folder (relative ids)."""
+    """(file, doc_id) pairs: a file as given, or the supported files under a folder (relative ids)."""
     if path.is_file():
         yield path, path.as_posix()
     elif path.is_dir():
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            relative = file.relative_to(path)
-            if any(part.startswith(".") for part in relative.parts):
-                continue
-            if file.suffix.lower() in MARKDOWN_SUFFIXES | TEXT_SUFFIXES:
-                yield file, relative.as_posix()
+        for file in sorted(_walk(path)):
+            if _supported(file):
+                yield file, file.relative_to(path).as_posix()
     else:
         raise InvalidInput(f"{path}: no such file or folder")
 
@@ -52,13 +85,53 @@ def list_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     return [pair for path in paths for pair in _files(path)]
 
 
-def read_file(path: Path, doc_id: str) -> DocumentInput:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # serde_json refuses NaN and Infinity
+
+
+def flatten_json_strings(text: str, where: str) -> str:
+    """`flatten_json_strings`: every non-blank string value (trimmed), depth first in document order,
+    joined by blank lines; keys, numbers, booleans and nulls are left out."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path}: not UTF-8 text") from None
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid JSON in {where}: {exc}") from None
+    strings: list[str] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, str):
+            if rust_trim(node):
+                strings.append(rust_trim(node))
+        elif isinstance(node, list):
+            for item in node:
+                collect(item)
+        elif isinstance(node, dict):
+            for item in node.values():
+                collect(item)
+
+    collect(value)
+    return "\n\n".join(strings)
+
+
+def read_file(path: Path, doc_id: str) -> Union[DocumentInput, SkippedFile]:
+    """A file as `corecruxctl ingest` reads it: a file holding a NUL byte or bytes that are not UTF-8 is
+    skipped (not an error), a leading U+FEFF is dropped, `.json` is flattened to its string values, and
+    a file with no text left is skipped."""
+    try:
+        data = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror}") from None
+    if b"\0" in data:
+        return SkippedFile(path, "binary (holds a NUL byte)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return SkippedFile(path, f"not UTF-8 text (invalid byte at offset {exc.start})")
+    text = text.removeprefix(BOM)
+    if path.suffix.lower() == JSON_SUFFIX:
+        text = flatten_json_strings(text, str(path))
+    if not rust_trim(text):
+        return SkippedFile(path, "no text")
     return chunk_document(doc_id, text, _is_markdown(path.name))
 
 
