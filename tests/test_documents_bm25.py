@@ -105,9 +105,10 @@ def test_tenant_filter_leaves_n_and_df_global(lane):
     assert [h.result_id for h in result.hits] == ["0:0"]
     assert result.hits[0].score == float(F32(math.log(1.6)))
     assert result.total_candidates == 1
-    # a word only another tenant's documents hold still counts as covered (Crux's cross-tenant coverage)
+    # a word only another tenant's documents hold is not covered for acme (Crux would say it is)
     durian = lane.search("durian", tenant="acme")
-    assert durian.hits == [] and durian.total_candidates == 0 and durian.coverage.score == 1.0
+    assert durian.hits == [] and durian.total_candidates == 0 and durian.coverage.score == 0.0
+    assert durian.coverage.missing_tokens == ["durian"]
     assert [h.result_id for h in lane.search("apple", tenant="other").hits] == ["1:0"]
     assert [h.result_id for h in lane.search("apple", tenant=None).hits] == ["0:0", "1:0"]
     assert lane.search("apple", tenant="nobody").hits == []

@@ -4,9 +4,11 @@ tenant-isolated coverage, on real data directories through the real CLI where th
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -98,3 +100,59 @@ def test_invalid_json_file_aborts_the_ingest_cleanly(tmp_path: Path) -> None:
     assert result.output.startswith(f"Error: invalid JSON in {tmp_path / 'docs' / 'bad.json'}: ")
     assert len(result.output.splitlines()) == 1
     assert not (data / "segments").exists() or not list((data / "segments").glob("*.jsonl"))
+
+
+def _two_tenants(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    with Store(data) as store:
+        lane = DocumentLane(store)
+        lane.ingest([DocumentInput("a", [ChunkInput("a1", "apple banana"), ChunkInput("a2", "banana split")])],
+                    tenant="acme")
+        lane.ingest([DocumentInput("o", [ChunkInput("o1", "apple cherry"), ChunkInput("o2", "cherry durian merger"),
+                                         ChunkInput("o3", "durian takeover apple")])], tenant="other")
+    return data
+
+
+def test_coverage_counts_only_the_callers_tenant(tmp_path: Path) -> None:
+    """Crux's `bm25_search` coverage marks a query token matched when any segment's vocabulary holds it,
+    so tenant acme learns that `merger` exists in tenant other's documents. cruxsql computes coverage,
+    `missing_tokens` and `gaps` from the caller's tenant only (the BM25 ranking itself is unchanged)."""
+    data = _two_tenants(tmp_path)
+    env = {"CRUXSQL_DATA_DIR": str(data)}
+    out = json.loads(CliRunner().invoke(main, ["search", "apple merger", "--tenant", "acme", "--json",
+                                               "--contract", "legacy"], env=env).stdout)
+    assert out["coverage"] == {"score": 0.5, "missing_tokens": ["merger"], "below_floor": 0}
+    gaps = json.loads(CliRunner().invoke(main, ["search", "apple merger", "--tenant", "acme", "--json",
+                                                "--contract", "legacy", "--coverage-style", "gaps"],
+                                         env=env).stdout)["coverage"]["gaps"]
+    assert [g["query_terms"] for g in gaps] == [["merger"]]
+    other = json.loads(CliRunner().invoke(main, ["search", "apple merger", "--tenant", "other", "--json",
+                                                 "--contract", "legacy"], env=env).stdout)
+    assert other["coverage"] == {"score": 1.0, "missing_tokens": [], "below_floor": 0}
+
+
+def test_tenant_statistics_score_from_the_callers_documents_only(tmp_path: Path) -> None:
+    """Crux (retrieval spec §5) computes N, avgdl and df over every tenant: acme's score for `apple` moves
+    when another tenant ingests. `--tenant-statistics` scores with acme's own N=2, df=1, avgdl=2."""
+    data = _two_tenants(tmp_path)
+    env = {"CRUXSQL_DATA_DIR": str(data)}
+
+    def score(*flags: str) -> float:
+        out = json.loads(CliRunner().invoke(main, ["search", "apple", "--tenant", "acme", "--json", "--contract",
+                                                   "legacy", *flags], env=env).stdout)
+        assert [r["result_id"] for r in out["results"]] == ["0:0"]
+        return out["results"][0]["score"]
+
+    f32 = np.float32
+    # global: N = 5, df(apple) = 3, avgdl = 12/5; dl = 2
+    idf = f32(math.log(f32(f32(5) - f32(3) + f32(0.5)) / f32(f32(3) + f32(0.5)) + f32(1)))
+    norm = f32(1.2) * ((f32(1) - f32(0.75)) + (f32(0.75) * f32(2)) / (f32(12) / f32(5)))
+    assert score() == float(idf * ((f32(1) * f32(2.2)) / (f32(1) + norm)))
+    # acme only: N = 2, df = 1, avgdl = 2 = dl, so tf_norm = 1
+    assert score("--tenant-statistics") == float(f32(math.log(f32(f32(1.5) / f32(1.5)) + f32(1))))
+    with Store(data) as store:
+        lane = DocumentLane(store)
+        before = lane.search("apple", tenant="acme", tenant_statistics=True).hits[0].score
+        lane.ingest([DocumentInput("x", [ChunkInput("x1", "apple apple apple pie")])], tenant="other")
+        assert lane.search("apple", tenant="acme", tenant_statistics=True).hits[0].score == before
+        assert lane.search("apple", tenant="acme").hits[0].score != before

@@ -111,18 +111,24 @@ def register(group: click.Group) -> None:
                   help="Drop hits scoring below this (counted as below_floor).")
     @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
                   show_default=True, help="MCP missing_tokens or HTTP gaps[].")
+    @click.option("--tenant-statistics", is_flag=True,
+                  help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
+                       "tenants, which lets scores hint at other tenants' corpora).")
     @click.option("--contract", default="crc-v1", show_default=True,
                   help="crc-v1 envelope, or legacy (also v0, none, off) for the inner payload.")
     @_json_option
     @data_dir_option
     @fails_cleanly
     def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
-               coverage_style: str, contract: str, as_json: bool, data_dir: Path) -> None:
-        """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage."""
+               coverage_style: str, tenant_statistics: bool, contract: str, as_json: bool, data_dir: Path) -> None:
+        """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage.
+
+        Coverage (which query words no document holds) looks at TENANT's documents only.
+        """
         with open_store(data_dir) as store:
             lane = DocumentLane(store)
             payload = lane.query(query, tenant, limit, token_budget, min_score,
-                                 contract if as_json else "legacy", coverage_style)
+                                 contract if as_json else "legacy", coverage_style, tenant_statistics)
             if isinstance(payload, str) or as_json:
                 echo_json(payload) if as_json else click.echo(payload)
                 return
@@ -141,16 +147,20 @@ def register(group: click.Group) -> None:
     @_tenant_option
     @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Maximum hits.")
     @_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
+    @click.option("--tenant-statistics", is_flag=True,
+                  help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
+                       "tenants, which lets scores hint at other tenants' corpora).")
     @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
     @_json_option
     @data_dir_option
     @fails_cleanly
-    def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], contract: str, as_json: bool,
-             data_dir: Path) -> None:
+    def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenant_statistics: bool,
+             contract: str, as_json: bool, data_dir: Path) -> None:
         """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
         with open_store(data_dir) as store:
             lane = DocumentLane(store)
-            payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy")
+            payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
+                                      tenant_statistics)
             if isinstance(payload, str) or as_json:
                 echo_json(payload) if as_json else click.echo(payload)
                 return

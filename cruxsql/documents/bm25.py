@@ -4,9 +4,12 @@
     tf_norm = tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avg_dl))
     score  += idf · tf_norm          (per query token, in query order, duplicates included)
 
-N, avg_dl and df are global over every segment and every tenant; the tenant filter drops documents
-one by one. Coverage counts a query token as matched when any segment's vocabulary holds it, whoever
-owns the documents. Hits are ordered by score descending, ties by segment index then doc id.
+N, avg_dl and df are global over every segment and every tenant (Crux's rule); the tenant filter drops
+documents one by one. A corpus built with `statistics_tenant` computes N, avg_dl and df over that
+tenant's documents only (`--tenant-statistics`), so scores reveal nothing about other tenants. Coverage
+counts a query token as matched only when a document of the searching tenant holds it (Crux looks at
+every tenant's vocabulary, which leaks). Hits are ordered by score descending, ties by segment index
+then doc id.
 
 A term's idf·tf_norm per document depends only on the corpus snapshot (the list of segments), so a
 `Bm25Corpus` keeps the most recently used terms' scores (TERM_CACHE_BYTES); a new segment means a new
@@ -103,22 +106,17 @@ class TermScores:
 class Bm25Corpus:
     """Global statistics and per-document arrays of a fixed list of segments, ready to score queries."""
 
-    def __init__(self, segments: Sequence[SegmentDocs], params: Bm25Params = Bm25Params()) -> None:
+    def __init__(self, segments: Sequence[SegmentDocs], params: Bm25Params = Bm25Params(),
+                 statistics_tenant: Optional[str] = None) -> None:
         self.segments = tuple(segments)
         self.params = params
+        self.statistics_tenant = statistics_tenant
         counts = [len(segment.doc_lengths) for segment in self.segments]
         self.bases = np.cumsum([0, *counts], dtype=np.int64)
         self.total_docs = int(self.bases[-1])
         lengths = (np.concatenate([s.doc_lengths for s in self.segments]) if self.segments
                    else np.zeros(0, dtype=np.uint32)).astype(np.uint32)
         self.doc_lengths = lengths
-        self.total_tokens = int(lengths.sum(dtype=np.uint64))
-        self.avg_dl = F32(self.total_tokens) / F32(self.total_docs) if self.total_docs else F32(0.0)
-        k1, b = F32(params.k1), F32(params.b)
-        self._k1_plus_1 = k1 + F32(1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # k1·(1 − b + b·dl/avg_dl), in Rust's operation order.
-            self._length_norm = k1 * ((F32(1.0) - b) + (b * lengths.astype(F32)) / self.avg_dl)
         self._tenant_codes: dict[str, int] = {}
         per_segment = []
         for segment in self.segments:
@@ -126,13 +124,26 @@ class Bm25Corpus:
                              dtype=np.int32)
             per_segment.append(remap[segment.doc_tenants] if len(remap) else np.zeros(0, dtype=np.int32))
         self.doc_tenants = np.concatenate(per_segment) if per_segment else np.zeros(0, dtype=np.int32)
+        # The documents N, avg_dl and df are counted over: all, or the statistics tenant's only.
+        self._counted: Optional[np.ndarray] = None
+        if statistics_tenant is not None:
+            self._counted = self.doc_tenants == self._tenant_codes.get(statistics_tenant, -1)
+        counted_lengths = lengths if self._counted is None else lengths[self._counted]
+        self.statistics_docs = len(counted_lengths)
+        self.total_tokens = int(counted_lengths.sum(dtype=np.uint64))
+        self.avg_dl = F32(self.total_tokens) / F32(self.statistics_docs) if self.statistics_docs else F32(0.0)
+        k1, b = F32(params.k1), F32(params.b)
+        self._k1_plus_1 = k1 + F32(1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # k1·(1 − b + b·dl/avg_dl), in Rust's operation order.
+            self._length_norm = k1 * ((F32(1.0) - b) + (b * lengths.astype(F32)) / self.avg_dl)
         self._tenant_weight_cache: dict[str, Optional[np.ndarray]] = {}
         self._term_cache: OrderedDict[str, TermScores] = OrderedDict()
         self._term_cache_bytes = 0
 
     def idf(self, df: np.ndarray) -> np.ndarray:
         """ln((N − df + 0.5) / (df + 0.5) + 1) per document frequency: f32 steps, logarithm rounded to f32."""
-        n, d = F32(self.total_docs), df.astype(F32)
+        n, d = F32(self.statistics_docs), df.astype(F32)
         ratio = (n - d + F32(0.5)) / (d + F32(0.5)) + F32(1.0)
         return np.log(ratio.astype(np.float64)).astype(F32)
 
@@ -144,12 +155,15 @@ class Bm25Corpus:
         tenant: Optional[str] = None,
         min_score: Optional[float] = None,
     ) -> Bm25SearchResult:
-        """Crux `bm25_search`: hits for `tenant` (None = every tenant), floor, coverage, candidates."""
+        """Crux `bm25_search`: hits for `tenant` (None = every tenant), floor, coverage, candidates.
+
+        Coverage looks at `tenant`'s documents only (every tenant's when None)."""
         tokens = analyze(query)
         if not tokens:
             return Bm25SearchResult([], Coverage(0.0, [], 0), 0)
         scored = self._term_scores(list(dict.fromkeys(tokens)), lookup)
-        matched = [token in scored for token in tokens]
+        covered = {term for term in scored if self._tenant_holds(tenant, scored[term].gids)}
+        matched = [token in covered for token in tokens]
         candidates, scores, total_candidates, below_floor = self._select(tokens, scored, tenant, min_score, top_k)
         segment_indices = np.searchsorted(self.bases, candidates, side="right") - 1
         doc_ids = candidates - self.bases[segment_indices]
@@ -162,6 +176,12 @@ class Bm25Corpus:
             below_floor=below_floor,
         )
         return Bm25SearchResult(hits, coverage, total_candidates)
+
+    def _tenant_holds(self, tenant: Optional[str], gids: np.ndarray) -> bool:
+        """Whether any of these documents belongs to `tenant` (None: any tenant)."""
+        if tenant is None or self._tenant_weights(tenant) is None:
+            return len(gids) > 0
+        return bool(np.any(self.doc_tenants[gids] == self._tenant_codes.get(tenant, -1)))
 
     def _term_scores(self, terms: Sequence[str], lookup: PostingsLookup) -> dict[str, TermScores]:
         """Scores of the terms present in any segment: from the cache, else computed from their postings."""
@@ -196,12 +216,19 @@ class Bm25Corpus:
         gids = postings.doc_ids.astype(np.int64)
         gids += np.repeat(self.bases[postings.row_segments], postings.row_counts)
         dfs = np.diff(postings.term_bounds)
-        tfs = postings.tfs.astype(F32)
+        tfs = postings.tfs
+        if self._counted is not None:  # tenant statistics: only the tenant's postings exist
+            keep = self._counted[gids]
+            dfs = np.bincount(np.repeat(np.arange(len(dfs)), dfs)[keep], minlength=len(dfs))
+            gids, tfs = gids[keep], tfs[keep]
+        tfs = tfs.astype(F32)
         tf_norm = (tfs * self._k1_plus_1) / (tfs + self._length_norm[gids])
         contributions = np.repeat(self.idf(dfs), dfs) * tf_norm
-        bounds = postings.term_bounds.tolist()
+        bounds = np.concatenate(([0], np.cumsum(dfs))).tolist()
         result = {}
         for i, term in enumerate(postings.terms):
+            if bounds[i] == bounds[i + 1]:
+                continue
             term_gids, term_contributions = gids[bounds[i]:bounds[i + 1]], contributions[bounds[i]:bounds[i + 1]]
             vector = None
             if len(term_gids) * DENSE_TERM_RATIO >= self.total_docs:

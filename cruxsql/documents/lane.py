@@ -54,6 +54,7 @@ DEFAULT_CORPUS = "default"
 MAX_DOCUMENTS = 4096
 MAX_CHUNKS = 65_536
 MAX_TEXT_BYTES = 4 * 1024 * 1024
+TENANT_CORPORA = 8  # tenant-statistics corpora kept at once
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class DocumentLane:
         self._db: apsw.Connection = store.db
         self._dir: Path = segments_dir(Path(store.data_dir))
         self._corpus: Optional[tuple[tuple, Bm25Corpus]] = None
+        self._tenant_corpora: dict[str, tuple[tuple, Bm25Corpus]] = {}  # --tenant-statistics, per tenant
         try:
             lagging = self._view_lags_manifest()
         except SegmentError:
@@ -311,18 +313,26 @@ class DocumentLane:
 
     # ---- reading -------------------------------------------------------------------------------
 
-    def _snapshot(self) -> tuple[Bm25Corpus, list[tuple[int, str]]]:
-        """The corpus for the segments the view lists now (cached until they change). Call inside a read txn."""
+    def _snapshot(self, statistics_tenant: Optional[str] = None) -> tuple[Bm25Corpus, list[tuple[int, str]]]:
+        """The corpus for the segments the view lists now (cached until they change), with global
+        statistics or those of `statistics_tenant`. Call inside a read txn."""
         rows = self._view_segments()
         key = tuple(rows)
-        if self._corpus is None or self._corpus[0] != key:
+        cached = self._corpus if statistics_tenant is None else self._tenant_corpora.get(statistics_tenant)
+        if cached is None or cached[0] != key:
             segments = [
                 SegmentDocs(seq, decode_array(lengths), tuple(json.loads(tenants)), decode_array(doc_tenants))
                 for seq, lengths, tenants, doc_tenants in self._db.execute(
                     "SELECT segment_seq, doc_lengths, tenants, doc_tenants FROM document_segments ORDER BY segment_seq")
             ]
-            self._corpus = (key, Bm25Corpus(segments))
-        return self._corpus[1], rows
+            cached = (key, Bm25Corpus(segments, statistics_tenant=statistics_tenant))
+            if statistics_tenant is None:
+                self._corpus = cached
+            else:
+                if len(self._tenant_corpora) >= TENANT_CORPORA:
+                    self._tenant_corpora.pop(next(iter(self._tenant_corpora)))
+                self._tenant_corpora[statistics_tenant] = cached
+        return cached[1], rows
 
     def _lookup(self, seq_to_index: Mapping[int, int]) -> Callable[[Sequence[str]], QueryPostings]:
         def lookup(terms: Sequence[str]) -> QueryPostings:
@@ -335,13 +345,16 @@ class DocumentLane:
         return lookup
 
     def search(self, query: str, tenant: Optional[str] = DEFAULT_TENANT, top_k: int = 10,
-               min_score: Optional[float] = None) -> Bm25SearchResult:
-        """Crux `bm25_search` over every segment; `tenant=None` searches all tenants (admin)."""
+               min_score: Optional[float] = None, tenant_statistics: bool = False) -> Bm25SearchResult:
+        """Crux `bm25_search` over every segment; `tenant=None` searches all tenants (admin).
+
+        `tenant_statistics`: N, avg_dl and df over `tenant`'s documents only (not Crux's global rule),
+        for deployments where scores must not reveal other tenants' corpora."""
         if top_k < 0:
             raise InvalidInput(f"limit {top_k} must not be negative")
         tenant = None if tenant is None else _tenant(tenant)
         with self._db:
-            corpus, rows = self._snapshot()
+            corpus, rows = self._snapshot(tenant if tenant_statistics else None)
             lookup = self._lookup({seq: index for index, (seq, _) in enumerate(rows)})
             return corpus.search(query, lookup, top_k, tenant, min_score)
 
@@ -351,23 +364,25 @@ class DocumentLane:
 
     def query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, token_budget: Optional[int] = None,
               min_score: Optional[float] = None, contract: Optional[str] = None,
-              coverage_style: str = "missing_tokens") -> Union[dict[str, Any], str]:
+              coverage_style: str = "missing_tokens", tenant_statistics: bool = False) -> Union[dict[str, Any], str]:
         """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty."""
         tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_QUERY
-        inner = query_payload(self.search(query, tenant, limit, min_score), token_budget, coverage_style)
+        result = self.search(query, tenant, limit, min_score, tenant_statistics)
+        inner = query_payload(result, token_budget, coverage_style)
         return wrap_crc_v1(inner, "search") if contract_is_crc_v1(contract) else inner
 
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,
-                   token_budget: Optional[int] = None, contract: Optional[str] = None) -> Union[dict[str, Any], str]:
+                   token_budget: Optional[int] = None, contract: Optional[str] = None,
+                   tenant_statistics: bool = False) -> Union[dict[str, Any], str]:
         """MCP `query_scan`: hits charged at whole-document tokens, stopping at the budget (≥ 1 hit)."""
         tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_SCAN
-        inner = scan_payload(self.search(query, tenant, limit), token_budget)
+        inner = scan_payload(self.search(query, tenant, limit, tenant_statistics=tenant_statistics), token_budget)
         return wrap_crc_v1(inner, "search") if contract_is_crc_v1(contract) else inner
 
     def expand(self, result_ids: Sequence[str], tenant: str = DEFAULT_TENANT
