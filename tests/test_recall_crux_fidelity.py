@@ -128,3 +128,19 @@ def test_age_hours_comes_from_the_nanosecond_difference(tmp_path: Path) -> None:
         assert rows[0]["age_hours"] == 0
         rows = recall.query_facts("green", now="2026-05-27T11:00:00.0009Z", contract="legacy").rows
         assert rows[0]["age_hours"] == 1
+
+
+def test_access_counts_survive_a_restart_but_never_reach_the_journal(tmp_path: Path, monkeypatch) -> None:
+    """Crux `FactStore::record_access` bumps `access_count` in memory only, so a daemon restart resets
+    it. cruxsql keeps the counts in the view (`recall_salience`) across restarts, on purpose (README:
+    every CLI call is a restart), and still never writes them to the journal."""
+    monkeypatch.setenv("CORECRUXD_MEMORY_SALIENCE", "1")
+    with Store(tmp_path) as store:
+        fact = store.store("svc", "status", "green")
+        journal = (tmp_path / "facts.jsonl").read_bytes()
+        Recall(store).query_facts("green")
+        Recall(store).query_facts("green")
+    with Store(tmp_path) as store:
+        assert Recall(store).access_counts() == {fact.fact_id: 2}
+        assert store.get(fact.fact_id).access_count == 0
+    assert (tmp_path / "facts.jsonl").read_bytes() == journal

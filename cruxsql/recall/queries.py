@@ -25,7 +25,9 @@ Where cruxsql deliberately differs from Crux (the seeds call these defects, or C
   supersessions, validity, horizon and re-verification changes made after T are not yet applied;
   freshness is judged at T unless `now` is given. Facts a `replace_latest` removed from the view
   cannot be shown as of before their removal.
-* salience counts live in `recall_salience` in the view, never in the journal.
+* salience counts live in `recall_salience` in the view, never in the journal, and so survive a
+  restart (Crux resets them; every CLI call is a restart, which would make salience meaningless);
+* `get_bootstrap` appends the `tool-output` catalogue after the budgeted facts.
 A blank query still matches nothing (Crux: OR over zero terms).
 """
 
