@@ -11,6 +11,7 @@ import click
 
 from ..errors import InvalidInput
 from ..recall import bootstrap_seed
+from ..recall import explain as recall_explain
 from ..recall.queries import Recall
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
 
@@ -52,14 +53,16 @@ def _scope_options(fn: Callable) -> Callable:
 @click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
 @click.option("--contract", type=click.Choice(["crc-v1", "legacy"]), default="legacy", show_default=True,
               help="Response contract; crc-v1 adds the CRC-v1 fact envelope.")
+@click.option("--explain", is_flag=True, help="Say per row which term matched which field and how its effective "
+              "confidence was reached, and why other matching facts were left out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @data_dir_option
 @fails_cleanly
 @_option_names
 def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant: Optional[str],
           agent: Optional[str], top_k: int, token_budget: Optional[int], min_effective_confidence: Optional[float],
-          as_of: Optional[str], known_at: Optional[str], include_superseded: bool, contract: str, as_json: bool,
-          data_dir: Path) -> None:
+          as_of: Optional[str], known_at: Optional[str], include_superseded: bool, contract: str, explain: bool,
+          as_json: bool, data_dir: Path) -> None:
     """Recall facts matching TEXT (Crux query_facts).
 
     A fact matches when any whitespace-separated, lowercased term of TEXT is a substring of its
@@ -67,14 +70,23 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
     then newest first.
     """
     with open_store(data_dir) as store:
-        result = Recall(store).query_facts(
+        recall = Recall(store)
+        result = recall.query_facts(
             text, entity=entity, entity_prefix=entity_prefix, tenant=tenant, agent=agent, top_k=top_k,
             token_budget=token_budget, min_effective_confidence=min_effective_confidence, as_of=as_of,
             known_at=known_at, include_superseded=include_superseded, contract=contract)
+        why = recall_explain.explain(recall, result, text, tenant=tenant, agent=agent, entity=entity,
+                                     entity_prefix=entity_prefix, as_of=result.as_of, known_at=known_at,
+                                     include_superseded=include_superseded) if explain else None
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), **({"explain": why} if why else {})})
         return
-    click.echo(result.text())
+    if why and result.rows:
+        for line, reason in zip(result.text().split("\n"), recall_explain.explain_lines(why)):
+            click.echo(line)
+            click.echo(reason)
+    else:
+        click.echo(result.text())
     summary = (f"-- {len(result.rows)} of {result.matched} matching fact(s) shown, "
                f"{result.filtered_below_threshold} below the confidence floor, {result.left_out} left out, "
                f"{result.total_tokens} tokens")
@@ -84,6 +96,8 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
         summary += (f"; crc-v1 envelope: {full} in full, {meta.get('demoted', 0)} as epitomes, "
                     f"{meta.get('capped', 0)} dropped")
     click.echo(summary)
+    if why:
+        click.echo(recall_explain.left_out_line(why))
 
 
 @click.command()
