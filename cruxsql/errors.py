@@ -33,3 +33,11 @@ class JournalPoisoned(JournalError):
 
 class ViewTooNew(CruxsqlError):
     """The view was migrated by a newer cruxsql than this one: refuse to guess at its schema."""
+
+
+class LockTimeout(CruxsqlError):
+    """The writer lock stayed held by another process longer than the caller would wait."""
+
+
+class ReadOnlyStore(CruxsqlError):
+    """A write was asked of a store opened read-only (a read-only directory, mount or file)."""

@@ -9,17 +9,33 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from pathlib import Path
+
 import click
 
+from .common import DATA_DIR_ENV, DEFAULT_DATA_DIR, CruxsqlGroup, lock_timeout_option
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+@click.group(cls=CruxsqlGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="cruxsql")
-def main() -> None:
+@click.option("--data-dir", type=click.Path(path_type=Path), envvar=DATA_DIR_ENV, default=DEFAULT_DATA_DIR,
+              show_default=True, show_envvar=True,
+              help="Data directory for every subcommand (like `git -C`); a subcommand's own --data-dir wins.")
+@lock_timeout_option
+def main(data_dir: Path) -> None:
     """cruxsql: a Crux-compatible agent memory store, materialised into SQLite.
 
     Facts live in DATA_DIR/facts.jsonl (the journal, the source of truth); DATA_DIR/cruxsql.db is a
-    SQLite view rebuilt from it. Every command takes --data-dir (env CRUXSQL_DATA_DIR, default
-    ./cruxsql-data).
+    SQLite view rebuilt from it. --data-dir goes before or after the subcommand.
+
+    \b
+    Conventions of every command:
+      - read commands need an existing store; only init, store, store-batch, ingest and
+        hold place create one
+      - a read-only data directory is read through an in-memory copy of the view
+      - records print as a table by default, or with --json / --csv (some also --nl)
+      - failures print one `Error: ...` line and exit 1; an erasure that legal holds held
+        back entirely exits 3
     """
 
 

@@ -6,34 +6,103 @@ import csv
 import functools
 import io
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+import apsw
 import click
 
-from ..errors import CruxsqlError
+from ..errors import CruxsqlError, InvalidInput, ReadOnlyStore
 from ..facts.store import Store
+from .data_dir import data_dir_state
 
 DATA_DIR_ENV = "CRUXSQL_DATA_DIR"
 DEFAULT_DATA_DIR = "./cruxsql-data"
+LOCK_TIMEOUT_ENV = "CRUXSQL_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 60.0
+HELD_BACK_EXIT = 3
+"""Exit status of an erasure or retention run that erased nothing because legal holds held it all back."""
+
+_LOCK_TIMEOUT_META = "cruxsql.lock_timeout"
+_READ_ONLY_NOTE_META = "cruxsql.read_only_noted"
+
+
+class CruxsqlGroup(click.Group):
+    """The click group of cruxsql: every failure is one `Error: ...` line on stderr and exit status 1
+    (usage errors included; an erasure held back by legal holds exits HELD_BACK_EXIT)."""
+
+    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None,
+             complete_var: Optional[str] = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            _fail(exc.format_message() + hint)
+        except click.ClickException as exc:
+            _fail(exc.format_message())
+        except (click.Abort, KeyboardInterrupt):
+            _fail("interrupted")
+        except BrokenPipeError:
+            sys.stderr.close()  # the reader went away (`| head`): not an error of ours
+            sys.exit(1)
+        except OSError as exc:
+            _fail(describe_os_error(exc))
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(1)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`PATH: reason` for an environment failure (permission denied, disk full, not a directory...)."""
+    where = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or str(exc)
+    return f"{where}: {reason}" if where else reason
+
+
+def _resolve_data_dir(ctx: click.Context, param: click.Parameter, value: Optional[Path]) -> Path:
+    if value is not None:
+        return value
+    root = ctx.find_root()
+    if root is not ctx and root.params.get("data_dir") is not None:
+        return root.params["data_dir"]
+    return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+
+
+def _remember_lock_timeout(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> None:
+    if value is not None:
+        ctx.meta[_LOCK_TIMEOUT_META] = value
+
+
+def lock_timeout_option(fn: Callable) -> Callable:
+    """`--lock-timeout SECONDS` (env CRUXSQL_LOCK_TIMEOUT): how long to wait for the writer lock."""
+    return click.option(
+        "--lock-timeout", type=click.FloatRange(min=0, max=86_400), envvar=LOCK_TIMEOUT_ENV, default=None,
+        expose_value=False, is_eager=True, callback=_remember_lock_timeout, metavar="SECONDS",
+        help=f"Give up waiting for another process's writer lock after SECONDS [default: {DEFAULT_LOCK_TIMEOUT:g}].",
+    )(fn)
 
 
 def data_dir_option(fn: Callable) -> Callable:
-    """`--data-dir` (env CRUXSQL_DATA_DIR, default ./cruxsql-data)."""
+    """`--data-dir` (also accepted before the subcommand; env CRUXSQL_DATA_DIR, default ./cruxsql-data)
+    and `--lock-timeout`."""
+    fn = lock_timeout_option(fn)
     return click.option(
-        "--data-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar=DATA_DIR_ENV,
-        default=DEFAULT_DATA_DIR,
-        show_default=True,
-        show_envvar=True,
-        help="Data directory holding facts.jsonl, segments/ and cruxsql.db.",
+        "--data-dir", type=click.Path(path_type=Path), default=None, callback=_resolve_data_dir,
+        help=f"Data directory holding facts.jsonl, segments/ and cruxsql.db [env {DATA_DIR_ENV}; "
+             f"default {DEFAULT_DATA_DIR}].",
     )(fn)
 
 
 def fails_cleanly(fn: Callable) -> Callable:
-    """Turn a CruxsqlError (or undecodable input) into a one-line `Error: ...` and exit status 1."""
+    """Turn a CruxsqlError, undecodable input, an environment failure (OSError) or a SQLite failure
+    into a one-line `Error: ...` and exit status 1."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -43,13 +112,61 @@ def fails_cleanly(fn: Callable) -> Callable:
             raise click.ClickException(str(exc)) from None
         except UnicodeError as exc:
             raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
+        except OSError as exc:
+            raise click.ClickException(describe_os_error(exc)) from None
+        except apsw.Error as exc:
+            raise click.ClickException(f"the view cruxsql.db failed: {exc}") from None
 
     return wrapper
 
 
-def open_store(data_dir: Path, progress: bool = True) -> Store:
-    """Open the store, showing catch-up progress on a terminal (a large journal tail or a rebuild)."""
-    return Store(data_dir, progress=progress_callback("replaying journal") if progress else None)
+COUNT = click.IntRange(0, 2**31 - 1)
+"""The type of every integer option (counts, limits, budgets): out of range is a clean usage error."""
+
+CONTRACTS = ("crc-v1", "legacy", "v0", "none", "off")
+
+
+def contract_option(fn: Callable) -> Callable:
+    """`--contract` of query, search, scan and expand: crc-v1 (the default, as in Crux) or legacy
+    (v0, none and off are Crux's other names for legacy)."""
+    return click.option("--contract", type=click.Choice(CONTRACTS, case_sensitive=False), default="crc-v1",
+                        show_default=True, help="Response contract: crc-v1 envelope, or legacy (= v0, none, off).")(fn)
+
+
+def reject_empty(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """A click callback refusing an explicitly empty (or blank) option value such as `--tenant ""`."""
+    if isinstance(value, str) and not value.strip():
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
+    return value
+
+
+def non_empty(option: str, value: Optional[str]) -> Optional[str]:
+    """Refuse an explicitly empty (or blank) option value, naming the option."""
+    if value is not None and not value.strip():
+        raise InvalidInput(f"{option} must not be empty")
+    return value
+
+
+def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> Store:
+    """Open the store for `access`: "read" (needs a store; a read-only directory is read through an
+    in-memory copy of the view, said once on stderr), "write" (needs a writable store) or "create"
+    (creates the directory and store if missing). Shows catch-up progress on a terminal."""
+    state = data_dir_state(data_dir, create=access == "create")
+    if state.read_only and access != "read":
+        raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
+    ctx = click.get_current_context(silent=True)
+    timeout = ctx.meta.get(_LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT
+    if state.read_only and ctx is not None and not ctx.meta.get(_READ_ONLY_NOTE_META):
+        ctx.meta[_READ_ONLY_NOTE_META] = True
+        click.echo(f"note: {data_dir} is read-only ({state.read_only}): reading an in-memory copy of the view "
+                   f"caught up with the journal; nothing is written", err=True)
+    return Store(data_dir, progress=progress_callback("replaying journal") if progress else None,
+                 read_only=bool(state.read_only), lock_timeout=timeout, on_lock_wait=_say_waiting)
+
+
+def _say_waiting(pid: Optional[int]) -> None:
+    by = f" held by pid {pid}" if pid else ""
+    click.echo(f"waiting for the writer lock{by} ... (--lock-timeout to give up sooner)", err=True)
 
 
 def progress_callback(label: str) -> Optional[Callable[[int, int], None]]:
@@ -80,24 +197,36 @@ def echo_json(value: Any) -> None:
 
 
 def output_format_options(fn: Callable) -> Callable:
-    """`--json` / `--csv` / `--table` (default table) for commands that print rows."""
+    """`--table` (default) / `--json` / `--nl` / `--csv` for commands that print records."""
     fn = click.option("--table", "fmt", flag_value="table", default=True, help="Aligned columns (default).")(fn)
-    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV with a header row.")(fn)
+    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV with a header row; booleans as 0/1.")(fn)
+    fn = click.option("--nl", "fmt", flag_value="nl", help="One JSON object per line.")(fn)
     fn = click.option("--json", "fmt", flag_value="json", help="A JSON array of row objects.")(fn)
     return fn
 
 
+def report_format_options(fn: Callable) -> Callable:
+    """`--text` (default) / `--json` for commands that print one report rather than records."""
+    fn = click.option("--text", "fmt", flag_value="text", default=True, help="Readable lines (default).")(fn)
+    fn = click.option("--json", "fmt", flag_value="json", help="The whole report as JSON.")(fn)
+    return fn
+
+
 def echo_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str) -> None:
-    """Print rows as a JSON array of objects, CSV, or an aligned text table."""
+    """Print rows as a JSON array of objects, JSON lines, CSV, or an aligned text table."""
     rows = list(rows)
     if fmt == "json":
         echo_json([dict(zip(columns, row)) for row in rows])
+        return
+    if fmt == "nl":
+        for row in rows:
+            click.echo(json.dumps(dict(zip(columns, row)), ensure_ascii=False))
         return
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(["" if v is None else v for v in row] for row in rows)
+        writer.writerows([_sql_value(v) for v in row] for row in rows)
         click.echo(buf.getvalue(), nl=False)
         return
     cells = [[_cell(v) for v in row] for row in rows]
@@ -110,9 +239,20 @@ def echo_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str) -
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
+def _sql_value(value: Any) -> Any:
+    """A cell as SQL would hold it: NULL as empty, booleans as 0/1."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return str(int(value))
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     text = str(value).replace("\n", "\\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -12,14 +13,27 @@ from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
 from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
-from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback
+from ..errors import InvalidInput
+from .common import (
+    COUNT,
+    contract_option,
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    open_store,
+    output_format_options,
+    progress_callback,
+    reject_empty,
+)
 
-_tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, help="Tenant id.")
+_tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, callback=reject_empty,
+                              help="Tenant id.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 def _budget_option(help_text: str) -> Callable:
-    return click.option("--token-budget", type=click.IntRange(min=0), default=None, help=help_text)
+    return click.option("--token-budget", type=COUNT, default=None, help=help_text)
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -58,172 +72,204 @@ def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> 
             click.echo(f"     {_snippet(chunk.text)}")
 
 
+def _expand_error(error: Any) -> str:
+    """One line for a result id expand could not resolve, saying what happened."""
+    if error.error_kind == "evicted":
+        segment, _, doc = error.result_id.partition(":")
+        what = f"no segment {segment}" if error.error == "segment not found" else \
+            f"no document {doc} in segment {segment}"
+        return f"{error.result_id}: {what}"
+    return f"{error.result_id}: {error.error}"
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@_tenant_option
+@click.option("--corpus", default=DEFAULT_CORPUS, show_default=True, callback=reject_empty,
+              help="Corpus id (Crux stream_type).")
+@_json_option
+@data_dir_option
+@fails_cleanly
+def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data_dir: Path) -> None:
+    """Chunk and index markdown/text/JSON files and folders (or JSONL requests on stdin with `-`).
+
+    Folders are walked like `corecruxctl ingest`: .md .markdown .txt .json files (and .mdown .mkd
+    .text), never into hidden directories, node_modules/ or target/, never through symlinks. A .json
+    file contributes its string values; a leading BOM is dropped; a file that is not UTF-8 text (or
+    holds a NUL byte) is skipped with a warning on stderr.
+
+    Each ingest seals one segment (large inputs: one per 4096 documents or 65,536 chunks). JSONL lines
+    are {"doc_id", "chunks": [{"chunk_id", "text"}]} or {"doc_id", "text"}. Chunks already stored
+    for the tenant and corpus are skipped. Input with no documents is an error and stores nothing.
+    """
+    skipped: list[SkippedFile] = []
+    inputs = _documents(paths, progress_callback("reading files"), skipped)
+    first = next(inputs, None)
+    if first is None:
+        raise InvalidInput("no documents in the input")
+    totals = {"documents": 0, "ingested": 0, "duplicates": 0, "segments_sealed": 0}
+    segments = []
+    with open_store(data_dir, "create") as store:
+        lane = DocumentLane(store)
+        for batch in batches(itertools.chain([first], inputs)):
+            report = lane.ingest(batch, tenant=tenant, corpus=corpus, progress=progress_callback("indexing"))
+            totals["documents"] += report.documents
+            totals["ingested"] += report.ingested
+            totals["duplicates"] += report.duplicates
+            if report.sealed:
+                totals["segments_sealed"] += 1
+                segments.append(report.to_json())
+    if as_json:
+        echo_json({**totals, "segments": segments,
+                   "skipped_files": [{"path": str(s.path), "reason": s.reason} for s in skipped]})
+        return
+    click.echo(f"{totals['ingested']} chunks from {totals['documents']} documents ingested into "
+               f"{totals['segments_sealed']} new segment(s); {totals['duplicates']} already stored")
+    for segment in segments:
+        click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
+
+
+@click.command()
+@click.argument("query")
+@_tenant_option
+@click.option("--limit", type=COUNT, default=10, show_default=True, help="Maximum hits.")
+@_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
+@click.option("--min-score", type=float, default=None,
+              help="Drop hits scoring below this (counted as below_floor).")
+@click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
+              show_default=True, help="MCP missing_tokens or HTTP gaps[] (in the text output too).")
+@click.option("--tenant-statistics", is_flag=True,
+              help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
+                   "tenants, which lets scores hint at other tenants' corpora).")
+@contract_option
+@_json_option
+@data_dir_option
+@fails_cleanly
+def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
+           coverage_style: str, tenant_statistics: bool, contract: str, as_json: bool, data_dir: Path) -> None:
+    """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage.
+
+    Coverage (which query words no document holds) looks at TENANT's documents only.
+    """
+    with open_store(data_dir, "read") as store:
+        lane = DocumentLane(store)
+        payload = lane.query(query, tenant, limit, token_budget, min_score,
+                             contract if as_json else "legacy", coverage_style, tenant_statistics)
+        if isinstance(payload, str) or as_json:
+            echo_json(payload) if as_json else click.echo(payload)
+            return
+        _print_hits(lane, payload["results"], tenant)
+    coverage = payload["coverage"]
+    line = f"coverage {coverage['score']:.2f}"
+    if "gaps" in coverage:
+        for gap in coverage["gaps"]:
+            line += f" · gap: {' '.join(gap['query_terms'])}"
+    elif coverage["missing_tokens"]:
+        line += " · no document contains: " + ", ".join(coverage["missing_tokens"])
+    if coverage["below_floor"]:
+        line += f" · {coverage['below_floor']} below --min-score"
+    click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
+
+
+@click.command()
+@click.argument("query")
+@_tenant_option
+@click.option("--limit", type=COUNT, default=20, show_default=True, help="Maximum hits.")
+@_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
+@click.option("--tenant-statistics", is_flag=True,
+              help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
+                   "tenants, which lets scores hint at other tenants' corpora).")
+@contract_option
+@_json_option
+@data_dir_option
+@fails_cleanly
+def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenant_statistics: bool,
+         contract: str, as_json: bool, data_dir: Path) -> None:
+    """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
+    with open_store(data_dir, "read") as store:
+        lane = DocumentLane(store)
+        payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
+                                  tenant_statistics)
+        if isinstance(payload, str) or as_json:
+            echo_json(payload) if as_json else click.echo(payload)
+            return
+        _print_hits(lane, payload["scan"], tenant)
+    truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
+    click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
+               f"{payload['total_candidates']} candidate(s){truncated}")
+
+
+@click.command()
+@click.argument("result_ids", nargs=-1, required=True)
+@_tenant_option
+@contract_option
+@_json_option
+@data_dir_option
+@fails_cleanly
+def expand(result_ids: tuple[str, ...], tenant: str, contract: str, as_json: bool, data_dir: Path) -> None:
+    """Print the chunks behind result ids "SEGMENT_INDEX:DOC_ID" (from search or scan).
+
+    Ids that resolve to nothing are named on stderr (`Error: ...`) and the exit status is 1.
+    """
+    with open_store(data_dir, "read") as store:
+        lane = DocumentLane(store)
+        if as_json:
+            echo_json(lane.query_expand(list(result_ids), tenant, contract))
+            return
+        chunks, errors = lane.expand(list(result_ids), tenant)
+    for chunk in chunks:
+        click.echo(f"== {chunk.segment_index}:{chunk.doc_id}  {chunk.document_id} ({chunk.corpus_id}, "
+                   f"chunk {chunk.chunk_id}, {chunk.token_count} tokens)")
+        click.echo(chunk.text)
+    for error in errors:
+        click.echo(f"Error: {_expand_error(error)}", err=True)
+    if errors:
+        sys.exit(1)
+
+
+@click.group()
+def segments() -> None:
+    """Sealed document segments."""
+
+
+@segments.command("list")
+@output_format_options
+@data_dir_option
+@fails_cleanly
+def segments_list(fmt: str, data_dir: Path) -> None:
+    """List live segments in segment_index order."""
+    with open_store(data_dir, "read") as store:
+        rows = DocumentLane(store).segments()
+    columns = ["segment_index", "segment_seq", "chunk_count", "total_tokens", "byte_size", "sealed_at",
+               "file_name", "blake3"]
+    echo_rows(columns, [[getattr(row, c) for c in columns] for row in rows], fmt)
+
+
+@click.group()
+def documents() -> None:
+    """Maintenance of the document lane."""
+
+
+@documents.command("erase")
+@click.option("--tenant", required=True, callback=reject_empty, help="Tenant whose document chunks are erased.")
+@_json_option
+@data_dir_option
+@fails_cleanly
+def documents_erase(tenant: str, as_json: bool, data_dir: Path) -> None:
+    """Rewrite every segment holding TENANT's chunks without them (files, manifest and view)."""
+    with open_store(data_dir, "write") as store:
+        counts = DocumentLane(store).erase_tenant(tenant)
+    if as_json:
+        echo_json(counts)
+        return
+    click.echo(f"erased {counts['chunks_erased']} chunk(s) of tenant {tenant!r}: "
+               f"{counts['segments_rewritten']} segment(s) rewritten, {counts['segments_removed']} removed")
+
+
+COMMANDS = (ingest, search, scan, expand, segments, documents)
+
+
 def register(group: click.Group) -> None:
     """Add the document-lane commands to the main group."""
-
-    @group.command()
-    @click.argument("paths", nargs=-1, required=True)
-    @_tenant_option
-    @click.option("--corpus", default=DEFAULT_CORPUS, show_default=True, help="Corpus id (Crux stream_type).")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data_dir: Path) -> None:
-        """Chunk and index markdown/text/JSON files and folders (or JSONL requests on stdin with `-`).
-
-        Folders are walked like `corecruxctl ingest`: .md .markdown .txt .json files (and .mdown .mkd
-        .text), never into hidden directories, node_modules/ or target/, never through symlinks. A .json
-        file contributes its string values; a leading BOM is dropped; a file that is not UTF-8 text (or
-        holds a NUL byte) is skipped with a warning on stderr.
-
-        Each ingest seals one segment (large inputs: one per 4096 documents or 65,536 chunks). JSONL lines
-        are {"doc_id", "chunks": [{"chunk_id", "text"}]} or {"doc_id", "text"}. Chunks already stored
-        for the tenant and corpus are skipped.
-        """
-        totals = {"documents": 0, "ingested": 0, "duplicates": 0, "segments_sealed": 0}
-        segments = []
-        skipped: list[SkippedFile] = []
-        with open_store(data_dir) as store:
-            lane = DocumentLane(store)
-            for batch in batches(_documents(paths, progress_callback("reading files"), skipped)):
-                report = lane.ingest(batch, tenant=tenant, corpus=corpus, progress=progress_callback("indexing"))
-                totals["documents"] += report.documents
-                totals["ingested"] += report.ingested
-                totals["duplicates"] += report.duplicates
-                if report.sealed:
-                    totals["segments_sealed"] += 1
-                    segments.append(report.to_json())
-        if as_json:
-            echo_json({**totals, "segments": segments,
-                       "skipped_files": [{"path": str(s.path), "reason": s.reason} for s in skipped]})
-            return
-        click.echo(f"{totals['ingested']} chunks from {totals['documents']} documents ingested into "
-                   f"{totals['segments_sealed']} new segment(s); {totals['duplicates']} already stored")
-        for segment in segments:
-            click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
-
-    @group.command()
-    @click.argument("query")
-    @_tenant_option
-    @click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True, help="Maximum hits.")
-    @_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
-    @click.option("--min-score", type=float, default=None,
-                  help="Drop hits scoring below this (counted as below_floor).")
-    @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
-                  show_default=True, help="MCP missing_tokens or HTTP gaps[].")
-    @click.option("--tenant-statistics", is_flag=True,
-                  help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
-                       "tenants, which lets scores hint at other tenants' corpora).")
-    @click.option("--contract", default="crc-v1", show_default=True,
-                  help="crc-v1 envelope, or legacy (also v0, none, off) for the inner payload.")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
-               coverage_style: str, tenant_statistics: bool, contract: str, as_json: bool, data_dir: Path) -> None:
-        """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage.
-
-        Coverage (which query words no document holds) looks at TENANT's documents only.
-        """
-        with open_store(data_dir) as store:
-            lane = DocumentLane(store)
-            payload = lane.query(query, tenant, limit, token_budget, min_score,
-                                 contract if as_json else "legacy", coverage_style, tenant_statistics)
-            if isinstance(payload, str) or as_json:
-                echo_json(payload) if as_json else click.echo(payload)
-                return
-            _print_hits(lane, payload["results"], tenant)
-        coverage = payload["coverage"]
-        missing = [g["query_terms"][0] for g in coverage["gaps"]] if "gaps" in coverage else coverage["missing_tokens"]
-        line = f"coverage {coverage['score']:.2f}"
-        if missing:
-            line += " · no document contains: " + ", ".join(missing)
-        if coverage["below_floor"]:
-            line += f" · {coverage['below_floor']} below --min-score"
-        click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
-
-    @group.command()
-    @click.argument("query")
-    @_tenant_option
-    @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Maximum hits.")
-    @_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
-    @click.option("--tenant-statistics", is_flag=True,
-                  help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
-                       "tenants, which lets scores hint at other tenants' corpora).")
-    @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenant_statistics: bool,
-             contract: str, as_json: bool, data_dir: Path) -> None:
-        """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
-        with open_store(data_dir) as store:
-            lane = DocumentLane(store)
-            payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
-                                      tenant_statistics)
-            if isinstance(payload, str) or as_json:
-                echo_json(payload) if as_json else click.echo(payload)
-                return
-            _print_hits(lane, payload["scan"], tenant)
-        truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
-        click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
-                   f"{payload['total_candidates']} candidate(s){truncated}")
-
-    @group.command()
-    @click.argument("result_ids", nargs=-1, required=True)
-    @_tenant_option
-    @click.option("--contract", default="crc-v1", show_default=True, help="crc-v1 or legacy.")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def expand(result_ids: tuple[str, ...], tenant: str, contract: str, as_json: bool, data_dir: Path) -> None:
-        """Print the chunks behind result ids "SEGMENT_INDEX:DOC_ID" (from search or scan)."""
-        with open_store(data_dir) as store:
-            lane = DocumentLane(store)
-            if as_json:
-                echo_json(lane.query_expand(list(result_ids), tenant, contract))
-                return
-            chunks, errors = lane.expand(list(result_ids), tenant)
-        for chunk in chunks:
-            click.echo(f"== {chunk.segment_index}:{chunk.doc_id}  {chunk.document_id} ({chunk.corpus_id}, "
-                       f"chunk {chunk.chunk_id}, {chunk.token_count} tokens)")
-            click.echo(chunk.text)
-        for error in errors:
-            click.echo(f"{error.result_id}: {error.error} ({error.error_kind})", err=True)
-        if errors:
-            sys.exit(1)
-
-    @group.group()
-    def segments() -> None:
-        """Sealed document segments."""
-
-    @segments.command("list")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def segments_list(as_json: bool, data_dir: Path) -> None:
-        """List live segments in segment_index order."""
-        with open_store(data_dir) as store:
-            rows = DocumentLane(store).segments()
-        columns = ["segment_index", "segment_seq", "chunk_count", "total_tokens", "byte_size", "sealed_at",
-                   "file_name", "blake3"]
-        echo_rows(columns, [[getattr(row, c) for c in columns] for row in rows], "json" if as_json else "table")
-
-    @group.group()
-    def documents() -> None:
-        """Maintenance of the document lane."""
-
-    @documents.command("erase")
-    @click.option("--tenant", required=True, help="Tenant whose document chunks are erased.")
-    @_json_option
-    @data_dir_option
-    @fails_cleanly
-    def documents_erase(tenant: str, as_json: bool, data_dir: Path) -> None:
-        """Rewrite every segment holding TENANT's chunks without them (files, manifest and view)."""
-        with open_store(data_dir) as store:
-            counts = DocumentLane(store).erase_tenant(tenant)
-        if as_json:
-            echo_json(counts)
-            return
-        click.echo(f"erased {counts['chunks_erased']} chunk(s) of tenant {tenant!r}: "
-                   f"{counts['segments_rewritten']} segment(s) rewritten, {counts['segments_removed']} removed")
+    for command in COMMANDS:
+        group.add_command(command)

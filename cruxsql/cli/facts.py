@@ -26,7 +26,9 @@ from .common import (
     open_store,
     output_format_options,
     progress_callback,
+    reject_empty,
 )
+from .erasure import hit_line
 
 
 def _timestamp(option: str, text: Optional[str]) -> Optional[int]:
@@ -52,7 +54,7 @@ def init(data_dir: Path) -> None:
 
     A directory holding only a facts.jsonl written by a Crux daemon opens as it is.
     """
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "create") as store:
         counts = store.counts()
     click.echo(f"{data_dir}: {counts['journal_events']} journal events, {counts['facts']} facts "
                f"({counts['live_facts']} live) in {data_dir / 'cruxsql.db'}")
@@ -62,7 +64,8 @@ def init(data_dir: Path) -> None:
 @click.argument("entity")
 @click.argument("key")
 @click.argument("value")
-@click.option("--tenant", default="default", show_default=True, help="Tenant (tenant_hash) of the fact.")
+@click.option("--tenant", default="default", show_default=True, callback=reject_empty,
+              help="Tenant (tenant_hash) of the fact.")
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
 @click.option("--source-receipt", help="Receipt id the fact came from.")
 @click.option("--private", is_flag=True, help="Mark the fact private (born-private prefixes are always private).")
@@ -77,7 +80,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
     Prints the new fact's id and version; a previous version is marked superseded.
     """
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "create") as s:
         fact = s.store(entity, key, value, tenant=tenant, confidence=confidence, source_receipt=source_receipt,
                        private=private, horizon_class=horizon, actor=actor)
     if as_json:
@@ -109,7 +112,7 @@ def store_batch(file, as_json: bool, data_dir: Path) -> None:
         requests.append(StoreRequest.from_obj(obj, where=f"line {n}"))
     if not requests:
         raise InvalidInput("no store requests in the input")
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "create") as s:
         facts = s.store_batch(requests)
     if as_json:
         echo_json([f.to_dict() for f in facts])
@@ -124,20 +127,20 @@ def store_batch(file, as_json: bool, data_dir: Path) -> None:
 @fails_cleanly
 def get(fact_id: str, data_dir: Path) -> None:
     """Print one fact (deleted ones too) as its journal JSON."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "read") as s:
         click.echo(s.get(fact_id).to_json())
 
 
 @click.command()
 @click.argument("entity")
 @click.argument("key")
-@click.option("--tenant", default="default", show_default=True)
+@click.option("--tenant", default="default", show_default=True, callback=reject_empty, help="Tenant of the fact.")
 @output_format_options
 @data_dir_option
 @fails_cleanly
 def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> None:
     """Every version of (ENTITY, KEY), oldest first, with its status."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "read") as s:
         facts = s.history(entity, key, tenant=tenant)
     columns = ("version", "fact_id", "stored_at", "value", "confidence", "status")
     echo_rows(columns, [(f.version, f.fact_id, timestamps.format_fact_time(f.stored_at), f.value,
@@ -146,12 +149,12 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
 
 @click.command()
 @click.argument("fact_id")
-@click.option("--tenant", help="Refuse unless the fact is in this tenant.")
+@click.option("--tenant", callback=reject_empty, help="Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
 def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
     """Mark a fact deleted (its text leaves the journal at the next compaction)."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         s.delete(fact_id, tenant=tenant)
     click.echo(f"deleted {fact_id}")
 
@@ -159,24 +162,24 @@ def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
 @click.command()
 @click.argument("fact_id")
 @click.option("--by", "by_fact_id", required=True, help="The fact that supersedes FACT_ID.")
-@click.option("--tenant", help="Refuse unless both facts are in this tenant.")
+@click.option("--tenant", callback=reject_empty, help="Refuse unless both facts are in this tenant.")
 @data_dir_option
 @fails_cleanly
 def supersede(fact_id: str, by_fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
     """Mark FACT_ID as superseded by another fact of the same tenant."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         s.supersede(fact_id, by_fact_id, tenant=tenant)
     click.echo(f"{fact_id} superseded by {by_fact_id}")
 
 
 @click.command("clear-supersede")
 @click.argument("fact_id")
-@click.option("--tenant", help="Refuse unless the fact is in this tenant.")
+@click.option("--tenant", callback=reject_empty, help="Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
 def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
     """Make a superseded fact current again."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         s.clear_supersede(fact_id, tenant=tenant)
     click.echo(f"{fact_id} is no longer superseded")
 
@@ -190,7 +193,7 @@ def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None
 def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], data_dir: Path) -> None:
     """Set the valid-time interval [--from, --to) of a fact; omitting both clears it."""
     start, end = _timestamp("--from", valid_from), _timestamp("--to", valid_to)
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         s.set_validity(fact_id, start, end)
         fact = s.get(fact_id)
     span = (f"{timestamps.format_fact_time(fact.valid_from) if fact.valid_from is not None else '-inf'} .. "
@@ -205,7 +208,7 @@ def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str
 @fails_cleanly
 def set_horizon(fact_id: str, horizon_class: str, data_dir: Path) -> None:
     """Set a fact's freshness horizon: volatile, medium, stable or none (journaled)."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         s.set_horizon(fact_id, horizon_class)
         fact = s.get(fact_id)
     click.echo(f"{fact_id} horizon {fact.horizon_class}")
@@ -217,7 +220,7 @@ def set_horizon(fact_id: str, horizon_class: str, data_dir: Path) -> None:
 @fails_cleanly
 def reverify(fact_id: str, data_dir: Path) -> None:
     """Record that a fact was re-verified now (journaled; resets its freshness clock)."""
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         fact = s.reverify(fact_id)
     click.echo(f"{fact_id} reverified at {timestamps.format_fact_time(fact.reverified_at)}")
 
@@ -235,7 +238,7 @@ def sql(query: str, fmt: str, data_dir: Path) -> None:
     Example:
       cruxsql sql "SELECT entity, key, value FROM live_facts ORDER BY stored_at_ns DESC LIMIT 5"
     """
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "read") as s:
         db_path = s.data_dir / "cruxsql.db"
     columns, rows = run_readonly_query(db_path, query)
     echo_rows(columns, rows, fmt)
@@ -258,13 +261,13 @@ def verify(strict: bool, erasure: bool, as_json: bool, data_dir: Path) -> None:
     the hashes the erasure reports keep; exits 1 on any hit or a broken report chain.
     """
     if erasure:
-        with open_store(data_dir) as s:
+        with open_store(data_dir, "read") as s:
             result = verify_erasure(s)
         _echo_erasure_verification(result, as_json)
         if not result["ok"]:
             sys.exit(1)
         return
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "read") as s:
         report = s.verify()
         segment_problems = DocumentLane(s).verify()
     ok = report.ok and not segment_problems
@@ -302,7 +305,7 @@ def _echo_erasure_verification(result: dict, as_json: bool) -> None:
     hits = result.get("hits", [])
     click.echo(f"files scanned: {result.get('files_scanned', 0)}; erased content found: {len(hits)}")
     for hit in hits[:50]:
-        click.echo(f"  {hit}")
+        click.echo(f"  {hit_line(hit)}")
     for path in result.get("backups_before_last_erasure", []):
         click.echo(f"  note: backup {path} was taken before the last erasure and still holds what it erased")
     click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")
@@ -315,7 +318,7 @@ def rebuild(data_dir: Path) -> None:
     """Recreate cruxsql.db from the files alone: the fact tables from facts.jsonl, the document
     lane from segments/."""
     started = time.perf_counter()
-    with open_store(data_dir) as s:
+    with open_store(data_dir, "write") as s:
         stats = s.rebuild(progress=progress_callback("rebuilding facts"))
         segments = DocumentLane(s).rebuild(progress=progress_callback("re-indexing segments"))
     secs = time.perf_counter() - started

@@ -13,7 +13,7 @@ from ..errors import InvalidInput
 from ..recall import bootstrap_seed
 from ..recall import explain as recall_explain
 from ..recall.queries import Recall
-from .common import data_dir_option, echo_json, fails_cleanly, open_store
+from .common import COUNT, contract_option, data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -33,9 +33,9 @@ def _option_names(fn: Callable) -> Callable:
 
 
 def _scope_options(fn: Callable) -> Callable:
-    fn = click.option("--agent", metavar="NAME",
+    fn = click.option("--agent", metavar="NAME", callback=reject_empty,
                       help="Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
-    fn = click.option("--tenant", help="Tenant to read (default: 'default').")(fn)
+    fn = click.option("--tenant", callback=reject_empty, help="Tenant to read (default: 'default').")(fn)
     return fn
 
 
@@ -44,15 +44,14 @@ def _scope_options(fn: Callable) -> Callable:
 @click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
 @click.option("--entity-prefix", help="Only facts whose entity starts with this.")
 @_scope_options
-@click.option("--top-k", type=int, default=10, show_default=True, help="How many facts without a budget.")
-@click.option("--token-budget", type=int, help="Token budget (legacy: greedy drop; crc-v1: full + epitomes).")
+@click.option("--top-k", type=COUNT, default=10, show_default=True, help="How many facts without a budget.")
+@click.option("--token-budget", type=COUNT, help="Token budget (legacy: greedy drop; crc-v1: full + epitomes).")
 @click.option("--min-effective-confidence", type=float, help="Floor on effective confidence, 0.0 to 1.0.")
 @click.option("--as-of", "as_of", metavar="TS", help="Valid time (RFC 3339): facts valid at TS.")
 @click.option("--known-at", "known_at", metavar="TS",
               help="Transaction time (RFC 3339): what the store believed at TS.")
 @click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
-@click.option("--contract", type=click.Choice(["crc-v1", "legacy"]), default="legacy", show_default=True,
-              help="Response contract; crc-v1 adds the CRC-v1 fact envelope.")
+@contract_option
 @click.option("--explain", is_flag=True, help="Say per row which term matched which field and how its effective "
               "confidence was reached, and why other matching facts were left out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
@@ -69,7 +68,7 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
     lowercased value, key or entity. Facts are ranked by effective confidence (halved when stale),
     then newest first.
     """
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "read") as store:
         recall = Recall(store)
         result = recall.query_facts(
             text, entity=entity, entity_prefix=entity_prefix, tenant=tenant, agent=agent, top_k=top_k,
@@ -103,7 +102,7 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
 @click.command()
 @click.option("--topic", help="doc, pattern, resolution, tool-output, or any other topic.")
 @click.option("--query", "query_text", metavar="TEXT", help="Only bootstrap facts matching TEXT.")
-@click.option("--token-budget", type=int, help="Token budget (greedy fill; the first fact always fits).")
+@click.option("--token-budget", type=COUNT, help="Token budget (greedy fill; the first fact always fits).")
 @_scope_options
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @data_dir_option
@@ -121,7 +120,7 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
       tool, tool-output, tool-outputs          -> tool-output (adds the CRC-v1 schema catalogue)
     Any other topic is used as given (trimmed); a blank topic matches nothing; no topic reads all.
     """
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "read") as store:
         result = Recall(store).get_bootstrap(topic, query_text, token_budget, tenant=tenant, agent=agent)
     if as_json:
         echo_json(result.to_dict())
@@ -134,8 +133,8 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
 @click.command()
 @click.option("--entity", help="Only facts of this (visible) entity.")
 @click.option("--key", help="Only facts with this key.")
-@click.option("--top-k", type=int, default=20, show_default=True, help="At most this many facts (min 1).")
-@click.option("--token-budget", type=int, default=2000, show_default=True, help="Token budget.")
+@click.option("--top-k", type=COUNT, default=20, show_default=True, help="At most this many facts (min 1).")
+@click.option("--token-budget", type=COUNT, default=2000, show_default=True, help="Token budget.")
 @_scope_options
 @click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
 @data_dir_option
@@ -144,7 +143,7 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
 def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: int, tenant: Optional[str],
          agent: Optional[str], as_json: bool, data_dir: Path) -> None:
     """The memory panel (Crux memory_view): newest visible facts first, superseded included."""
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "read") as store:
         result = Recall(store).memory_view(entity, key, top_k, token_budget, tenant=tenant, agent=agent)
     if as_json:
         echo_json(result.to_dict())
@@ -159,7 +158,8 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
 @click.argument("name")
 @click.argument("key")
 @click.argument("value")
-@click.option("--tenant", default="default", show_default=True, help="Tenant the knowledge belongs to.")
+@click.option("--tenant", default="default", show_default=True, callback=reject_empty,
+              help="Tenant the knowledge belongs to.")
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
 @click.option("--actor", help="Who seeded it.")
 @data_dir_option
@@ -171,13 +171,16 @@ def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: 
     The namespace is daemon-owned: `cruxsql store` refuses it, this is its one writer. TOPIC is
     normalised like `cruxsql bootstrap --topic` (errors -> resolution, docs -> doc, ...).
     """
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "create") as store:
         fact = bootstrap_seed.seed(store, topic, name, key, value, tenant=tenant, confidence=confidence,
                                    actor=actor)
     click.echo(f"{fact.fact_id} {fact.entity} version {fact.version}")
 
 
+COMMANDS = (query, bootstrap, view, bootstrap_seed_command)
+
+
 def register(group: click.Group) -> None:
     """Add the recall commands to the main group."""
-    for command in (query, bootstrap, view, bootstrap_seed_command):
+    for command in COMMANDS:
         group.add_command(command)

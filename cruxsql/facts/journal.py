@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Callable, Iterator, Optional
 
 import blake3
 
-from ..errors import InvalidInput, JournalError, JournalPoisoned
+from ..errors import InvalidInput, JournalError, JournalPoisoned, LockTimeout
 
 JOURNAL_NAME = "facts.jsonl"
 LOCK_NAME = "LOCK"
@@ -28,6 +29,8 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 FINGERPRINT_WINDOW = 4096
 _READ_CHUNK = 1 << 20
 _ASCII_WS = b" \t\n\r\x0c"
+LOCK_WAIT_NOTICE_SECONDS = 1.0
+_LOCK_POLL_SECONDS = 0.02
 
 
 def fsync_dir(path: Path) -> None:
@@ -86,10 +89,17 @@ class Fingerprint:
 
 
 class Journal:
-    """The journal file of one data directory."""
+    """The journal file of one data directory.
 
-    def __init__(self, data_dir: Path) -> None:
+    `lock_timeout` (seconds; None waits forever) bounds the wait for the writer lock; `on_lock_wait`
+    is called once, with the holder's pid (or None), when the wait passes one second.
+    """
+
+    def __init__(self, data_dir: Path, lock_timeout: Optional[float] = None,
+                 on_lock_wait: Optional[Callable[[Optional[int]], None]] = None) -> None:
         self.data_dir = Path(data_dir)
+        self.lock_timeout = lock_timeout
+        self.on_lock_wait = on_lock_wait
         self.path = self.data_dir / JOURNAL_NAME
         self._lock_path = self.data_dir / LOCK_NAME
         self._lock_fd: Optional[int] = None
@@ -106,7 +116,7 @@ class Journal:
             if self._lock_depth == 0:
                 if self._lock_fd is None:
                     self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                self._acquire(self._lock_fd)
             self._lock_depth += 1
             try:
                 yield
@@ -114,6 +124,40 @@ class Journal:
                 self._lock_depth -= 1
                 if self._lock_depth == 0:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _acquire(self, fd: int) -> None:
+        """flock LOCK, waiting at most `lock_timeout`; then record our pid in it for waiters to name."""
+        if self.lock_timeout is None and self.on_lock_wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            started = time.monotonic()
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                waited = time.monotonic() - started
+                if self.lock_timeout is not None and waited >= self.lock_timeout:
+                    holder = self.lock_holder()
+                    by = f" held by pid {holder}" if holder else ""
+                    raise LockTimeout(f"gave up waiting {self.lock_timeout:g}s for the writer lock{by} "
+                                      f"({self._lock_path})")
+                if not told and waited >= LOCK_WAIT_NOTICE_SECONDS and self.on_lock_wait is not None:
+                    self.on_lock_wait(self.lock_holder())
+                    told = True
+                time.sleep(_LOCK_POLL_SECONDS)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def lock_holder(self) -> Optional[int]:
+        """The pid the current (or last) holder of the writer lock wrote into LOCK, if any."""
+        try:
+            text = self._lock_path.read_text(encoding="ascii", errors="replace").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() else None
 
     def close(self) -> None:
         """Release the lock file descriptor."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import apsw
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, ReadOnlyStore
 from . import codec, timestamps, view
 from .codec import Fact
 from .faults import crash_point
@@ -73,12 +73,34 @@ class StoreRequest:
         private = obj.get("private", False)
         if not isinstance(private, bool):
             raise InvalidInput(f"{where}: `private` must be true or false")
-        return cls(
+        req = cls(
             entity=obj["entity"], key=obj["key"], value=obj["value"],
             tenant_hash=obj.get("tenant_hash") or "default", source_receipt=obj.get("source_receipt"),
             confidence=float(confidence), private=private, horizon_class=obj.get("horizon_class"),
             actor=obj.get("actor"),
         )
+        try:
+            req.check()
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
+        return req
+
+    def check(self) -> None:
+        """Refuse what no fact may hold: an empty entity or key, text that is not UTF-8, a confidence
+        outside 0.0..=1.0, an unknown horizon class. (An empty value is allowed: Crux stores it.)"""
+        for name in ("entity", "key"):
+            if not getattr(self, name).strip():
+                raise InvalidInput(f"{name} must not be empty")
+        for name in ("entity", "key", "value", "tenant_hash", "source_receipt", "actor"):
+            text = getattr(self, name)
+            if text is not None:
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidInput(f"{name} is not valid UTF-8 text: {text!r}") from None
+        check_confidence(self.confidence)
+        if self.horizon_class is not None:
+            codec.parse_horizon(self.horizon_class)
 
 
 def check_confidence(confidence: float) -> float:
@@ -115,12 +137,23 @@ class VerifyReport:
 class Store:
     """One data directory: `facts.jsonl` (the truth) and `cruxsql.db` (the view)."""
 
-    def __init__(self, data_dir: Path | str, progress: Progress = None, policy: Optional[PrivacyPolicy] = None) -> None:
+    def __init__(self, data_dir: Path | str, progress: Progress = None, policy: Optional[PrivacyPolicy] = None,
+                 *, read_only: bool = False, lock_timeout: Optional[float] = None,
+                 on_lock_wait: Optional[Callable[[Optional[int]], None]] = None) -> None:
+        """Open `data_dir`. `read_only`: for a directory that cannot be written (a snapshot, a read-only
+        mount): the view is a private in-memory copy caught up with the journal, no lock is taken, and
+        every write raises ReadOnlyStore. `lock_timeout` / `on_lock_wait`: see `Journal`."""
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
         self.policy = policy or global_policy()
-        self.journal = Journal(self.data_dir)
-        self.db: apsw.Connection = view.open_connection(self.data_dir / view.DB_NAME)
+        self.journal = Journal(self.data_dir, lock_timeout, on_lock_wait)
+        if read_only:
+            self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
+            self.quarantined = None
+            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.db = view.open_connection(self.data_dir / view.DB_NAME)
         with self.writer_lock():
             self.quarantined = self.journal.repair_torn_tail()
             self.last_replay = self.refresh(progress)
@@ -139,21 +172,44 @@ class Store:
 
     @contextmanager
     def writer_lock(self) -> Iterator[None]:
-        """The cross-process writer lock; hold it for every mutation of the data directory."""
+        """The cross-process writer lock; hold it for every mutation of the data directory.
+        (Read-only: nothing to take; no one writes through a read-only directory.)"""
+        if self.read_only:
+            yield
+            return
         with self.journal.lock():
             yield
+
+    @contextmanager
+    def view_file(self) -> Iterator[Path]:
+        """A database file holding the view, for tools that open it themselves (the SQL console): the
+        view itself, or for a read-only store a temporary copy of its caught-up in-memory view."""
+        if not self.read_only:
+            yield self.data_dir / view.DB_NAME
+            return
+        with tempfile.TemporaryDirectory(prefix="cruxsql-view-") as tmp:
+            path = Path(tmp) / view.DB_NAME
+            copy = apsw.Connection(str(path))
+            try:
+                with copy.backup("main", self.db, "main") as backup:
+                    backup.step()
+            finally:
+                copy.close()
+            yield path
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
         """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
         tail first so nothing is ever appended onto it."""
         with self.writer_lock():
-            self.journal.repair_torn_tail()
+            if not self.read_only:
+                self.journal.repair_torn_tail()
             return view.replay(self.db, self.journal, self.policy, progress)
 
     def rebuild(self, progress: Progress = None) -> view.ReplayStats:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
-            self.journal.repair_torn_tail()
+            if not self.read_only:
+                self.journal.repair_torn_tail()
             return view.rebuild(self.db, self.journal, self.policy, progress)
 
     # --- writing ---------------------------------------------------------------------------------
@@ -161,6 +217,8 @@ class Store:
     def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
         """The one write path: under the lock, catch up, call `build()` to make events from the current
         state, append them durably, then replay them into the view. Returns the events."""
+        if self.read_only:
+            raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
         with self.writer_lock():
             self.refresh()
             events = build()
@@ -170,13 +228,7 @@ class Store:
             return events
 
     def _build_fact(self, req: StoreRequest, now: int) -> Fact:
-        for name in ("entity", "key", "value", "tenant_hash", "source_receipt", "actor"):
-            text = getattr(req, name)
-            if text is not None:
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise InvalidInput(f"{name} is not valid UTF-8 text: {text!r}") from None
+        req.check()
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
         entity = agent_private_entity(req.agent, req.entity) if req.private and req.agent else req.entity
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
@@ -317,7 +369,8 @@ class Store:
         horizon = codec.parse_horizon(horizon_class)
 
         def build() -> list[codec.Event]:
-            self._require_writable(fact_id, tenant, "set the horizon of", owner)
+            if self._require_writable(fact_id, tenant, "set the horizon of", owner)[1]:
+                raise Conflict(f"fact {fact_id} is deleted")
             return [codec.SetHorizonEvent(fact_id, horizon, timestamps.format_event_time(timestamps.now_ns()))]
 
         self.commit(build)
@@ -327,7 +380,8 @@ class Store:
         facts: only their `owner`)."""
 
         def build() -> list[codec.Event]:
-            self._require_writable(fact_id, tenant, "re-verify", owner)
+            if self._require_writable(fact_id, tenant, "re-verify", owner)[1]:
+                raise Conflict(f"fact {fact_id} is deleted")
             return [codec.ReverifyEvent(fact_id, timestamps.now_ns())]
 
         self.commit(build)

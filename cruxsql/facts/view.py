@@ -107,6 +107,31 @@ def open_connection(path: Path) -> apsw.Connection:
     return db
 
 
+def open_snapshot(path: Path) -> apsw.Connection:
+    """A private in-memory copy of the view at `path`, for a data directory that cannot be written.
+
+    The file is read with `immutable=1` (no lock, WAL or shm file is touched); an uncheckpointed WAL
+    is left out, which only makes the copy older: its checkpoint row says how far it got, so replaying
+    the journal tail brings it up to date. An unreadable view yields an empty copy (a full replay).
+    """
+    db = apsw.Connection(":memory:")
+    if path.is_file():
+        try:
+            source = apsw.Connection(f"file:{path.resolve()}?immutable=1",
+                                     flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            try:
+                with db.backup("main", source, "main") as backup:
+                    backup.step()
+            finally:
+                source.close()
+        except apsw.Error:
+            db.close()
+            db = apsw.Connection(":memory:")
+    db.execute("PRAGMA foreign_keys=ON")
+    migrate(db)
+    return db
+
+
 def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
     """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
     directory = directory or migrations_dir()

@@ -346,17 +346,24 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 def recorded_exports(data_dir: Path) -> list[dict[str, Any]]:
-    """Exports cruxsql wrote inside the data directory (from `audit-exports.json`)."""
+    """Exports cruxsql wrote inside the data directory (from `audit-exports.json`), each `path` made
+    absolute: the manifest keeps paths relative to the data directory, so a moved or restored data
+    directory still finds them (absolute paths of older manifests are kept as they are)."""
     path = Path(data_dir) / MANIFEST_NAME
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return []
-    return [e for e in entries if isinstance(e, dict) and "path" in e]
+    return [{**e, "path": str(Path(data_dir).resolve() / e["path"])}
+            for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)]
 
 
 def _record(data_dir: Path, entry: dict[str, Any]) -> None:
-    entries = [e for e in recorded_exports(data_dir) if e["path"] != entry["path"]]
+    home = Path(data_dir).resolve()
+    entry = {**entry, "path": str(Path(entry["path"]).resolve().relative_to(home))}
+    entries = [{**e, "path": str(Path(e["path"]).resolve().relative_to(home))} if _inside(Path(e["path"]), home)
+               else e for e in recorded_exports(data_dir)]
+    entries = [e for e in entries if e["path"] != entry["path"]]
     entries.append(entry)
     write_file_durably(Path(data_dir) / MANIFEST_NAME,
                        (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
@@ -372,7 +379,8 @@ def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record:
     if output.resolve() == (Path(store.data_dir) / "cruxsql.db").resolve() or output.name == "facts.jsonl" \
             and output.parent.resolve() == Path(store.data_dir).resolve():
         raise InvalidInput(f"--output {str(output)!r} would overwrite the store itself")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    if not output.parent.is_dir():
+        raise InvalidInput(f"--output {str(output)!r}: directory {str(output.parent)!r} does not exist")
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex}.tmp")
     summary = ExportSummary(path=str(output), format=fmt)
     try:

@@ -286,6 +286,26 @@ def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str,
             "exports_rewritten": rewritten}
 
 
+def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """The outcome of an erasure that has nothing to erase: nothing is deleted, compacted or stored.
+
+    `outcome` is "held_back" when legal holds covered every fact the selection matched, else
+    "nothing_matched". (A stored erasure report never has an `outcome` key.)
+    """
+    holds = sorted({h for item in plan.held_back for h in item["hold_ids"]})
+    return {
+        "outcome": "held_back" if plan.held_back else "nothing_matched",
+        "kind": kind,
+        "selection": selection,
+        "counts": {"facts_selected": 0, "facts_erased": 0, "facts_held_back": len(plan.held_back),
+                   "facts_protected": len(plan.protected)},
+        "held_back": plan.held_back,
+        "protected": plan.protected,
+        "holds_blocking": holds,
+        "ok": True,
+    }
+
+
 def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
             request_id: Optional[str] = None, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None,
             documents_tenant: Optional[str] = None, vacuum: bool = False, progress=None,
@@ -299,6 +319,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
     if any(ch in request_id for ch in "\n\r") or len(request_id) > 200:
         raise InvalidInput(f"invalid request id {request_id!r}")
     requested_at = requested_at or timestamps.now_ns()
+    if not plan.to_delete and not plan.already_deleted:
+        return nothing_to_erase(kind, selection, plan)
     with store.writer_lock():
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",

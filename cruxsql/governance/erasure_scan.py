@@ -143,7 +143,8 @@ class Scanner:
                         data = fh.read(needle["length"])
                         if len(data) == needle["length"] and content_digest(data) == needle["blake3"]:
                             hits.append({"file": str(path), "offset": start, "fact_id": needle["fact_id"],
-                                         "form": needle["form"], "request_id": needle.get("request_id")})
+                                         "form": needle["form"], "blake3": needle["blake3"],
+                                         "request_id": needle.get("request_id")})
                 base += _SCAN_BLOCK
             return size, hits
 

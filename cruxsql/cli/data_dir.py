@@ -1,0 +1,63 @@
+"""What state a `--data-dir` is in before a command opens it: missing, not a directory, read-only.
+
+Read commands never create a store (a mistyped path must not answer "no facts found"); only `init` and
+the commands that add data do. Every environment problem becomes one CruxsqlError naming the path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..documents.segments import segments_dir
+from ..errors import CruxsqlError
+from ..facts.journal import JOURNAL_NAME
+from ..facts.view import DB_NAME
+
+
+class DataDirError(CruxsqlError):
+    """The data directory is missing, is not a directory, or holds something unusable."""
+
+
+@dataclass(frozen=True)
+class DataDirState:
+    path: Path
+    read_only: Optional[str]
+    """Why the store cannot be written (e.g. "read-only file system"), or None when it can."""
+
+
+def _unwritable(path: Path) -> Optional[str]:
+    if os.access(path, os.W_OK):
+        return None
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return "read-only file system"
+    return f"{path} is not writable"
+
+
+def data_dir_state(path: Path, create: bool) -> DataDirState:
+    """Check `path` for a command; with `create`, make the directory when it is missing."""
+    if path.exists() and not path.is_dir():
+        raise DataDirError(f"--data-dir {path} is not a directory")
+    if not path.exists():
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise DataDirError(f"--data-dir {path}: {parent} is not a directory")
+                break
+        if not create:
+            raise DataDirError(f"no cruxsql store at {path} (run `cruxsql init` or pass --data-dir)")
+        path.mkdir(parents=True)
+    journal, db = path / JOURNAL_NAME, path / DB_NAME
+    for name, file in (("journal", journal), ("view", db)):
+        if file.exists() and not file.is_file():
+            raise DataDirError(f"the {name} {file} is not a regular file")
+    if not create and not (journal.exists() or db.exists() or segments_dir(path).is_dir()):
+        raise DataDirError(f"no cruxsql store at {path} (run `cruxsql init` or pass --data-dir)")
+    for candidate in (path, journal, db):
+        if candidate.exists():
+            why = _unwritable(candidate)
+            if why:
+                return DataDirState(path, why)
+    return DataDirState(path, None)

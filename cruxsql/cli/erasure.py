@@ -1,0 +1,178 @@
+"""CLI commands that take content out of the store: compact and erase (and the report printing they
+share with `retention apply`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from ..errors import InvalidInput
+from ..governance import compaction, erasure, legal_holds
+from .common import (
+    HELD_BACK_EXIT,
+    data_dir_option,
+    echo_json,
+    fails_cleanly,
+    non_empty,
+    open_store,
+    progress_callback,
+)
+
+
+def load_receipt(path: Optional[Path]) -> Optional[legal_holds.LegalHoldReceipt]:
+    """The --override-receipt file (or `-` for stdin) as a receipt; InvalidInput names the file."""
+    if path is None:
+        return None
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+        obj = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"cannot read the override receipt {str(path)!r}: {exc}") from None
+    return legal_holds.LegalHoldReceipt.from_obj(obj)
+
+
+def blocked_message(exc: compaction.LegalHoldBlocked) -> str:
+    """The refusal of a compaction blocked by holds: the holds, the facts, and what to do."""
+    lines = [str(exc)]
+    for fid, holds in exc.covered[:20]:
+        lines.append(f"  {fid}: {','.join(holds)}")
+    if len(exc.covered) > 20:
+        lines.append(f"  ... and {len(exc.covered) - 20} more")
+    lines.append("Build a receipt for review with `cruxsql hold override-receipt --reason R`, then pass it "
+                 "with --override-receipt FILE.")
+    return "\n".join(lines)
+
+
+receipt_option = click.option(
+    "--override-receipt", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="A legal_hold_overridden receipt (JSON file, or - for stdin) naming every blocked fact and hold.")
+
+
+def echo_erasure_outcome(report: dict[str, Any], as_json: bool) -> None:
+    """Print an erasure (or retention) report and exit with its status: 0 done or nothing matched,
+    1 not verified, HELD_BACK_EXIT when legal holds held back everything the selection matched."""
+    if as_json:
+        echo_json(report)
+    else:
+        for line in erasure_summary(report):
+            click.echo(line)
+    if not report["ok"]:
+        sys.exit(1)
+    if report.get("outcome") == "held_back":
+        sys.exit(HELD_BACK_EXIT)
+
+
+def erasure_summary(report: dict[str, Any]) -> list[str]:
+    """Readable lines for an erasure report; the first says what happened."""
+    counts = report["counts"]
+    holds = ",".join(report["holds_blocking"])
+    if report.get("outcome") == "held_back":
+        return [f"held back by legal hold(s) {holds}: {counts['facts_held_back']} matching fact(s) kept; "
+                f"nothing erased, the journal is unchanged"]
+    if report.get("outcome") == "nothing_matched":
+        protected = f" ({counts['facts_protected']} governance record(s) are never erased)" \
+            if counts["facts_protected"] else ""
+        return [f"nothing matched the selection: nothing erased, the journal is unchanged{protected}"]
+    first = f"erased {counts['facts_erased']} fact(s)"
+    if counts["facts_held_back"]:
+        first += f"; {counts['facts_held_back']} held back by legal hold(s) {holds}"
+    journal = report["stores"]["journal"]
+    verification = report["verification"]
+    lines = [first,
+             f"request id       {report['request_id']}",
+             f"journal          {journal['bytes_before']} -> {journal['bytes_after']} bytes, "
+             f"{journal['lines_before']} -> {journal['lines_after']} lines",
+             f"verification     {verification['files_scanned']} file(s) scanned, "
+             f"{len(verification['hits'])} hit(s) of erased content"]
+    lines += [f"  {hit_line(hit)}" for hit in verification["hits"][:50]]
+    lines += [f"error            {error}" for error in report["errors"]]
+    lines.append("erasure verified" if report["ok"] else "ERASURE NOT VERIFIED")
+    return lines
+
+
+def hit_line(hit: dict[str, Any]) -> str:
+    """`file:offset: fact f_... (value hash ...)` for one place erased content was found."""
+    return f"{hit['file']}:{hit['offset']}: fact {hit['fact_id']} ({hit['form']} value hash {hit.get('blake3', '?')})"
+
+
+@click.command("compact")
+@data_dir_option
+@receipt_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@fails_cleanly
+def compact(data_dir: Path, override_receipt: Optional[Path], as_json: bool) -> None:
+    """Rewrite facts.jsonl without deleted facts' content (crash-atomic).
+
+    Live facts are kept byte-identical, deleted ones become value-free tombstones. Refused while an
+    active legal hold covers a deleted fact, unless --override-receipt names every blocked fact and hold.
+    """
+    receipt = load_receipt(override_receipt)
+    with open_store(data_dir, "write") as store:
+        try:
+            report = compaction.compact(store, override_receipt=receipt,
+                                        progress=progress_callback("compacting journal"))
+        except compaction.LegalHoldBlocked as exc:
+            raise click.ClickException(blocked_message(exc)) from None
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    d = report.to_dict()
+    for name in ("facts_dropped", "facts_retained", "tombstones_kept", "supersede_lines", "provenance_lines",
+                 "corrupt_lines_dropped", "lines_before", "lines_after", "bytes_before", "bytes_after",
+                 "override_receipt_id", "seconds"):
+        if d[name] is not None:
+            click.echo(f"{name:24} {d[name]}")
+
+
+@click.command("erase")
+@data_dir_option
+@click.option("--tenant", default=None, help="Only facts of this tenant.")
+@click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
+@click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
+@click.option("--older-than", default=None, help="Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
+@click.option("--reason", required=True, help="Why (e.g. the data-subject request); kept in the report.")
+@click.option("--actor", default=None, help="Who runs the erasure (default: operator).")
+@click.option("--request-id", default=None, help="Request id for the report (default: er_<random>).")
+@click.option("--documents", is_flag=True, help="Also erase the tenant's ingested documents (needs --tenant).")
+@click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db (secure_delete already zeroes freed content).")
+@receipt_option
+@click.option("--json", "as_json", is_flag=True, help="Print the full erasure report as JSON.")
+@fails_cleanly
+def erase(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], fact_ids: tuple[str, ...],
+          older_than: Optional[str], reason: str, actor: Optional[str], request_id: Optional[str], documents: bool,
+          vacuum: bool, override_receipt: Optional[Path], as_json: bool) -> None:
+    """Delete the selected facts, compact, scrub every copy, verify, and report.
+
+    Criteria combine (all must match). Facts an active legal hold covers are held back and named.
+
+    \b
+    Exit status:
+      0  erased and verified, or nothing matched (then nothing changes: no compaction, no report)
+      1  the verification still finds erased content, a copy could not be scrubbed, or bad input
+      3  legal holds held back every matching fact: nothing erased
+    """
+    non_empty("--tenant", tenant)
+    selection = erasure.Selection(tenant=tenant, entity_prefixes=entity_prefixes, fact_ids=fact_ids,
+                                  older_than=older_than)
+    receipt = load_receipt(override_receipt)
+    with open_store(data_dir, "write") as store:
+        try:
+            report = erasure.erase(store, selection, actor=actor, reason=reason, request_id=request_id,
+                                   override_receipt=receipt, documents=documents, vacuum=vacuum,
+                                   progress=progress_callback("compacting journal"))
+        except compaction.LegalHoldBlocked as exc:
+            raise click.ClickException(blocked_message(exc)) from None
+    echo_erasure_outcome(report, as_json)
+
+
+COMMANDS = (compact, erase)
+
+
+def register(group: click.Group) -> None:
+    """Add compact and erase to the main group."""
+    for command in COMMANDS:
+        group.add_command(command)

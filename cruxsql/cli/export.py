@@ -1,0 +1,55 @@
+"""CLI command for auditors' exports: export audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ..governance import audit_export
+from .common import data_dir_option, echo_json, fails_cleanly, non_empty, open_store
+
+
+@click.group("export")
+def export_group() -> None:
+    """Exports for auditors."""
+
+
+@export_group.command("audit")
+@data_dir_option
+@click.option("--tenant", default=None, help="Only facts of this tenant.")
+@click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
+@click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
+@click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
+@click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True)
+@click.option("--output", type=click.Path(path_type=Path), required=True,
+              help="The file to write (its directory must exist).")
+@click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")
+@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+@fails_cleanly
+def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], since: Optional[str],
+                 until: Optional[str], fmt: str, output: Path, include_private: bool, as_json: bool) -> None:
+    """Every journal event that touched the selection, in order, with the fact state it produced.
+
+    An export written inside the data directory is recorded there, so an erasure re-writes it.
+    """
+    non_empty("--tenant", tenant)
+    query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=since, until=until,
+                                    include_private=include_private)
+    with open_store(data_dir, "read") as store:
+        summary = audit_export.export_audit(store, query, fmt, output, record=not store.read_only)
+    if as_json:
+        echo_json(summary.to_dict())
+        return
+    recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
+    click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
+
+
+COMMANDS = (export_group,)
+
+
+def register(group: click.Group) -> None:
+    """Add the export commands to the main group."""
+    for command in COMMANDS:
+        group.add_command(command)

@@ -1,0 +1,105 @@
+"""CLI commands for legal holds: hold place, hold release, hold list, hold override-receipt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ..governance import compaction, legal_holds
+from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, non_empty, open_store, output_format_options
+
+
+@click.group("hold")
+def hold_group() -> None:
+    """Legal holds: facts they cover are never erased by retention, erase or compaction."""
+
+
+def _scope(hold: legal_holds.LegalHold) -> str:
+    prefixes = ", ".join(repr(p) for p in hold.entity_prefixes)
+    return f"tenant {hold.tenant_id!r}" + (f", entity prefixes {prefixes}" if prefixes else " (whole tenant)")
+
+
+@hold_group.command("place")
+@data_dir_option
+@click.option("--tenant", required=True, help="The tenant the hold covers.")
+@click.option("--entity-prefix", "entity_prefixes", multiple=True,
+              help="Only entities starting with this (repeatable; none = the whole tenant).")
+@click.option("--reason", required=True, help="Why the hold exists.")
+@click.option("--actor", default=None, help="Who places it (default: operator).")
+@click.option("--json", "as_json", is_flag=True, help="Print the hold and its receipt as JSON.")
+@fails_cleanly
+def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], reason: str, actor: Optional[str],
+               as_json: bool) -> None:
+    """Place a legal hold; prints its id and receipt id (--json: the hold and the receipt)."""
+    non_empty("--tenant", tenant)
+    with open_store(data_dir, "create") as store:
+        hold, receipt = legal_holds.place_hold(store, tenant, reason, entity_prefixes, actor)
+    if as_json:
+        echo_json({"hold": hold.to_dict(), "receipt": receipt.to_dict()})
+        return
+    click.echo(f"placed hold {hold.hold_id} on {_scope(hold)} (receipt {receipt.receipt_id})")
+
+
+@hold_group.command("release")
+@data_dir_option
+@click.argument("hold_id")
+@click.option("--actor", default=None, help="Who releases it (default: operator).")
+@click.option("--reason", default=None, help="Why (default: the hold's reason).")
+@click.option("--json", "as_json", is_flag=True, help="Print the released hold and its receipt as JSON.")
+@fails_cleanly
+def hold_release(data_dir: Path, hold_id: str, actor: Optional[str], reason: Optional[str], as_json: bool) -> None:
+    """Release a hold (two-phase: prepare, store the release receipt durably, store the released state)."""
+    with open_store(data_dir, "write") as store:
+        hold, receipt = legal_holds.release(store, hold_id, actor, reason)
+    if as_json:
+        echo_json({"hold": hold.to_dict(), "receipt": receipt.to_dict()})
+        return
+    click.echo(f"released hold {hold.hold_id} on {_scope(hold)} (receipt {receipt.receipt_id})")
+
+
+@hold_group.command("list")
+@data_dir_option
+@click.option("--active", "active_only", is_flag=True, help="Only active holds.")
+@output_format_options
+@fails_cleanly
+def hold_list(data_dir: Path, active_only: bool, fmt: str) -> None:
+    """List holds (resolved from their stored state; unparsable state is enforced fail-closed)."""
+    with open_store(data_dir, "read") as store:
+        holds = legal_holds.list_holds(store, active_only)
+    if fmt == "json":
+        echo_json([h.to_dict() for h in holds])
+        return
+    echo_rows(["hold_id", "tenant_id", "entity_prefixes", "active", "placed_at", "placed_by", "reason"],
+              [(h.hold_id, h.tenant_id, ",".join(h.entity_prefixes), h.active, h.to_dict()["placed_at"],
+                h.placed_by, h.reason) for h in holds], fmt)
+
+
+@hold_group.command("override-receipt")
+@data_dir_option
+@click.option("--reason", required=True, help="Why the holds are overridden.")
+@click.option("--actor", default=None, help="Who overrides (default: operator).")
+@fails_cleanly
+def hold_override_receipt(data_dir: Path, reason: str, actor: Optional[str]) -> None:
+    """Print (as JSON, to review and save) a legal_hold_overridden receipt naming every fact compaction is
+    blocked on; nothing is stored.
+
+    Pass the saved file to `compact` / `erase` with --override-receipt; it is stored as a fact then.
+    """
+    with open_store(data_dir, "read") as store:
+        with store.writer_lock():
+            store.refresh()
+            covered = compaction.blocked_by_holds(store)
+    if not covered:
+        raise click.ClickException("no deleted fact is covered by an active legal hold; nothing to override")
+    echo_json(legal_holds.build_override_receipt(covered, reason, actor).to_dict())
+
+
+COMMANDS = (hold_group,)
+
+
+def register(group: click.Group) -> None:
+    """Add the hold commands to the main group."""
+    for command in COMMANDS:
+        group.add_command(command)
