@@ -121,6 +121,7 @@ def test_sqlite_export_is_datasette_ready(tmp_path):
 def test_export_inside_data_dir_is_recorded_and_cannot_clobber_the_store(tmp_path):
     store = Store(tmp_path)
     _history(store)
+    (tmp_path / "exports").mkdir()
     summary = audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "exports" / "a.jsonl")
     assert summary.recorded_in_manifest
     assert [e["format"] for e in audit_export.recorded_exports(tmp_path)] == ["jsonl"]
@@ -128,6 +129,28 @@ def test_export_inside_data_dir_is_recorded_and_cannot_clobber_the_store(tmp_pat
         audit_export.export_audit(store, audit_export.AuditQuery(), "sqlite", tmp_path / "cruxsql.db")
     with pytest.raises(InvalidInput, match="overwrite the store"):
         audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "facts.jsonl")
+    with pytest.raises(InvalidInput, match="directory .* does not exist"):
+        audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "missing" / "a.jsonl")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_recorded_exports_follow_a_moved_data_directory(tmp_path):
+    from cruxsql.governance import erasure
+    with Store(tmp_path / "old") as store:
+        kept = store.store("user:1", "name", "KEPT_EXPORT_VALUE")
+        gone = store.store("user:2", "name", "GONE_EXPORT_VALUE")
+        (tmp_path / "old" / "exports").mkdir()
+        audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "old" / "exports" / "a.jsonl")
+    manifest = json.loads((tmp_path / "old" / audit_export.MANIFEST_NAME).read_text())
+    assert [e["path"] for e in manifest] == ["exports/a.jsonl"]
+    (tmp_path / "old").rename(tmp_path / "new")
+    moved = tmp_path / "new"
+    assert [e["path"] for e in audit_export.recorded_exports(moved)] == [str(moved.resolve() / "exports/a.jsonl")]
+    with Store(moved) as store:
+        report = erasure.erase(store, erasure.Selection(fact_ids=(gone.fact_id,)), reason="moved")
+    assert report["ok"] and report["stores"]["exports"]["rewritten"] == [str(moved.resolve() / "exports/a.jsonl")]
+    data = (moved / "exports" / "a.jsonl").read_bytes()
+    assert b"GONE_EXPORT_VALUE" not in data and kept.value.encode() in data
 
 
 @pytest.mark.parametrize("seed", [3, 11])

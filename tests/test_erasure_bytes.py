@@ -38,6 +38,7 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
     store = Store(tmp_path)
     facts = _populate(store)
     # exports cruxsql wrote into the data directory, in all three formats
+    (tmp_path / "exports").mkdir()
     for fmt in ("jsonl", "csv", "sqlite"):
         audit_export.export_audit(store, audit_export.AuditQuery(), fmt, tmp_path / "exports" / f"audit.{fmt}")
     # a quarantined torn tail holding an erased value, and a stale compaction temp file

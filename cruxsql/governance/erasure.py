@@ -319,13 +319,13 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
     if any(ch in request_id for ch in "\n\r") or len(request_id) > 200:
         raise InvalidInput(f"invalid request id {request_id!r}")
     requested_at = requested_at or timestamps.now_ns()
-    if not plan.to_delete and not plan.already_deleted:
-        return nothing_to_erase(kind, selection, plan)
     with store.writer_lock():
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
                             (ERASURE_REPORT_PREFIX + request_id, REPORT_KEY)).fetchone():
             raise Conflict(f"an erasure report with request id {request_id!r} already exists")
+        if not plan.to_delete and not plan.already_deleted:
+            return nothing_to_erase(kind, selection, plan)
         # Refuse before deleting anything when compaction would be refused anyway.
         covered = compaction.blocked_by_holds(store)
         if covered:

@@ -148,8 +148,11 @@ def apply(store, older_than: str, *, actor: Optional[str] = None, reason: Option
     with store.writer_lock():
         store.refresh()
         c = classify(store, cutoff)
+        # Facts already deleted (e.g. by a run that crashed before compacting) are erased too; with none
+        # of them and nothing eligible, the run changes nothing.
         plan = erasure.Plan(
             to_delete=[e["fact_id"] for e in c.eligible],
+            already_deleted=[r[0] for r in store.db.execute("SELECT fact_id FROM facts WHERE deleted = 1")],
             held_back=[{"fact_id": p["fact_id"], "hold_ids": p["hold_ids"]} for p in c.protected if "hold_ids" in p],
             protected=[{"fact_id": p["fact_id"], "reason": p["reason"]} for p in c.protected if "hold_ids" not in p],
         )
