@@ -77,8 +77,9 @@ def test_scan_and_expand(run, notes):
     assert "Kubernetes rollback steps." in expanded.stdout
     bad = run("expand", "0:1", "7:0", "nope")
     assert bad.exit_code == 1
-    assert "7:0: segment not found (evicted)" in bad.stderr
-    assert "nope: invalid result_id format (invalid_format)" in bad.stderr
+    assert bad.stderr == "Error: 7:0: no segment 7\nError: nope: invalid result_id format\n"
+    missing_doc = run("expand", "0:99")
+    assert missing_doc.exit_code == 1 and missing_doc.stderr == "Error: 0:99: no document 99 in segment 0\n"
     as_json = json.loads(run("expand", "0:1", "0:0", "--json", "--tenant", "other").stdout)
     assert [e["error_kind"] for e in as_json["meta"]["errors"]] == ["tenant_mismatch", "tenant_mismatch"]
 
@@ -108,12 +109,14 @@ def test_ingest_jsonl_from_stdin(run):
     (("search", "x", "--coverage-style", "bogus"), None, "Invalid value for '--coverage-style'"),
 ])
 def test_bad_input_fails_with_one_line(run, args, stdin, message):
+    run("init")
     result = run(*args, input=stdin)
     assert result.exit_code != 0
     assert message in result.stderr
 
 
 def test_empty_index_and_erase(run, notes):
+    run("init")
     assert run("search", "anything").stdout == "index is empty \u2014 ingest data first\n"
     assert run("scan", "anything").stdout == "index is empty\n"
     run("ingest", str(notes), "--tenant", "victim")

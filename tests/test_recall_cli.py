@@ -4,23 +4,17 @@ from __future__ import annotations
 
 import json
 
-import click
 import pytest
 from click.testing import CliRunner
 
-from cruxsql.cli import recall as recall_cli
+from cruxsql.cli import main
 from cruxsql.facts.store import Store
 from cruxsql.recall import bootstrap_seed
 
 
 @pytest.fixture
 def cli():
-    @click.group()
-    def group() -> None:
-        pass
-
-    recall_cli.register(group)
-    return group
+    return main
 
 
 @pytest.fixture
@@ -39,7 +33,7 @@ def run(cli, *args):
 
 
 def test_query_json_shape(cli, data_dir):
-    res = run(cli, "query", "deploy", "--json", "--data-dir", str(data_dir))
+    res = run(cli, "query", "deploy", "--json", "--contract", "legacy", "--data-dir", str(data_dir))
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert [r["value"] for r in out["rows"]] == ["Deploy is GREEN", "alice runs deploys"]
@@ -63,7 +57,9 @@ def test_query_agent_tenant_floor_and_crc(cli, data_dir):
     env = out["crc_v1"]
     assert env["contract"] == "crc-v1" and env["kind"] == "fact" and len(env["content"]) == 1
     assert env["meta"]["total_candidates"] == 2 and env["meta"]["capped"] == 1
-    out = json.loads(run(cli, "query", "deploy", "--token-budget", "4", "--json", "--data-dir", d).output)
+    assert json.loads(run(cli, "query", "deploy", "--token-budget", "4", "--json", "--data-dir", d).output) == out
+    out = json.loads(run(cli, "query", "deploy", "--token-budget", "4", "--json", "--contract", "LEGACY",
+                         "--data-dir", d).output)
     assert len(out["rows"]) == 1 and out["left_out"] == 1          # legacy greedy drop
     out = json.loads(run(cli, "query", "green", "--known-at", "2000-01-01T00:00:00Z", "--json",
                          "--data-dir", d).output)
@@ -84,8 +80,10 @@ def test_query_readable_lines(cli, data_dir):
     (["--as-of", "yesterday"], "--as-of must be an RFC 3339 timestamp"),
     (["--known-at", "2026-02-30T00:00:00Z"], "--known-at must be an RFC 3339 timestamp"),
     (["--min-effective-confidence", "1.5"], "--min-effective-confidence must be a number in 0.0..=1.0"),
-    (["--token-budget", "-5"], "--token-budget must be a non-negative integer"),
-    (["--top-k", "-1"], "--top-k must be a non-negative integer"),
+    (["--token-budget", "-5"], "Invalid value for '--token-budget': -5 is not in the range 0<=x<=2147483647."),
+    (["--top-k", "-1"], "Invalid value for '--top-k': -1 is not in the range 0<=x<=2147483647."),
+    (["--top-k", "99999999999999999999"], "Invalid value for '--top-k': 99999999999999999999 is not in the range"),
+    (["--contract", "crc-v2"], "Invalid value for '--contract': 'crc-v2' is not one of"),
 ])
 def test_bad_input_is_one_line_naming_the_option(cli, data_dir, args, needle):
     res = CliRunner().invoke(cli, ["query", "x", *args, "--data-dir", str(data_dir)])

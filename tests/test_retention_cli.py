@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import json
 
-import click
 import pytest
 from click.testing import CliRunner
 
-from cruxsql.cli import retention as retention_cli
+from cruxsql.cli import main
 from cruxsql.facts.store import Store
 from cruxsql.governance import erasure_proof
 
 
 @pytest.fixture()
 def cli():
-    @click.group()
-    def group() -> None:
-        pass
-
-    retention_cli.register(group)
     runner = CliRunner()
 
     def run(*args: str, ok: bool = True):
-        result = runner.invoke(group, list(args), catch_exceptions=False)
+        result = runner.invoke(main, list(args), catch_exceptions=False)
         if ok:
             assert result.exit_code == 0, result.output
         return result
@@ -42,8 +36,8 @@ def _seed(data_dir):
 def test_erase_prints_report_and_verify_passes(tmp_path, cli):
     keep, gone = _seed(tmp_path)
     result = cli("erase", "--data-dir", str(tmp_path), "--entity-prefix", "user:gone", "--tenant", "default",
-                 "--reason", "DSR 1", "--actor", "dpo", "--request-id", "dsr-1")
-    report = json.loads(result.output)
+                 "--reason", "DSR 1", "--actor", "dpo", "--request-id", "dsr-1", "--json")
+    report = json.loads(result.stdout)
     assert report["request_id"] == "dsr-1" and report["actor"] == "dpo" and report["reason"] == "DSR 1"
     assert [e["fact_id"] for e in report["erased_facts"]] == [gone.fact_id]
     assert report["verification"]["ok"] is True
@@ -71,7 +65,7 @@ def test_compact_json_and_text(tmp_path, cli):
 def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
     keep, gone = _seed(tmp_path)
     placed = json.loads(cli("hold", "place", "--data-dir", str(tmp_path), "--tenant", "default",
-                            "--entity-prefix", "user:", "--reason", "litigation", "--actor", "counsel").output)
+                            "--entity-prefix", "user:", "--reason", "litigation", "--actor", "counsel", "--json").stdout)
     hold_id = placed["hold"]["hold_id"]
     assert placed["receipt"]["kind"] == "legal_hold_placed" and placed["hold"]["entity_prefixes"] == ["user:"]
     listed = json.loads(cli("hold", "list", "--data-dir", str(tmp_path), "--json").output)
@@ -79,9 +73,16 @@ def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
     table = cli("hold", "list", "--data-dir", str(tmp_path)).output
     assert hold_id in table and "litigation" in table
 
-    # erase holds the fact back; compaction is refused once a held fact is deleted
-    report = json.loads(cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x").output)
+    # erase holds the fact back (exit 3, nothing changes); compaction is refused once a held fact is deleted
+    journal = (tmp_path / "facts.jsonl").read_bytes()
+    held = cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x", ok=False)
+    assert held.exit_code == 3 and held.output.splitlines()[0] == (
+        f"held back by legal hold(s) {hold_id}: 1 matching fact(s) kept; nothing erased, the journal is unchanged")
+    held = cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x", "--json", ok=False)
+    report = json.loads(held.stdout)
+    assert held.exit_code == 3 and report["outcome"] == "held_back" and report["holds_blocking"] == [hold_id]
     assert report["held_back"] == [{"fact_id": gone.fact_id, "hold_ids": [hold_id]}]
+    assert (tmp_path / "facts.jsonl").read_bytes() == journal
     with Store(tmp_path) as store:
         store.delete(gone.fact_id)
     refused = cli("compact", "--data-dir", str(tmp_path), ok=False)
@@ -101,7 +102,8 @@ def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
                           str(tmp_path.parent / "receipt.json")).output)
     assert done["override_receipt_id"] == receipt_obj["receipt_id"] and done["facts_dropped"] == 1
 
-    released = json.loads(cli("hold", "release", "--data-dir", str(tmp_path), hold_id, "--actor", "judge").output)
+    released = json.loads(cli("hold", "release", "--data-dir", str(tmp_path), hold_id, "--actor", "judge",
+                              "--json").stdout)
     assert released["hold"]["active"] is False and released["receipt"]["kind"] == "legal_hold_released"
     assert json.loads(cli("hold", "list", "--data-dir", str(tmp_path), "--active", "--json").output) == []
     again = cli("hold", "release", "--data-dir", str(tmp_path), hold_id, ok=False)
@@ -114,7 +116,11 @@ def test_retention_report_and_apply(tmp_path, cli):
     assert "eligible               3 facts" in text
     report = json.loads(cli("retention", "report", "--data-dir", str(tmp_path), "--older-than", "90d", "--json").output)
     assert report["counts"]["eligible"] == 0 and report["eligible"] == []
-    applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "0s").output)
+    journal = (tmp_path / "facts.jsonl").read_bytes()
+    nothing = cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "90d")
+    assert nothing.output == "nothing matched the selection: nothing erased, the journal is unchanged\n"
+    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "0s", "--json").stdout)
     assert applied["kind"] == "retention" and applied["counts"]["facts_deleted_now"] == 3
     assert applied["verification"]["ok"]
     assert b"CLI_KEEP_MARKER" not in (tmp_path / "facts.jsonl").read_bytes()
@@ -125,10 +131,17 @@ def test_export_audit_formats(tmp_path, cli):
     for fmt in ("jsonl", "csv", "sqlite"):
         out = tmp_path.parent / f"out.{fmt}"
         summary = json.loads(cli("export", "audit", "--data-dir", str(tmp_path), "--format", fmt, "--output", str(out),
-                                 "--tenant", "default").output)
+                                 "--tenant", "default", "--json").stdout)
         assert summary["events"] == 2 and summary["format"] == fmt and out.exists()
     bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "xml", "--output", "x", ok=False)
-    assert bad.exit_code == 2
+    assert bad.exit_code == 1 and bad.output.startswith("Error: Invalid value for '--format'")
+    text = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "jsonl", "--output", str(out),
+               "--tenant", "default").output
+    assert text == f"wrote 2 event(s), {out.stat().st_size} bytes, to {out}\n"
+    missing = tmp_path.parent / "no-such-dir" / "out.jsonl"
+    bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "jsonl", "--output", str(missing), ok=False)
+    assert bad.output == f"Error: --output '{missing}': directory '{missing.parent}' does not exist\n"
+    assert not missing.parent.exists()
 
 
 def test_full_cli_erase_then_verify_erasure_exit_codes(tmp_path):

@@ -140,13 +140,6 @@ def reject_empty(ctx: click.Context, param: click.Parameter, value: Optional[str
     return value
 
 
-def non_empty(option: str, value: Optional[str]) -> Optional[str]:
-    """Refuse an explicitly empty (or blank) option value, naming the option."""
-    if value is not None and not value.strip():
-        raise InvalidInput(f"{option} must not be empty")
-    return value
-
-
 def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> Store:
     """Open the store for `access`: "read" (needs a store; a read-only directory is read through an
     in-memory copy of the view, said once on stderr), "write" (needs a writable store) or "create"

@@ -17,9 +17,9 @@ from .common import (
     data_dir_option,
     echo_json,
     fails_cleanly,
-    non_empty,
     open_store,
     progress_callback,
+    reject_empty,
 )
 
 
@@ -130,7 +130,7 @@ def compact(data_dir: Path, override_receipt: Optional[Path], as_json: bool) -> 
 
 @click.command("erase")
 @data_dir_option
-@click.option("--tenant", default=None, help="Only facts of this tenant.")
+@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
 @click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
 @click.option("--older-than", default=None, help="Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
@@ -155,7 +155,6 @@ def erase(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...
       1  the verification still finds erased content, a copy could not be scrubbed, or bad input
       3  legal holds held back every matching fact: nothing erased
     """
-    non_empty("--tenant", tenant)
     selection = erasure.Selection(tenant=tenant, entity_prefixes=entity_prefixes, fact_ids=fact_ids,
                                   older_than=older_than)
     receipt = load_receipt(override_receipt)

@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from ..governance import audit_export
-from .common import data_dir_option, echo_json, fails_cleanly, non_empty, open_store
+from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
 
 
 @click.group("export")
@@ -18,7 +18,7 @@ def export_group() -> None:
 
 @export_group.command("audit")
 @data_dir_option
-@click.option("--tenant", default=None, help="Only facts of this tenant.")
+@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
 @click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
@@ -34,7 +34,6 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
 
     An export written inside the data directory is recorded there, so an erasure re-writes it.
     """
-    non_empty("--tenant", tenant)
     query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=since, until=until,
                                     include_private=include_private)
     with open_store(data_dir, "read") as store:

@@ -238,9 +238,10 @@ def sql(query: str, fmt: str, data_dir: Path) -> None:
     Example:
       cruxsql sql "SELECT entity, key, value FROM live_facts ORDER BY stored_at_ns DESC LIMIT 5"
     """
-    with open_store(data_dir, "read") as s:
-        db_path = s.data_dir / "cruxsql.db"
-    columns, rows = run_readonly_query(db_path, query)
+    if not query.strip():
+        raise InvalidInput("QUERY must not be empty")
+    with open_store(data_dir, "read") as s, s.view_file() as db_path:
+        columns, rows = run_readonly_query(db_path, query)
     echo_rows(columns, rows, fmt)
 
 

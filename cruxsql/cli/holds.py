@@ -8,7 +8,15 @@ from typing import Optional
 import click
 
 from ..governance import compaction, legal_holds
-from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, non_empty, open_store, output_format_options
+from .common import (
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    open_store,
+    output_format_options,
+    reject_empty,
+)
 
 
 @click.group("hold")
@@ -23,7 +31,7 @@ def _scope(hold: legal_holds.LegalHold) -> str:
 
 @hold_group.command("place")
 @data_dir_option
-@click.option("--tenant", required=True, help="The tenant the hold covers.")
+@click.option("--tenant", required=True, callback=reject_empty, help="The tenant the hold covers.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable; none = the whole tenant).")
 @click.option("--reason", required=True, help="Why the hold exists.")
@@ -33,7 +41,6 @@ def _scope(hold: legal_holds.LegalHold) -> str:
 def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], reason: str, actor: Optional[str],
                as_json: bool) -> None:
     """Place a legal hold; prints its id and receipt id (--json: the hold and the receipt)."""
-    non_empty("--tenant", tenant)
     with open_store(data_dir, "create") as store:
         hold, receipt = legal_holds.place_hold(store, tenant, reason, entity_prefixes, actor)
     if as_json:

@@ -1,0 +1,321 @@
+"""Every command of the `cruxsql` CLI against the environments operators meet: a missing store, a
+read-only store, a file where the data directory should be, a held writer lock, an out-of-range
+integer and empty strings. The command list comes from the click group, so a new command is covered
+the day it is registered; commands this file does not know get the generic checks (one `Error:`
+line and exit 1, or success; never a traceback; the journal unchanged on failure)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator, Optional
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from cruxsql.cli import main
+from cruxsql.cli.common import HELD_BACK_EXIT
+from cruxsql.documents import DocumentLane
+from cruxsql.documents.sources import chunk_document
+from cruxsql.facts.journal import Journal
+from cruxsql.facts.store import Store
+from cruxsql.governance import legal_holds
+
+CREATES = {"init", "store", "store-batch", "ingest", "hold place"}
+WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
+          "erase", "retention apply", "hold release", "documents erase"}
+READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",
+         "segments list", "hold list", "hold override-receipt", "retention report", "export audit"}
+HUGE = "99999999999999999999"
+
+
+def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if isinstance(command, click.Group):
+            yield from commands(command, prefix + (name,))
+        else:
+            yield " ".join(prefix + (name,)), command
+
+
+ALL = dict(commands())
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> dict:
+    """A populated store (a fact, a deleted fact, a hold on another tenant, a document) and its ids."""
+    root = tmp_path_factory.mktemp("template")
+    data = root / "data"
+    with Store(data) as store:
+        fact = store.store("svc", "owner", "alice runs deploys")
+        other = store.store("svc", "team", "core")
+        store.delete(other.fact_id)
+        hold, _ = legal_holds.place_hold(store, "held-tenant", "litigation")
+        DocumentLane(store).ingest([chunk_document("deploy.md", "# Deploy\n\nrollback steps", True)])
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "n.md").write_text("# Note\n\nsomething to index")
+    (root / "receipt.json").write_text("{}")
+    return {"data": data, "fact_id": fact.fact_id, "other_id": other.fact_id, "hold_id": hold.hold_id,
+            "notes": notes, "root": root}
+
+
+def argv(name: str, command: click.Command, ids: dict, out_dir: Path) -> tuple[list[str], Optional[str]]:
+    """Arguments and stdin that get `name` past click to its own work, with the template's ids."""
+    by_name = {"fact_id": ids["fact_id"], "hold_id": ids["hold_id"], "paths": str(ids["notes"]), "file": "-",
+               "result_ids": "0:0", "horizon_class": "stable", "query": "deploy", "text": "deploy",
+               "entity": "svc", "key": "owner", "value": "alice", "older_than": "1d", "reason": "r",
+               "by_fact_id": ids["fact_id"], "output": str(out_dir / "export.out"), "tenant": "default"}
+    args: list[str] = []
+    for param in command.params:
+        if isinstance(param, click.Argument):
+            args.append(by_name.get(param.name, "x"))
+        elif param.required:
+            value = by_name.get(param.name)
+            if value is None:
+                value = param.type.choices[0] if isinstance(param.type, click.Choice) else "x"
+            args += [param.opts[0], value]
+    if name == "sql":
+        args[0] = "SELECT count(*) FROM facts"
+    stdin = {"store-batch": '{"entity": "e", "key": "k", "value": "v"}\n'}.get(name)
+    return args, stdin
+
+
+def invoke(data_dir: Path, name: str, args: list[str], stdin: Optional[str] = None, *pre: str):
+    result = CliRunner().invoke(main, [*pre, *name.split(), *args, "--data-dir", str(data_dir)], input=stdin,
+                                prog_name="cruxsql")
+    assert "Traceback" not in result.output, (name, result.output)
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), \
+        (name, result.exception)
+    return result
+
+
+def first_line(result) -> str:
+    return (result.stderr if result.exit_code else result.stdout).splitlines()[0] if result.output else ""
+
+
+def journal_bytes(data_dir: Path) -> Optional[bytes]:
+    path = data_dir / "facts.jsonl"
+    return path.read_bytes() if path.is_file() else None
+
+
+def test_every_command_is_classified_or_checked_generically():
+    known = CREATES | WRITES | READS
+    assert known <= set(ALL), sorted(known - set(ALL))
+
+
+def test_missing_store(tmp_path, template):
+    """Only commands that add data create a store; every other one names the path and changes nothing."""
+    for name, command in ALL.items():
+        data_dir = tmp_path / name.replace(" ", "-") / "store"
+        args, stdin = argv(name, command, template, tmp_path)
+        result = invoke(data_dir, name, args, stdin)
+        if name in CREATES:
+            assert result.exit_code == 0, (name, result.output)
+            assert (data_dir / "cruxsql.db").is_file()
+        elif name in READS | WRITES or result.exit_code:
+            assert result.exit_code == 1, (name, result.output)
+            assert first_line(result) == f"Error: no cruxsql store at {data_dir} (run `cruxsql init` or pass " \
+                                         f"--data-dir)", name
+            assert not data_dir.exists(), name
+
+
+def copy_of(template: dict, tmp_path: Path) -> Path:
+    data_dir = tmp_path / "store"
+    shutil.copytree(template["data"], data_dir)
+    return data_dir
+
+
+@pytest.fixture
+def read_only_store(tmp_path, template) -> Iterator[Path]:
+    """A populated store seen through a read-only bind mount (tests run as root, where permission bits
+    do not stop writes; a read-only mount does)."""
+    source = copy_of(template, tmp_path)
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-o", "bind,ro", str(source), str(mount_point)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+READ_ONLY_EXIT_1 = {"hold override-receipt": "Error: no deleted fact is covered by an active legal hold; "
+                                             "nothing to override"}
+
+
+def test_read_only_store(read_only_store, tmp_path, template):
+    """Reads work (one stderr note), writes fail with one line; nothing in the directory changes."""
+    data_dir = read_only_store
+    before = {p.name: p.read_bytes() for p in data_dir.iterdir() if p.is_file()}
+    note = f"note: {data_dir} is read-only (read-only file system): reading an in-memory copy of the view " \
+           f"caught up with the journal; nothing is written"
+    for name, command in ALL.items():
+        args, stdin = argv(name, command, template, tmp_path)
+        result = invoke(data_dir, name, args, stdin)
+        if name in CREATES | WRITES:
+            assert result.exit_code == 1, (name, result.output)
+            assert result.stderr == f"Error: {data_dir} is read-only (read-only file system); this command " \
+                                    f"writes to it\n", name
+        elif name in READ_ONLY_EXIT_1:
+            assert (result.exit_code, result.stderr.splitlines()[1]) == (1, READ_ONLY_EXIT_1[name]), name
+        elif name in READS:
+            assert result.exit_code == 0, (name, result.output)
+            assert result.stderr.splitlines() == [note], name
+        else:
+            assert result.exit_code in (0, 1) and (result.exit_code == 0 or first_line(result).startswith("Error:"))
+    assert {p.name: p.read_bytes() for p in data_dir.iterdir() if p.is_file()} == before
+    # another writer (say a Crux daemon on the other side of the mount) appends: the copy catches up
+    line = json.loads((data_dir / "facts.jsonl").read_bytes().splitlines()[0])
+    line["fact"].update(fact_id="f_" + "a" * 32, key="pager", value="bob carries the pager")
+    with open(tmp_path / "store" / "facts.jsonl", "a") as journal:
+        journal.write(json.dumps(line, separators=(",", ":")) + "\n")
+    rows = json.loads(invoke(data_dir, "sql", ["SELECT key, value FROM live_facts WHERE entity = 'svc' ORDER BY key",
+                                               "--json"]).stdout)
+    assert rows == [{"key": "owner", "value": "alice runs deploys"}, {"key": "pager", "value": "bob carries the pager"}]
+
+
+def test_data_dir_that_is_not_a_directory(tmp_path, template):
+    """A file as the data directory, a file as its parent, a directory as the journal: one line each."""
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a store")
+    odd = copy_of(template, tmp_path)
+    (odd / "facts.jsonl").unlink()
+    (odd / "facts.jsonl").mkdir()
+    cases = [(plain, f"Error: --data-dir {plain} is not a directory"),
+             (plain / "sub", f"Error: --data-dir {plain / 'sub'}: {plain} is not a directory"),
+             (odd, f"Error: the journal {odd / 'facts.jsonl'} is not a regular file")]
+    for name, command in ALL.items():
+        args, stdin = argv(name, command, template, tmp_path)
+        for data_dir, message in cases:
+            result = invoke(data_dir, name, args, stdin)
+            assert result.exit_code == 1, (name, data_dir, result.output)
+            assert result.stderr == message + "\n", name
+    assert plain.read_text() == "not a store" and list((odd / "facts.jsonl").iterdir()) == []
+
+
+def test_held_writer_lock(tmp_path, template):
+    """Another process holds the writer lock: every command gives up after --lock-timeout, naming the
+    holder's pid, and changes nothing."""
+    data_dir = copy_of(template, tmp_path)
+    before = journal_bytes(data_dir)
+    holder = Journal(data_dir)
+    with holder.lock():
+        for name, command in ALL.items():
+            args, stdin = argv(name, command, template, tmp_path)
+            result = invoke(data_dir, name, [*args, "--lock-timeout", "0.05"], stdin)
+            assert result.exit_code == 1, (name, result.output)
+            assert result.stderr == f"Error: gave up waiting 0.05s for the writer lock held by pid {os.getpid()} " \
+                                    f"({data_dir / 'LOCK'})\n", name
+            assert journal_bytes(data_dir) == before, name
+        # before the subcommand too, like `git -C`
+        result = invoke(data_dir, "get", [template["fact_id"]], None, "--lock-timeout", "0")
+        assert result.stderr.startswith("Error: gave up waiting 0s for the writer lock")
+    holder.close()
+
+
+def test_waiting_for_the_lock_is_said_after_one_second(tmp_path, template):
+    data_dir = copy_of(template, tmp_path)
+    holder = Journal(data_dir)
+    with holder.lock():
+        result = invoke(data_dir, "get", [template["fact_id"], "--lock-timeout", "1.3"])
+    holder.close()
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"waiting for the writer lock held by pid {os.getpid()} ... (--lock-timeout to give up sooner)",
+        f"Error: gave up waiting 1.3s for the writer lock held by pid {os.getpid()} ({data_dir / 'LOCK'})"]
+
+
+def test_integer_options_are_range_checked(tmp_path, template):
+    """Every integer option of every command refuses a 20-digit number with one line naming it."""
+    data_dir = copy_of(template, tmp_path)
+    before = journal_bytes(data_dir)
+    checked = []
+    for name, command in ALL.items():
+        args, stdin = argv(name, command, template, tmp_path)
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, (click.types.IntParamType,)):
+                assert isinstance(param.type, click.IntRange) and param.type.max is not None, (name, param.name)
+                result = invoke(data_dir, name, [*args, param.opts[0], HUGE], stdin)
+                assert result.exit_code == 1, (name, result.output)
+                assert result.stderr.startswith(f"Error: Invalid value for '{param.opts[0]}': {HUGE} is not in the "
+                                                f"range 0<=x<="), (name, result.stderr)
+                assert len(result.stderr.splitlines()) == 1
+                checked.append(f"{name} {param.opts[0]}")
+    assert journal_bytes(data_dir) == before
+    assert {"query --top-k", "query --token-budget", "view --top-k", "bootstrap --token-budget", "search --limit",
+            "scan --limit", "search --token-budget", "scan --token-budget"} <= set(checked)
+
+
+EMPTY_STRINGS = {
+    # command: first line with every argument "" (and no --tenant); with `--tenant ""` every command that
+    # has the option refuses it first
+    "get": "Error: unknown fact id ''",
+    "set-horizon": "Error: invalid horizon class '' (expected one of volatile, medium, stable, none)",
+    "set-validity": "Error: unknown fact id ''",
+    "reverify": "Error: unknown fact id ''",
+    "sql": "Error: QUERY must not be empty",
+    "store-batch": "Error: no store requests in the input",
+    "hold release": "Error: unknown legal hold ''",
+}
+
+
+def test_empty_strings(tmp_path, template):
+    """Empty arguments and `--tenant ""` are refused with one line (an empty fact value is allowed, as in
+    Crux); the journal is unchanged."""
+    data_dir = copy_of(template, tmp_path)
+    before = journal_bytes(data_dir)
+    for name, command in ALL.items():
+        args, stdin = argv(name, command, template, tmp_path)
+        names = [p for p in command.params if isinstance(p, click.Argument)]
+        if not names and not any(p.name == "tenant" for p in command.params):
+            continue
+        args = ["" if (i < len(names) and not args[i].startswith("-")) else a for i, a in enumerate(args)]
+        if any(p.name == "tenant" for p in command.params):
+            args = [a for i, a in enumerate(args) if not (a == "--tenant" or (i and args[i - 1] == "--tenant"))]
+            args += ["--tenant", ""]
+        has_tenant = any(p.name == "tenant" for p in command.params)
+        result = invoke(data_dir, name, args, "" if name == "store-batch" else stdin)
+        if has_tenant:
+            assert (result.exit_code, first_line(result)) == (
+                1, f"Error: Invalid value for '--tenant': must not be empty (see `cruxsql {name} --help`)"), name
+        elif name in EMPTY_STRINGS:
+            assert (result.exit_code, first_line(result)) == (1, EMPTY_STRINGS[name]), (name, result.output)
+        else:
+            assert result.exit_code in (0, 1), (name, result.output)
+        if result.exit_code:
+            assert len(result.stderr.splitlines()) == 1, (name, result.stderr)
+    assert journal_bytes(data_dir) == before
+    for args, message in [(("", "k", "v"), "Error: entity must not be empty"),
+                          (("e", " ", "v"), "Error: key must not be empty")]:
+        result = invoke(data_dir, "store", list(args))
+        assert (result.exit_code, result.stderr) == (1, message + "\n")
+    assert journal_bytes(data_dir) == before
+    stored = invoke(data_dir, "store", ["e", "k", "", "--json"])
+    assert stored.exit_code == 0 and json.loads(stored.stdout)["value"] == "" and json.loads(stored.stdout)["tokens"] == 0
+
+
+def test_empty_input_is_refused_alike_and_creates_nothing(tmp_path):
+    data_dir = tmp_path / "store"
+    for name, message in (("store-batch", "Error: no store requests in the input"),
+                          ("ingest", "Error: no documents in the input")):
+        result = invoke(data_dir, name, ["-"], "")
+        assert (result.exit_code, result.stderr) == (1, message + "\n"), name
+        assert not data_dir.exists()
+
+
+def test_data_dir_before_the_subcommand_and_subcommand_wins(tmp_path, template):
+    data_dir = copy_of(template, tmp_path)
+    runner = CliRunner()
+    before = runner.invoke(main, ["--data-dir", str(data_dir), "get", template["fact_id"]], prog_name="cruxsql")
+    assert before.exit_code == 0 and json.loads(before.stdout)["value"] == "alice runs deploys"
+    wins = runner.invoke(main, ["--data-dir", str(data_dir), "get", template["fact_id"], "--data-dir",
+                                str(tmp_path / "elsewhere")], prog_name="cruxsql")
+    assert wins.stderr == f"Error: no cruxsql store at {tmp_path / 'elsewhere'} (run `cruxsql init` or pass " \
+                          f"--data-dir)\n"
