@@ -104,3 +104,15 @@ def test_bootstrap_and_view(cli, data_dir):
     assert out["returned"] == 2 and out["total_tokens"] == 5 + 4
     text = run(cli, "view", "--entity", "svc", "--key", "owner", "--data-dir", d).output
     assert text.startswith("[svc] owner = alice runs deploys (id=f_") and ", v1)" in text
+
+
+def test_facts_as_csv_and_json_lines(cli, data_dir):
+    d = str(data_dir)
+    lines = run(cli, "query", "deploy", "--csv", "--data-dir", d).output.splitlines()
+    assert lines[0] == "fact_id,entity,key,value,confidence,effective_confidence,horizon_class,freshness,age_hours," \
+                       "superseded_by,actor"
+    assert [line.split(",")[3] for line in lines[1:]] == ["Deploy is GREEN", "alice runs deploys"]
+    rows = [json.loads(line) for line in run(cli, "view", "--entity", "svc", "--nl", "--data-dir", d).output.splitlines()]
+    assert [(r["value"], r["fact_id"].startswith("f_")) for r in rows] == [("alice runs deploys", True),
+                                                                         ("Deploy is GREEN", True)]
+    assert run(cli, "query", "nothing-matches", "--csv", "--data-dir", d).output == ""

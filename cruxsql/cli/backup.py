@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import CruxsqlError
 from ..governance import backup as backups
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback
-
-
-def require_store(data_dir: Path) -> None:
-    """Refuse to create a store where a read-only command expected one."""
-    if not (data_dir / "facts.jsonl").exists() and not (data_dir / "cruxsql.db").exists():
-        raise CruxsqlError(f"no cruxsql store at {data_dir} (run `cruxsql init` or pass --data-dir)")
 
 
 @click.command("backup")
@@ -30,8 +23,7 @@ def backup(dest: Path, as_json: bool, data_dir: Path) -> None:
     and cruxsql-backup.json with the BLAKE3 of every file. The backup is recorded in the data
     directory, so erasure reports can name the backups that still hold what they erased.
     """
-    require_store(data_dir)
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "read") as store:
         report = backups.backup(store, dest, progress=progress_callback("copying"))
     if as_json:
         echo_json(report.to_dict())

@@ -9,8 +9,8 @@ from typing import Optional
 import click
 
 from ..governance import doctor as health_checks
-from .backup import require_store
 from .common import data_dir_option, echo_json, fails_cleanly
+from .data_dir import data_dir_state
 
 
 @click.command("doctor")
@@ -31,7 +31,7 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
     lines, disk space against the journal's growth rate, who holds the writer lock, the WAL's size,
     erasures whose verification failed, and (with --retention) legal holds about to block a run.
     """
-    require_store(data_dir)
+    data_dir_state(data_dir, create=False)
     health = health_checks.diagnose(data_dir, since=since, max_idle=max_idle, retention_window=retention_window)
     if fmt == "json":
         echo_json(health.to_dict())

@@ -10,7 +10,7 @@ import click
 
 from ..facts.store import StoreRequest
 from ..interchange import importer, mcp_memory, mem0
-from .common import data_dir_option, echo_json, fails_cleanly, open_store
+from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
 
 
 def _read(file: str) -> tuple[str, str]:
@@ -30,7 +30,7 @@ def _run(parse: Callable[[str, str], Iterable[StoreRequest]], file: str, dry_run
          data_dir: Path) -> None:
     text, source = _read(file)
     requests = list(parse(text, source))
-    with open_store(data_dir) as store:
+    with open_store(data_dir, "create") as store:
         with store.writer_lock():
             store.refresh()
             plan = importer.plan(store, requests)
@@ -58,7 +58,8 @@ def _options(fn: Callable) -> Callable:
                       "as JSON.")(fn)
     fn = click.option("--dry-run", is_flag=True, help="Print what would be stored; write nothing.")(fn)
     fn = click.option("--private", is_flag=True, help="Store every imported fact as private.")(fn)
-    fn = click.option("--tenant", default="default", show_default=True, help="Tenant of the imported facts.")(fn)
+    fn = click.option("--tenant", default="default", show_default=True, callback=reject_empty,
+                      help="Tenant of the imported facts.")(fn)
     return data_dir_option(fn)
 
 

@@ -13,7 +13,16 @@ from ..errors import InvalidInput
 from ..recall import bootstrap_seed
 from ..recall import explain as recall_explain
 from ..recall.queries import Recall
-from .common import COUNT, contract_option, data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
+from .common import (
+    COUNT,
+    contract_option,
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    open_store,
+    reject_empty,
+)
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -39,6 +48,29 @@ def _scope_options(fn: Callable) -> Callable:
     return fn
 
 
+def _format_options(fn: Callable) -> Callable:
+    """`--text` (Crux's lines, default), `--json` (the whole result), `--nl` / `--csv` (the facts)."""
+    fn = click.option("--csv", "fmt", flag_value="csv", help="The facts as CSV (booleans as 0/1).")(fn)
+    fn = click.option("--nl", "fmt", flag_value="nl", help="The facts as JSON lines.")(fn)
+    fn = click.option("--json", "fmt", flag_value="json", help="The whole structured result as JSON.")(fn)
+    fn = click.option("--text", "fmt", flag_value="text", default=True, help="Crux's text lines (default).")(fn)
+    return fn
+
+
+def _echo_structured(result: dict[str, Any], fmt: str, records: str) -> bool:
+    """Print `result` for --json, or its `records` list for --nl / --csv; False for --text."""
+    if fmt == "json":
+        echo_json(result)
+    elif fmt in ("nl", "csv"):
+        rows = result[records]
+        if not rows:
+            return True
+        keys = list(rows[0])
+        columns = ["fact_id" if key == "id" else key for key in keys]   # memory_view's Crux payload says `id`
+        echo_rows(columns, [[row.get(k) for k in keys] for row in rows], fmt)
+    return fmt != "text"
+
+
 @click.command()
 @click.argument("text")
 @click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
@@ -54,14 +86,14 @@ def _scope_options(fn: Callable) -> Callable:
 @contract_option
 @click.option("--explain", is_flag=True, help="Say per row which term matched which field and how its effective "
               "confidence was reached, and why other matching facts were left out.")
-@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@_format_options
 @data_dir_option
 @fails_cleanly
 @_option_names
 def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant: Optional[str],
           agent: Optional[str], top_k: int, token_budget: Optional[int], min_effective_confidence: Optional[float],
           as_of: Optional[str], known_at: Optional[str], include_superseded: bool, contract: str, explain: bool,
-          as_json: bool, data_dir: Path) -> None:
+          fmt: str, data_dir: Path) -> None:
     """Recall facts matching TEXT (Crux query_facts).
 
     A fact matches when any whitespace-separated, lowercased term of TEXT is a substring of its
@@ -77,8 +109,7 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
         why = recall_explain.explain(recall, result, text, tenant=tenant, agent=agent, entity=entity,
                                      entity_prefix=entity_prefix, as_of=result.as_of, known_at=known_at,
                                      include_superseded=include_superseded) if explain else None
-    if as_json:
-        echo_json({**result.to_dict(), **({"explain": why} if why else {})})
+    if _echo_structured({**result.to_dict(), **({"explain": why} if why else {})}, fmt, "rows"):
         return
     if why and result.rows:
         for line, reason in zip(result.text().split("\n"), recall_explain.explain_lines(why)):
@@ -104,12 +135,12 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
 @click.option("--query", "query_text", metavar="TEXT", help="Only bootstrap facts matching TEXT.")
 @click.option("--token-budget", type=COUNT, help="Token budget (greedy fill; the first fact always fits).")
 @_scope_options
-@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@_format_options
 @data_dir_option
 @fails_cleanly
 @_option_names
 def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Optional[int], tenant: Optional[str],
-              agent: Optional[str], as_json: bool, data_dir: Path) -> None:
+              agent: Optional[str], fmt: str, data_dir: Path) -> None:
     """Bootstrap knowledge under __bootstrap__::<topic>: (Crux get_bootstrap, budget honoured).
 
     \b
@@ -122,8 +153,7 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
     """
     with open_store(data_dir, "read") as store:
         result = Recall(store).get_bootstrap(topic, query_text, token_budget, tenant=tenant, agent=agent)
-    if as_json:
-        echo_json(result.to_dict())
+    if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())
     click.echo(f"-- {len(result.facts)} of {result.matched} bootstrap fact(s) shown, {result.left_out} left out, "
@@ -136,17 +166,16 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
 @click.option("--top-k", type=COUNT, default=20, show_default=True, help="At most this many facts (min 1).")
 @click.option("--token-budget", type=COUNT, default=2000, show_default=True, help="Token budget.")
 @_scope_options
-@click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")
+@_format_options
 @data_dir_option
 @fails_cleanly
 @_option_names
 def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: int, tenant: Optional[str],
-         agent: Optional[str], as_json: bool, data_dir: Path) -> None:
+         agent: Optional[str], fmt: str, data_dir: Path) -> None:
     """The memory panel (Crux memory_view): newest visible facts first, superseded included."""
     with open_store(data_dir, "read") as store:
         result = Recall(store).memory_view(entity, key, top_k, token_budget, tenant=tenant, agent=agent)
-    if as_json:
-        echo_json(result.to_dict())
+    if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())
     click.echo(f"-- {len(result.facts)} of {result.matched} visible fact(s) shown, {result.left_out} left out, "
