@@ -25,7 +25,8 @@ from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
 
-CREATES = {"init", "store", "store-batch", "ingest", "hold place", "import mcp-memory", "import mem0"}
+CREATES = {"init", "store", "store-batch", "ingest", "hold place", "import mcp-memory", "import mem0",
+           "bootstrap-seed"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
           "erase", "retention apply", "hold release", "documents erase"}
 READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",

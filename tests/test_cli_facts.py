@@ -36,7 +36,7 @@ def test_store_get_history_and_json(run) -> None:
     got = json.loads(run("get", fact_id).output)
     assert got["superseded_by"] == second["fact_id"] and got["confidence"] == 0.95 and got["actor"] == "ops"
     rows = json.loads(run("history", "deployment", "strategy", "--json").output)
-    assert [(r["version"], r["value"], r["confidence"]) for r in rows] == [(1, "canary", "0.95"), (2, "blue-green", "1.0")]
+    assert [(r["version"], r["value"], r["confidence"]) for r in rows] == [(1, "canary", 0.95), (2, "blue-green", 1.0)]
     assert rows[0]["status"] == f"superseded by {second['fact_id']}" and rows[1]["status"] == "current"
     table = run("history", "deployment", "strategy").output.splitlines()
     assert table[0].split() == ["version", "fact_id", "stored_at", "value", "confidence", "status"]

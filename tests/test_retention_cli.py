@@ -159,3 +159,16 @@ def test_full_cli_erase_then_verify_erasure_exit_codes(tmp_path):
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert report["ok"] is False and report["hits"][0]["file"] == "copy.txt" and report["hits"][0]["offset"] == 7
+
+
+def test_erasure_report_is_in_its_tenants_audit_export(tmp_path, cli):
+    _seed(tmp_path)
+    cli("erase", "--data-dir", str(tmp_path), "--tenant", "acme", "--reason", "DSR 5", "--request-id", "dsr-5")
+    exported = {}
+    for tenant in ("acme", "default"):
+        out = tmp_path.parent / f"{tenant}.jsonl"
+        cli("export", "audit", "--data-dir", str(tmp_path), "--tenant", tenant, "--format", "jsonl", "--output", str(out))
+        exported[tenant] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "__erasure_report__::dsr-5" in json.dumps(exported["acme"])
+    assert "__erasure_report__::dsr-5" not in json.dumps(exported["default"])
+    assert "CLI_GONE_MARKER_2" not in json.dumps(exported["acme"])

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
+from ..facts.view import DB_NAME
 from ..governance.erasure_proof import verify_erasure
 from ..sql_console import run_readonly_query
 from .common import (
@@ -57,7 +58,7 @@ def init(data_dir: Path) -> None:
     with open_store(data_dir, "create") as store:
         counts = store.counts()
     click.echo(f"{data_dir}: {counts['journal_events']} journal events, {counts['facts']} facts "
-               f"({counts['live_facts']} live) in {data_dir / 'cruxsql.db'}")
+               f"({counts['live_facts']} live) in {data_dir / DB_NAME}")
 
 
 @click.command()
@@ -144,7 +145,7 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
         facts = s.history(entity, key, tenant=tenant)
     columns = ("version", "fact_id", "stored_at", "value", "confidence", "status")
     echo_rows(columns, [(f.version, f.fact_id, timestamps.format_fact_time(f.stored_at), f.value,
-                         format_f32(f.confidence), _fact_status(f)) for f in facts], fmt)
+                         float(format_f32(f.confidence)), _fact_status(f)) for f in facts], fmt)
 
 
 @click.command()

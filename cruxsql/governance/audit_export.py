@@ -34,6 +34,7 @@ from ..facts import codec, timestamps
 from ..facts.codec import Fact
 from ..facts.journal import write_file_durably
 from .durations import parse_cutoff
+from .erasure_proof import ERASURE_REPORT_PREFIX
 
 FORMATS = ("jsonl", "csv", "sqlite")
 MANIFEST_NAME = "audit-exports.json"
@@ -67,7 +68,8 @@ class AuditQuery:
             return False
         if self.entity_prefixes and not fact.entity.startswith(self.entity_prefixes):
             return False
-        return self.include_private or not fact.private
+        # Erasure reports are private facts but hold only hashes: their tenant's auditors see them.
+        return self.include_private or not fact.private or fact.entity.startswith(ERASURE_REPORT_PREFIX)
 
     def params(self) -> dict[str, Any]:
         return {"tenant": self.tenant, "entity_prefixes": list(self.entity_prefixes), "since": self.since,

@@ -56,8 +56,16 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def store_part(store, request_id: str, key: str, value: str, actor: str) -> None:
-    store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant="default", confidence=1.0,
+def report_tenant(report: dict[str, Any]) -> str:
+    """The tenant a report is stored in: the one its selection named (so that tenant's audit export shows
+    it; the report holds hashes, never values), else "default"."""
+    selection = report.get("selection") or {}
+    tenant = selection.get("tenant") if isinstance(selection, dict) else None
+    return tenant if isinstance(tenant, str) and tenant.strip() else "default"
+
+
+def store_part(store, request_id: str, key: str, value: str, actor: str, tenant: str = "default") -> None:
+    store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant=tenant, confidence=1.0,
                 source_receipt=request_id, private=True, horizon_class="none", actor=actor,
                 owner=OWNER)
 
@@ -75,7 +83,7 @@ def spill(store, report: dict[str, Any]) -> None:
         for i in range(0, len(items), per_part):
             text = dumps(items[i:i + per_part])
             key = f"{name}-{len(parts)}"
-            store_part(store, report["request_id"], key, text, report["actor"])
+            store_part(store, report["request_id"], key, text, report["actor"], report_tenant(report))
             parts.append({"key": key, "count": len(items[i:i + per_part]),
                           "blake3": blake3.blake3(text.encode("utf-8")).hexdigest()})
         report[name] = []
@@ -104,7 +112,7 @@ def load_list(db, report: dict[str, Any], name: str) -> tuple[list, list[str]]:
 
 
 def store_report(store, report: dict[str, Any]) -> None:
-    store_part(store, report["request_id"], REPORT_KEY, dumps(report), report["actor"])
+    store_part(store, report["request_id"], REPORT_KEY, dumps(report), report["actor"], report_tenant(report))
 
 
 def verify_erasure(store) -> dict[str, Any]:
