@@ -346,3 +346,41 @@ def test_data_dir_before_the_subcommand_and_subcommand_wins(tmp_path, template):
                                 str(tmp_path / "elsewhere")], prog_name="cruxsql")
     assert wins.stderr == f"Error: no cruxsql store at {tmp_path / 'elsewhere'} (run `cruxsql init` or pass " \
                           f"--data-dir)\n"
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Iterator[Path]:
+    """A 600 KiB tmpfs, to fill up."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount_point)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        if subprocess.run(["umount", str(mount_point)]).returncode:
+            subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def test_full_disk(small_disk):
+    """On a full disk a write fails with one line and leaves the journal as it was; reads still answer."""
+    data_dir = small_disk / "store"
+    assert invoke(data_dir, "store", ["svc", "owner", "alice"]).exit_code == 0
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    before = journal_bytes(data_dir)
+    result = invoke(data_dir, "store", ["svc", "team", "x" * 3000])
+    assert result.exit_code == 1 and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("Error: "), result.stderr
+    assert journal_bytes(data_dir) == before
+    read = invoke(data_dir, "query", ["alice"])
+    assert read.exit_code == 0 and read.stdout.startswith("[svc] owner = alice")
+    assert read.stderr.startswith(f"note: {data_dir} cannot be written (")

@@ -114,8 +114,10 @@ def fails_cleanly(fn: Callable) -> Callable:
             raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
         except OSError as exc:
             raise click.ClickException(describe_os_error(exc)) from None
+        except apsw.FullError:
+            raise click.ClickException("the disk holding the view (cruxsql.db) is full") from None
         except apsw.Error as exc:
-            raise click.ClickException(f"the view cruxsql.db failed: {exc}") from None
+            raise click.ClickException(f"the view (cruxsql.db) failed: {exc}") from None
 
     return wrapper
 
@@ -141,20 +143,35 @@ def reject_empty(ctx: click.Context, param: click.Parameter, value: Optional[str
 
 
 def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> Store:
-    """Open the store for `access`: "read" (needs a store; a read-only directory is read through an
-    in-memory copy of the view, said once on stderr), "write" (needs a writable store) or "create"
-    (creates the directory and store if missing). Shows catch-up progress on a terminal."""
+    """Open the store for `access`: "read" (needs a store; a directory that cannot be written — read-only,
+    or a view SQLite cannot write, e.g. on a full disk — is read through an in-memory copy of the view,
+    said once on stderr), "write" (needs a writable store) or "create" (creates the directory and store
+    if missing). Shows catch-up progress on a terminal."""
     state = data_dir_state(data_dir, create=access == "create")
     if state.read_only and access != "read":
         raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
     ctx = click.get_current_context(silent=True)
-    timeout = ctx.meta.get(_LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT
-    if state.read_only and ctx is not None and not ctx.meta.get(_READ_ONLY_NOTE_META):
+    options = {"progress": progress_callback("replaying journal") if progress else None,
+               "lock_timeout": ctx.meta.get(_LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT,
+               "on_lock_wait": _say_waiting}
+    if state.read_only:
+        _note_in_memory(data_dir, f"is read-only ({state.read_only})")
+        return Store(data_dir, read_only=True, **options)
+    try:
+        return Store(data_dir, **options)
+    except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+        if access != "read":
+            raise
+        _note_in_memory(data_dir, f"cannot be written ({exc})")
+        return Store(data_dir, read_only=True, **options)
+
+
+def _note_in_memory(data_dir: Path, why: str) -> None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and not ctx.meta.get(_READ_ONLY_NOTE_META):
         ctx.meta[_READ_ONLY_NOTE_META] = True
-        click.echo(f"note: {data_dir} is read-only ({state.read_only}): reading an in-memory copy of the view "
-                   f"caught up with the journal; nothing is written", err=True)
-    return Store(data_dir, progress=progress_callback("replaying journal") if progress else None,
-                 read_only=bool(state.read_only), lock_timeout=timeout, on_lock_wait=_say_waiting)
+        click.echo(f"note: {data_dir} {why}: reading an in-memory copy of the view caught up with the "
+                   f"journal; nothing is written", err=True)
 
 
 def _say_waiting(pid: Optional[int]) -> None:
