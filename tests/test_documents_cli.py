@@ -43,7 +43,13 @@ def test_ingest_folder_then_reingest_is_a_noop(run, notes):
                                         "skipped_files": [],
                                         "segments": []}
     listing = json.loads(run("segments", "list", "--json").stdout)
-    assert [(s["segment_index"], s["segment_seq"], s["chunk_count"]) for s in listing] == [(0, 1, 3)]
+    assert [(s["segment_index"], s["segment_seq"], s["chunk_count"], s["tenants"]) for s in listing] == \
+        [(0, 1, 3, "default")]
+    run("ingest", "-", "--tenant", "acme", input='{"doc_id": "a", "text": "acme notes"}\n')
+    csv_lines = run("segments", "list", "--csv").stdout.splitlines()
+    assert csv_lines[0] == "segment_index,segment_seq,tenants,chunk_count,total_tokens,byte_size,sealed_at,file_name," \
+                           "blake3"
+    assert [line.split(",")[:4] for line in csv_lines[1:]] == [["0", "1", "default", "3"], ["1", "2", "acme", "1"]]
 
 
 def test_search_text_and_json(run, notes):

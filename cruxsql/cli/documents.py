@@ -240,7 +240,7 @@ def segments_list(fmt: str, data_dir: Path) -> None:
     """List live segments in segment_index order."""
     with open_store(data_dir, "read") as store:
         rows = DocumentLane(store).segments()
-    columns = ["segment_index", "segment_seq", "chunk_count", "total_tokens", "byte_size", "sealed_at",
+    columns = ["segment_index", "segment_seq", "tenants", "chunk_count", "total_tokens", "byte_size", "sealed_at",
                "file_name", "blake3"]
     echo_rows(columns, [[getattr(row, c) for c in columns] for row in rows], fmt)
 

@@ -103,6 +103,8 @@ class SegmentSummary:
     byte_size: int
     blake3: str
     sealed_at: str
+    tenants: str
+    """The tenants whose chunks the segment holds, comma-separated in order."""
 
 
 def _tenant(tenant: str) -> str:
@@ -427,9 +429,11 @@ class DocumentLane:
 
     def segments(self) -> list[SegmentSummary]:
         rows = self._db.execute(
-            "SELECT segment_seq, segment_id, file_name, chunk_count, total_tokens, byte_size, blake3, sealed_at "
-            "FROM document_segments ORDER BY segment_seq")
-        return [SegmentSummary(index, *row) for index, row in enumerate(rows)]
+            "SELECT s.segment_seq, s.segment_id, s.file_name, s.chunk_count, s.total_tokens, s.byte_size, s.blake3, "
+            "s.sealed_at, (SELECT group_concat(tenant_id, ',') FROM (SELECT DISTINCT tenant_id FROM document_chunks "
+            "WHERE segment_seq = s.segment_seq ORDER BY tenant_id)) "
+            "FROM document_segments s ORDER BY s.segment_seq")
+        return [SegmentSummary(index, *row[:8], row[8] or "") for index, row in enumerate(rows)]
 
     def _check_file(self, info: SegmentInfo) -> Optional[str]:
         """The problem with one manifest entry's file (missing, or a checksum mismatch), or None."""
