@@ -173,3 +173,19 @@ def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> 
     for result in (out_of_range, not_utf8, surrogate, pragma):
         assert "Traceback" not in result.output
     assert (tmp_path / "data" / "facts.jsonl").read_bytes() == journal
+
+
+def test_store_batch_errors_name_the_line_and_store_nothing(run, tmp_path) -> None:
+    run("init")
+    journal = (tmp_path / "data" / "facts.jsonl")
+    before = journal.read_bytes() if journal.exists() else b""
+    good = '{"entity": "e", "key": "k", "value": "v"}\n'
+    for bad_line, message in [
+        ('{"entity": "", "key": "k", "value": "v"}', "Error: line 3: entity must not be empty"),
+        ('{"entity": "e", "key": "k", "value": "v", "confidence": 1.5}',
+         "Error: line 3: confidence must be a finite number within 0.0..=1.0, got 1.5"),
+        ('{"entity": "e", "key": "k", "value": "v", "horizon_class": "hourly"}', "Error: line 3: invalid horizon class"),
+    ]:
+        result = run("store-batch", "-", input=good + "\n" + bad_line + "\n", ok=False)
+        assert result.exit_code == 1 and result.stderr.startswith(message), result.stderr
+        assert (journal.read_bytes() if journal.exists() else b"") == before
