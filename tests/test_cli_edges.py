@@ -384,3 +384,21 @@ def test_full_disk(small_disk):
     read = invoke(data_dir, "query", ["alice"])
     assert read.exit_code == 0 and read.stdout.startswith("[svc] owner = alice")
     assert read.stderr.startswith(f"note: {data_dir} cannot be written (")
+
+
+def test_read_only_journal_file(tmp_path, template):
+    """An immutable journal in a writable directory (`chattr +i`): reads answer, writes refuse."""
+    data_dir = copy_of(template, tmp_path)
+    journal = data_dir / "facts.jsonl"
+    if subprocess.run(["chattr", "+i", str(journal)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        read = invoke(data_dir, "get", [template["fact_id"]])
+        write = invoke(data_dir, "store", ["svc", "owner", "bob"])
+    finally:
+        subprocess.run(["chattr", "-i", str(journal)], check=True)
+    assert read.exit_code == 0 and json.loads(read.stdout)["value"] == "alice runs deploys"
+    assert read.stderr == f"note: {data_dir} is read-only ({journal} is not writable): reading an in-memory copy " \
+                          f"of the view caught up with the journal; nothing is written\n"
+    assert (write.exit_code, write.stderr) == (
+        1, f"Error: {data_dir} is read-only ({journal} is not writable); this command writes to it\n")
