@@ -184,7 +184,8 @@ def test_store_batch_errors_name_the_line_and_store_nothing(run, tmp_path) -> No
         ('{"entity": "", "key": "k", "value": "v"}', "Error: line 3: entity must not be empty"),
         ('{"entity": "e", "key": "k", "value": "v", "confidence": 1.5}',
          "Error: line 3: confidence must be a finite number within 0.0..=1.0, got 1.5"),
-        ('{"entity": "e", "key": "k", "value": "v", "horizon_class": "hourly"}', "Error: line 3: invalid horizon class"),
+        ('{"entity": "e", "key": "k", "value": "v", "horizon_class": "hourly"}',
+         "Error: line 3: invalid horizon class"),
     ]:
         result = run("store-batch", "-", input=good + "\n" + bad_line + "\n", ok=False)
         assert result.exit_code == 1 and result.stderr.startswith(message), result.stderr

@@ -112,7 +112,8 @@ def test_facts_as_csv_and_json_lines(cli, data_dir):
     assert lines[0] == "fact_id,entity,key,value,confidence,effective_confidence,horizon_class,freshness,age_hours," \
                        "superseded_by,actor"
     assert [line.split(",")[3] for line in lines[1:]] == ["Deploy is GREEN", "alice runs deploys"]
-    rows = [json.loads(line) for line in run(cli, "view", "--entity", "svc", "--nl", "--data-dir", d).output.splitlines()]
+    out = run(cli, "view", "--entity", "svc", "--nl", "--data-dir", d).output
+    rows = [json.loads(line) for line in out.splitlines()]
     assert [(r["value"], r["fact_id"].startswith("f_")) for r in rows] == [("alice runs deploys", True),
                                                                          ("Deploy is GREEN", True)]
     assert run(cli, "query", "nothing-matches", "--csv", "--data-dir", d).output == ""

@@ -65,7 +65,8 @@ def test_compact_json_and_text(tmp_path, cli):
 def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
     keep, gone = _seed(tmp_path)
     placed = json.loads(cli("hold", "place", "--data-dir", str(tmp_path), "--tenant", "default",
-                            "--entity-prefix", "user:", "--reason", "litigation", "--actor", "counsel", "--json").stdout)
+                            "--entity-prefix", "user:", "--reason", "litigation", "--actor", "counsel",
+                            "--json").stdout)
     hold_id = placed["hold"]["hold_id"]
     assert placed["receipt"]["kind"] == "legal_hold_placed" and placed["hold"]["entity_prefixes"] == ["user:"]
     listed = json.loads(cli("hold", "list", "--data-dir", str(tmp_path), "--json").output)
@@ -167,7 +168,8 @@ def test_erasure_report_is_in_its_tenants_audit_export(tmp_path, cli):
     exported = {}
     for tenant in ("acme", "default"):
         out = tmp_path.parent / f"{tenant}.jsonl"
-        cli("export", "audit", "--data-dir", str(tmp_path), "--tenant", tenant, "--format", "jsonl", "--output", str(out))
+        cli("export", "audit", "--data-dir", str(tmp_path), "--tenant", tenant, "--format", "jsonl",
+            "--output", str(out))
         exported[tenant] = [json.loads(line) for line in out.read_text().splitlines()]
     assert "__erasure_report__::dsr-5" in json.dumps(exported["acme"])
     assert "__erasure_report__::dsr-5" not in json.dumps(exported["default"])

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import apsw
 import click
 
-from ..errors import CruxsqlError, InvalidInput, ReadOnlyStore
+from ..errors import CruxsqlError, ReadOnlyStore
 from ..facts.store import Store
 from .data_dir import data_dir_state
 
@@ -47,7 +47,8 @@ class CruxsqlGroup(click.Group):
         except (click.Abort, KeyboardInterrupt):
             _fail("interrupted")
         except BrokenPipeError:
-            sys.stderr.close()  # the reader went away (`| head`): not an error of ours
+            # the reader went away (`| head`): silence the flush at exit, as Python's docs advise
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except OSError as exc:
             _fail(describe_os_error(exc))
@@ -212,13 +213,6 @@ def output_format_options(fn: Callable) -> Callable:
     fn = click.option("--csv", "fmt", flag_value="csv", help="CSV with a header row; booleans as 0/1.")(fn)
     fn = click.option("--nl", "fmt", flag_value="nl", help="One JSON object per line.")(fn)
     fn = click.option("--json", "fmt", flag_value="json", help="A JSON array of row objects.")(fn)
-    return fn
-
-
-def report_format_options(fn: Callable) -> Callable:
-    """`--text` (default) / `--json` for commands that print one report rather than records."""
-    fn = click.option("--text", "fmt", flag_value="text", default=True, help="Readable lines (default).")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="The whole report as JSON.")(fn)
     return fn
 
 

@@ -131,7 +131,8 @@ def compact(data_dir: Path, override_receipt: Optional[Path], as_json: bool) -> 
 @click.command("erase")
 @data_dir_option
 @click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
-@click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
+@click.option("--entity-prefix", "entity_prefixes", multiple=True,
+              help="Only entities starting with this (repeatable).")
 @click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
 @click.option("--older-than", default=None, help="Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
 @click.option("--reason", required=True, help="Why (e.g. the data-subject request); kept in the report.")

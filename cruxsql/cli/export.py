@@ -19,7 +19,8 @@ def export_group() -> None:
 @export_group.command("audit")
 @data_dir_option
 @click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
-@click.option("--entity-prefix", "entity_prefixes", multiple=True, help="Only entities starting with this (repeatable).")
+@click.option("--entity-prefix", "entity_prefixes", multiple=True,
+              help="Only entities starting with this (repeatable).")
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
 @click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
 @click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True)
