@@ -69,6 +69,12 @@ def template(tmp_path_factory) -> dict:
             "notes": notes, "root": root}
 
 
+@pytest.fixture(autouse=True)
+def _work_in_tmp(tmp_path, monkeypatch):
+    """A relative path a command is given (the generic "x") lands in the test's directory, never the repo."""
+    monkeypatch.chdir(tmp_path)
+
+
 def argv(name: str, command: click.Command, ids: dict, out_dir: Path) -> tuple[list[str], Optional[str]]:
     """Arguments and stdin that get `name` past click to its own work, with the template's ids."""
     by_name = {"fact_id": ids["fact_id"], "hold_id": ids["hold_id"], "paths": str(ids["notes"]), "file": "-",
