@@ -21,6 +21,7 @@ LAYERS: dict[str, set[str]] = {
     "documents": {"errors", "facts"},
     "governance": FEATURES,
     "interchange": {"errors", "facts"},
+    "workspace": {"errors", "facts", "documents"},
     "sql_console": {"errors"},
     "cli": SURFACE_DEPS | {"mcp"},
     "mcp": SURFACE_DEPS,

@@ -1,0 +1,96 @@
+"""ctx_read: a mode-gated read of one file.
+
+`full` is the file's bytes, never altered (after one header line); `lines:N-M` is verbatim and
+partial; `signatures`, `map` and `sections` are summaries and say so with `mode=<m> (full ≈ N tok)`.
+`if_hash` equal to the file's sha (or its 8-character prefix) returns `unchanged:<sha8>` only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import apsw
+
+from ..errors import InvalidInput
+from . import markdown
+from .budget import estimate_tokens
+from .handles import symbolic_handle
+from .modes import ModeKind, ReadMode, resolve_auto
+from .reply import Reply, thousands, trim
+from .snapshot import IndexedFile, load
+
+
+def ctx_read(db: apsw.Connection, root: Path, path: str, mode: Optional[str] = None,
+             if_hash: Optional[str] = None) -> Reply:
+    indexed = load(db, root, path)
+    if if_hash and len(if_hash) >= 8 and indexed.sha.startswith(if_hash.lower()):
+        return Reply(f"{indexed.path} · unchanged:{indexed.short_sha}",
+                     {"path": indexed.path, "unchanged": True, "sha": indexed.sha}, [])
+    requested = ReadMode.parse(mode) if mode else ReadMode(ModeKind.AUTO)
+    chosen = resolve_auto(indexed.path_class, indexed.lang, indexed.tokens) if requested.kind is ModeKind.AUTO \
+        else requested
+    head = f"{indexed.path} · {len(indexed.lines)}L · sha {indexed.short_sha}"
+    data = {"path": indexed.path, "sha": indexed.sha, "mode": str(chosen), "lines": len(indexed.lines),
+            "full_tokens": indexed.tokens}
+    if chosen.kind is ModeKind.FULL:
+        return Reply(f"{head} · mode=full\n{indexed.text}", data | {"content": indexed.text}, [indexed.path])
+    if chosen.kind is ModeKind.LINES:
+        if chosen.start > max(1, len(indexed.lines)):
+            raise InvalidInput(f"mode {chosen}: {indexed.path} has only {len(indexed.lines)} lines")
+        end = min(chosen.end, len(indexed.lines))
+        body = "\n".join(indexed.lines[chosen.start - 1:end])
+        tail = f"\n→ rest: ctx_read {indexed.path} mode=lines:{end + 1}-{len(indexed.lines)}" \
+            if end < len(indexed.lines) else ""
+        return Reply(f"{head} · mode=lines:{chosen.start}-{end} of {len(indexed.lines)}\n{body}{tail}",
+                     data | {"mode": f"lines:{chosen.start}-{end}", "content": body}, [indexed.path])
+    lossy = f"{head} · mode={chosen} (full ≈ {thousands(indexed.tokens)} tok)"
+    if chosen.kind is ModeKind.SECTIONS:
+        return _sections(indexed, lossy, data)
+    return _outline(db, indexed, chosen, lossy, data)
+
+
+def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: str, data: dict) -> Reply:
+    lines = [head]
+    if indexed.approx:
+        lines.append(f"({indexed.approx})")
+    imports = list(dict.fromkeys(_import_name(module) for (module,) in db.execute(
+        "SELECT module FROM imports WHERE file_id=? ORDER BY line, module", (indexed.file_id,))))
+    if imports:
+        lines.append("imports: " + ", ".join(imports))
+    symbols = indexed.symbols if mode.kind is ModeKind.SIGNATURES else [s for s in indexed.symbols if s.depth == 0]
+    for s in symbols:
+        if s.kind == "const" and mode.kind is ModeKind.MAP:
+            continue
+        lines.append(f"{'  ' * s.depth}{trim(s.signature)}  L{s.start}-{s.end}")
+    if not symbols:
+        lines.append("(no symbols found)")
+    biggest = max((s for s in indexed.symbols if s.kind != "class"), key=lambda s: s.end - s.start, default=None)
+    if biggest:
+        lines.append(f"→ bodies: ctx_read {indexed.path} mode=lines:{biggest.start}-{biggest.end}"
+                     f" · ctx_expand {symbolic_handle(indexed.path, biggest.qualname, biggest.start)}")
+    else:
+        lines.append(f"→ full: ctx_read {indexed.path} mode=full")
+    return Reply("\n".join(lines), data | {"approx": indexed.approx, "symbols": [
+        {"qualname": s.qualname, "kind": s.kind, "signature": s.signature, "start": s.start, "end": s.end}
+        for s in symbols]}, [indexed.path])
+
+
+def _sections(indexed: IndexedFile, head: str, data: dict) -> Reply:
+    if indexed.lang != "markdown":
+        raise InvalidInput(f"mode sections reads markdown; {indexed.path} is {indexed.lang}")
+    found = markdown.sections(indexed.text)
+    lines = [head]
+    for s in found:
+        cost = estimate_tokens("\n".join(indexed.lines[s.start - 1:s.end]))
+        lines.append(f"{'  ' * (s.level - 1)}{'#' * s.level} {s.title}  L{s.start}-{s.end} ~{cost} tok")
+    lines.append(f"→ one section: ctx_doc {indexed.path} --section PATTERN")
+    return Reply("\n".join(lines), data | {"sections": [
+        {"level": s.level, "title": s.title, "start": s.start, "end": s.end} for s in found]}, [indexed.path])
+
+
+
+def _import_name(label: str) -> str:
+    """`os.path` → os.path; `.errors:InvalidInput` → .errors; `.:markdown` → .markdown."""
+    module, _, names = label.partition(":")
+    return module if module.strip(".") else module + names
