@@ -78,10 +78,10 @@ def test_reindex_is_incremental(ws):
 
 def test_a_file_changed_after_indexing_is_reread_not_served_stale(ws):
     (ws.root / "pkg/util.py").write_text("def renamed():\n    return 3\n", encoding="utf-8")
+    hits = ws.call("s", "ctx_search", query="renamed", mode="paths")
+    assert [f["path"] for f in hits.data["files"]] == ["pkg/util.py"]
     reply = ws.call("s", "ctx_read", path="pkg/util.py", mode="full")
     assert reply.text.split("\n", 1)[1] == "def renamed():\n    return 3\n"
-    hits = ws.call("s", "ctx_search", query="renamed", mode="paths")
-    assert hits.data["files"][0]["path"] == "pkg/util.py"
 
 
 @pytest.mark.parametrize("path", ["../outside/secret.py", "leak.py", "/etc/passwd", "pkg/../../outside/secret.py"])

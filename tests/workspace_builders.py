@@ -58,7 +58,7 @@ GUIDE_SECTIONS = [
     ("## Usage", "Call parse_header on each line. See [the API](api.md) and [missing](nope.md).\n\n"
                  "```python\nfrom pkg.core import parse_header\nparse_header('A: b')\n```"),
     ("### Advanced usage", "Clients reuse connections. Read [upstream](https://example.org/x)."),
-    ("## FAQ", "Why? Because.\n\n# Not a heading inside prose\n\n```\n# not a heading in code\n```"),
+    ("## FAQ", "Why? Because.\n\n```\n# not a heading in code\n```"),
 ]
 
 

@@ -32,7 +32,7 @@ def pack(parts: list[Part], budget: int) -> tuple[str, list[str]]:
     """Admit parts by value while the budget allows (rich, else lean), emit them in document order.
 
     Every dropped or downgraded part leaves one marker line; markers are charged to the budget too, so
-    the block never exceeds it (a marker that would not fit is left out, and the block says so once).
+    the block never exceeds it (a marker that would not fit is left out).
     """
     admitted: list[tuple[int, str]] = []
     markers: list[tuple[int, str]] = []

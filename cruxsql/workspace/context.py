@@ -35,24 +35,21 @@ just like more most some such than them they very""".split())
 
 
 def extract_terms(task: str, symbol_names: set[str]) -> list[str]:
-    """Identifier-shaped words first (snake_case, camelCase, ALL-CAPS 3–8, dotted, paths, quoted), then
-    plain words naming an indexed symbol, then plain words of ≥4 letters without stopwords, longest first
-    (so an all-lowercase task still yields terms)."""
-    found: list[str] = []
-    for match in _QUOTED.finditer(task):
-        found.append(next(g for g in match.groups() if g))
+    """Identifier-shaped words in task order (quoted, snake_case, camelCase/PascalCase, ALL-CAPS 3–8, dotted,
+    paths) and plain words naming an indexed symbol; then plain words of ≥4 letters without stopwords,
+    longest first (so an all-lowercase task still yields terms)."""
+    identifiers: list[str] = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(task)]
+    plain: list[str] = []
     for word in _TOKEN.findall(task):
         word = word.rstrip(".")
-        shaped = ("_" in word.strip("_") or re.search(r"[a-z][A-Z]", word) or re.fullmatch(r"[A-Z][A-Z0-9]{2,7}", word)
-                  or ("." in word and not word.endswith(".")) or "/" in word)
-        if shaped:
-            found.append(word)
-    for word in _TOKEN.findall(task):
-        if word in symbol_names and word.lower() not in STOPWORDS:
-            found.append(word)
-    plain = [w.lower() for w in re.findall(r"[A-Za-z]{4,}", task) if w.lower() not in STOPWORDS]
-    found += sorted(dict.fromkeys(plain), key=lambda w: (-len(w), w))
-    return list(dict.fromkeys(found))[:MAX_TERMS]
+        shaped = ("_" in word.strip("_") or re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]", word)
+                  or re.fullmatch(r"[A-Z][A-Z0-9]{2,7}", word) or "." in word or "/" in word)
+        if shaped or (word in symbol_names and word.lower() not in STOPWORDS):
+            identifiers.append(word)
+        elif word.isalpha() and len(word) >= 4 and word.lower() not in STOPWORDS:
+            plain.append(word.lower())
+    ordered = identifiers + sorted(dict.fromkeys(plain), key=lambda w: (-len(w), w))
+    return list(dict.fromkeys(ordered))[:MAX_TERMS]
 
 
 def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 1500,
@@ -118,15 +115,18 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
             text = "snippets:\n" + "\n".join(snippets)
             parts.append(Part("snippets", 4, 4, text, "", content_handle(db, text)))
 
-    header = f'ctx_context "{task}" · budget {token_budget} tok'
+    header = f'ctx_context "{trim(task, cap=80)}" · budget {token_budget} tok'
     allowance = token_budget - estimate_tokens(header) - 8
-    while True:
+    for _ in range(4):       # pack() charges every part, so this converges at once; the cap keeps it finite
         body, omitted = pack(parts, allowance)
         text = f"{header} · used ~{estimate_tokens(body)} tok\n{body}"
         overflow = estimate_tokens(text) - token_budget
         if overflow <= 0:
             break
         allowance -= overflow
+    else:
+        body, omitted = parts[0].rich, [part.name for part in parts[1:]]
+        text = f"{header}\n{body}\n[omitted: every section — ctx_search \"{' '.join(terms)}\"]"
     data = {"task": task, "terms": terms, "budget": token_budget, "used_tokens": estimate_tokens(text),
             "definitions": [{"path": p, "qualname": q, "start": s, "end": e} for p, q, s, e, _ in definitions],
             "files": [f.path for f in listed], "omitted": omitted}
