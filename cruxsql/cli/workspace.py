@@ -92,11 +92,9 @@ def status(as_json: bool, data_dir: Path) -> None:
 @fails_cleanly
 def ledger_command(fmt: str, data_dir: Path) -> None:
     """Tokens returned per session against full reads of the same files (the `ledger_savings` view)."""
+    columns = ["session", "calls", "returned_tokens", "full_read_tokens", "saved_tokens", "saved_share", "nudges"]
     with Workspace(data_dir) as ws:
-        cursor = ws.db.execute("SELECT * FROM ledger_savings ORDER BY session")
-        rows = list(cursor)
-        columns = [d[0] for d in cursor.getdescription()] if rows else [
-            "session", "calls", "returned_tokens", "full_read_tokens", "saved_tokens", "saved_share", "nudges"]
+        rows = list(ws.db.execute(f"SELECT {', '.join(columns)} FROM ledger_savings ORDER BY session"))
     echo_rows(columns, rows, fmt)
 
 
