@@ -6,6 +6,7 @@ A section's text is verbatim; outlines and skeletons are marked as summaries.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
@@ -80,7 +81,9 @@ def ctx_doc(db: apsw.Connection, root: Path, path: str, view: str = "outline", p
 def _section(path: str, lines: list[str], found: list[markdown.Section], pattern: str, head: str,
              data: dict) -> Reply:
     wanted = pattern.lower().lstrip("#").strip()
-    exact = [s for s in found if s.title.lower() == wanted or s.slug == markdown.slugify(wanted)]
+    at_line = re.fullmatch(r"l(\d+)", wanted)
+    exact = [s for s in found if (at_line and s.start == int(at_line.group(1)))
+             or s.title.lower() == wanted or s.slug == markdown.slugify(wanted)]
     matches = exact or [s for s in found if wanted in s.title.lower() or wanted in s.slug]
     if not matches:
         raise NotFound(f"no section of {path} matches {pattern!r} (ctx_doc {path} --outline lists them)")

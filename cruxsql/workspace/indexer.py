@@ -25,7 +25,8 @@ from .ranking import identifier_parts
 from .schema import meta, set_meta
 
 Progress = Optional[Callable[[int, int], None]]
-_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+# Words with a lower→upper transition (parseHeader, HTTPClient is not one; ConvergenceGovernor is).
+_CAMEL_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*?[a-z0-9][A-Z][A-Za-z0-9]*\b")
 
 
 @dataclass
@@ -47,7 +48,7 @@ def content_sha(data: bytes) -> str:
 
 def bm25_text(rel: str, text: str) -> str:
     """What BM25 indexes for a file: its path words, its text, and the parts of camelCase identifiers."""
-    camel = {word for word in _WORDS.findall(text) if any(c.isupper() for c in word[1:]) and not word.isupper()}
+    camel = set(_CAMEL_WORDS.findall(text))
     extra = " ".join(" ".join(identifier_parts(word)) for word in sorted(camel))
     return f"{rel.replace('/', ' ').replace('.', ' ')}\n{text}\n{extra}"
 

@@ -81,9 +81,9 @@ def _python_outline(tree: ast.Module) -> Outline:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 is_class = isinstance(node, ast.ClassDef)
                 kind = "class" if is_class else ("method" if in_class else "function")
-                decorators = "".join(f"@{_decorator(d)} " for d in node.decorator_list[:2])
-                if len(node.decorator_list) > 2:
-                    decorators += f"@…+{len(node.decorator_list) - 2} "
+                decorators = "".join(f"@{_decorator(d)} " for d in node.decorator_list[:1])
+                if len(node.decorator_list) > 1:
+                    decorators += f"@…+{len(node.decorator_list) - 1} "
                 start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
                 doc = (ast.get_docstring(node) or "").strip().splitlines()
                 result.symbols.append(Symbol(node.name, ".".join(parents + [node.name]), kind, start,
@@ -100,14 +100,26 @@ def _python_outline(tree: ast.Module) -> Outline:
                 visit(node.body, parents, in_class)
 
     visit(tree.body, [], False)
-    imports = set()
-    for node in ast.walk(tree):      # imports inside functions count for the dependency graph too
+    imports: set[Import] = set()
+    for node in _statements(tree.body):    # imports inside functions count for the dependency graph too
         if isinstance(node, ast.Import):
             imports.update(Import(a.name, node.lineno) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imports.add(Import(node.module or "", node.lineno, tuple(a.name for a in node.names), node.level))
     result.imports = sorted(imports, key=lambda i: (i.line, i.module, i.names))
     return result
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement, nested ones included, without visiting expressions (imports are statements)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if children:
+                stack.extend(reversed(children))
 
 
 # ---- other languages, approximate -------------------------------------------------------------

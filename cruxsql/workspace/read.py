@@ -1,12 +1,14 @@
 """ctx_read: a mode-gated read of one file.
 
 `full` is the file's bytes, never altered (after one header line); `lines:N-M` is verbatim and
-partial; `signatures`, `map` and `sections` are summaries and say so with `mode=<m> (full ≈ N tok)`.
+partial; `signatures` (every class and def with its span), `map` (imports and the top-level API) and
+`sections` (markdown headings) are summaries and say so with `mode=<m> (full ≈ N tok)`.
 `if_hash` equal to the file's sha (or its 8-character prefix) returns `unchanged:<sha8>` only.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -15,9 +17,9 @@ import apsw
 from ..errors import InvalidInput
 from . import markdown
 from .budget import estimate_tokens
-from .handles import symbolic_handle
 from .modes import ModeKind, ReadMode, resolve_auto
 from .reply import Reply, thousands, trim
+from .outline import Symbol
 from .snapshot import IndexedFile, load
 
 
@@ -54,21 +56,25 @@ def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: st
     lines = [head]
     if indexed.approx:
         lines.append(f"({indexed.approx})")
-    imports = list(dict.fromkeys(_import_name(module) for (module,) in db.execute(
-        "SELECT module FROM imports WHERE file_id=? ORDER BY line, module", (indexed.file_id,))))
+    imports = [] if mode.kind is ModeKind.SIGNATURES else list(dict.fromkeys(
+        _import_name(module) for (module,) in db.execute(
+            "SELECT module FROM imports WHERE file_id=? ORDER BY line, module", (indexed.file_id,))
+        if not module.startswith("__future__")))
     if imports:
         lines.append("imports: " + ", ".join(imports))
-    symbols = indexed.symbols if mode.kind is ModeKind.SIGNATURES else [s for s in indexed.symbols if s.depth == 0]
+    kinds = {s.qualname: s.kind for s in indexed.symbols}
+    # Functions nested in functions are bodies, not API; map keeps the top level only.
+    symbols = [s for s in indexed.symbols if kinds.get(s.qualname.rpartition(".")[0]) not in {"function", "method"}
+               and (mode.kind is ModeKind.SIGNATURES or s.depth == 0)
+               and not (s.kind == "const" and mode.kind is ModeKind.MAP)]
     for s in symbols:
-        if s.kind == "const" and mode.kind is ModeKind.MAP:
-            continue
-        lines.append(f"{'  ' * s.depth}{trim(s.signature)}  L{s.start}-{s.end}")
+        span = f"L{s.start}" if s.start == s.end else f"L{s.start}-{s.end}"
+        lines.append(f"{'  ' * s.depth}{trim(_compact(s))}  {span}")
     if not symbols:
         lines.append("(no symbols found)")
     biggest = max((s for s in indexed.symbols if s.kind != "class"), key=lambda s: s.end - s.start, default=None)
     if biggest:
-        lines.append(f"→ bodies: ctx_read {indexed.path} mode=lines:{biggest.start}-{biggest.end}"
-                     f" · ctx_expand {symbolic_handle(indexed.path, biggest.qualname, biggest.start)}")
+        lines.append(f"→ bodies: ctx_read {indexed.path} mode=lines:{biggest.start}-{biggest.end}")
     else:
         lines.append(f"→ full: ctx_read {indexed.path} mode=full")
     return Reply("\n".join(lines), data | {"approx": indexed.approx, "symbols": [
@@ -94,3 +100,10 @@ def _import_name(label: str) -> str:
     """`os.path` → os.path; `.errors:InvalidInput` → .errors; `.:markdown` → .markdown."""
     module, _, names = label.partition(":")
     return module if module.strip(".") else module + names
+
+
+def _compact(symbol: Symbol) -> str:
+    """A method's signature without its `self`/`cls` parameter (the class line above already says whose)."""
+    if symbol.kind != "method":
+        return symbol.signature
+    return re.sub(r"\((self|cls)(, |\))", lambda m: "(" if m.group(2) == ", " else "()", symbol.signature, count=1)
