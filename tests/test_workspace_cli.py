@@ -24,7 +24,7 @@ def indexed(tmp_path_factory):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"indexed {root}: 12 files (12 added, 0 changed, 0 touched but unchanged, "
                                  "0 unchanged, 0 removed) in ")
-    assert out.stdout.rstrip().endswith("skipped: 1 binary file, 1 lockfile, 1 symlink pointing outside the workspace")
+    assert out.stdout.rstrip().endswith("skipped: 1 binary file, 1 huge file, 1 lockfile, 1 symlink pointing outside the workspace")
     return root, data
 
 

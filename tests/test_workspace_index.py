@@ -27,7 +27,7 @@ def test_index_classes_and_skips(ws):
         "tests/test_core.py": "test", "vendor/lib.py": "vendored", "web/app.js": "code", "web/util.js": "code"}
     skipped = dict(ws.db.execute("SELECT path, reason FROM skipped"))
     assert skipped == {"leak.py": "symlink pointing outside the workspace", "logo.png": "binary file (NUL byte)",
-                       "poetry.lock": "lockfile"}
+                       "poetry.lock": "lockfile", "data.csv": "huge file (1200000 bytes > 1048576)"}
 
 
 def test_python_symbols_have_exact_spans_and_signatures(ws):

@@ -92,6 +92,7 @@ def build_workspace(root: Path, outside: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0binary")
+    (root / "data.csv").write_bytes(b"a,b\n" * 300_000)           # 1.2 MB: skipped as huge
     outside.mkdir(parents=True, exist_ok=True)
     (outside / "secret.py").write_text("SECRET = 1\n", encoding="utf-8")
     os.symlink(outside / "secret.py", root / "leak.py")
