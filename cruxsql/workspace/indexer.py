@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import apsw
 
 from ..documents.postings import index_segment, postings_rows
-from . import markdown
+from . import cochange, markdown
 from .budget import estimate_tokens
 from .outline import Import, outline
 from .paths import Walker, language_of, path_class, read_text
@@ -73,6 +73,8 @@ class Indexer:
             if meta(self.db, "root") != str(self.root):
                 self.db.execute("DELETE FROM files")
                 self.db.execute("DELETE FROM handles")
+                self.db.execute("DELETE FROM cochange")
+                set_meta(self.db, "cochange_head", "")
                 known = {}
             set_meta(self.db, "root", str(self.root))
             self.db.execute("DELETE FROM skipped")
@@ -93,6 +95,7 @@ class Indexer:
                 self.db.execute("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", (rel, reason))
             self._read_skips.clear()
             self.resolve_imports()
+            cochange.refresh(self.db, self.root)
             self._update_corpus()
         report.files = self.db.execute("SELECT count(*) FROM files").fetchone()[0]
         for (reason,) in self.db.execute("SELECT reason FROM skipped"):

@@ -34,6 +34,10 @@ class RankingConfig:
     saturation_amp: float = 0.8
     graph_distance: bool = True
     graph_bonus: float = 0.5
+    cochange: bool = True
+    cochange_boost: float = 0.25
+    cochange_floor: int = 2
+    cochange_saturation: int = 8
     size_prior: bool = False
     size_amp: float = 0.2
     size_k: float = 1.0
@@ -108,6 +112,14 @@ def graph_factor(hops: Optional[int], config: RankingConfig) -> float:
     if not config.graph_distance or hops is None:
         return 1.0
     return 1.0 + config.graph_bonus * 2.0 ** (-hops)
+
+
+def cochange_factor(shared: int, config: RankingConfig) -> float:
+    """1 + boost·clamp((s − floor)/(saturation − floor), 0, 1) for s commits shared with a defining file."""
+    if not config.cochange or shared <= 0:
+        return 1.0
+    span = config.cochange_saturation - config.cochange_floor
+    return 1.0 + config.cochange_boost * min(1.0, max(0.0, (shared - config.cochange_floor) / span))
 
 
 def size_factor(lines: int, average: float, path_class: str, config: RankingConfig) -> float:

@@ -15,7 +15,7 @@ import apsw
 
 from .ranking import RankingConfig
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "workspace.db"
 
 SCHEMA = """
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL, file_id INTEGER NOT NULL REFERENCES files ON DELETE CASCADE, doc_count INTEGER NOT NULL,
     doc_ids BLOB NOT NULL, tfs BLOB NOT NULL, PRIMARY KEY (term, file_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_file ON postings(file_id);
+CREATE TABLE IF NOT EXISTS cochange (
+    path TEXT NOT NULL, partner TEXT NOT NULL, shared INTEGER NOT NULL, PRIMARY KEY (path, partner)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS handles (
     handle TEXT PRIMARY KEY, kind TEXT NOT NULL, path TEXT, start INTEGER, end INTEGER, body TEXT);
 CREATE TABLE IF NOT EXISTS result_cache (key TEXT PRIMARY KEY, payload TEXT NOT NULL);

@@ -20,7 +20,7 @@ from ..documents.analyzer import analyze, normalize, surface_words
 from ..documents.bm25 import Bm25Corpus, SegmentDocs
 from ..documents.postings import QueryPostings, decode_tfs
 from ..errors import InvalidInput
-from . import ranking
+from . import cochange, ranking
 from .outline import Symbol, enclosing
 from .ranking import RankingConfig
 from .reply import Reply, trim
@@ -88,6 +88,7 @@ class WorkspaceBm25:
         hops: dict[str, int] = {}
         if defines and config.graph_distance:
             hops = ranking.graph_hops(set(defines), import_edges(self.db))
+        shared = cochange.shared_with(self.db, set(defines)) if config.cochange else {}
         average = (sum(row[4] for row in self.rows) / len(self.rows)) if self.rows else 0.0
         counts = [sum(tfs.values()) for tfs in per_file.values()]
         low, high = (min(counts), max(counts)) if counts else (0, 0)
@@ -103,9 +104,10 @@ class WorkspaceBm25:
                    "prior": ranking.path_prior(path, cls, config),
                    "saturation": ranking.saturation(occurrences, low, high, config) if single else 1.0,
                    "graph": ranking.graph_factor(hops.get(path), config),
+                   "cochange": ranking.cochange_factor(shared.get(path, 0), config),
                    "size": ranking.size_factor(lines, average, cls, config)}
             score = hit.score
-            for name in ("eponymy", "defines", "prior", "saturation", "graph", "size"):
+            for name in ("eponymy", "defines", "prior", "saturation", "graph", "cochange", "size"):
                 score *= why[name]
             tier = 0 if (config.defines_first and path in defines) else 1
             files.append(RankedFile(path, cls, score, tier, occurrences, len(tfs), defines.get(path, []), why))
