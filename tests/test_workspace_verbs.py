@@ -186,6 +186,8 @@ def test_impact_of_a_file_and_of_a_symbol(ws):
     assert [(u["path"], u["line"]) for u in symbol.data["uses"]] == [
         ("pkg/core.py", 23), ("pkg/util.py", 5), ("tests/test_core.py", 6), ("tests/test_core.py", 10),
         ("tests/test_core.py", 11)]
+    method = ws.call("s", "ctx_impact", target="HTTPClient.request")
+    assert method.data["defined_in"] == ["pkg/core.py"] and method.data["uses"] == []
     with pytest.raises(NotFound, match="'nowhere_defined' is neither"):
         ws.call("s", "ctx_impact", target="nowhere_defined")
 

@@ -42,7 +42,7 @@ def ctx_impact(db: apsw.Connection, root: Path, target: str, depth: int = 3) -> 
     else:
         symbol = target
         targets = [p for (p,) in db.execute("SELECT DISTINCT f.path FROM symbols s JOIN files f USING(file_id) "
-                                            "WHERE s.name=? ORDER BY f.path", (target,))]
+                                            "WHERE s.name=? OR s.qualname=? ORDER BY f.path", (target, target))]
         if not targets:
             raise NotFound(f"target {target!r} is neither an indexed file nor a defined symbol")
     forward: dict[str, set[str]] = {}
@@ -87,10 +87,11 @@ def ctx_impact(db: apsw.Connection, root: Path, target: str, depth: int = 3) -> 
                  + f" · {len(non_test)} non-test files affected")
     callers: list[dict] = []
     if symbol:
-        pattern = re.compile(rf"(?<![\w]){re.escape(symbol)}(?![\w])")
+        leaf = symbol.rpartition(".")[2]
+        pattern = re.compile(rf"(?<![\w]){re.escape(leaf)}(?![\w])")
         for path in sorted(set(targets) | set(direct)):
             indexed = load(db, root, path)
-            starts = {s.start for s in indexed.symbols if s.name == symbol}
+            starts = {s.start for s in indexed.symbols if s.name == leaf}
             for number, text in enumerate(indexed.lines, start=1):
                 if number not in starts and pattern.search(text) and not re.match(r"\s*(from|import)\s", text):
                     callers.append({"path": path, "line": number, "text": text.strip()})
