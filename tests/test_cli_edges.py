@@ -32,6 +32,9 @@ READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "searc
          "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup"}
 NO_STORE = {"restore"}              # works on a backup and a target directory, not on --data-dir
 NO_LOCK = {"doctor"}                # reports who holds the lock instead of waiting for it
+WORKSPACE = {name for name in ("workspace index", "workspace status", "workspace ledger", "ctx search", "ctx read",
+                               "ctx doc", "ctx impact", "ctx context", "ctx expand")}
+"""Commands on the derived workspace.db only: no fact store needed, no writer lock taken."""
 STDIN = {"store-batch": '{"entity": "e", "key": "k", "value": "v"}\n',
          "import mem0": '{"results": [{"id": "m1", "memory": "likes green tea", "user_id": "u1"}]}',
          "import mcp-memory": '{"type": "entity", "name": "Ada", "entityType": "person", "observations": ["x"]}\n'}
@@ -142,6 +145,10 @@ def test_missing_store(tmp_path, template):
             assert first_line(result) == f"Error: no cruxsql store at {data_dir} (run `cruxsql init` or pass " \
                                          f"--data-dir)", name
             assert not data_dir.exists(), name
+        elif name in WORKSPACE - {"workspace index"}:
+            assert (result.exit_code, first_line(result)) == (1, f"Error: no workspace is indexed in {data_dir}: run "
+                                                                 f"`cruxsql workspace index PATH` first"), name
+            assert not data_dir.exists(), name
         else:
             generic(name, result)
             assert result.exit_code == 0 or not data_dir.exists(), name
@@ -221,7 +228,7 @@ def test_data_dir_that_is_not_a_directory(tmp_path, template):
         args, stdin = argv(name, command, template, tmp_path)
         for data_dir, message in cases:
             result = invoke(data_dir, name, args, stdin)
-            if name in NO_STORE:
+            if name in NO_STORE or (name in WORKSPACE and data_dir == odd):
                 generic(name, result)
                 continue
             assert result.exit_code == 1, (name, data_dir, result.output)
@@ -239,7 +246,7 @@ def test_held_writer_lock(tmp_path, template):
         for name, command in ALL.items():
             args, stdin = argv(name, command, template, tmp_path)
             result = invoke(data_dir, name, [*args, "--lock-timeout", "0.05"], stdin)
-            if name in NO_STORE | NO_LOCK:
+            if name in NO_STORE | NO_LOCK | WORKSPACE:
                 generic(name, result)
                 continue
             assert result.exit_code == 1, (name, result.output)

@@ -36,8 +36,8 @@ def _unwritable(path: Path) -> Optional[str]:
     return f"{path} is not writable"
 
 
-def data_dir_state(path: Path, create: bool) -> DataDirState:
-    """Check `path` for a command; with `create`, make the directory when it is missing."""
+def check_directory(path: Path) -> None:
+    """Refuse a data directory that is a file, or whose nearest existing parent is one."""
     if path.exists() and not path.is_dir():
         raise DataDirError(f"--data-dir {path} is not a directory")
     if not path.exists():
@@ -46,6 +46,12 @@ def data_dir_state(path: Path, create: bool) -> DataDirState:
                 if not parent.is_dir():
                     raise DataDirError(f"--data-dir {path}: {parent} is not a directory")
                 break
+
+
+def data_dir_state(path: Path, create: bool) -> DataDirState:
+    """Check `path` for a command; with `create`, make the directory when it is missing."""
+    check_directory(path)
+    if not path.exists():
         if not create:
             raise DataDirError(f"no cruxsql store at {path} (run `cruxsql init` or pass --data-dir)")
         path.mkdir(parents=True)

@@ -13,10 +13,12 @@ from typing import Any, Callable, Optional
 import click
 
 from ..workspace import Workspace
+from ..workspace.schema import DB_NAME as WORKSPACE_DB
+from .data_dir import DataDirError, check_directory
 from ..workspace.doc import DOC_VIEWS
 from ..workspace.ranking import SWITCHES
 from ..workspace.search import SEARCH_MODES
-from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, output_format_options, progress_callback
+from .common import COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, output_format_options, progress_callback
 
 SESSION_ENV = "CRUXSQL_SESSION"
 
@@ -33,8 +35,16 @@ def _off_option(fn: Callable) -> Callable:
                         help=f"Switch a ranking signal off (repeatable): {', '.join(SWITCHES)}.")(fn)
 
 
+def _indexed(data_dir: Path) -> Path:
+    """The data directory of an existing workspace index (read commands never create one)."""
+    check_directory(data_dir)
+    if not (data_dir / WORKSPACE_DB).is_file():
+        raise DataDirError(f"no workspace is indexed in {data_dir}: run `cruxsql workspace index PATH` first")
+    return data_dir
+
+
 def _run(data_dir: Path, session: str, as_json: bool, verb: str, **args: Any) -> None:
-    with Workspace(data_dir) as ws:
+    with Workspace(_indexed(data_dir)) as ws:
         reply = ws.call(session, verb, **args)
     if as_json:
         echo_json(reply.data)
@@ -58,6 +68,9 @@ def index(path: Path, as_json: bool, data_dir: Path) -> None:
     Unchanged files (same mtime and size) are not read; a changed mtime rehashes; an equal hash
     reindexes nothing. .gitignore is honoured; lockfiles, binaries and files over 1 MB are skipped.
     """
+    check_directory(data_dir)
+    if not path.is_dir():  # before the data directory is created
+        raise DataDirError(f"workspace path '{path}' is not a directory")
     with Workspace(data_dir) as ws:
         report = ws.index(path, progress_callback("indexing workspace"))
     if as_json:
@@ -75,7 +88,7 @@ def index(path: Path, as_json: bool, data_dir: Path) -> None:
 @fails_cleanly
 def status(as_json: bool, data_dir: Path) -> None:
     """What the workspace index holds: files per class, symbols, imports, sections, skips."""
-    with Workspace(data_dir) as ws:
+    with Workspace(_indexed(data_dir)) as ws:
         info = ws.status()
     if as_json:
         echo_json(info)
@@ -93,7 +106,7 @@ def status(as_json: bool, data_dir: Path) -> None:
 def ledger_command(fmt: str, data_dir: Path) -> None:
     """Tokens returned per session against full reads of the same files (the `ledger_savings` view)."""
     columns = ["session", "calls", "returned_tokens", "full_read_tokens", "saved_tokens", "saved_share", "nudges"]
-    with Workspace(data_dir) as ws:
+    with Workspace(_indexed(data_dir)) as ws:
         rows = list(ws.db.execute(f"SELECT {', '.join(columns)} FROM ledger_savings ORDER BY session"))
     echo_rows(columns, rows, fmt)
 
@@ -111,9 +124,9 @@ def ctx_group() -> None:
 @click.argument("query")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), default="content", show_default=True,
               help="content: grouped lines; paths: one line per file; count: totals only.")
-@click.option("--offset", type=int, default=0, show_default=True, help="Skip this many ranked files.")
-@click.option("--limit", type=int, default=0, help="Files per page (default 5; 20 with --mode paths).")
-@click.option("--per-file", type=int, default=5, show_default=True, help="Lines shown per file.")
+@click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many ranked files.")
+@click.option("--limit", type=COUNT, default=0, help="Files per page (default 5; 20 with --mode paths).")
+@click.option("--per-file", type=COUNT, default=5, show_default=True, help="Lines shown per file.")
 @click.option("--exhaustive", is_flag=True, help="Every matching line of every file, in path order.")
 @_off_option
 @_verb_options
@@ -161,7 +174,7 @@ def doc(path: str, view: str, section: Optional[str], code: Optional[str], sessi
 
 @ctx_group.command("impact")
 @click.argument("target")
-@click.option("--depth", type=int, default=3, show_default=True, help="Transitive dependents depth (1-6).")
+@click.option("--depth", type=COUNT, default=3, show_default=True, help="Transitive dependents depth (1-6).")
 @_verb_options
 @fails_cleanly
 def impact(target: str, depth: int, session: str, as_json: bool, data_dir: Path) -> None:
@@ -171,7 +184,7 @@ def impact(target: str, depth: int, session: str, as_json: bool, data_dir: Path)
 
 @ctx_group.command("context")
 @click.argument("task")
-@click.option("--token-budget", type=int, default=1500, show_default=True, help="Upper bound of the block (≥ 100).")
+@click.option("--token-budget", type=COUNT, default=1500, show_default=True, help="Upper bound of the block (≥ 100).")
 @_off_option
 @_verb_options
 @fails_cleanly
@@ -189,6 +202,9 @@ def expand(handle: str, session: str, as_json: bool, data_dir: Path) -> None:
     _run(data_dir, session, as_json, "ctx_expand", handle=handle)
 
 
+COMMANDS = (workspace_group, ctx_group)
+
+
 def register(group: click.Group) -> None:
-    group.add_command(workspace_group)
-    group.add_command(ctx_group)
+    for command in COMMANDS:
+        group.add_command(command)
