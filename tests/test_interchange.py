@@ -92,3 +92,23 @@ def test_bad_input_names_the_line_and_writes_nothing(tmp_path):
     (tmp_path / "bad.json").write_text('{"results": [{"id": 1}]}')
     assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "bad.json")).stderr.strip() == \
         "Error: bad.json memory #0: `memory` must be a non-empty string"
+
+
+def test_export_facts_round_trips_through_store_batch_and_mcp_memory(tmp_path):
+    (tmp_path / "memory.jsonl").write_text(MEMORY_JSONL)
+    assert _cli(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "memory.jsonl")).returncode == 0
+    assert _cli(tmp_path / "a", "store", "svc", "owner", "alice", "--confidence", "0.95").returncode == 0
+    assert _cli(tmp_path / "a", "store", "user:1", "email", "a@example.com", "--private").returncode == 0
+    exported = _cli(tmp_path / "a", "export", "facts")
+    assert exported.returncode == 0
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert len(lines) == 8 and all(not line["private"] for line in lines)        # private left out by default
+    assert lines[-1] == {"entity": "svc", "key": "owner", "value": "alice", "tenant_hash": "default",
+                         "source_receipt": None, "confidence": 0.95, "private": False, "horizon_class": "none",
+                         "actor": None}
+    assert _cli(tmp_path / "b", "store-batch", "-", stdin=exported.stdout).returncode == 0
+    assert _cli(tmp_path / "b", "export", "facts").stdout == exported.stdout
+    graph = _cli(tmp_path / "a", "export", "facts", "--format", "mcp-memory").stdout
+    (tmp_path / "graph.jsonl").write_text(graph)
+    again = _cli(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "graph.jsonl"))
+X

@@ -1,4 +1,4 @@
-"""CLI command for auditors' exports: export audit."""
+"""CLI exports: `export audit` for auditors, `export facts` for other tools."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from typing import Optional
 import click
 
 from ..governance import audit_export
+from ..interchange import facts_export, mcp_memory
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
 
 
 @click.group("export")
 def export_group() -> None:
-    """Exports for auditors."""
+    """Exports: the audit trail for auditors, live facts for other tools."""
 
 
 @export_group.command("audit")
@@ -44,6 +45,26 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
         return
     recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
     click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
+
+
+@export_group.command("facts")
+@data_dir_option
+@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant (default: all).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "mcp-memory"]), default="jsonl", show_default=True,
+              help="jsonl: StoreFact lines (`cruxsql store-batch` reads them); mcp-memory: the MCP memory "
+                   "server's knowledge graph.")
+@click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")
+@fails_cleanly
+def export_facts(data_dir: Path, tenant: Optional[str], fmt: str, include_private: bool) -> None:
+    """Print the live facts (neither deleted nor superseded) for another tool to import, to stdout.
+
+    Nothing is written into the data directory: where the output goes is the operator's pipe.
+    """
+    with open_store(data_dir, "read") as store:
+        facts = list(facts_export.live_facts(store, tenant, include_private))
+    lines = (facts_export.store_request_line(f) for f in facts) if fmt == "jsonl" else mcp_memory.export_lines(facts)
+    for line in lines:
+        click.echo(line)
 
 
 COMMANDS = (export_group,)

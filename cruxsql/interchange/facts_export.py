@@ -10,7 +10,7 @@ from ..facts.view import FACT_SELECT, fact_from_row
 
 
 def live_facts(store, tenant: Optional[str] = None, include_private: bool = False) -> Iterator[Fact]:
-    """Live facts (neither deleted nor superseded), oldest first."""
+    """Live facts (neither deleted nor superseded) in (tenant, entity, key) order, so exports diff cleanly."""
     sql = f"SELECT {FACT_SELECT} FROM facts WHERE deleted = 0 AND superseded_by IS NULL"
     args: list = []
     if tenant is not None:
@@ -18,7 +18,7 @@ def live_facts(store, tenant: Optional[str] = None, include_private: bool = Fals
         args.append(tenant)
     if not include_private:
         sql += " AND private = 0"
-    for row in store.db.execute(sql + " ORDER BY stored_at_ns, fact_id", args):
+    for row in store.db.execute(sql + " ORDER BY tenant_hash, entity, key, stored_at_ns, fact_id", args):
         yield fact_from_row(row)
 
 
