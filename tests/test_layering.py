@@ -22,6 +22,7 @@ LAYERS: dict[str, set[str]] = {
     "governance": FEATURES,
     "interchange": {"errors", "facts"},
     "workspace": {"errors", "facts", "documents"},
+    "curation": FEATURES,
     "sql_console": {"errors"},
     "cli": SURFACE_DEPS | {"mcp"},
     "mcp": SURFACE_DEPS,
