@@ -27,9 +27,10 @@ from cruxsql.governance import legal_holds
 CREATES = {"init", "store", "store-batch", "ingest", "hold place", "import mcp-memory", "import mem0",
            "bootstrap-seed"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
-          "erase", "retention apply", "hold release", "documents erase"}
+          "erase", "retention apply", "hold release", "documents erase", "consolidate apply", "consolidate undo"}
 READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",
-         "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup"}
+         "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup",
+         "curate contradictions", "curate disagreements", "curate duplicates"}
 NO_STORE = {"restore"}              # works on a backup and a target directory, not on --data-dir
 NO_LOCK = {"doctor"}                # reports who holds the lock instead of waiting for it
 WORKSPACE = {name for name in ("workspace index", "workspace status", "workspace ledger", "ctx search", "ctx read",
