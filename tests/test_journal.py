@@ -116,7 +116,7 @@ def test_records_report_offsets_and_line_numbers_across_crlf(tmp_path: Path) -> 
         (1, 0, 9, b'{"a":1}'), (2, 9, 1, b""), (3, 10, 8, b'{"b":2}')]
 
 
-def test_each_event_is_one_write_of_json_plus_newline(tmp_path: Path, monkeypatch) -> None:
+def test_every_line_of_a_mutation_goes_out_in_one_write(tmp_path: Path, monkeypatch) -> None:
     writes: list[bytes] = []
     real_write = os.write
 
@@ -128,7 +128,8 @@ def test_each_event_is_one_write_of_json_plus_newline(tmp_path: Path, monkeypatc
         first = store.store("e", "k", "one")
         monkeypatch.setattr(journal_mod.os, "write", spy)
         store.store("e", "k", "two")
-    assert len(writes) == 2 and all(w.endswith(b"\n") and w.count(b"\n") == 1 for w in writes)
-    assert json.loads(writes[0])["op"] == "store" and json.loads(writes[1]) == {
-        "op": "supersede", "fact_id": first.fact_id, "by_fact_id": json.loads(writes[0])["fact"]["fact_id"],
-        "superseded_at": json.loads(writes[1])["superseded_at"]}
+    assert len(writes) == 1 and writes[0].endswith(b"\n") and writes[0].count(b"\n") == 2
+    store_line, supersede_line = (json.loads(line) for line in writes[0].splitlines())
+    assert store_line["op"] == "store" and supersede_line == {
+        "op": "supersede", "fact_id": first.fact_id, "by_fact_id": store_line["fact"]["fact_id"],
+        "superseded_at": supersede_line["superseded_at"]}

@@ -1,8 +1,9 @@
 """`facts.jsonl`: locked, fsynced appends; torn-tail quarantine; a streaming reader; atomic rewrite.
 
-Durability rules (DESIGN.md §1, factstore spec §2.4, §4.3): each event is one `write` of its JSON plus
-the newline, then the file is fsynced (and the directory when the file is created or renamed). A
-failed write or fsync poisons the journal object: nothing more is written until it is reopened.
+Durability rules (DESIGN.md §1, factstore spec §2.4, §4.3): every line of one mutation goes out in one
+`write` (JSON plus newline each), then the file is fsynced (and the directory when the file is created
+or renamed). A failed write or fsync poisons the journal object: nothing more is written until it is
+reopened. A mutation cut short by a crash is quarantined at the next open, never half applied.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Callable, Iterator, Optional
 import blake3
 
 from ..errors import InvalidInput, JournalError, JournalPoisoned, LockTimeout
+from . import codec
 
 JOURNAL_NAME = "facts.jsonl"
 LOCK_NAME = "LOCK"
@@ -41,14 +43,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """`os.write` until every byte is out (a regular file takes it in one call unless interrupted)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write `data` to `path` via a temp file, fsync, rename and directory fsync."""
     tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        _write_all(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -203,34 +210,76 @@ class Journal:
             size = os.fstat(fd).st_size
             if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
                 return None
-            tail_start = self._last_newline_end(fd, size)
-            tail_len = size - tail_start
-            name = f"{JOURNAL_NAME}.torn.{uuid.uuid4().hex}"
-            if tail_len > MAX_RECORD_BYTES:
-                name += ".metadata.json"
-                payload = json.dumps(
-                    {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": "oversized_unterminated_uncommitted_record",
-                     "schema_version": 1, "tail_len": tail_len, "tail_start": tail_start},
-                    separators=(",", ":"),
-                ).encode() + b"\n"
-            else:
-                payload = os.pread(fd, tail_len, tail_start)
-            quarantine = self.data_dir / name
-            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(qfd, view):]
-                os.fsync(qfd)
-            finally:
-                os.close(qfd)
-            fsync_dir(self.data_dir)
-            os.ftruncate(fd, tail_start)
-            os.fsync(fd)
-            fsync_dir(self.data_dir)
-            return quarantine
+            return self._quarantine_from(fd, self._last_newline_end(fd, size), size,
+                                         "oversized_unterminated_uncommitted_record")
         finally:
             os.close(fd)
+
+    def repair_incomplete_group(self, since: int) -> Optional[Path]:
+        """Quarantine the journal's last mutation when it was cut short between its lines.
+
+        cruxsql writes a new version as one `store` (or `store_batch`) line followed by one `supersede`
+        line per predecessor, in a single write. If the process died inside that write, the journal
+        can end with the store line and only some of its supersede lines (the torn rest is quarantined
+        by `repair_torn_tail` first): applied, it would leave two current heads in one chain. Such a
+        group was never acknowledged (acknowledgement follows the fsync of the whole write), so, like
+        a torn tail, it is moved to a `facts.jsonl.torn.<32hex>` file and the journal truncated.
+
+        Only lines past `since` (the offset the view has already replayed) are considered: a group the
+        view applied, a compacted journal and a journal written elsewhere are left alone. The caller
+        holds the lock and has repaired the torn tail.
+        """
+        st = self.stat()
+        if st is None or st.st_size <= since:
+            return None
+        group: Optional[Record] = None
+        trailing: list[Record] = []
+        for rec in self.records(since):
+            if rec.raw.startswith(b'{"op":"supersede",'):
+                trailing.append(rec)
+            elif not rec.is_blank():
+                group, trailing = rec, []
+        if group is None or not group.raw.startswith((b'{"op":"store",', b'{"op":"store_batch",')):
+            return None
+        try:
+            facts = codec.event_facts(codec.decode_event(group.raw))
+            present = [(e.fact_id, e.by_fact_id) for e in (codec.decode_event(r.raw) for r in trailing)]
+        except codec.CorruptLine:
+            return None
+        expected = [(f.supersedes, f.fact_id) for f in facts if f.supersedes is not None]
+        if len(present) >= len(expected) or present != expected[:len(present)]:
+            return None
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            return self._quarantine_from(fd, group.offset, os.fstat(fd).st_size, "oversized_incomplete_mutation")
+        finally:
+            os.close(fd)
+
+    def _quarantine_from(self, fd: int, start: int, size: int, oversized_reason: str) -> Path:
+        """Move the journal's bytes [start, size) to a new 0600 quarantine file, then truncate."""
+        length = size - start
+        name = f"{JOURNAL_NAME}.torn.{uuid.uuid4().hex}"
+        if length > MAX_RECORD_BYTES:
+            name += ".metadata.json"
+            payload = json.dumps(
+                {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": oversized_reason,
+                 "schema_version": 1, "tail_len": length, "tail_start": start},
+                separators=(",", ":"),
+            ).encode() + b"\n"
+        else:
+            payload = os.pread(fd, length, start)
+        quarantine = self.data_dir / name
+        qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            _write_all(qfd, payload)
+            os.fsync(qfd)  # the quarantined bytes are durable before the journal loses them
+        finally:
+            os.close(qfd)
+        fsync_dir(self.data_dir)  # ... and so is the quarantine file's name
+        os.ftruncate(fd, start)
+        os.fsync(fd)  # the truncation is durable before anything is appended after it
+        fsync_dir(self.data_dir)
+        return quarantine
 
     @staticmethod
     def _last_newline_end(fd: int, size: int) -> int:
@@ -250,7 +299,7 @@ class Journal:
     # --- append ----------------------------------------------------------------------------------
 
     def append(self, lines: list[str]) -> tuple[int, int]:
-        """Append encoded events (one `write` each), fsync, and return (start offset, end offset).
+        """Append encoded events (all in one `write`), fsync, and return (start offset, end offset).
 
         The caller holds the lock. Raises JournalPoisoned after any failed write or fsync.
         """
@@ -258,28 +307,27 @@ class Journal:
             raise JournalPoisoned(
                 f"fact journal durable mutation plane is poisoned; reopen the store ({self._poisoned})"
             )
-        payloads = []
+        payload = bytearray()
         for line in lines:
             data = line.encode("utf-8")
             if len(data) > MAX_RECORD_BYTES:
                 raise InvalidInput(
                     f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling ({len(data)} bytes)"
                 )
-            payloads.append(data + b"\n")
+            payload += data + b"\n"
         created = not self.path.exists()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise JournalError(f"cannot open {self.path}: {exc.strerror}") from exc
         try:
-            for data in payloads:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            os.fsync(fd)
+            # Every line of the mutation in one write: a crash leaves all of it, none of it, or a prefix
+            # that the next open quarantines (torn tail, then incomplete group).
+            _write_all(fd, payload)
+            os.fsync(fd)  # durability of the event: acknowledged only after this returns
             end = os.fstat(fd).st_size
             if created:
-                fsync_dir(self.data_dir)
+                fsync_dir(self.data_dir)  # the new journal's name survives a crash too
         except OSError as exc:
             self._poisoned = f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}"
             raise JournalPoisoned(
@@ -287,7 +335,7 @@ class Journal:
             ) from exc
         finally:
             os.close(fd)
-        return end - sum(len(p) for p in payloads), end
+        return end - len(payload), end
 
     # --- read ------------------------------------------------------------------------------------
 

@@ -155,8 +155,8 @@ class Store:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.db = view.open_connection(self.data_dir / view.DB_NAME)
         with self.writer_lock():
-            self.quarantined = self.journal.repair_torn_tail()
-            self.last_replay = self.refresh(progress)
+            self.quarantined = self._repair_journal()
+            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -202,15 +202,23 @@ class Store:
         tail first so nothing is ever appended onto it."""
         with self.writer_lock():
             if not self.read_only:
-                self.journal.repair_torn_tail()
+                self._repair_journal()
             return view.replay(self.db, self.journal, self.policy, progress)
 
     def rebuild(self, progress: Progress = None) -> view.ReplayStats:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
             if not self.read_only:
-                self.journal.repair_torn_tail()
+                self._repair_journal()
             return view.rebuild(self.db, self.journal, self.policy, progress)
+
+    def _repair_journal(self) -> Optional[Path]:
+        """Quarantine what a crash left unacknowledged at the journal's end: a torn last line, then a
+        multi-line mutation cut short past what the view has replayed. Returns the last quarantine file."""
+        torn = self.journal.repair_torn_tail()
+        replayed = view.replayed_offset(self.db, self.journal)
+        group = self.journal.repair_incomplete_group(replayed) if replayed is not None else None
+        return group or torn
 
     # --- writing ---------------------------------------------------------------------------------
 

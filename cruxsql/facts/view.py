@@ -168,6 +168,16 @@ def read_checkpoint(db: apsw.Connection) -> Optional[Checkpoint]:
     return Checkpoint(*row) if row else None
 
 
+def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
+    """How far the view has replayed this journal: the checkpoint's offset while its fingerprint still
+    matches the journal, else None (no checkpoint, or the journal was rewritten: rebuild)."""
+    cp = read_checkpoint(db)
+    st = journal.stat()
+    if cp is None or st is None or cp.byte_offset > st.st_size or cp.inode != st.st_ino:
+        return None
+    return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
+
+
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
     for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",
@@ -412,13 +422,10 @@ def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
                 reset_facts(db)
             stats.rebuilt = True
         return stats
-    if cp is not None and cp.byte_offset <= st.st_size and cp.inode == st.st_ino:
-        fp = journal.fingerprint(cp.byte_offset)
-        if fp.tail_hash == cp.tail_hash:
-            if cp.byte_offset == st.st_size:
-                return stats
+    if cp is not None and replayed_offset(db, journal) is not None:
+        if cp.byte_offset < st.st_size:
             _replay_records(db, journal, policy, cp, stats, progress)
-            return stats
+        return stats
     with db:
         reset_facts(db)
     stats.rebuilt = True
