@@ -153,8 +153,10 @@ class Store:
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.db = view.open_connection(self.data_dir / view.DB_NAME)
         with self.writer_lock():
+            # Under the lock: on a fresh directory, processes started together would otherwise race to
+            # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
+            self.db = view.open_connection(self.data_dir / view.DB_NAME)
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
 

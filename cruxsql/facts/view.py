@@ -135,29 +135,35 @@ def open_snapshot(path: Path) -> apsw.Connection:
 def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
     """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
     directory = directory or migrations_dir()
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-        "applied_at TEXT NOT NULL)"
-    )
-    applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
-    known = {int(m.group(1)) for m in map(_MIGRATION_NAME.match, (p.name for p in directory.glob("*.sql"))) if m}
-    if applied and known and max(applied) > max(known):
-        raise ViewTooNew(f"{DB_NAME} has schema version {max(applied)}, newer than this cruxsql knows "
-                         f"({max(known)}): upgrade cruxsql, or delete {DB_NAME} to rebuild it from the journal")
+    pending = [(int(m.group(1)), m.group(2), path) for path in sorted(directory.glob("*.sql"))
+               if (m := _MIGRATION_NAME.match(path.name))]
     done = []
-    for path in sorted(directory.glob("*.sql")):
-        m = _MIGRATION_NAME.match(path.name)
-        if not m or int(m.group(1)) in applied:
-            continue
-        with db:
-            if db.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (int(m.group(1)),)).fetchone():
+    # BEGIN IMMEDIATE takes the write lock before reading what is applied: a deferred transaction that
+    # reads and then writes cannot wait for another writer and fails with SQLITE_BUSY instead.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+            "applied_at TEXT NOT NULL)"
+        )
+        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+        known = {version for version, _, _ in pending}
+        if applied and known and max(applied) > max(known):
+            raise ViewTooNew(f"{DB_NAME} has schema version {max(applied)}, newer than this cruxsql knows "
+                             f"({max(known)}): upgrade cruxsql, or delete {DB_NAME} to rebuild it from the journal")
+        for version, name, path in pending:
+            if version in applied:
                 continue
             db.execute(path.read_text(encoding="utf-8"))
             db.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (int(m.group(1)), m.group(2), timestamps.format_event_time(timestamps.now_ns())),
+                (version, name, timestamps.format_event_time(timestamps.now_ns())),
             )
-        done.append(path.name)
+            done.append(path.name)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
     return done
 
 
