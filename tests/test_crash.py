@@ -114,3 +114,20 @@ def test_kill_during_rebuild_reopens_to_a_full_replay(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         assert store.counts()["facts"] == 3050 and store.counts()["live_facts"] == 3000
         assert store.verify().ok
+
+
+def test_a_killed_verify_leaves_no_copy_outside_the_data_directory(tmp_path: Path) -> None:
+    data_dir, tmp_dir = tmp_path / "data", tmp_path / "tmp"
+    tmp_dir.mkdir()
+    assert _cli(data_dir, "store", "__vault__::alice", "ssn", "078-05-1120 private").returncode == 0
+    crashed = _cli(data_dir, "verify", env_extra={CRASH_ENV: "verify-fresh-replay-built", "TMPDIR": str(tmp_dir)})
+    assert crashed.returncode == -signal.SIGKILL
+    assert list(tmp_dir.iterdir()) == []
+    # the fresh replay it was building sits where erasure scans, and the next command removes it
+    leftovers = sorted(p.name for p in data_dir.glob("verify-replay-*"))
+    assert leftovers and leftovers[0].endswith(".db")
+    assert b"078-05-1120 private" in b"".join((data_dir / name).read_bytes() for name in leftovers)
+    assert _cli(data_dir, "query", "anything").returncode == 0
+    assert list(data_dir.glob("verify-replay-*")) == []
+    assert _cli(data_dir, "verify", "--strict").returncode == 0
+    assert list(data_dir.glob("verify-replay-*")) == []

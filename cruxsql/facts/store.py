@@ -34,6 +34,7 @@ from .privacy import (
 )
 
 Progress = Optional[Callable[[int, int], None]]
+VERIFY_SCRATCH_PREFIX = "verify-replay-"
 _STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
                     "horizon_class", "actor")
 
@@ -157,6 +158,7 @@ class Store:
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
             self.db = view.open_connection(self.data_dir / view.DB_NAME)
+            remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
 
@@ -439,24 +441,49 @@ class Store:
                             not differences, differences)
 
     def _compare_with_fresh_replay(self) -> list[str]:
-        with tempfile.TemporaryDirectory(prefix="cruxsql-verify-") as tmp:
-            fresh_path = Path(tmp) / "fresh.db"
-            fresh = view.open_connection(fresh_path)
+        """Replay the journal into a scratch database inside the data directory (where erasure scans and
+        every command's open removes leftovers) and compare it with the view, all under the lock. A
+        read-only store replays into memory instead: nothing is written anywhere."""
+        if self.read_only:
+            fresh = apsw.Connection(":memory:")
             try:
-                with self.writer_lock():
-                    view.rebuild(fresh, self.journal, self.policy)
+                view.migrate(fresh)
+                view.rebuild(fresh, self.journal, self.policy)
+                self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
+                try:
+                    with self.db.backup("fresh", fresh, "main") as copy:
+                        copy.step()
+                    return _table_differences(self.db)
+                finally:
+                    self.db.execute("DETACH DATABASE fresh")
             finally:
                 fresh.close()
-            self.db.execute("ATTACH DATABASE ? AS fresh", (str(fresh_path),))
+        with self.writer_lock():
+            fresh_path = self.data_dir / f"{VERIFY_SCRATCH_PREFIX}{uuid.uuid4().hex}.db"
             try:
-                return _table_differences(self.db)
+                fresh = view.open_connection(fresh_path)
+                try:
+                    view.rebuild(fresh, self.journal, self.policy)
+                finally:
+                    fresh.close()
+                crash_point("verify-fresh-replay-built")
+                self.db.execute("ATTACH DATABASE ? AS fresh", (str(fresh_path),))
+                try:
+                    return _table_differences(self.db)
+                finally:
+                    self.db.execute("DETACH DATABASE fresh")
             finally:
-                self.db.execute("DETACH DATABASE fresh")
-                for suffix in ("-wal", "-shm"):
-                    try:
-                        os.unlink(str(fresh_path) + suffix)
-                    except FileNotFoundError:
-                        pass
+                remove_verify_scratch(self.data_dir)
+
+
+def remove_verify_scratch(data_dir: Path) -> list[str]:
+    """Delete the fresh-replay databases `verify` builds (a killed verify leaves one behind). The caller
+    holds the writer lock, which a running verify keeps for as long as its scratch database exists."""
+    removed = []
+    for path in sorted(Path(data_dir).glob(f"{VERIFY_SCRATCH_PREFIX}*.db*")):
+        path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed
 
 
 def _table_differences(db: apsw.Connection) -> list[str]:
