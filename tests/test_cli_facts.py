@@ -50,7 +50,7 @@ def test_sql_is_read_only_and_pipes(run) -> None:
     assert json.loads(run("sql", "SELECT count(*) AS n FROM facts", "--json").output) == [{"n": 2}]
     assert json.loads(run("sql", "SELECT * FROM facts WHERE 0", "--json").output) == []
     bad = run("sql", "DELETE FROM facts", ok=False)
-    assert bad.exit_code == 1 and "Error: SQL failed" in bad.output
+    assert bad.exit_code == 1 and bad.output == "Error: read-only SQL console: DELETE facts is not allowed\n"
     assert json.loads(run("sql", "SELECT count(*) AS n FROM facts", "--json").output) == [{"n": 2}]
     assert run("sql", "SELEC nonsense", ok=False).exit_code == 1
 
@@ -169,7 +169,7 @@ def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> 
     surrogate = run("store", "e", "k", "\udcff", ok=False)
     assert surrogate.exit_code == 1 and "not valid UTF-8" in surrogate.output
     pragma = run("sql", "PRAGMA journal_mode=DELETE", ok=False)
-    assert pragma.exit_code == 1 and "SQL failed" in pragma.output
+    assert pragma.exit_code == 1 and "read-only SQL console: PRAGMA journal_mode=DELETE" in pragma.output
     for result in (out_of_range, not_utf8, surrogate, pragma):
         assert "Traceback" not in result.output
     assert (tmp_path / "data" / "facts.jsonl").read_bytes() == journal

@@ -18,7 +18,7 @@ from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
 from ..facts.view import DB_NAME
 from ..governance.erasure_proof import verify_erasure
-from ..sql_console import run_readonly_query
+from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
 from .common import (
     data_dir_option,
     echo_json,
@@ -228,12 +228,21 @@ def reverify(fact_id: str, data_dir: Path) -> None:
 
 @click.command()
 @click.argument("query")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help=f"Stop the query after SECONDS. Default: none on a terminal (Ctrl-C stops it), "
+                   f"{PIPE_TIMEOUT_SECONDS:g} s when stdin is not a terminal.")
+@click.option("--max-memory", type=click.IntRange(min=0, max=1 << 20), default=DEFAULT_MEMORY_LIMIT_MIB, show_default=True,
+              metavar="MIB", help="Stop the query when SQLite needs more than MIB mebibytes.")
 @output_format_options
 @data_dir_option
 @fails_cleanly
-def sql(query: str, fmt: str, data_dir: Path) -> None:
-    """Run a read-only SQL QUERY against the view (tables facts, journal_events, ...; views live_facts,
-    fact_versions). Statements that write fail and change nothing.
+def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_dir: Path) -> None:
+    """Run one read-only SQL QUERY against the view (tables facts, journal_events, ...; views live_facts,
+    fact_versions).
+
+    The console is a sandbox: only SELECT and schema PRAGMAs run; writes, VACUUM, ATTACH, setting
+    PRAGMAs and file functions are refused before anything runs, and nothing is created or changed.
+    One statement per call.
 
     \b
     Example:
@@ -241,8 +250,13 @@ def sql(query: str, fmt: str, data_dir: Path) -> None:
     """
     if not query.strip():
         raise InvalidInput("QUERY must not be empty")
+    if timeout is None:
+        timeout = default_timeout(sys.stdin.isatty())
     with open_store(data_dir, "read") as s, s.view_file() as db_path:
-        columns, rows = run_readonly_query(db_path, query)
+        try:
+            columns, rows = run_readonly_query(db_path, query, timeout=timeout, memory_limit_mib=max_memory)
+        except KeyboardInterrupt:
+            raise click.ClickException("query interrupted (Ctrl-C); nothing was changed") from None
     echo_rows(columns, rows, fmt)
 
 
