@@ -7,7 +7,8 @@ import json
 import pytest
 from test_retention_support import FIXTURE_OWNER, append_events, fact_state, journal_bytes, random_history
 
-from cruxsql.facts import codec
+from cruxsql.errors import NotFound
+from cruxsql.facts import codec, view
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction
 
@@ -80,17 +81,57 @@ def test_compacted_journal_shape_supersede_and_tombstones(tmp_path):
     assert b"MARKER_ERASE_ME_123" not in data
     assert b"MARKER_FIRST_VERSION" in data  # superseded versions are live history, kept
     lines = [json.loads(l) for l in data.decode().splitlines()]
-    assert [l["op"] for l in lines] == ["store", "supersede", "store", "delete"]
+    # no re-stamped supersede line: the store line carries superseded_by (Crux reads it the same way)
+    assert [l["op"] for l in lines] == ["store", "store", "delete"]
     assert lines[0]["fact"]["fact_id"] == a.fact_id and lines[0]["fact"]["superseded_by"] == b.fact_id
-    assert lines[1] == {"op": "supersede", "fact_id": a.fact_id, "by_fact_id": b.fact_id,
-                        "superseded_at": lines[1]["superseded_at"]}
-    assert lines[3] == {"op": "delete", "fact_id": gone.fact_id, "deleted_at": lines[3]["deleted_at"]}
-    assert lines[1]["superseded_at"].endswith("+00:00")
+    assert lines[2] == {"op": "delete", "fact_id": gone.fact_id, "deleted_at": lines[2]["deleted_at"]}
+    assert lines[2]["deleted_at"].endswith("+00:00")
     assert (report.facts_dropped, report.facts_retained, report.tombstones_kept) == (1, 2, 1)
     assert report.bytes_after == len(data) < report.bytes_before
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         store.get(gone.fact_id)
     assert store.get(a.fact_id).superseded_by == b.fact_id
+    assert store.verify().ok
+
+
+def test_verify_is_clean_right_after_a_compaction(tmp_path):
+    """Every line of a compacted journal replays: nothing skipped, tombstones reported as such."""
+    store = Store(tmp_path)
+    random_history(store, 3, steps=120)
+    assert store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0] > 5
+    assert store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").fetchone()[0] > 5
+    report = compaction.compact(store)
+    verify = store.verify()
+    assert verify.ok and verify.skipped_events == [] and verify.tombstones == report.tombstones_kept > 0
+    # a fresh open of the compacted journal (no view) agrees: every line applied or a tombstone
+    (tmp_path / "cruxsql.db").unlink()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"cruxsql.db{suffix}").unlink(missing_ok=True)
+    fresh = Store(tmp_path)
+    rows = fresh.db.execute("SELECT op, applied, skip_reason FROM journal_events WHERE applied = 0").fetchall()
+    assert rows == [("delete", 0, view.TOMBSTONE)] * report.tombstones_kept
+    assert fresh.verify().ok
+
+
+def test_corrupt_lines_block_compaction_unless_dropped_into_quarantine(tmp_path):
+    store = Store(tmp_path)
+    store.store("a", "k", "v")
+    corrupt = [b'{"op":"store","fact":{broken', b'{"op":"future_op","fact_id":"f_1"}', b"\xff\xfe not utf-8"]
+    with (tmp_path / "facts.jsonl").open("ab") as fh:
+        for line in corrupt:
+            fh.write(line + b"\n")
+    store.store("b", "k", "after the corrupt lines")
+    before = journal_bytes(tmp_path)
+    with pytest.raises(compaction.CorruptLinesPresent) as err:
+        compaction.compact(store)
+    assert str(err.value).startswith("the journal has 3 corrupt line(s) (line 2, 3, 4) that compaction would drop")
+    assert journal_bytes(tmp_path) == before and list(tmp_path.glob("facts.jsonl.corrupt.*")) == []
+    report = compaction.compact(store, drop_corrupt=True)
+    kept = tmp_path / report.corrupt_lines_file
+    assert report.corrupt_lines_dropped == 3 and kept.name.startswith("facts.jsonl.corrupt.")
+    assert kept.read_bytes() == b"".join(line + b"\n" for line in corrupt)  # byte for byte, in order
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert all(line not in journal_bytes(tmp_path) for line in corrupt)
     assert store.verify().ok
 
 
@@ -98,13 +139,15 @@ def test_compacted_journal_shape_supersede_and_tombstones(tmp_path):
 def test_random_history_compacts_to_view_equal_to_fresh_replay(tmp_path, seed):
     store = Store(tmp_path)
     random_history(store, seed)
-    (tmp_path / "facts.jsonl").open("ab").write(b'{"op":"store","fact":{broken\n')  # a corrupt middle line
+    corrupt = b'{"op":"store","fact":{broken\n'
+    (tmp_path / "facts.jsonl").open("ab").write(corrupt)  # a corrupt middle line
     store.store("late", "k", "after corrupt line")
     live_before = {k: v for k, v in fact_state(store).items() if not v["deleted"]}
     gen_before = store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
-    report = compaction.compact(store)
+    report = compaction.compact(store, drop_corrupt=True)
     assert report.view_update == "direct"
     assert report.corrupt_lines_dropped == 1
+    assert (tmp_path / report.corrupt_lines_file).read_bytes() == corrupt
     verify = store.verify()
     assert verify.view_matches_replay, verify.differences
     assert not verify.corrupt_lines
@@ -163,15 +206,19 @@ def test_consolidation_provenance_survives(tmp_path):
         store.delete(s1.fact_id)
 
 
-def test_latest_only_chain_falls_back_to_rebuild_when_needed(tmp_path, monkeypatch):
+def test_latest_only_chain_keeps_only_the_last_snapshot(tmp_path, monkeypatch):
+    """Replay prunes a latest-only control chain to its last fact, so the view never holds two and the
+    direct view update is exact (there is no rebuild fallback to reach)."""
     monkeypatch.setenv("CORECRUXD_SHARE_PREFIXES_OVERRIDE", "")
     store = Store(tmp_path)
     store.store("__repo_scan__::t::r", "content", "snapshot 1", private=True, owner=FIXTURE_OWNER)
-    store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True, owner=FIXTURE_OWNER)
+    last = store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True, owner=FIXTURE_OWNER)
+    assert [r[0] for r in store.db.execute("SELECT fact_id FROM facts")] == [last.fact_id]
     report = compaction.compact(store)
-    assert store.verify().view_matches_replay
+    assert report.view_update == "direct" and report.facts_retained == 1
     assert b"snapshot 1" not in journal_bytes(tmp_path)
-    assert report.view_update in ("direct", "rebuild")
+    verify = store.verify()
+    assert verify.view_matches_replay and verify.skipped_events == []
 
 
 def test_empty_store_compacts_to_empty_journal(tmp_path):

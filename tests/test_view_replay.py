@@ -109,7 +109,7 @@ def test_supersede_across_tenants_and_unknown_ids_are_skipped(tmp_path: Path) ->
     with cruxsql.open(tmp_path) as store:
         assert store.get("f_a").superseded_by is None
         reasons = [r[0] for r in store.db.execute("SELECT skip_reason FROM journal_events WHERE applied = 0")]
-        assert reasons == ["tenant mismatch", "unknown fact_id", "unknown fact_id"]
+        assert reasons == ["tenant mismatch", "unknown fact_id", "tombstone (fact not in the journal)"]
 
 
 def test_privacy_is_reapplied_and_empty_tenant_defaulted_on_replay(tmp_path: Path, monkeypatch) -> None:

@@ -102,18 +102,22 @@ def hit_line(hit: dict[str, Any]) -> str:
 @click.command("compact")
 @data_dir_option
 @receipt_option
+@click.option("--drop-corrupt", is_flag=True,
+              help="Compact even though the journal has corrupt lines: they move, byte for byte, to a "
+                   "facts.jsonl.corrupt.<hex> file (mode 0600) named in the report.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @fails_cleanly
-def compact(data_dir: Path, override_receipt: Optional[Path], as_json: bool) -> None:
+def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool, as_json: bool) -> None:
     """Rewrite facts.jsonl without deleted facts' content (crash-atomic).
 
     Live facts are kept byte-identical, deleted ones become value-free tombstones. Refused while an
-    active legal hold covers a deleted fact, unless --override-receipt names every blocked fact and hold.
+    active legal hold covers a deleted fact, unless --override-receipt names every blocked fact and hold,
+    and while the journal has corrupt lines, unless --drop-corrupt.
     """
     receipt = load_receipt(override_receipt)
     with open_store(data_dir, "write") as store:
         try:
-            report = compaction.compact(store, override_receipt=receipt,
+            report = compaction.compact(store, override_receipt=receipt, drop_corrupt=drop_corrupt,
                                         progress=progress_callback("compacting journal"))
         except compaction.LegalHoldBlocked as exc:
             raise click.ClickException(blocked_message(exc)) from None
@@ -121,8 +125,8 @@ def compact(data_dir: Path, override_receipt: Optional[Path], as_json: bool) -> 
         echo_json(report.to_dict())
         return
     d = report.to_dict()
-    for name in ("facts_dropped", "facts_retained", "tombstones_kept", "supersede_lines", "provenance_lines",
-                 "corrupt_lines_dropped", "lines_before", "lines_after", "bytes_before", "bytes_after",
+    for name in ("facts_dropped", "facts_retained", "tombstones_kept", "provenance_lines", "corrupt_lines_dropped",
+                 "corrupt_lines_file", "lines_before", "lines_after", "bytes_before", "bytes_after",
                  "override_receipt_id", "seconds"):
         if d[name] is not None:
             click.echo(f"{name:24} {d[name]}")

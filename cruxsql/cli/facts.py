@@ -295,6 +295,8 @@ def verify(strict: bool, erasure: bool, as_json: bool, data_dir: Path) -> None:
         click.echo(f"skipped by replay rules: {len(report.skipped_events)}")
         for ev in report.skipped_events[:20]:
             click.echo(f"  line {ev['line_no']}: {ev['op']} {ev['fact_id']}: {ev['reason']}")
+        if report.tombstones:
+            click.echo(f"tombstones of compacted-away facts: {report.tombstones}")
         click.echo(f"corrupt lines: {len(report.corrupt_lines)}")
         for c in report.corrupt_lines:
             click.echo(f"  line {c['line_no']} (byte {c['byte_offset']}): {c['reason']}")

@@ -18,7 +18,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, TypeVar
 
 import blake3
 
@@ -33,6 +33,7 @@ _READ_CHUNK = 1 << 20
 _ASCII_WS = b" \t\n\r\x0c"
 LOCK_WAIT_NOTICE_SECONDS = 1.0
 _LOCK_POLL_SECONDS = 0.02
+K = TypeVar("K")
 
 
 def fsync_dir(path: Path) -> None:
@@ -296,6 +297,21 @@ class Journal:
     def quarantined_tails(self) -> list[Path]:
         return sorted(self.data_dir.glob(f"{JOURNAL_NAME}.torn.*"))
 
+    def preserve_lines(self, spans: list[tuple[int, int]]) -> Path:
+        """Copy the lines at `(byte_offset, byte_length)` spans, byte for byte and in order, into a new
+        `facts.jsonl.corrupt.<32hex>` file (mode 0600), durably, before a rewrite drops them."""
+        path = self.data_dir / f"{JOURNAL_NAME}.corrupt.{uuid.uuid4().hex}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with open(self.path, "rb") as fh:
+                for offset, length in sorted(spans):
+                    _write_all(fd, os.pread(fh.fileno(), length, offset))
+            os.fsync(fd)  # the copy is durable before the rewrite that drops the originals
+        finally:
+            os.close(fd)
+        fsync_dir(self.data_dir)
+        return path
+
     # --- append ----------------------------------------------------------------------------------
 
     def append(self, lines: list[str]) -> tuple[int, int]:
@@ -373,6 +389,19 @@ class Journal:
                 pending = buf[start:]
                 if progress is not None:
                     progress(pos - offset, total - offset)
+
+    def read_lines(self, spans: Iterable[tuple[K, int, int]]) -> Iterator[tuple[K, bytes]]:
+        """The lines at `(key, byte_offset, byte_length)` spans (as `journal_events` records them), in
+        file order, each as `Record.raw`: without the newline and one `\r` before it."""
+        wanted = sorted(spans, key=lambda s: s[1])
+        if not wanted:
+            return
+        with open(self.path, "rb") as fh:
+            for key, offset, length in wanted:
+                data = os.pread(fh.fileno(), length, offset)
+                if data.endswith(b"\n"):
+                    data = data[:-1]
+                yield key, data[:-1] if data.endswith(b"\r") else data
 
     # --- rewrite ---------------------------------------------------------------------------------
 

@@ -122,6 +122,7 @@ class VerifyReport:
     quarantined_tails: list[str]
     view_matches_replay: bool
     differences: list[str] = field(default_factory=list)
+    tombstones: int = 0  # value-free deletes of facts a compaction dropped: no-ops, not skipped events
 
     @property
     def ok(self) -> bool:
@@ -130,6 +131,7 @@ class VerifyReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok, "events_by_op": self.events_by_op, "skipped_events": self.skipped_events,
+            "tombstones": self.tombstones,
             "corrupt_lines": self.corrupt_lines, "quarantined_tails": self.quarantined_tails,
             "view_matches_replay": self.view_matches_replay, "differences": self.differences,
         }
@@ -430,15 +432,18 @@ class Store:
         skipped = [
             {"line_no": r[0], "op": r[1], "fact_id": r[2], "reason": r[3]}
             for r in self.db.execute(
-                "SELECT line_no, op, fact_id, skip_reason FROM journal_events WHERE applied = 0 ORDER BY line_no")
+                "SELECT line_no, op, fact_id, skip_reason FROM journal_events WHERE applied = 0 AND skip_reason != ? "
+                "ORDER BY line_no", (view.TOMBSTONE,))
         ]
+        tombstones = self.db.execute(
+            "SELECT count(*) FROM journal_events WHERE applied = 0 AND skip_reason = ?", (view.TOMBSTONE,)).fetchone()[0]
         corrupt = [
             {"line_no": r[0], "byte_offset": r[1], "reason": r[2]}
             for r in self.db.execute("SELECT line_no, byte_offset, reason FROM journal_corrupt_lines ORDER BY line_no")
         ]
         differences = self._compare_with_fresh_replay()
         return VerifyReport(events_by_op, skipped, corrupt, [p.name for p in self.journal.quarantined_tails()],
-                            not differences, differences)
+                            not differences, differences, tombstones)
 
     def _compare_with_fresh_replay(self) -> list[str]:
         """Replay the journal into a scratch database inside the data directory (where erasure scans and

@@ -26,6 +26,9 @@ DB_NAME = "cruxsql.db"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _COMMIT_EVERY = 20_000
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
+# The skip reason of a `delete` naming a fact the journal does not hold: the value-free tombstone a
+# compaction writes for a deleted fact it dropped (a no-op in Crux too, where it raises no warning).
+TOMBSTONE = "tombstone (fact not in the journal)"
 
 FACT_COLUMNS = (
     "fact_id", "tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "stored_at",
@@ -191,7 +194,32 @@ def reset_facts(db: apsw.Connection) -> None:
         db.execute(f"DELETE FROM {table}")
 
 
-class _Applier:
+def record_events(db: apsw.Connection, event_rows: list[tuple], event_fact_rows: list[tuple]) -> None:
+    """Insert `journal_events` rows (line_no, byte_offset, byte_length, op, fact_id, event_at, applied,
+    skip_reason) and the `journal_event_facts` rows (line_no, fact_id, role) of the lines they name."""
+    db.executemany(
+        "INSERT OR REPLACE INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+        "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", event_rows)
+    db.executemany(
+        "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", event_fact_rows)
+
+
+def write_checkpoint(db: apsw.Connection, journal: Journal, offset: int, line_count: int, next_seq: int,
+                     generation: str) -> None:
+    """Record that the view holds the journal's first `offset` bytes (`line_count` lines), with their
+    fingerprint; an empty journal has no checkpoint. Inside the caller's transaction."""
+    if offset == 0:
+        db.execute("DELETE FROM journal_checkpoint")
+        return
+    fp = journal.fingerprint(offset)
+    db.execute(
+        "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
+        "generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+        (offset, line_count, fp.inode, fp.tail_hash, next_seq, generation, timestamps.now_ns()),
+    )
+
+
+class Applier:
     """Applies decoded events to the view's tables with the V-C replay rules."""
 
     def __init__(self, db: apsw.Connection, policy: PrivacyPolicy, next_seq: int) -> None:
@@ -204,11 +232,7 @@ class _Applier:
 
     def flush(self) -> None:
         """Write the buffered journal_events rows (inside the caller's transaction)."""
-        self.db.executemany(
-            "INSERT OR REPLACE INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
-            "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.event_rows)
-        self.db.executemany(
-            "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", self.event_fact_rows)
+        record_events(self.db, self.event_rows, self.event_fact_rows)
         self.event_rows.clear()
         self.event_fact_rows.clear()
 
@@ -274,7 +298,7 @@ class _Applier:
             if self._is_canonical(event.fact_id) or self._is_active_source(event.fact_id):
                 return False, "consolidation member", names
             db.execute("UPDATE facts SET deleted = 1 WHERE fact_id = ?", (event.fact_id,))
-            return (db.changes() > 0), (None if db.changes() > 0 else "unknown fact_id"), names
+            return (db.changes() > 0), (None if db.changes() > 0 else TOMBSTONE), names
         if op == "supersede":
             names = [(event.fact_id, "superseded"), (event.by_fact_id, "superseding")]
             target, by = self._fact(event.fact_id), self._fact(event.by_fact_id)
@@ -472,7 +496,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                     stats: ReplayStats, progress: Optional[Callable[[int, int], None]]) -> None:
     offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
     generation = cp.generation if cp else uuid.uuid4().hex
-    applier = _Applier(db, policy, seq)
+    applier = Applier(db, policy, seq)
     records = journal.records(offset, line_no, progress)
     sanitized = False
     while not sanitized:
@@ -487,12 +511,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 applier.sanitize_links()
                 sanitized = True
             last = batch[-1]
-            fp = journal.fingerprint(last.end)
-            db.execute(
-                "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
-                "generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-                (last.end, last.line_no, fp.inode, fp.tail_hash, applier.next_seq, generation, timestamps.now_ns()),
-            )
+            write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
             crash_point("replay-before-commit")
     if not sanitized:
         with db:
@@ -507,7 +526,7 @@ def _take(it: Iterator[Record], n: int) -> Iterator[Record]:
             return
 
 
-def _apply_record(db: apsw.Connection, applier: _Applier, rec: Record, stats: ReplayStats) -> None:
+def _apply_record(db: apsw.Connection, applier: Applier, rec: Record, stats: ReplayStats) -> None:
     if rec.is_blank():
         return
     try:

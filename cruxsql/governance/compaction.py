@@ -1,24 +1,34 @@
 """Journal compaction (factstore spec §5.1), crash-atomic per DESIGN.md §1.
 
-The new journal holds, in order: one `store` line per live fact sorted by (`stored_at`, `fact_id`),
-each followed by a `supersede` line when the fact is superseded; one `consolidation_provenance` line
-per live canonical (sorted by id); one value-free `delete` tombstone per deleted fact (sorted by id).
-Deleted facts' values are not copied forward: compaction is the erasure primitive.
+The new journal holds, in order: one `store` line per live fact sorted by (`stored_at`, `fact_id`);
+one `consolidation_provenance` line per live canonical (sorted by id); one value-free `delete`
+tombstone per deleted fact (sorted by id). Deleted facts' values are not copied forward: compaction is
+the erasure primitive.
+
+Where it differs from Crux's `compact_journal`: Crux follows a superseded fact's store line with a
+`supersede` line re-stamped with the compaction time, which replay skips (its successor is not stored
+yet) or applies to no effect; cruxsql writes none, because the store line already carries
+`superseded_by`. The journal stays Crux-readable, to the same state, and replays without a skipped
+line: `verify --strict` is clean right after a compaction (tombstones are reported as such). Corrupt
+lines are never dropped silently: compaction refuses while any exist, unless told to drop them, and
+then keeps them byte for byte in `facts.jsonl.corrupt.<32hex>` (mode 0600) first.
 
 Facts are re-serialised from the view with `Fact.to_json`, so a fact that did not change comes out
 byte-identical. The view's facts hold only what the journal said (access counts kept elsewhere by
 the salience lane are never baked in).
 
 Steps, all under the writer lock after catching the view up:
-1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first);
+1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
+   corrupt-line guard;
 2. `Journal.rewrite`: temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
 3. the view is rewritten in one SQLite transaction, opened before step 2 and committed after the
    rename, carrying the new journal's fingerprint and a new generation. A crash before that commit
-   leaves a view whose fingerprint no longer matches, which the next open repairs by a rebuild.
+   leaves a view whose fingerprint no longer matches, which the next open repairs by a rebuild; an
+   error after the rename rebuilds the view at once.
 
-The view update is computed directly from what was written (no re-parse of the new journal): the
-rows are exactly those a fresh replay would produce. For the rare shapes where that is not certain
-(a latest-only control chain holding more than one fact) it falls back to a full rebuild.
+The view update is computed directly from what was written (no re-parse of the new journal): the new
+journal holds a subset of the view's facts, unchanged, so replay would derive the same rows; replay's
+own code records the event rows, decides provenance lines and writes the checkpoint.
 """
 
 from __future__ import annotations
@@ -64,9 +74,9 @@ class CompactionReport:
     facts_dropped: int = 0
     facts_retained: int = 0
     tombstones_kept: int = 0
-    supersede_lines: int = 0
     provenance_lines: int = 0
     corrupt_lines_dropped: int = 0
+    corrupt_lines_file: Optional[str] = None
     lines_before: int = 0
     lines_after: int = 0
     bytes_before: int = 0
@@ -149,7 +159,7 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
 
 
 def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
-            hash_before: bool = False, view_update: str = "auto") -> CompactionReport:
+            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
     """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`)."""
     with store.writer_lock():
         if store.journal.poisoned:
@@ -165,7 +175,8 @@ def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] =
             check_override(override_receipt, covered)
             legal_holds.store_receipt(store, override_receipt)
             receipt_id = override_receipt.receipt_id
-        report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update)
+        report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update,
+                                   drop_corrupt=drop_corrupt)
         report.override_receipt_id = receipt_id
         return report
 
@@ -217,14 +228,13 @@ def fact_json(r: tuple) -> str:
     return "".join(parts)
 
 
-_LIVE = (f"SELECT {_FACT_SELECT_F}, b.stored_at_ns, b.fact_id, b.tenant_hash, b.deleted, f.rowid, f.seq "
-         "FROM facts f LEFT JOIN facts b ON b.fact_id = f.superseded_by WHERE f.deleted = 0 {after} "
+_LIVE = (f"SELECT {_FACT_SELECT_F}, f.rowid, f.seq FROM facts f WHERE f.deleted = 0 {{after}} "
          "ORDER BY f.stored_at_ns, f.fact_id LIMIT {limit}")
 
 
-def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str],
+def _plan(db, applier: view.Applier, now_text: str, stats: CompactionReport, drop_sources: list[str],
           chunk_done: Callable[[], None] = lambda: None) -> Iterator[tuple]:
-    """The compacted journal's lines, with the view rows a fresh replay would derive from each.
+    """The compacted journal's lines, with the view rows a fresh replay derives from each.
 
     Live facts are read in keyset-paginated chunks (no statement stays open across a chunk), and
     `chunk_done` runs between chunks so the caller can update those rows.
@@ -239,22 +249,10 @@ def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str],
         if not rows:
             break
         for row in rows:
-            fid, tenant, stored_ns, by = row[0], row[1], row[8], row[17]
+            fid = row[0]
             stats.facts_retained += 1
             yield ('{"op":"store","fact":' + fact_json(row) + "}", "store", fid, row[7], True, None,
-                   ((fid, "stored"),), (row[30], row[31]))
-            if by is not None:
-                stats.supersede_lines += 1
-                b_ns, b_id, b_tenant, b_deleted = row[26:30]
-                if b_id is None or b_deleted or (b_ns, b_id) > (stored_ns, fid):
-                    applied, reason = False, "unknown fact_id"
-                elif b_tenant != tenant:
-                    applied, reason = False, "tenant mismatch"
-                else:
-                    applied, reason = True, None
-                yield ('{"op":"supersede","fact_id":' + _jstr(fid) + ',"by_fact_id":' + _jstr(by)
-                       + ',"superseded_at":' + _jstr(now_text) + "}", "supersede", fid, now_text, applied, reason,
-                       ((fid, "superseded"), (by, "superseding")), None)
+                   ((fid, "stored"),), (row[26], row[27]))
         last = (rows[-1][8], rows[-1][0])
         del rows
         chunk_done()
@@ -265,35 +263,19 @@ def _plan(db, now_text: str, stats: CompactionReport, drop_sources: list[str],
     for cid, tenant in canonicals:
         ids = [r[0] for r in db.execute(
             "SELECT source_fact_id FROM consolidation_sources WHERE canonical_fact_id = ? ORDER BY position", (cid,))]
-        reason = None
-        for sid in ids:
-            src = db.execute("SELECT tenant_hash, deleted, superseded_by FROM facts WHERE fact_id = ?", (sid,)).fetchone()
-            if src is None or src[1] or src[0] != tenant or src[2] != cid:
-                reason = f"invalid source {sid}"
-                break
-        if reason:
+        event = codec.ConsolidationProvenanceEvent(cid, ids, tenant, now_text)
+        # Replay's own rule decides (deleted sources count as missing, as they will be in the new journal).
+        applied, reason, names = applier.apply(event, 0)
+        if not applied:
             drop_sources.append(cid)
         stats.provenance_lines += 1
-        yield (codec.encode_event(codec.ConsolidationProvenanceEvent(cid, ids, tenant, now_text)),
-               "consolidation_provenance", cid, now_text, reason is None, reason,
-               [(cid, "canonical")] + [(sid, "source") for sid in ids], None)
+        yield (codec.encode_event(event), "consolidation_provenance", cid, now_text, applied, reason, names, None)
     tail = ',"deleted_at":' + _jstr(now_text) + "}"
     for (fid,) in db.execute("SELECT fact_id FROM facts WHERE deleted = 1 ORDER BY fact_id"):
         stats.facts_dropped += 1
         stats.tombstones_kept += 1
         yield ('{"op":"delete","fact_id":' + _jstr(fid) + tail, "delete", fid, now_text, False,
-               "unknown fact_id", ((fid, "deleted"),), None)
-
-
-def _needs_rebuild(db) -> bool:
-    """A latest-only control chain with more than one live fact: replay would prune it; rebuild instead."""
-    clause = " OR ".join("substr(c.entity, 1, ?) = ?" for _ in _LATEST_ONLY_PREFIXES)
-    params = [x for p in _LATEST_ONLY_PREFIXES for x in (len(p), p)]
-    return db.execute(
-        "SELECT 1 FROM facts c JOIN facts o ON o.tenant_hash = c.tenant_hash AND o.entity = c.entity "
-        "AND o.key = c.key AND o.fact_id != c.fact_id AND o.deleted = 0 "
-        f"WHERE c.deleted = 0 AND c.private = 1 AND c.key = 'content' AND ({clause}) LIMIT 1", params,
-    ).fetchone() is not None
+               view.TOMBSTONE, ((fid, "deleted"),), None)
 
 
 def checkpoint_wal(db, attempts: int = 20) -> bool:
@@ -346,39 +328,59 @@ def estimate_bytes_after(store) -> int:
     """The size the journal would have if compacted now (nothing is written)."""
     stats = CompactionReport()
     now_text = timestamps.format_event_time(timestamps.now_ns())
-    return sum(len(line[0].encode("utf-8")) + 1 for line in _plan(store.db, now_text, stats, []))
+    with store.db:  # the provenance check rewrites the rows it approves: roll that back
+        lines = _plan(store.db, view.Applier(store.db, store.policy, 0), now_text, stats, [])
+        size = sum(len(line[0].encode("utf-8")) + 1 for line in lines)
+        store.db.execute("SAVEPOINT keep_nothing")
+        store.db.execute("ROLLBACK TO keep_nothing")
+    return size
 
 
-_SANITIZE = (
-    "UPDATE facts SET supersedes = NULL WHERE fact_id IN ("
-    " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.supersedes"
-    "  WHERE a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)",
-    "UPDATE facts SET superseded_by = NULL WHERE fact_id IN ("
-    " SELECT a.fact_id FROM facts a JOIN facts b ON b.fact_id = a.superseded_by WHERE a.tenant_hash != b.tenant_hash)",
-)
+class CorruptLinesPresent(Conflict):
+    """Compaction would drop undecodable journal lines; the operator must say so (`drop_corrupt`)."""
 
 
-def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = False,
-                      view_update: str = "auto") -> CompactionReport:
-    """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard)."""
-    if view_update not in ("auto", "direct", "rebuild"):
-        raise InvalidInput(f"view_update must be auto, direct or rebuild, not {view_update!r}")
+def _refuse_or_preserve_corrupt_lines(store, drop_corrupt: bool, report: CompactionReport) -> None:
+    """A compaction never drops a line silently: refuse while corrupt lines exist, or, when asked to
+    drop them, first keep them byte for byte in a quarantine file named in the report."""
+    rows = store.db.execute(
+        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines ORDER BY line_no").fetchall()
+    report.corrupt_lines_dropped = len(rows)
+    if not rows:
+        return
+    if not drop_corrupt:
+        shown = ", ".join(str(r[0]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+        raise CorruptLinesPresent(
+            f"the journal has {len(rows)} corrupt line(s) (line {shown}) that compaction would drop; run "
+            "`cruxsql verify` to see them, or pass --drop-corrupt to move them to a quarantine file first")
+    report.corrupt_lines_file = store.journal.preserve_lines([(r[1], r[2]) for r in rows]).name
+
+
+def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = False, view_update: str = "direct",
+                      drop_corrupt: bool = False) -> CompactionReport:
+    """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard).
+
+    `view_update="direct"` derives the view's rows from the lines written; `"rebuild"` replays the new
+    journal instead (slower; the two are tested equal).
+    """
+    if view_update not in ("direct", "rebuild"):
+        raise InvalidInput(f"view_update must be direct or rebuild, not {view_update!r}")
     started = time.perf_counter()
     db, journal = store.db, store.journal
     with store.writer_lock():
         store.refresh()
         report = CompactionReport()
         report.stale_temp_files_removed = remove_stale_temp_files(journal)
+        _refuse_or_preserve_corrupt_lines(store, drop_corrupt, report)
         st = journal.stat()
         cp = view.read_checkpoint(db)
         report.bytes_before = st.st_size if st else 0
         report.inode_before = st.st_ino if st else None
         report.lines_before = cp.line_count if cp else 0
-        report.corrupt_lines_dropped = db.execute("SELECT count(*) FROM journal_corrupt_lines").fetchone()[0]
         if hash_before and st is not None:
             report.journal_blake3_before = file_blake3(journal.path)
-        direct = view_update == "direct" or (view_update == "auto" and not _needs_rebuild(db))
-        report.view_update = "direct" if direct else "rebuild"
+        direct = view_update == "direct"
+        report.view_update = view_update
         total = db.execute("SELECT count(*) FROM facts").fetchone()[0]
         now_text = timestamps.format_event_time(timestamps.now_ns())
         hasher = blake3.blake3()
@@ -405,11 +407,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             order = {"last_seq": None, "renumber": False}
 
             def flush() -> None:
-                if events:
-                    db.executemany("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, "
-                                   "event_at, applied, skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
-                    db.executemany("INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) "
-                                   "VALUES (?, ?, ?)", names)
+                view.record_events(db, events, names)
                 events.clear()
                 names.clear()
 
@@ -423,8 +421,9 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                 n = state["line_no"]
                 offset = state["offset"]
                 half = max(1, total // 2)
+                applier = view.Applier(db, store.policy, 0)
                 for text, op, fact_id, event_at, applied, reason, line_names, meta in _plan(
-                        db, now_text, report, drop_sources, chunk_done):
+                        db, applier, now_text, report, drop_sources, chunk_done):
                     data = text.encode("utf-8")
                     emit(text)
                     hasher.update(data)
@@ -475,19 +474,12 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                     db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id = ?", (cid,))
                 db.execute("DELETE FROM consolidation_sources WHERE canonical_fact_id NOT IN "
                            "(SELECT fact_id FROM facts WHERE deleted = 0)")
-                for sql in _SANITIZE:
-                    db.execute(sql)
+                # No link sanitisation here: every link the view holds was sanitised when it was
+                # replayed, and the new journal holds a subset of the same facts, unchanged.
                 for sql in dropped_indexes:
                     db.execute(sql)
-                if size > 0:
-                    fp = journal.fingerprint(size)
-                    db.execute(
-                        "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, "
-                        "next_seq, generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-                        (size, report.lines_after, fp.inode, fp.tail_hash, max(next_seq, report.facts_retained + 1),
-                         generation, timestamps.now_ns()))
-                else:
-                    db.execute("DELETE FROM journal_checkpoint")
+                view.write_checkpoint(db, journal, size, report.lines_after,
+                                      max(next_seq, report.facts_retained + 1), generation)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
         except BaseException:

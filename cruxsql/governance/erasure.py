@@ -364,8 +364,10 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
                 fragments.extend(prefix_needles(fid, value))
             erased.append(entry)
         del erased_rows
+        # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
+        # the report), where the byte scan below still looks for erased values.
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
-                                  progress=progress, hash_before=True)
+                                  progress=progress, hash_before=True, drop_corrupt=True)
         crash_point("erase-after-compact")
         # From here on the journal no longer holds the values: record failures in the report, never
         # lose the report over them.
@@ -418,7 +420,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
                 "journal": {"lines_before": comp.lines_before, "lines_after": comp.lines_after,
                             "bytes_before": comp.bytes_before, "bytes_after": comp.bytes_after,
                             "facts_dropped": comp.facts_dropped, "tombstones": comp.tombstones_kept,
-                            "corrupt_lines_dropped": comp.corrupt_lines_dropped},
+                            "corrupt_lines_dropped": comp.corrupt_lines_dropped,
+                            "corrupt_lines_file": comp.corrupt_lines_file},
                 "view": {"fact_rows_removed": comp.facts_dropped, "generation": comp.generation,
                          "derived_indexes_synced": indexes, **sqlite},
                 "documents": documents,

@@ -98,17 +98,7 @@ def retention_report(store, older_than: str, now_ns: Optional[int] = None) -> di
         tombstone = len('{"op":"delete","fact_id":"","deleted_at":"2026-01-01T00:00:00.000000000+00:00"}') + 1
         eligible_ids = [e["fact_id"] for e in c.eligible]
         freed = sum(e["journal_bytes"] for e in c.eligible)
-        superseded = 0
-        for i in range(0, len(eligible_ids), 500):
-            chunk = eligible_ids[i:i + 500]
-            superseded += store.db.execute(
-                f"SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL AND fact_id IN ({','.join('?' * len(chunk))})",
-                chunk).fetchone()[0]
-        supersede_line = len('{"op":"supersede","fact_id":"f_00000000000000000000000000000000","by_fact_id":'
-                             '"f_00000000000000000000000000000000","superseded_at":'
-                             '"2026-01-01T00:00:00.000000000+00:00"}') + 1
-        after = max(0, compacted_now - freed - superseded * supersede_line
-                    + sum(tombstone + len(i.encode()) for i in eligible_ids))
+        after = max(0, compacted_now - freed + sum(tombstone + len(i.encode()) for i in eligible_ids))
         reasons: dict[str, int] = {}
         for p in c.protected:
             key = p["reason"] if not p["reason"].startswith("daemon-owned") else "daemon-owned prefix"

@@ -351,7 +351,7 @@ class Timeline:
         changes: list[tuple] = []
         need_values = [(ln, off, n) for ln, op, _, applied, off, n in events
                        if applied and op in ("set_validity", "set_horizon")]
-        payloads = {ln: codec.decode_event(raw) for ln, raw in self._read_lines(need_values)}
+        payloads = {ln: codec.decode_event(raw) for ln, raw in self.journal.read_lines(need_values)}
         roles: dict[int, list[tuple[str, str]]] = {}
         for line_no, fact_id, role in db.execute(
                 "SELECT ef.line_no, ef.fact_id, ef.role FROM journal_event_facts ef JOIN journal_events e "
@@ -391,14 +391,6 @@ class Timeline:
         db.execute("INSERT OR REPLACE INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",
                    (generation, max_line))
 
-    def _read_lines(self, wanted: list[tuple[int, int, int]]) -> Iterable[tuple[int, bytes]]:
-        if not wanted:
-            return
-        with open(self.journal.path, "rb") as fh:
-            for line_no, offset, length in sorted(wanted, key=lambda w: w[1]):
-                fh.seek(offset)
-                yield line_no, fh.read(length).rstrip(b"\r\n")
-
     def _birth_rows(self, fact_ids: list[str]) -> list[tuple]:
         """Each fact's attribute values as the line that stored it wrote them (privacy aside)."""
         rows = []
@@ -412,7 +404,7 @@ class Timeline:
                     "ON t.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(chunk)),)):
                 lines.setdefault(line_no, []).append(fact_id)
                 meta[line_no] = (off, n, at)
-        for line_no, raw in self._read_lines([(ln, m[0], m[1]) for ln, m in meta.items()]):
+        for line_no, raw in self.journal.read_lines([(ln, m[0], m[1]) for ln, m in meta.items()]):
             at = meta[line_no][2]
             if at is None:
                 continue
