@@ -286,3 +286,57 @@ def test_seq_kept_when_order_holds_and_renumbered_when_not(tmp_path):
     assert store.db.execute("SELECT fact_id FROM facts WHERE seq = 1").fetchone()[0] == late.fact_id
     assert store.verify().view_matches_replay
     assert timestamps.format_fact_time(late.stored_at) in journal_bytes(tmp_path / "b").decode().splitlines()[0]
+
+
+def test_a_held_snapshot_pruned_from_the_view_still_blocks_compaction(tmp_path, monkeypatch):
+    """A latest-only snapshot replaced by a newer one lives only in the journal; a hold covering it
+    blocks the compaction that would erase it (found by re-reading its journal line)."""
+    from cruxsql.governance import legal_holds
+    monkeypatch.setenv("CORECRUXD_SHARE_PREFIXES_OVERRIDE", "")
+    store = Store(tmp_path)
+    old = store.store("__repo_scan__::t::r", "content", "PRUNED_SNAPSHOT_1", private=True, owner=FIXTURE_OWNER)
+    store.store("__repo_scan__::t::r", "content", "snapshot 2", private=True, owner=FIXTURE_OWNER)
+    hold, _ = legal_holds.place_hold(store, "default", "litigation", ["__repo_scan__::"])
+    before = journal_bytes(tmp_path)
+    with pytest.raises(compaction.LegalHoldBlocked) as err:
+        compaction.compact(store)
+    assert err.value.covered == [(old.fact_id, [hold.hold_id])]
+    assert journal_bytes(tmp_path) == before
+    legal_holds.release(store, hold.hold_id)
+    compaction.compact(store)
+    assert b"PRUNED_SNAPSHOT_1" not in journal_bytes(tmp_path)
+
+
+@pytest.mark.parametrize("fail_at", ["writing", "after-rename"])
+def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path, monkeypatch, fail_at):
+    store = Store(tmp_path)
+    random_history(store, 5, steps=60)
+    state_before, journal_before = fact_state(store), journal_bytes(tmp_path)
+    if fail_at == "writing":  # before the commit point: the old journal and the old view stay
+        monkeypatch.setattr(compaction, "fact_json", lambda row: (_ for _ in ()).throw(OSError("disk full")))
+    else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
+        real = view.write_checkpoint
+        calls = []
+
+        def fail_once(*args):  # the direct update's checkpoint fails; the rebuild's succeeds
+            calls.append(args)
+            if len(calls) == 1:
+                raise OSError("disk full")
+            return real(*args)
+
+        monkeypatch.setattr(view, "write_checkpoint", fail_once)
+    with pytest.raises(OSError, match="disk full"):
+        compaction.compact(store)
+    monkeypatch.undo()
+    if fail_at == "writing":
+        assert journal_bytes(tmp_path) == journal_before
+        assert fact_state(store) == state_before
+        assert list(tmp_path.glob("facts.jsonl.compact-*")) == []
+    else:
+        assert journal_bytes(tmp_path) != journal_before
+        assert len(calls) == 2  # the direct update's, then the rebuild's
+        assert fact_state(store) == {k: v for k, v in state_before.items() if not v["deleted"]}
+    verify = store.verify()
+    assert verify.view_matches_replay and not store.refresh().rebuilt
+    store.store("after", "k", "v")
+    assert store.verify().view_matches_replay

@@ -8,7 +8,6 @@ release. An event that is not durable in the journal is never visible in the vie
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 import uuid
 from contextlib import contextmanager

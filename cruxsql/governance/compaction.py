@@ -33,7 +33,6 @@ own code records the event rows, decides provenance lines and writes the checkpo
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -45,7 +44,7 @@ import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
 from ..facts import codec, timestamps, view
-from ..facts.faults import CRASH_ENV, crash_point
+from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME, Journal
 from . import legal_holds
 
@@ -113,19 +112,17 @@ def _pruned_control_facts_covered(store, holds: list[legal_holds.LegalHold]) -> 
     if not rows:
         return []
     out: dict[str, set[str]] = {}
-    with open(store.journal.path, "rb") as fh:
-        for line_no, offset, length in rows:
-            raw = os.pread(fh.fileno(), length, offset).rstrip(b"\r\n")
-            try:
-                event = codec.decode_event(raw)
-            except codec.CorruptLine as exc:
-                raise InvalidInput(f"cannot verify legal-hold coverage for fact journal line {line_no}: {exc}") from None
-            for fact in codec.event_facts(event):
-                if store.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (fact.fact_id,)).fetchone():
-                    continue
-                ids = legal_holds.covering_holds(active, fact.tenant_hash or "default", fact.entity)
-                if ids:
-                    out.setdefault(fact.fact_id, set()).update(ids)
+    for line_no, raw in store.journal.read_lines(rows):
+        try:
+            event = codec.decode_event(raw)
+        except codec.CorruptLine as exc:
+            raise InvalidInput(f"cannot verify legal-hold coverage for fact journal line {line_no}: {exc}") from None
+        for fact in codec.event_facts(event):
+            if store.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (fact.fact_id,)).fetchone():
+                continue
+            ids = legal_holds.covering_holds(active, fact.tenant_hash or "default", fact.entity)
+            if ids:
+                out.setdefault(fact.fact_id, set()).update(ids)
     return [(fid, sorted(ids)) for fid, ids in sorted(out.items())]
 
 
