@@ -46,7 +46,8 @@ def test_jsonl_events_in_order_with_resulting_state(tmp_path):
     assert [f for f in sup["facts"] if f["role"] == "superseded"][0]["state"]["superseded_by"] == a2.fact_id
     assert events[3]["facts"][0]["state"]["valid_from"] == timestamps.format_fact_time(10**18)
     assert events[4]["facts"][0]["state"]["deleted"] is True
-    assert events[5]["facts"][0]["state"]["reverified_at"] is not None
+    assert events[5]["facts"][0]["state"]["reverified_at"] == timestamps.format_fact_time(
+        store.get(a2.fact_id).reverified_at)
     # private facts and other tenants are left out
     text = out.read_text()
     assert "private note" not in text and "b@example.com" not in text

@@ -87,21 +87,49 @@ def test_crash_inside_the_view_transaction(tmp_path: Path) -> None:
         assert store.verify().ok
 
 
+def _run_store_and_kill(data_dir: Path, args: list[str], kill_when) -> tuple[int, str, bool]:
+    """Run `cruxsql store ...`, polling every millisecond; SIGKILL it as soon as `kill_when(appended)`
+    says so. Returns (exit status, stdout, whether its line reached the journal)."""
+    journal = data_dir / "facts.jsonl"
+    size_before = journal.stat().st_size if journal.exists() else 0
+    env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "cruxsql", "store", *args], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    while proc.poll() is None:
+        if kill_when(journal.exists() and journal.stat().st_size > size_before):
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.001)
+    out, _ = proc.communicate(timeout=60)
+    return proc.returncode, out, journal.exists() and journal.stat().st_size > size_before
+
+
 def test_cli_processes_killed_at_random_moments(tmp_path: Path) -> None:
+    """Three kinds of round: a store left to finish (acknowledged), one killed the moment its line lands
+    in the journal (before the view and the acknowledgement), one killed at a random moment."""
     rng = random.Random(11)
     acknowledged: list[str] = []
-    env = {**os.environ, "CRUXSQL_DATA_DIR": str(tmp_path)}
-    for i in range(8):
-        proc = subprocess.Popen([sys.executable, "-m", "cruxsql", "store", "svc", f"k{i % 2}", f"v{i}"],
-                                stdout=subprocess.PIPE, text=True, env=env)
-        try:
-            out, _ = proc.communicate(timeout=rng.uniform(0.05, 0.6))
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            out, _ = proc.communicate()
-        if proc.returncode == 0:
+    killed_after_append = killed_at_random = 0
+    rounds = ["finish", "after-append", "random"] * 3 + ["after-append"] * 3  # the last only if still needed
+    for i, mode in enumerate(rounds):
+        if i >= 9 and killed_after_append >= 2:
+            break
+        deadline = time.monotonic() + rng.uniform(0.05, 1.0)
+        status, out, appended = _run_store_and_kill(
+            tmp_path, ["svc", f"k{i % 2}", f"v{i}"],
+            {"finish": lambda grown: False, "after-append": lambda grown: grown,
+             "random": lambda grown: time.monotonic() > deadline}[mode])
+        if out.strip():  # printed, so acknowledged (even if the kill then caught the process exiting)
             acknowledged.append(out.split()[0])
+        elif status == -signal.SIGKILL:
+            killed_after_append += appended
+            killed_at_random += mode == "random"
     _assert_consistent(tmp_path, acknowledged)
+    assert len(acknowledged) >= 3  # every "finish" round
+    assert killed_after_append >= 2  # durable in the journal, never acknowledged: applied at the next open
+    assert killed_at_random >= 1
+    with cruxsql.open(tmp_path) as store:
+        assert len(store.db.execute("SELECT fact_id FROM facts").fetchall()) >= len(acknowledged) + 2
 
 
 def test_kill_during_rebuild_reopens_to_a_full_replay(tmp_path: Path) -> None:

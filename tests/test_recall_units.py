@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from cruxsql.facts import codec
 from cruxsql.recall import crc_v1, freshness, scope, tokens
 from cruxsql.recall.freshness import DecayPolicy, freshness_at, parse_freshness_horizon, salience_factor
 
@@ -21,10 +22,10 @@ def test_estimators_fixtures():
     assert tokens.estimate_tokens({"entity": "project-x", "key": "status", "value": "done"}) == 13  # 53 bytes
     assert tokens.estimate_tokens_str("") == 1
     assert tokens.estimate_tokens_str("héllo wörld!") == 3  # 14 bytes
-    assert tokens.fact_tokens("") == 0
-    assert tokens.fact_tokens("hello world") == 3
+    assert codec.token_cost("") == 0
+    assert codec.token_cost("hello world") == 3
     assert tokens.crc_full_cost("hello world") == 2
-    assert tokens.fact_tokens("é" * 3) == 2  # 6 bytes
+    assert codec.token_cost("é" * 3) == 2  # 6 bytes
 
 
 def test_budget_tiers_fixtures():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from functools import lru_cache
+from typing import Optional
 
 from ..errors import InvalidInput
 
@@ -131,6 +132,11 @@ def _format(ns: int, suffix: str) -> str:
 def format_fact_time(ns: int) -> str:
     """A fact timestamp as chrono serde writes it: AutoSi fraction, `Z` suffix."""
     return _format(ns, "Z")
+
+
+def format_optional_fact_time(ns: Optional[int]) -> Optional[str]:
+    """`format_fact_time`, or None for an unset timestamp."""
+    return None if ns is None else _format(ns, "Z")
 
 
 def format_event_time(ns: int) -> str:

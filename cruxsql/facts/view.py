@@ -42,6 +42,9 @@ _INSERT_FACT = (
 FACT_SELECT = ", ".join(FACT_COLUMNS[:26])
 
 
+_opt_time = timestamps.format_optional_fact_time
+
+
 def migrations_dir() -> Path:
     """`migrations/` at the repository root in a checkout, or `cruxsql/migrations` in a wheel."""
     packaged = resources.files("cruxsql") / "migrations"
@@ -50,18 +53,14 @@ def migrations_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "migrations"
 
 
-def _ts(ns: Optional[int]) -> Optional[str]:
-    return None if ns is None else timestamps.format_fact_time(ns)
-
-
 def fact_row(fact: Fact, seq: int, line_no: int) -> tuple:
     return (
         fact.fact_id, fact.tenant_hash, fact.entity, fact.key, fact.value, fact.source_receipt,
         fact.confidence, timestamps.format_fact_time(fact.stored_at), fact.stored_at, fact.tokens,
         int(fact.deleted), fact.version, fact.supersedes, int(fact.private), fact.horizon_class,
-        _ts(fact.reverified_at), fact.reverified_at, fact.superseded_by, fact.actor,
-        _ts(fact.valid_from), fact.valid_from, _ts(fact.valid_to), fact.valid_to, fact.access_count,
-        _ts(fact.last_accessed_at), fact.last_accessed_at, seq, line_no,
+        _opt_time(fact.reverified_at), fact.reverified_at, fact.superseded_by, fact.actor,
+        _opt_time(fact.valid_from), fact.valid_from, _opt_time(fact.valid_to), fact.valid_to, fact.access_count,
+        _opt_time(fact.last_accessed_at), fact.last_accessed_at, seq, line_no,
     )
 
 
@@ -319,7 +318,7 @@ class Applier:
         if op == "set_validity":
             db.execute(
                 "UPDATE facts SET valid_from = ?, valid_from_ns = ?, valid_to = ?, valid_to_ns = ? WHERE fact_id = ?",
-                (_ts(event.valid_from), event.valid_from, _ts(event.valid_to), event.valid_to, event.fact_id),
+                (_opt_time(event.valid_from), event.valid_from, _opt_time(event.valid_to), event.valid_to, event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "validity")]
@@ -330,7 +329,7 @@ class Applier:
         if op == "reverify":
             db.execute(
                 "UPDATE facts SET reverified_at = ?, reverified_at_ns = ? WHERE fact_id = ?",
-                (_ts(event.reverified_at), event.reverified_at, event.fact_id),
+                (_opt_time(event.reverified_at), event.reverified_at, event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "reverified")]

@@ -30,9 +30,9 @@ from typing import Any, Iterator, Optional
 import blake3
 
 from ..errors import InvalidInput
-from ..facts import codec, timestamps
+from ..facts import codec, timestamps, view
 from ..facts.codec import Fact
-from ..facts.journal import write_file_durably
+from ..facts.journal import JOURNAL_NAME, write_file_durably
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
 
@@ -92,18 +92,15 @@ class ExportSummary:
         return asdict(self)
 
 
-def _ts(ns: Optional[int]) -> Optional[str]:
-    return None if ns is None else timestamps.format_fact_time(ns)
-
-
 def flat_state(fact: Optional[Fact]) -> list[Any]:
     """A fact's state as STATE_COLUMNS values (all None for a fact the event removed)."""
     if fact is None:
         return [None] * len(STATE_COLUMNS)
+    opt = timestamps.format_optional_fact_time
     return [fact.tenant_hash, fact.entity, fact.key, fact.value, fact.version, fact.deleted, fact.supersedes,
             fact.superseded_by, fact.private, fact.confidence, timestamps.format_fact_time(fact.stored_at),
-            fact.horizon_class, _ts(fact.valid_from), _ts(fact.valid_to), _ts(fact.reverified_at), fact.actor,
-            fact.source_receipt, fact.access_count, _ts(fact.last_accessed_at)]
+            fact.horizon_class, opt(fact.valid_from), opt(fact.valid_to), opt(fact.reverified_at), fact.actor,
+            fact.source_receipt, fact.access_count, opt(fact.last_accessed_at)]
 
 
 def _event_ns(text: Optional[str]) -> Optional[int]:
@@ -378,7 +375,7 @@ def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record:
     output = Path(output)
     if output.exists() and output.is_dir():
         raise InvalidInput(f"--output {str(output)!r} is a directory")
-    if output.resolve() == (Path(store.data_dir) / "cruxsql.db").resolve() or output.name == "facts.jsonl" \
+    if output.resolve() == (Path(store.data_dir) / view.DB_NAME).resolve() or output.name == JOURNAL_NAME \
             and output.parent.resolve() == Path(store.data_dir).resolve():
         raise InvalidInput(f"--output {str(output)!r} would overwrite the store itself")
     if not output.parent.is_dir():

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..facts import timestamps
-from ..facts.codec import to_f32
+from ..facts.codec import to_f32, token_cost
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
 from .fact_index import TextIndex, Timeline
@@ -481,6 +481,7 @@ class Recall:
                 [(at_ns, fid) for fid in fact_ids])
 
     def access_counts(self) -> dict[str, int]:
+        """Recall counts per fact (`CORECRUXD_MEMORY_SALIENCE`), kept in the view, never journaled."""
         return dict(self.db.execute("SELECT fact_id, access_count FROM recall_salience"))
 
     # --- get_bootstrap ----------------------------------------------------------------------------
@@ -506,7 +507,7 @@ class Recall:
         prefix = f"{BOOTSTRAP_PREFIX}{norm}:" if norm is not None else BOOTSTRAP_PREFIX
         self._prepare()
         catalogue = [{"fact_id": None, "entity": e, "key": k, "value": v, "confidence": None,
-                      "tokens": tokens.fact_tokens(v)}
+                      "tokens": token_cost(v)}
                      for e, k, v in crc_v1.tool_output_catalogue()] if norm == "tool-output" else []
         empty = BootstrapResult(topic, prefix, catalogue, 0, 0, sum(f["tokens"] for f in catalogue), token_budget)
         terms = scope.split_terms(query) if query is not None else None

@@ -76,15 +76,6 @@ def owner_entity(agent: str, logical: str) -> str:
     return agent_private_entity(agent, logical)
 
 
-def entity_matches(stored: str, visible: str, requested: str) -> bool:
-    """Stored entity equals the request, or the visible (logical) entity does."""
-    return stored == requested or visible == requested
-
-
-def entity_prefix_matches(stored: str, visible: str, prefix: str) -> bool:
-    return stored.startswith(prefix) or visible.startswith(prefix)
-
-
 def prefix_upper_bound(prefix: str) -> Optional[str]:
     """The least string above every string that starts with `prefix` in code point (= UTF-8 BINARY)
     order, so `prefix <= s < bound` holds exactly for the strings starting with `prefix`; None when

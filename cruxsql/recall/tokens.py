@@ -37,11 +37,6 @@ def estimate_tokens_str(text: str) -> int:
     return max(1, len(text.encode("utf-8")) // CHARS_PER_TOKEN)
 
 
-def fact_tokens(value: str) -> int:
-    """`fact_store::estimate_tokens` (a fact's `tokens`): ceil(UTF-8 bytes / 4), "" -> 0."""
-    return (len(value.encode("utf-8")) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
 def crc_full_cost(value: str) -> int:
     """CRC-v1 `cost_estimate.full` contribution of one fact: floor(UTF-8 bytes / 4)."""
     return len(value.encode("utf-8")) // CHARS_PER_TOKEN
