@@ -1,0 +1,78 @@
+"""The recall trigram index on its own: appends, catch-up after a rewrite, a new generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import cruxsql
+from cruxsql.governance import compaction
+from cruxsql.recall.fact_index import TextIndex, term_grams
+
+
+def _expected(store, term: str) -> list[int]:
+    """Brute force: seqs whose value, key or entity contains `term` (all ASCII here, so no lowering)."""
+    return sorted(seq for seq, e, k, v in store.db.execute("SELECT seq, entity, key, value FROM facts")
+                  if term in v.lower() or term in k.lower() or term in e.lower())
+
+
+def _state(store) -> tuple:
+    return store.db.execute("SELECT generation, last_seq FROM recall_index_state").fetchone()
+
+
+def test_sync_indexes_new_facts_by_appending_to_their_block(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        for i in range(5):
+            store.store(f"svc{i}", "owner", f"team alpha {i}")
+        index = TextIndex(store.db)
+        assert index.sync() == 5
+        assert index.sync() == 0  # nothing new
+        assert index.term_candidates("alpha").tolist() == _expected(store, "alpha") == [1, 2, 3, 4, 5]
+        gram = int(term_grams("alp")[0])
+        before = store.db.execute("SELECT seqs FROM recall_grams WHERE gram = ?", (gram,)).fetchone()[0]
+        for i in range(3):
+            store.store(f"svc{i}", "owner", f"team alphabet {i}")  # new versions: seqs 6..8
+        assert index.sync() == 3
+        after = store.db.execute("SELECT seqs FROM recall_grams WHERE gram = ?", (gram,)).fetchall()
+        assert len(after) == 1 and after[0][0] == before + np.array([6, 7, 8], dtype="<u2").tobytes()
+        assert index.term_candidates("alpha").tolist() == _expected(store, "alpha") == list(range(1, 9))
+        assert index.term_candidates("alphabet").tolist() == [6, 7, 8]
+        assert index.term_candidates("nothing-like-it").tolist() == []
+        assert index.term_candidates("al") is None  # under three characters: a scan
+        generation = store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
+        assert _state(store) == (generation, 8)
+
+
+def test_a_compaction_rewrite_is_caught_up_from_scratch(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        facts = [store.store(f"e{i}", "k", f"value gamma {i}") for i in range(6)]
+        for f in facts[:3]:
+            store.delete(f.fact_id)
+        index = TextIndex(store.db)
+        assert index.sync() == 6
+        old_generation = _state(store)[0]
+        report = compaction.compact(store)
+        assert report.seq_renumbered is False
+        new_generation = store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
+        assert new_generation != old_generation and not index.is_current()
+        # the deleted facts' seqs (1..3) are gone from the view; the index starts over and never returns them
+        assert index.sync() == 3
+        assert _state(store) == (new_generation, 6)
+        assert index.term_candidates("gamma").tolist() == _expected(store, "gamma") == [4, 5, 6]
+
+
+def test_a_rebuild_starts_a_new_generation_and_a_full_reindex(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        for i in range(4):
+            store.store(f"e{i}", "k", f"delta {i}")
+        index = TextIndex(store.db)
+        assert index.sync() == 4
+        first = _state(store)
+        store.rebuild()
+        assert not index.is_current()
+        assert index.sync() == 4  # everything again, not zero
+        second = _state(store)
+        assert second[0] != first[0] and second[1] == first[1] == 4
+        assert index.term_candidates("delta").tolist() == [1, 2, 3, 4]
+        assert store.db.execute("SELECT count(*) FROM recall_text").fetchone()[0] == 4
