@@ -174,7 +174,7 @@ def main() -> None:
         print()
         print(f"journal {report['bytes_before']:,} -> {report['bytes_after']:,} bytes, "
               f"{report['lines_before']:,} -> {report['lines_after']:,} lines; retained {report['facts_retained']:,}, "
-              f"dropped {report['facts_dropped']:,}, supersede lines {report['supersede_lines']:,}; "
+              f"dropped {report['facts_dropped']:,}, tombstones {report['tombstones_kept']:,}; "
               f"view update: {report['view_update']}")
         print(f"throughput: {report['lines_before'] / comp['seconds']:,.0f} input events/s, "
               f"{report['bytes_after'] / comp['seconds'] / 2**20:,.1f} MiB/s written (baseline "
