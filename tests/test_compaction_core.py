@@ -340,3 +340,34 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
     assert verify.view_matches_replay and not store.refresh().rebuilt
     store.store("after", "k", "v")
     assert store.verify().view_matches_replay
+
+
+def test_cli_compact_then_verify_strict_is_clean(tmp_path):
+    from click.testing import CliRunner
+
+    from cruxsql.cli import main
+    runner = CliRunner()
+    env = {"CRUXSQL_DATA_DIR": str(tmp_path)}
+
+    def run(*args):
+        return runner.invoke(main, list(args), env=env)
+
+    for value in ("alice", "bob", "carol"):
+        assert run("store", "svc", "owner", value).exit_code == 0
+    gone = run("store", "svc", "ssn", "GONE_VALUE").output.split()[0]
+    assert run("delete", gone).exit_code == 0
+    with (tmp_path / "facts.jsonl").open("ab") as fh:
+        fh.write(b'{"op":"store","fact":{broken\n')
+    journal = journal_bytes(tmp_path)
+    refused = run("compact")
+    assert refused.exit_code == 1 and journal_bytes(tmp_path) == journal
+    assert refused.output == ("Error: the journal has 1 corrupt line(s) (line 8) that compaction would drop; run "
+                              "`cruxsql verify` to see them, or pass --drop-corrupt to move them to a quarantine "
+                              "file first\n")
+    report = json.loads(run("compact", "--drop-corrupt", "--json").output)
+    assert report["corrupt_lines_dropped"] == 1 and report["corrupt_lines_file"].startswith("facts.jsonl.corrupt.")
+    strict = run("verify", "--strict", "--json")
+    assert strict.exit_code == 0, strict.output
+    verify = json.loads(strict.output)
+    assert verify["ok"] is True and verify["skipped_events"] == [] and verify["tombstones"] == 1
+    assert verify["events_by_op"] == {"delete": 1, "store": 3}
