@@ -109,7 +109,7 @@ def _prepare(db: apsw.Connection, sandbox: _Sandbox, sql: str) -> apsw.ext.Query
         raise InvalidInput(f"SQL failed: {exc}") from None
 
 
-def run_readonly_query(db_path: Path, query: str, timeout: Optional[float] = None,
+def run_readonly_query(db_path: "Path | apsw.Connection", query: str, timeout: Optional[float] = None,
                        memory_limit_mib: int = DEFAULT_MEMORY_LIMIT_MIB) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one read-only `query` on the view; return (column names, rows).
 
@@ -121,8 +121,9 @@ def run_readonly_query(db_path: Path, query: str, timeout: Optional[float] = Non
         raise InvalidInput(f"--timeout must be a positive number of seconds, got {timeout}")
     if memory_limit_mib <= 0:
         raise InvalidInput(f"--max-memory must be a positive number of MiB, got {memory_limit_mib}")
+    own = not isinstance(db_path, apsw.Connection)
     try:
-        db = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        db = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY) if own else db_path
     except apsw.Error as exc:
         raise InvalidInput(f"cannot open the view {db_path}: {exc}") from None
     previous_limit = apsw.hard_heap_limit(memory_limit_mib << 20)  # process-wide: restored below
@@ -149,5 +150,10 @@ def run_readonly_query(db_path: Path, query: str, timeout: Optional[float] = Non
             raise InvalidInput(f"SQL failed: {exc}") from None
         return [d[0] for d in statement.description or ()], rows
     finally:
-        db.close()
+        if own:
+            db.close()
+        else:  # a caller's connection (a read-only store's in-memory view): give it back as it was
+            db.authorizer = None
+            db.set_progress_handler(None)
+            db.execute("PRAGMA query_only=OFF")
         apsw.hard_heap_limit(previous_limit)

@@ -10,9 +10,11 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
 
+import apsw
 import click
 import pytest
 from click.testing import CliRunner
@@ -416,3 +418,17 @@ def test_read_only_journal_file(tmp_path, template):
                           f"of the view caught up with the journal; nothing is written\n"
     assert (write.exit_code, write.stderr) == (
         1, f"Error: {data_dir} is read-only ({journal} is not writable); this command writes to it\n")
+
+
+def test_sql_on_a_read_only_store_copies_nothing_to_disk(read_only_store, tmp_path, monkeypatch):
+    """The console queries the read-only store's in-memory view itself: no file copy anywhere (a killed
+    `sql` would leave one where erasure cannot reach it)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with Store(read_only_store, read_only=True) as store:
+        target = store.view_for_queries()
+        assert isinstance(target, apsw.Connection)
+        result = invoke(read_only_store, "sql", ["SELECT count(*) AS n FROM live_facts", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)[0]["n"] >= 1
+    assert list(scratch.iterdir()) == []

@@ -252,9 +252,9 @@ def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_di
         raise InvalidInput("QUERY must not be empty")
     if timeout is None:
         timeout = default_timeout(sys.stdin.isatty())
-    with open_store(data_dir, "read") as s, s.view_file() as db_path:
+    with open_store(data_dir, "read") as s:
         try:
-            columns, rows = run_readonly_query(db_path, query, timeout=timeout, memory_limit_mib=max_memory)
+            columns, rows = run_readonly_query(s.view_for_queries(), query, timeout=timeout, memory_limit_mib=max_memory)
         except KeyboardInterrupt:
             raise click.ClickException("query interrupted (Ctrl-C); nothing was changed") from None
     echo_rows(columns, rows, fmt)

@@ -8,7 +8,6 @@ release. An event that is not durable in the journal is never visible in the vie
 from __future__ import annotations
 
 import math
-import tempfile
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,22 +184,10 @@ class Store:
         with self.journal.lock():
             yield
 
-    @contextmanager
-    def view_file(self) -> Iterator[Path]:
-        """A database file holding the view, for tools that open it themselves (the SQL console): the
-        view itself, or for a read-only store a temporary copy of its caught-up in-memory view."""
-        if not self.read_only:
-            yield self.data_dir / view.DB_NAME
-            return
-        with tempfile.TemporaryDirectory(prefix="cruxsql-view-") as tmp:
-            path = Path(tmp) / view.DB_NAME
-            copy = apsw.Connection(str(path))
-            try:
-                with copy.backup("main", self.db, "main") as backup:
-                    backup.step()
-            finally:
-                copy.close()
-            yield path
+    def view_for_queries(self) -> "Path | apsw.Connection":
+        """What the SQL console queries: the view's file, or for a read-only store its caught-up in-memory
+        view itself (never a copy on disk, where erasure could not reach it)."""
+        return self.db if self.read_only else self.data_dir / view.DB_NAME
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
         """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
