@@ -186,6 +186,18 @@ def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
     return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
 
 
+# Tables a feature derives from the journal_events rows and keeps in step with replay (recall's
+# known_at timeline): each hook runs inside every replay transaction, after the batch and its
+# checkpoint are written, so what it derives commits with the batch and is never behind the view.
+_REPLAY_HOOKS: list[Callable[[apsw.Connection, Journal], None]] = []
+
+
+def on_replay(hook: Callable[[apsw.Connection, Journal], None]) -> None:
+    """Run `hook(db, journal)` at the end of every replay transaction (registered once, at import)."""
+    if hook not in _REPLAY_HOOKS:
+        _REPLAY_HOOKS.append(hook)
+
+
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
     for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",
@@ -511,6 +523,8 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 sanitized = True
             last = batch[-1]
             write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
+            for hook in _REPLAY_HOOKS:
+                hook(db, journal)
             crash_point("replay-before-commit")
     if not sanitized:
         with db:

@@ -1,4 +1,5 @@
-"""Derived recall indexes over the fact view, kept current lazily (before each read).
+"""Derived recall indexes over the fact view: the text index kept current lazily (before each read), the
+known_at timeline by replay itself.
 
 * `TextIndex`: per fact, the agent-scope split and the Rust-lowercased value, key and visible entity
   (`recall_text`), plus FTS5-free trigram postings (`recall_grams`) that turn a substring term of
@@ -6,8 +7,9 @@
   insert, so the index follows `facts.seq`: it indexes every seq above the last one it saw, and starts
   over when `journal_checkpoint.generation` says the fact tables were rebuilt. Postings are a
   superset; recall re-checks every candidate against the real rows.
-* `Timeline`: what `known_at` needs (built on first use): event time per journal line, and the history
-  of every mutable attribute a later event changed.
+* `Timeline`: what `known_at` needs: event time per journal line, and the history of every mutable
+  attribute a later event changed. Replay extends it in each of its transactions (`view.on_replay`);
+  reads only catch up a view that was rewritten in place by a compaction or predates that hook.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import apsw
 import numpy as np
 
 from ..errors import InvalidInput
-from ..facts import codec, timestamps
+from ..facts import codec, timestamps, view
 from ..facts.journal import Journal
 from .scope import rust_lower, split_private_entity
 
@@ -299,6 +301,12 @@ _DELETING = {("delete", "deleted"), ("consolidate_undo", "canonical")}
 _SUPERSEDING = {"supersede", "consolidate", "clear_supersede", "consolidate_undo"}
 
 
+def _keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
+    """Replay hook: extend the timeline with the batch just replayed, in replay's own transaction, so
+    that no `known_at` query ever has to build it (a full build at 1M events takes tens of seconds)."""
+    Timeline(db, journal).catch_up()
+
+
 class Timeline:
     """Event times and attribute histories for `known_at` (transaction-time) queries.
 
@@ -319,9 +327,12 @@ class Timeline:
         max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
         if generation is not None and state is not None and state[0] == generation and state[1] >= max_line:
             return
-        _write_txn(db, self._sync_locked)
+        _write_txn(db, self.catch_up)
 
-    def _sync_locked(self) -> None:
+    def catch_up(self) -> None:
+        """Add the journal lines past the last one seen (start over after a rebuild); the caller holds
+        a write transaction. Replay calls this after every batch; `sync` only catches up views written
+        before that (or rewritten in place by a compaction)."""
         db = self.db
         generation = _generation(db)
         state = db.execute("SELECT generation, last_line FROM recall_timeline_state WHERE id = 1").fetchone()
@@ -381,10 +392,12 @@ class Timeline:
                 elif op == "reverify" and role == "reverified":
                     changes.append((fact_id, "reverified", line_no, at, at, None, None))
         touched = sorted({c[0] for c in changes})
-        fresh = [f for f in touched if db.execute(
-            "SELECT 1 FROM recall_changes WHERE fact_id = ? AND line_no = (SELECT line_no FROM facts WHERE fact_id = ?) "
-            "LIMIT 1", (f, f)).fetchone() is None]
-        changes.extend(self._birth_rows(fresh))
+        born = set()
+        for i in range(0, len(touched), 10_000):
+            born.update(r[0] for r in db.execute(
+                "SELECT DISTINCT c.fact_id FROM facts f JOIN recall_changes c ON c.fact_id = f.fact_id "
+                "AND c.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(touched[i:i + 10_000])),)))
+        changes.extend(self._birth_rows([f for f in touched if f not in born]))
         db.executemany(
             "INSERT OR REPLACE INTO recall_changes (fact_id, attr, line_no, at_ns, v_int, v_int2, v_text) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", changes)
@@ -421,3 +434,6 @@ class Timeline:
                     (fact_id, "reverified", line_no, at, f.reverified_at, None, None),
                 ]
         return rows
+
+
+view.on_replay(_keep_timeline_current)
