@@ -178,8 +178,9 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
     if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())
-    click.echo(f"-- {len(result.facts)} of {result.matched} visible fact(s) shown, {result.left_out} left out, "
-               f"{result.total_tokens} tokens")
+    more = "+" if result.capped else ""
+    click.echo(f"-- {len(result.facts)} of {result.matched}{more} visible fact(s) shown, {result.left_out}{more} left "
+               f"out, {result.total_tokens} tokens")
 
 
 @click.command("bootstrap-seed")

@@ -20,7 +20,8 @@ Where cruxsql deliberately differs from Crux (the seeds call these defects, or C
   fact_id; no embedder), superseded versions are kept as Crux's store query keeps them;
 * ties in every ranking are broken by `fact_id`; the CRC-v1 epitome is cut at a character boundary;
 * every result says how many facts matched and how many were left out (`matched`, `left_out`,
-  `filtered_below_threshold`; the envelope's `total_candidates` / `capped`);
+  `filtered_below_threshold`; the envelope's `total_candidates` / `capped`); memory_view counts up to
+  MEMORY_VIEW_COUNT_CAP and then says `capped` (its counts become lower bounds);
 * `known_at` (transaction time) is new: facts stored after T are invisible and deletions,
   supersessions, validity, horizon and re-verification changes made after T are not yet applied;
   freshness is judged at T unless `now` is given. Facts a `replace_latest` removed from the view
@@ -49,10 +50,13 @@ from .fact_index import TextIndex, Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
 
 TimeArg = Union[None, str, int]
+_I64_MAX = 9223372036854775807
 
 DEFAULT_TOP_K = 10
 BOOTSTRAP_PREFIX = "__bootstrap__::"
 BOOTSTRAP_TOP_K = 100
+# memory_view counts matching facts only up to this many (an exact count is a scan of the whole view)
+MEMORY_VIEW_COUNT_CAP = 1000
 MEMORY_PIN_PREFIX = "__memory_pin::"
 MEMORY_VIEW_RESERVED = ("__agent::", "__ops::", "__bootstrap__::", "__memory_pin::", "__work__::", "__decisions__::",
                         "__project_layer__::", "__tenant_metadata__::")
@@ -204,6 +208,7 @@ class MemoryViewResult:
     left_out: int
     token_budget: int
     top_k: int
+    capped: bool = False          # more than MEMORY_VIEW_COUNT_CAP matched: `matched`/`left_out` are lower bounds
 
     def text(self) -> str:
         if not self.facts:
@@ -219,8 +224,8 @@ class MemoryViewResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"facts": self.facts, "total_tokens": self.total_tokens, "returned": len(self.facts),
-                "matched": self.matched, "left_out": self.left_out, "token_budget": self.token_budget,
-                "top_k": self.top_k}
+                "matched": self.matched, "left_out": self.left_out, "capped": self.capped,
+                "token_budget": self.token_budget, "top_k": self.top_k}
 
 
 # --- SQL building ---------------------------------------------------------------------------------
@@ -283,6 +288,27 @@ class Recall:
                 "horizon": at_t("horizon", "v_text", "f.horizon_class"),
                 "reverified": at_t("reverified", "v_int", "f.reverified_at_ns")}
 
+    @staticmethod
+    def _unstretched_freshness_sql(policy: DecayPolicy, now_ms: int) -> Optional[tuple[str, dict[str, int]]]:
+        """The same decision for rows without access counts (ac = 0, factor 1.0), as plain comparisons of
+        the anchor's nanoseconds with bounds computed here once per query: floor_ms(a) <= 0 iff a < 10^6,
+        floor_ms(a) > now_ms iff a >= (now_ms + 1) * 10^6, now_ms - floor_ms(a) > thr iff
+        a < (now_ms - thr) * 10^6. A scan evaluates it per matching fact: the general expression costs
+        as much as the scan itself. None when a bound leaves 64 bits (then the general one is used)."""
+        if now_ms <= 0:
+            return None
+        params = {"fr_unknown": (now_ms + 1) * 1_000_000}
+        for hz in ("volatile", "medium", "stable"):
+            as_real = float(policy.base_ms(hz)) * 1.0  # SQLite: CAST(base * 1.0 AS INTEGER), saturating
+            thr = _I64_MAX if as_real >= 9.223372036854775807e18 else max(int(as_real), -_I64_MAX - 1)
+            params[f"fr_{hz}"] = (now_ms - thr) * 1_000_000
+        if any(not -_I64_MAX - 1 <= v <= _I64_MAX for v in params.values()):
+            return None
+        return ("(CASE WHEN hz = 'none' THEN 'fresh' WHEN coalesce(rv, stored_at_ns) < 1000000 "
+                "OR coalesce(rv, stored_at_ns) >= :fr_unknown THEN 'unknown' WHEN coalesce(rv, stored_at_ns) < "
+                "(CASE hz WHEN 'volatile' THEN :fr_volatile WHEN 'medium' THEN :fr_medium ELSE :fr_stable END) "
+                "THEN 'stale' ELSE 'fresh' END)", params)
+
     def _freshness_sql(self, policy: DecayPolicy) -> str:
         """`apply_at_chrono_salient` over the inner columns (hz, rv, stored_at_ns, ac) at :now_ms, in SQL,
         so that ranking, the floor and the returned rows all use one computation."""
@@ -295,7 +321,7 @@ class Recall:
                 f"WHEN :now_ms - {anchor} > min(CAST({base} * {factor} AS INTEGER), 9223372036854775807) "
                 f"THEN 'stale' ELSE 'fresh' END)")
 
-    def _inner_sql(self, known_at: Optional[int], static_where: list[str]) -> str:
+    def _inner_sql(self, known_at: Optional[int], static_where: list[str], salience: bool = True) -> str:
         a = self._attr_exprs(known_at)
         where = list(static_where)
         if known_at is not None:
@@ -305,11 +331,11 @@ class Recall:
             "f.key AS key, f.value AS value, f.confidence AS confidence, f.stored_at_ns AS stored_at_ns, "
             "f.tokens AS tokens, f.private AS private, f.actor AS actor, f.version AS version, "
             "f.source_receipt AS source_receipt, t.owner AS owner, t.visible_entity AS visible_entity, "
-            f"f.access_count + coalesce(s.access_count, 0) AS ac, {a['deleted']} AS deleted, "
+            f"f.access_count{' + coalesce(s.access_count, 0)' if salience else ''} AS ac, {a['deleted']} AS deleted, "
             f"{a['superseded_by']} AS superseded_by, {a['valid_from']} AS valid_from, {a['valid_to']} AS valid_to, "
             f"{a['horizon']} AS hz, {a['reverified']} AS rv "
             "FROM facts f JOIN recall_text t ON t.seq = f.seq "
-            "LEFT JOIN recall_salience s ON s.fact_id = f.fact_id"
+            + ("LEFT JOIN recall_salience s ON s.fact_id = f.fact_id" if salience else "")
             + (" WHERE " + " AND ".join(where) if where else "")
         )
 
@@ -409,41 +435,58 @@ class Recall:
             outer.append("superseded_by IS NULL")
         if known_ns is not None:
             plan.params["known_at"] = known_ns
-        matched_sql = (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
-                       f"ELSE confidence END AS eff FROM (SELECT *, {self._freshness_sql(policy)} AS fr "
-                       f"FROM ({self._inner_sql(known_ns, plan.where)}) WHERE {' AND '.join(outer)})")
-        sql = (f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
-               f"visible_entity, fr, superseded_by, hz, rv, eff, count(*) OVER () AS n_matched, "
-               f"coalesce(sum(eff < :floor) OVER (), 0) AS n_below FROM ({matched_sql}) "
-               f"ORDER BY eff DESC, stored_at_ns DESC, fact_id")
+        # salience counts only exist once an access was recorded: skip the per-row lookup until then
+        salience = self.db.execute("SELECT 1 FROM recall_salience LIMIT 1").fetchone() is not None
+
+        freshness = self._freshness_sql(policy)
+        unstretched = self._unstretched_freshness_sql(policy, plan.params["now_ms"])
+        if unstretched is not None:
+            freshness = f"(CASE WHEN ac > 0 THEN {freshness} ELSE {unstretched[0]} END)"
+            plan.params.update(unstretched[1])
+
+        def matched_sql_where(where: list[str]) -> str:
+            return (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
+                    f"ELSE confidence END AS eff FROM (SELECT *, {freshness} AS fr "
+                    f"FROM ({self._inner_sql(known_ns, where, salience)}) WHERE {' AND '.join(outer)})")
+        matched_sql = matched_sql_where(plan.where)
         reversible = use_crc and token_budget is not None
         legacy_budget = token_budget is not None and not reversible
-        if not legacy_budget:
-            sql += " LIMIT :limit"  # rows below the floor sort last, so top_k rows are enough
-            plan.params["limit"] = top_k
-        picked: list[tuple] = []
-        used = 0
-        fetched = False
+        # One pass over the matches: they are materialised once, narrow (no text), then counted and
+        # ranked from that copy; the counts row comes first. A window count over the wide rows would
+        # buffer every matching value and sort it (6x a plain scan when a short term matches half the
+        # facts). The LIMIT keeps SQLite from flattening the ranked subquery and dropping its order.
+        sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns, fact_id, tokens FROM ({matched_sql})) "
+               f"SELECT NULL, count(*), coalesce(sum(eff < :floor), 0) FROM m UNION ALL "
+               f"SELECT * FROM (SELECT seq, eff, tokens FROM m ORDER BY eff DESC, stored_at_ns DESC, fact_id "
+               f"LIMIT :limit)")
+        # rows below the floor sort last, so top_k rows are enough unless a legacy budget decides
+        plan.params["limit"] = -1 if legacy_budget else top_k
         self.last_sql = (sql, plan.params)  # for EXPLAIN QUERY PLAN when tuning
-        for row in self.db.execute(sql, plan.params):
-            fetched = True
-            result.matched, result.filtered_below_threshold = row[16], row[17]
-            if floor is not None and row[15] < floor:
+        cursor = self.db.execute(sql, plan.params)
+        _, result.matched, result.filtered_below_threshold = next(cursor)
+        picked_seqs: list[int] = []
+        used = 0
+        for seq, eff, cost in cursor:
+            if floor is not None and eff < floor:
                 break
             if legacy_budget:
-                cost = row[7]
-                if picked and used + cost > token_budget:
+                if picked_seqs and used + cost > token_budget:
                     break
-                picked.append(row)
+                picked_seqs.append(seq)
                 used += cost
                 if used >= token_budget:
                     break
             else:
-                picked.append(row)
-        if not fetched and top_k == 0:
-            row = self.db.execute(
-                f"SELECT count(*), coalesce(sum(eff < :floor), 0) FROM ({matched_sql})", plan.params).fetchone()
-            result.matched, result.filtered_below_threshold = row[0], row[1]
+                picked_seqs.append(seq)
+        cursor.close()
+        picked: list[tuple] = []
+        if picked_seqs:
+            plan.params["picked"] = apsw.carray(np.array(picked_seqs, dtype=np.int64))
+            by_seq = {r[0]: r for r in self.db.execute(
+                f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
+                f"visible_entity, fr, superseded_by, hz, rv, eff FROM "
+                f"({matched_sql_where(plan.where + ['f.seq IN carray(:picked)'])})", plan.params)}
+            picked = [by_seq[seq] for seq in picked_seqs]
         result.left_out = result.matched - result.filtered_below_threshold - len(picked)
         rows = []
         for r in picked:
@@ -564,7 +607,11 @@ class Recall:
             plan.where.append(f"substr({visible}, 1, {len(p)}) != :r{i}")
         where = " AND ".join(plan.where)
         base = f"FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE {where}"
-        matched = self.db.execute(f"SELECT count(*) {base}", plan.params).fetchone()[0]
+        # counting every visible fact would scan the whole view; counting stops past the cap
+        matched = self.db.execute(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT {MEMORY_VIEW_COUNT_CAP + 1})",
+                                  plan.params).fetchone()[0]
+        capped = matched > MEMORY_VIEW_COUNT_CAP
+        matched = min(matched, MEMORY_VIEW_COUNT_CAP)
         # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
         # fact_id here, so a tie group is always read whole before the cut
         sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
@@ -589,7 +636,7 @@ class Recall:
         facts = [{"id": r[0], "entity": r[1], "key": r[2], "value": r[3], "version": r[4],
                   "stored_at": timestamps.format_event_time(r[5]), "confidence": r[6], "pinned": r[0] in pins,
                   "source_receipt": r[7], "actor": r[8]} for r in picked]
-        return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k)
+        return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped)
 
     def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:
         """Fact ids the agent pinned: the latest non-deleted `__memory_pin::<agent>::<id>` / `pinned`
