@@ -69,6 +69,24 @@ def generate(path: Path, n: int, seed: int = 7) -> None:
                         tokens=codec.token_cost(value), private=entity.startswith("__agent::"),
                         horizon_class=codec.default_horizon_for_entity(entity))
             fh.write(codec.encode_event(codec.StoreEvent(fact)) + "\n")
+            if i % 25 == 24:  # a later change to an earlier fact: what `known_at` has to undo
+                _write_change(fh, rng, i, T0 + i * 1_000_000_007 + 500)
+
+
+def _write_change(fh, rng: random.Random, i: int, at_ns: int) -> None:
+    """One change event to a random earlier fact: delete, set_validity, set_horizon or reverify."""
+    fid = f"f_{rng.randrange(i):032x}"
+    at = timestamps.format_event_time(at_ns)
+    kind = rng.random()
+    if kind < 0.4:
+        event = codec.DeleteEvent(fid, at)
+    elif kind < 0.6:
+        event = codec.SetValidityEvent(fid, at_ns - 86_400_000_000_000, None, at)
+    elif kind < 0.8:
+        event = codec.SetHorizonEvent(fid, "stable", at)
+    else:
+        event = codec.ReverifyEvent(fid, at_ns)
+    fh.write(codec.encode_event(event) + "\n")
 
 
 class Fts5Recall(Recall):
@@ -83,14 +101,15 @@ class Fts5Recall(Recall):
 
 
 def build_fts(store: Store, path: Path) -> float:
+    """The FTS5 reference index in its own file; a kept one (--workdir) only gets the facts it lacks."""
     started = time.perf_counter()
     db = store.db
     db.execute("ATTACH DATABASE ? AS bench", (str(path),))
-    db.execute("CREATE VIRTUAL TABLE bench.fts USING fts5(v, k, e, tokenize='trigram case_sensitive 1')")
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS bench.fts USING fts5(v, k, e, tokenize='trigram case_sensitive 1')")
     with db:
         db.execute("INSERT INTO bench.fts (rowid, v, k, e) SELECT t.seq, coalesce(t.lc_value, f.value), "
                    "coalesce(t.lc_key, f.key), coalesce(t.lc_entity, f.entity) FROM recall_text t "
-                   "JOIN facts f ON f.seq = t.seq")
+                   "JOIN facts f ON f.seq = t.seq WHERE t.seq > (SELECT coalesce(max(rowid), 0) FROM bench.fts)")
     return time.perf_counter() - started
 
 
@@ -144,11 +163,67 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
+def _interleaved(ours: Callable[[], Any], base: Callable[[], Any], reps: int) -> tuple[list[float], list[float]]:
+    """Alternate the two call by call, so both see the same machine load."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(reps):
+        a += timed(ours, 1)[0]
+        b += timed(base, 1)[0]
+    return a, b
+
+
+def goals(store: Store, recall: Recall, n: int, now: int) -> list[dict]:
+    """Issue 15's read-path goals, each beside its baseline measured interleaved in this process."""
+    db = store.db
+    out = []
+
+    def report(kind: str, ours: list[float], base: list[float], baseline: str, goal: str) -> None:
+        # the ratio is the median of call-by-call ratios: the load of a shared machine drifts between calls
+        ratio = statistics.median(a / b for a, b in zip(ours, base))
+        row = {"n": n, "kind": kind, "ours_p50": pct(ours, 50), "ours_max": max(ours), "base_p50": pct(base, 50),
+               "ratio": ratio, "baseline": baseline, "goal": goal}
+        out.append(row)
+        print(f"  goal {kind:34s} p50 {row['ours_p50']:8.2f} ms (max {row['ours_max']:8.2f}) | {baseline} "
+              f"p50 {row['base_p50']:8.2f} ms | ratio {ratio:5.2f}x | goal {goal}")
+
+    newest = "SELECT fact_id, entity, key, value FROM facts ORDER BY stored_at_ns DESC, fact_id DESC LIMIT 20"
+    ours, base = _interleaved(lambda: recall.memory_view(), lambda: db.execute(newest).fetchall(), 15)
+    report("memory_view, no entity", ours, base, "read of the 20 newest rows", "<= 20 ms")
+
+    # known_at on a store opened afresh: the first query must not build anything (replay kept the
+    # timeline current); baseline: the same query at the present
+    rng = random.Random(n + 1)
+    fresh = Store(store.data_dir)
+    fresh_recall = Recall(fresh, refresh=False)
+    n_rare = max(100, n // 50)
+    asks = [(rare_word(rng.randrange(n_rare)), T0 + rng.randrange(n) * 1_000_000_007) for _ in range(10)]
+    ours, base = [], []
+    for word, t in asks:
+        ours += timed(lambda: fresh_recall.query_facts(word, known_at=t, contract="legacy"), 1)[0]
+        base += timed(lambda: fresh_recall.query_facts(word, contract="legacy", record_access=False, now=now), 1)[0]
+    fresh.close()
+    print(f"  known_at: first query on a freshly opened store {ours[0]:.2f} ms")
+    report("known_at, one term (first + 9)", ours, base, "same query at the present", "<= 100 ms, first included")
+
+    scan = ("SELECT count(*) FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE instr(coalesce(t.lc_value, "
+            "f.value), ?1) > 0 OR instr(coalesce(t.lc_key, f.key), ?1) > 0 OR instr(coalesce(t.lc_entity, f.entity), "
+            "?1) > 0")
+    ours, base = [], []
+    for word in ("de", "qu"):
+        a, b = _interleaved(lambda: recall.query_facts(word, contract="legacy", record_access=False, now=now),
+                            lambda: db.execute(scan, (word,)).fetchall(), 5)
+        ours, base = ours + a, base + b
+    report("term under 3 characters", ours, base, "SQL instr() scan of the same values", "<= 1.5x")
+    return out
+
+
 def run_size(n: int, work: Path, queries_per_kind: int, scan_reps: int) -> list[dict]:
     data = work / f"n{n}"
-    data.mkdir()
+    data.mkdir(exist_ok=True)
     started = time.perf_counter()
-    generate(data / "facts.jsonl", n)
+    if not (data / "facts.jsonl").exists():  # a kept --workdir is reused as it is
+        generate(data / "facts.jsonl", n)
     gen_s = time.perf_counter() - started
     started = time.perf_counter()
     store = Store(data)
@@ -213,6 +288,7 @@ def run_size(n: int, work: Path, queries_per_kind: int, scan_reps: int) -> list[
               f"FTS5 p50 {row['fts_p50']:7.2f} p95 {row['fts_p95']:7.2f} | scan p50 {row['scan_p50']:8.1f} "
               f"p95 {row['scan_p95']:8.1f} | cruxsql/FTS5 p50 {row['ours_p50'] / row['fts_p50']:.2f}x, "
               f"scan/cruxsql p50 {row['scan_p50'] / row['ours_p50']:.0f}x{cands}")
+    results += goals(store, recall, n, now)
     # keeping the index current: each write is indexed by the next read (only the new fact)
     t_write, t_sync = [], []
     for i in range(10):
@@ -233,17 +309,26 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000", help="comma-separated fact counts")
     ap.add_argument("--queries", type=int, default=20, help="distinct queries per kind (each timed 5 times)")
     ap.add_argument("--scan-queries", type=int, default=5, help="how many of them also run the Python scan")
-    ap.add_argument("--workdir", help="where to build the stores (default: a temp dir, removed afterwards)")
+    ap.add_argument("--workdir", help="where to build the stores and keep them for the next run (default: a temp "
+                                      "dir, removed afterwards)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.workdir, prefix="bench-recall-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
+        work = Path(args.workdir) if args.workdir else Path(tmp)
         all_rows = []
         for n in (int(s) for s in args.sizes.split(",")):
-            all_rows += run_size(n, Path(tmp), args.queries, args.scan_queries)
+            all_rows += run_size(n, work, args.queries, args.scan_queries)
     print("\nsummary (p50 ms; every answer identical across cruxsql, FTS5 reference and the Python scan):")
     print(f"  {'facts':>9}  {'query':22s} {'cruxsql':>8} {'FTS5':>8} {'scan':>9} {'vs FTS5':>8} {'scan/us':>8}")
     for r in all_rows:
+        if "goal" in r:
+            continue
         print(f"  {r['n']:>9,}  {r['kind']:22s} {r['ours_p50']:8.2f} {r['fts_p50']:8.2f} {r['scan_p50']:9.1f} "
               f"{r['ours_p50'] / r['fts_p50']:7.2f}x {r['scan_p50'] / r['ours_p50']:7.0f}x")
+    print("\nissue 15 read-path goals (p50 ms, each beside its baseline measured interleaved in this run):")
+    for r in all_rows:
+        if "goal" in r:
+            print(f"  {r['n']:>9,}  {r['kind']:34s} {r['ours_p50']:8.2f} (max {r['ours_max']:7.2f}) vs "
+                  f"{r['base_p50']:8.2f} {r['baseline']}: {r['ratio']:5.2f}x; goal {r['goal']}")
 
 
 if __name__ == "__main__":
