@@ -14,6 +14,7 @@ known_at timeline by replay itself.
 
 from __future__ import annotations
 
+import json
 from typing import Iterable, Optional, Sequence
 
 import apsw
@@ -301,6 +302,17 @@ _DELETING = {("delete", "deleted"), ("consolidate_undo", "canonical")}
 _SUPERSEDING = {"supersede", "consolidate", "clear_supersede", "consolidate_undo"}
 
 
+def _line_facts(raw: bytes, wanted: set[str]) -> dict[str, codec.Fact]:
+    """The `wanted` facts of a journal line that replay applied (so serde's checks already passed),
+    decoding only those: a store_batch line carries a thousand facts, and the full decoder's nesting
+    check alone cost a batch that superseded the previous one a third of its time."""
+    obj = json.loads(raw)
+    op = obj["op"]
+    carried = {"store": ("fact",), "replace_latest": ("fact",), "consolidate": ("canonical",)}.get(op, ())
+    objs = [obj[k] for k in carried] if op != "store_batch" else obj["facts"]
+    return {o["fact_id"]: codec.fact_from_obj(o) for o in objs if o.get("fact_id") in wanted}
+
+
 def _keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
     """Replay hook: extend the timeline with the batch just replayed, in replay's own transaction, so
     that no `known_at` query ever has to build it (a full build at 1M events takes tens of seconds)."""
@@ -421,7 +433,7 @@ class Timeline:
             at = meta[line_no][2]
             if at is None:
                 continue
-            by_id = {f.fact_id: f for f in codec.event_facts(codec.decode_event(raw))}
+            by_id = _line_facts(raw, set(lines[line_no]))
             for fact_id in lines[line_no]:
                 f = by_id.get(fact_id)
                 if f is None:
