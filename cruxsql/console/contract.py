@@ -1,0 +1,201 @@
+"""The schema contract: what every table, view and column of the view (and of an audit export) means.
+
+One source of truth for two readers: the README's "SQL for operators" table is rendered from
+`VIEW_RELATIONS` (`render_readme_table`; a test fails when the README drifts) and the console's
+Datasette metadata (titles, descriptions, column descriptions, units) is built from the same
+records. `INTERNAL` lists the derived bookkeeping tables operators do not query; the console hides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A documented table or view: what one row is, notes for the README, and every column."""
+
+    name: str
+    kind: str  # "table" or "view"
+    title: str
+    one_row_per: str
+    notes: str
+    columns: dict[str, str]
+    units: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        """For Datasette: what a row is, then the README's notes."""
+        return f"One row per {self.one_row_per}." + (f" {self.notes[0].upper()}{self.notes[1:]}." if self.notes else "")
+
+
+TEXT_TIME = "as the journal writes it (RFC 3339 text, UTC)"
+NS_TIME = "the same instant as integer nanoseconds since the Unix epoch (for sorting and ranges)"
+
+_FACT_COLUMNS: dict[str, str] = {
+    "fact_id": "the fact's id (`f_` + 32 hex digits); primary key",
+    "tenant_hash": "the tenant the fact belongs to (`default` when none was named)",
+    "entity": "what the fact is about (`__agent::<agent>::...` for an agent's private facts)",
+    "key": "the attribute of the entity",
+    "value": "the attribute's value",
+    "source_receipt": "the receipt or provenance the writer gave, if any",
+    "confidence": "the writer's confidence, 0..1 (f32 as in the journal)",
+    "stored_at": f"when the fact was stored, {TEXT_TIME}",
+    "stored_at_ns": f"stored_at: {NS_TIME}",
+    "tokens": "the fact's token estimate (what recall charges against a budget)",
+    "deleted": "1 once a delete event removed it (its row stays until compaction)",
+    "version": "position in its (tenant, entity, key) chain, from 1",
+    "supersedes": "the fact_id this version replaced in its chain, if any",
+    "private": "1 when the fact is private (born-private prefix or writer's flag)",
+    "horizon_class": "freshness horizon: volatile, medium, stable or none",
+    "reverified_at": f"when the fact was last re-verified, {TEXT_TIME}",
+    "reverified_at_ns": f"reverified_at: {NS_TIME}",
+    "superseded_by": "the fact_id that superseded this one, while it is superseded",
+    "actor": "who wrote it (agent or operator), if recorded",
+    "valid_from": f"start of the fact's valid time, {TEXT_TIME}",
+    "valid_from_ns": f"valid_from: {NS_TIME}",
+    "valid_to": f"end of the fact's valid time, {TEXT_TIME}",
+    "valid_to_ns": f"valid_to: {NS_TIME}",
+    "access_count": "recall access count carried in the journal (Crux's field; cruxsql never writes it)",
+    "last_accessed_at": f"last recall access carried in the journal, {TEXT_TIME}",
+    "last_accessed_at_ns": f"last_accessed_at: {NS_TIME}",
+    "seq": "order in which replay inserted the fact (version-chain order)",
+    "line_no": "the journal line (1-based) that stored it",
+}
+
+_FACT_NOTES = ("`fact_id` primary key; one column per Fact JSON key with the same name (`tenant_hash`, `entity`, "
+               "`key`, `value`, `source_receipt`, `confidence`, `stored_at`, `tokens`, `deleted`, `version`, "
+               "`supersedes`, `private`, `horizon_class`, `reverified_at`, `superseded_by`, `actor`, `valid_from`, "
+               "`valid_to`, `access_count`, `last_accessed_at`); timestamps as the journal's text plus an integer "
+               "`<name>_ns`; booleans 0/1; `seq` = replay order, `line_no` = the journal line that stored it")
+
+VIEW_RELATIONS: tuple[Relation, ...] = (
+    Relation("facts", "table", "Facts", "fact", _FACT_NOTES, _FACT_COLUMNS),
+    Relation("live_facts", "view", "Live facts", "fact neither deleted nor superseded", "", _FACT_COLUMNS),
+    Relation("fact_versions", "view", "Fact versions", "version of a (tenant, entity, key) chain", "in chain order",
+             {c: _FACT_COLUMNS[c] for c in ("tenant_hash", "entity", "key", "version", "fact_id", "value",
+                                            "stored_at", "deleted", "supersedes", "superseded_by")}),
+    Relation("journal_events", "table", "Journal events", "applied journal line",
+             "`line_no`, `byte_offset`, `byte_length`, `op`, `fact_id` (the event's main fact), `event_at` (the "
+             "event's own timestamp text), `applied` (0 when the V-C replay rules skipped it) and `skip_reason`",
+             {"line_no": "the journal line (1-based); primary key",
+              "byte_offset": "where the line starts in facts.jsonl",
+              "byte_length": "the line's length, newline included",
+              "op": "the event kind: store, store_batch, delete, supersede, set_validity, ...",
+              "fact_id": "the event's main fact",
+              "event_at": f"the event's own timestamp, {TEXT_TIME}",
+              "applied": "0 when the replay rules skipped the event",
+              "skip_reason": "why replay skipped it"},
+             {"byte_offset": "B", "byte_length": "B"}),
+    Relation("journal_event_facts", "table", "Facts named by journal events", "(line, fact, role)",
+             "every fact an event names: stored, deleted, superseded, superseding, cleared, validity, horizon, "
+             "reverified, canonical, source, restored, replaced",
+             {"line_no": "the journal line (journal_events.line_no)",
+              "fact_id": "a fact the event names",
+              "role": "what the event did to it: stored, deleted, superseded, superseding, cleared, validity, "
+                      "horizon, reverified, canonical, source, restored, replaced"}),
+    Relation("journal_corrupt_lines", "table", "Corrupt journal lines", "undecodable line",
+             "`line_no`, `byte_offset`, `reason`",
+             {"line_no": "the journal line (1-based); primary key",
+              "byte_offset": "where the line starts in facts.jsonl",
+              "byte_length": "the line's length, newline included",
+              "reason": "why it could not be decoded (bad JSON, unknown op, wrong types, invalid UTF-8)"},
+             {"byte_offset": "B", "byte_length": "B"}),
+    Relation("consolidation_sources", "table", "Consolidation sources", "consolidation edge",
+             "canonical → sources, in recorded order",
+             {"canonical_fact_id": "the canonical fact a consolidation produced",
+              "position": "the source's position in the recorded order, from 0",
+              "source_fact_id": "a fact consolidated into the canonical one"}),
+    Relation("document_segments", "table", "Document segments", "sealed segment file",
+             "file, BLAKE3 checksum, size and chunk count as in `segments/MANIFEST.json`",
+             {"segment_seq": "the segment's order of sealing; primary key",
+              "segment_id": "the segment's id",
+              "file_name": "its file under segments/",
+              "blake3": "BLAKE3 checksum of the file, as in MANIFEST.json",
+              "byte_size": "the file's size",
+              "chunk_count": "how many chunks (BM25 documents) it holds",
+              "total_tokens": "sum of its chunks' BM25 token counts",
+              "sealed_at": f"when it was sealed, {TEXT_TIME}",
+              "tenants": "JSON array of the tenants its chunks belong to",
+              "doc_lengths": "blob: uint32 little-endian BM25 token count per doc_id",
+              "doc_tenants": "blob: uint32 little-endian index into tenants per doc_id"},
+             {"byte_size": "B"}),
+    Relation("document_chunks", "table", "Document chunks", "ingested chunk",
+             "(`segment_seq`, `doc_id`) is its BM25 identity; `chunk_id` its idempotency key per tenant and corpus",
+             {"segment_seq": "the segment holding it (document_segments.segment_seq)",
+              "doc_id": "its position in the segment",
+              "tenant_id": "the tenant it was ingested for",
+              "corpus_id": "the corpus it belongs to",
+              "document_id": "the caller's document id (Crux stream_id)",
+              "chunk_id": "the chunk's id (Crux event_id): re-ingesting it is a no-op",
+              "frame_offset": "byte offset of the chunk's line in the segment file",
+              "doc_length_tokens": "its BM25 token count",
+              "ingested_at": f"when it was ingested, {TEXT_TIME}"},
+             {"frame_offset": "B"}),
+    Relation("document_postings", "table", "Document postings", "(term, segment)",
+             "doc ids and term frequencies as little-endian blobs",
+             {"term": "an analyzed term",
+              "segment_seq": "the segment (document_segments.segment_seq)",
+              "doc_count": "how many of the segment's chunks contain the term",
+              "doc_ids": "blob: ascending uint32 doc ids",
+              "tfs": "blob: term frequency per doc id (uint16, or uint32 when one does not fit)"}),
+    Relation("document_terms", "view", "Document terms", "analyzed term", "with its BM25 document frequency",
+             {"term": "an analyzed term", "df": "how many chunks contain it, over all segments",
+              "segments": "how many segments contain it"}),
+    Relation("schema_migrations", "table", "Schema migrations", "applied migration", "",
+             {"version": "the migration's number (migrations/NNNN_name.sql)", "name": "its file name",
+              "applied_at": "when this view applied it"}),
+)
+
+INTERNAL: dict[str, str] = {
+    "journal_checkpoint": "how far the view has replayed the journal, and the fingerprint of those bytes",
+    "recall_index_state": "which generation of the fact tables the recall index was built for",
+    "recall_text": "per fact: agent scope split and lowercased text for recall's OR-match",
+    "recall_grams": "trigram postings of recall's index",
+    "recall_dirty": "facts whose text changed in place and must be re-indexed",
+    "recall_salience": "opt-in recall access counters (never journaled)",
+    "recall_timeline_state": "how far the transaction-time index has been built",
+    "recall_event_times": "event times by journal line, for known_at recall",
+    "recall_changes": "attribute changes by journal line, for known_at recall",
+}
+
+_STATE_COLUMNS: dict[str, str] = {
+    **{c: _FACT_COLUMNS[c] for c in ("tenant_hash", "entity", "key", "value", "version", "deleted", "supersedes",
+                                     "superseded_by", "private", "confidence", "stored_at", "horizon_class",
+                                     "valid_from", "valid_to", "reverified_at", "actor", "source_receipt",
+                                     "access_count", "last_accessed_at")},
+}
+
+AUDIT_RELATIONS: tuple[Relation, ...] = (
+    Relation("events", "table", "Exported journal events", "journal event that touched the selection",
+             "in journal order, with a BLAKE3 of the line and a running hash chain",
+             {"line_no": "the journal line (1-based); primary key",
+              "byte_offset": "where the line started in facts.jsonl",
+              "byte_length": "the line's length, newline included",
+              "op": "the event kind",
+              "event_at": f"the event's time, {TEXT_TIME}",
+              "event_at_ns": f"event_at: {NS_TIME}",
+              "applied": "0 when the replay rules skipped the event",
+              "skip_reason": "why replay skipped it",
+              "line_blake3": "BLAKE3 of the journal line's bytes",
+              "chain_blake3": "BLAKE3 of the previous event's chain_blake3 followed by this line_blake3"},
+             {"byte_offset": "B", "byte_length": "B"}),
+    Relation("facts", "table", "Exported facts", "selected fact", "its final state",
+             {"fact_id": "the fact's id; primary key", **_STATE_COLUMNS}),
+    Relation("event_facts", "table", "What each event did to each fact", "(event, fact, role)",
+             "the fact's state after the event (all empty when the event removed it)",
+             {"line_no": "the event (events.line_no)", "fact_id": "the fact (facts.fact_id)",
+              "role": "what the event did to it", **_STATE_COLUMNS}),
+    Relation("export_info", "table", "About this export", "export parameter",
+             "the query, when it was exported, the journal size and view generation it saw",
+             {"key": "parameter name", "value": "its value as JSON"}),
+)
+
+
+def render_readme_table(relations: tuple[Relation, ...] = VIEW_RELATIONS) -> str:
+    """The markdown table the README shows under "SQL for operators"."""
+    lines = ["| table / view | one row per | notes |", "|---|---|---|"]
+    for rel in relations:
+        name = f"`{rel.name}`" + (" (view)" if rel.kind == "view" else "")
+        lines.append(f"| {name} | {rel.one_row_per} | {rel.notes} |".replace("|  |", "| |"))
+    return "\n".join(lines) + "\n"

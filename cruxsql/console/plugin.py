@@ -1,0 +1,100 @@
+"""The Datasette plugin the console registers in its server process.
+
+* every connection to a served database is `PRAGMA query_only`: nothing in the console can write;
+* SQL functions `cruxsql_blake3(text)` and `cruxsql_report_hash(json)` let canned queries verify hash chains;
+* canned queries are offered per request, only those whose tables exist;
+* with a token, a request is the `operator` actor when it carries `Authorization: Bearer <token>` or has
+  signed in at `/-/login?token=<token>` (Datasette's own signed `ds_actor` cookie); the metadata's
+  instance-level `allow` refuses everyone else.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from typing import Any, Optional
+
+import blake3
+from datasette import hookimpl
+from datasette.utils.asgi import Response
+
+from ..governance.erasure_proof import report_hash
+from . import canned
+from .metadata import OPERATOR_ACTOR
+
+LOGIN_PATH = "/-/login"
+
+
+def _blake3_hex(text: Optional[str]) -> Optional[str]:
+    return None if text is None else blake3.blake3(text.encode("utf-8")).hexdigest()
+
+
+def _report_hash(value: Optional[str]) -> Optional[str]:
+    try:
+        report = json.loads(value) if value is not None else None
+    except ValueError:
+        return None
+    return report_hash(report) if isinstance(report, dict) else None
+
+
+class ConsolePlugin:
+    """Hook implementations bound to one console's served databases and access token."""
+
+    def __init__(self, query_sets: dict[str, str], token: Optional[str]) -> None:
+        self.query_sets = query_sets  # database name -> "view" or "audit"
+        self.token = token
+        self.__name__ = __name__  # Datasette lists plugins by module name
+
+    @hookimpl
+    def prepare_connection(self, conn: sqlite3.Connection, database: str) -> None:
+        if database not in self.query_sets:
+            return
+        conn.execute("PRAGMA query_only = ON")
+        conn.create_function("cruxsql_blake3", 1, _blake3_hex, deterministic=True)
+        conn.create_function(canned.REPORT_HASH_FUNCTION, 1, _report_hash, deterministic=True)
+
+    @hookimpl
+    def canned_queries(self, datasette: Any, database: str) -> Any:
+        kind = self.query_sets.get(database)
+        if kind is None:
+            return None
+
+        async def offered() -> dict[str, Any]:
+            queries = canned.view_queries() if kind == "view" else canned.audit_queries()
+            columns = await datasette.get_database(database).execute_fn(_columns_of)
+            return {q.name: q.to_metadata() for q in queries if q.available(columns)}
+
+        return offered
+
+    def _token_matches(self, presented: Optional[str]) -> bool:
+        return bool(self.token and presented and secrets.compare_digest(presented.encode(), self.token.encode()))
+
+    @hookimpl
+    def actor_from_request(self, request: Any) -> Optional[dict[str, str]]:
+        auth = request.headers.get("authorization", "")
+        if auth.startswith("Bearer ") and self._token_matches(auth[len("Bearer "):].strip()):
+            return {"id": OPERATOR_ACTOR}
+        return None
+
+    @hookimpl
+    def register_routes(self) -> list[tuple[str, Any]]:
+        plugin = self
+
+        async def login(request: Any, datasette: Any) -> Response:
+            if plugin.token is None:
+                return Response.redirect("/")
+            if not plugin._token_matches(request.args.get("token")):
+                return Response.html("<h1>Forbidden</h1><p>Open the console with "
+                                     f"<code>{LOGIN_PATH}?token=&lt;the console's token&gt;</code>.</p>", status=403)
+            response = Response.redirect("/")
+            response.set_cookie("ds_actor", datasette.sign({"a": {"id": OPERATOR_ACTOR}}, "actor"), httponly=True,
+                                samesite="strict")
+            return response
+
+        return [(r"^/-/login$", login)]
+
+
+def _columns_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    return {n: {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}

@@ -1,0 +1,49 @@
+"""The console's server process: `python -m cruxsql.console.server -` with its JSON config on stdin.
+
+Runs Datasette under uvicorn on an already bound socket, so port 0 works and the first line on stdout
+is the real address. Only Python's sqlite3 (Datasette's) opens the databases in this process.
+The access token, if any, comes from the environment (`CRUXSQL_CONSOLE_TOKEN`), never from the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+TOKEN_ENV = "CRUXSQL_CONSOLE_TOKEN"
+
+
+def serve(config: dict[str, Any]) -> None:
+    import uvicorn
+    from datasette.app import Datasette
+    from datasette.database import Database
+    from datasette.plugins import pm
+
+    from .plugin import ConsolePlugin
+
+    token = os.environ.get(TOKEN_ENV) or None
+    pm.register(ConsolePlugin({n: d["queries"] for n, d in config["databases"].items()}, token),
+                name="cruxsql-console")
+    ds = Datasette(metadata=config["metadata"], settings=config["settings"])
+    for name, spec in config["databases"].items():
+        ds.add_database(Database(ds, path=spec["path"], is_mutable=spec["mutable"]), name=name)
+    family = socket.AF_INET6 if ":" in config["host"] else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((config["host"], config["port"]))
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    print(f"cruxsql console: http://{shown}:{port}/", flush=True)
+    server = uvicorn.Server(uvicorn.Config(ds.app(), log_level="warning", lifespan="off"))
+    server.run(sockets=[sock])
+
+
+def main() -> None:
+    serve(json.load(sys.stdin))
+
+
+if __name__ == "__main__":
+    main()
