@@ -34,6 +34,7 @@ def serve(config: dict[str, Any]) -> None:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((config["host"], config["port"]))
+    sock.listen(2048)  # connections made as soon as the address is printed wait in the backlog
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(f"cruxsql console: http://{shown}:{port}/", flush=True)

@@ -1,0 +1,115 @@
+"""A real console for tests: a store built through the CLI and the journal, and `cruxsql console` running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from journal_builders import fact_obj, line, write_journal
+
+OLD_FACTS = [
+    fact_obj("f_0000000000000000000000000000a001", entity="svc", key="owner", value="alice",
+             tenant_hash="acme", horizon_class="medium", actor="ops", stored_at="2025-01-01T00:00:00Z"),
+    fact_obj("f_0000000000000000000000000000a002", entity="user:42", key="email", value="someone@example.org",
+             tenant_hash="acme", stored_at="2025-01-02T00:00:00Z"),
+    fact_obj("f_0000000000000000000000000000a003", entity="__agent::claude::notes", key="plan", value="ship it",
+             tenant_hash="acme", private=True, stored_at="2025-01-03T00:00:00Z"),
+    fact_obj("f_0000000000000000000000000000a004", entity="svc", key="region", value="eu-west-1",
+             tenant_hash="globex", horizon_class="volatile", actor="ops", stored_at="2025-01-04T00:00:00Z"),
+    fact_obj("f_0000000000000000000000000000a005", entity="__ops::deploy", key="status", value="green",
+             tenant_hash="acme", stored_at="2025-01-05T00:00:00Z"),
+]
+
+
+def cli(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir)}
+    result = subprocess.run([sys.executable, "-m", "cruxsql", *args], capture_output=True, text=True, env=env)
+    if check and result.returncode != 0:
+        raise AssertionError(f"cruxsql {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def build_store(data_dir: Path) -> dict[str, str]:
+    """Old facts and a corrupt line in the journal, then real CLI writes: stores, a supersede, a delete,
+    a legal hold and two erasures. Returns named fact ids."""
+    write_journal(data_dir, [line("store", fact=f) for f in OLD_FACTS])
+    ids = {"old_owner": OLD_FACTS[0]["fact_id"], "held_email": OLD_FACTS[1]["fact_id"]}
+    first = cli(data_dir, "store", "svc", "owner", "bob", "--tenant", "acme", "--actor", "claude").stdout.split()[0]
+    second = cli(data_dir, "store", "svc", "owner", "carol", "--tenant", "acme", "--actor", "claude").stdout.split()[0]
+    cli(data_dir, "supersede", first, "--by", second)
+    doomed = cli(data_dir, "store", "tmp", "scratch", "delete me", "--tenant", "acme").stdout.split()[0]
+    cli(data_dir, "delete", doomed)
+    cli(data_dir, "hold", "place", "--tenant", "acme", "--entity-prefix", "user:", "--reason", "litigation 17",
+        "--actor", "legal")
+    for n in (1, 2):
+        gone = cli(data_dir, "store", "pii", f"phone{n}", f"+44 20 7946 00{n}{n}", "--tenant", "acme").stdout.split()[0]
+        cli(data_dir, "erase", "--fact-id", gone, "--reason", f"data-subject request {n}")
+    with open(data_dir / "facts.jsonl", "ab") as fh:  # after the erasures: their compaction drops corrupt lines
+        fh.write(b"this line is not JSON\n")
+    cli(data_dir, "store", "svc", "tier", "gold", "--tenant", "globex", "--actor", "ops")
+    ids.update(superseded=first, head=second, deleted=doomed)
+    return ids
+
+
+class Console:
+    """A running `cruxsql console` process and its address."""
+
+    def __init__(self, proc: subprocess.Popen, url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    def get(self, path: str, headers: Optional[dict[str, str]] = None) -> tuple[int, str, Any]:
+        req = urllib.request.Request(self.url + path.lstrip("/"), headers=headers or {})
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            with opener.open(req, timeout=30) as resp:
+                return resp.status, resp.read().decode("utf-8"), resp.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode("utf-8"), exc.headers
+
+    def rows(self, db: str, query: str, **params: str) -> list[dict[str, Any]]:
+        """A canned query's rows (all of them) as dicts."""
+        qs = urllib.parse.urlencode({**params, "_shape": "array", "_size": "max"})
+        status, body, _ = self.get(f"{db}/{query}.json?{qs}")
+        assert status == 200, body
+        return json.loads(body)
+
+    def sql(self, db: str, sql: str) -> tuple[int, Any]:
+        status, body, _ = self.get(f"{db}.json?" + urllib.parse.urlencode({"sql": sql, "_shape": "array"}))
+        return status, json.loads(body)
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@contextmanager
+def running_console(data_dir: Optional[Path], *args: str, env: Optional[dict[str, str]] = None) -> Iterator[Console]:
+    full_env = {**os.environ, **(env or {})}
+    if data_dir is not None:
+        full_env["CRUXSQL_DATA_DIR"] = str(data_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "cruxsql", "console", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    try:
+        first = proc.stdout.readline()
+        if not first.startswith("cruxsql console: http://"):
+            proc.kill()
+            raise AssertionError(f"console did not start: {first!r} {proc.stderr.read()}")
+        yield Console(proc, first.split()[-1])
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
