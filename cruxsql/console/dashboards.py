@@ -50,7 +50,8 @@ GROUP BY day, tenant ORDER BY day""",
             "display": {"mark": {"type": "bar", "tooltip": True},
                         "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
                                            "title": "day (UTC)"},
-                                     "y": {"field": "facts", "type": "quantitative", "aggregate": "sum"},
+                                     "y": {"field": "facts", "type": "quantitative", "aggregate": "sum",
+                                           "title": "facts stored"},
                                      "color": {"field": "tenant", "type": "nominal"}}}},
         "fact-states": {
             "title": "Live, deleted, superseded", "db": db, "library": "vega-lite",
@@ -72,20 +73,25 @@ SELECT a.horizon_class, {_age_bucket_sql('a.age_ns')} AS age,
        ELSE 'fresh' END AS freshness, count(*) AS facts
 FROM ages a LEFT JOIN horizons h USING (horizon_class) GROUP BY 1, 2, 3""",
             "display": {"mark": {"type": "bar", "tooltip": True},
-                        "encoding": {"x": {"field": "age", "type": "ordinal", "title": "age (from re-verification or storage)"},
+                        "encoding": {"x": {"field": "age", "type": "ordinal",
+                                           "title": "age, from re-verification or storage",
+                                           "axis": {"labelExpr": "slice(datum.label, 2)", "labelAngle": 0}},
                                      "xOffset": {"field": "horizon_class"},
-                                     "y": {"field": "facts", "type": "quantitative", "aggregate": "sum"},
+                                     "y": {"field": "facts", "type": "quantitative", "aggregate": "sum",
+                                           "title": "live facts"},
                                      "color": {"field": "horizon_class", "type": "nominal"},
-                                     "opacity": {"field": "freshness", "type": "nominal",
-                                                 "scale": {"domain": ["fresh", "never stale", "stale"],
-                                                           "range": [1, 1, 0.35]}}}}},
+                                     "detail": {"field": "freshness"},  # keeps it a group field for the test below
+                                     "opacity": {"condition": {"test": "datum.freshness === 'stale'",
+                                                               "value": 0.35}, "value": 1}}}},
         "events-by-op": {
             "title": "Journal events per day, by op", "db": db, "library": "vega-lite",
             "query": """SELECT substr(event_at, 1, 10) AS day, op, count(*) AS events FROM journal_events
 WHERE event_at IS NOT NULL GROUP BY day, op ORDER BY day""",
             "display": {"mark": {"type": "bar", "tooltip": True},
-                        "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate"},
-                                     "y": {"field": "events", "type": "quantitative", "aggregate": "sum"},
+                        "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
+                                           "title": "day (UTC)"},
+                                     "y": {"field": "events", "type": "quantitative", "aggregate": "sum",
+                                           "title": "events"},
                                      "color": {"field": "op", "type": "nominal"}}}},
         "journal-growth": {
             "title": "Journal size over time (bytes appended, cumulative)", "db": db, "library": "vega-lite",
@@ -93,9 +99,18 @@ WHERE event_at IS NOT NULL GROUP BY day, op ORDER BY day""",
   SELECT substr(event_at, 1, 10) AS day, sum(byte_length) AS bytes FROM journal_events
   WHERE event_at IS NOT NULL GROUP BY day) ORDER BY day""",
             "display": {"mark": {"type": "area", "line": True, "tooltip": True},
-                        "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate"},
+                        "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
+                                           "title": "day (UTC)"},
                                      "y": {"field": "journal_bytes", "type": "quantitative", "title": "bytes"}}}},
     }
+
+
+def _svg(charts: dict[str, Any]) -> dict[str, Any]:
+    """Vega-Lite charts drawn as SVG (crisp, and their marks are elements a browser test can count)."""
+    for chart in charts.values():
+        if chart["library"] == "vega-lite":
+            chart["display"]["usermeta"] = {"embedOptions": {"renderer": "svg", "actions": False}}
+    return charts
 
 
 def dashboards(db: str, policy: DecayPolicy | None = None) -> dict[str, Any]:
@@ -112,5 +127,5 @@ def dashboards(db: str, policy: DecayPolicy | None = None) -> dict[str, Any]:
             ["age-by-horizon", "age-by-horizon", "events-by-op", "events-by-op"],
             ["journal-growth", "journal-growth", "journal-growth", "journal-growth"],
         ],
-        "charts": _charts(db, policy),
+        "charts": _svg(_charts(db, policy)),
     }}

@@ -6,6 +6,7 @@ feature has not created yet (token usage, curation views) appears once that tabl
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,6 +33,19 @@ def _tables(relations: tuple[Relation, ...], internal: dict[str, str]) -> dict[s
     return out
 
 
+def _table_guide(db: str, intro: str, relations: tuple[Relation, ...]) -> str:
+    """The database page's description: the intro, then every documented table with its description."""
+    items = "".join(f'<li><a href="/{db}/{rel.name}"><code>{rel.name}</code></a> ({rel.kind}): '
+                    f"{html.escape(rel.description)}</li>" for rel in relations)
+    return f'<p>{html.escape(intro)}</p><ul class="cruxsql-tables">{items}</ul>'
+
+
+VIEW_INTRO = ("The materialised view of the fact journal and the document segments: read-only, rebuilt from the "
+              "files by `cruxsql rebuild`. New writes appear on reload.")
+AUDIT_INTRO = ("A standalone audit export (`cruxsql export audit --format sqlite`): the journal events that touched "
+               "a selection of facts, in order, with a hash chain.")
+
+
 def build_metadata(data_dir: Optional[Path], audit: Optional[Path], token_required: bool,
                    policy: Optional[DecayPolicy] = None) -> dict[str, Any]:
     """The whole metadata document: instance, one entry per served database, dashboards, access rule."""
@@ -41,8 +55,7 @@ def build_metadata(data_dir: Optional[Path], audit: Optional[Path], token_requir
     if data_dir is not None:
         databases[VIEW_DB] = {
             "title": "cruxsql view",
-            "description": "The materialised view of the fact journal and the document segments: read-only, "
-                           "rebuilt from the files by `cruxsql rebuild`. New writes appear on reload.",
+            "description_html": _table_guide(VIEW_DB, VIEW_INTRO, VIEW_RELATIONS),
             "source": f"{data_dir}/facts.jsonl and {data_dir}/segments/",
             "tables": _tables(VIEW_RELATIONS, INTERNAL),
         }
@@ -50,8 +63,7 @@ def build_metadata(data_dir: Optional[Path], audit: Optional[Path], token_requir
     if audit is not None:
         databases[AUDIT_DB] = {
             "title": "cruxsql audit export",
-            "description": "A standalone audit export (`cruxsql export audit --format sqlite`): the journal events "
-                           "that touched a selection of facts, in order, with a hash chain.",
+            "description_html": _table_guide(AUDIT_DB, AUDIT_INTRO, AUDIT_RELATIONS),
             "source": str(audit),
             "tables": _tables(AUDIT_RELATIONS, {}),
         }
