@@ -13,6 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+import pytest
+
+import cruxsql
+from cruxsql.governance import erasure, legal_holds
 from journal_builders import fact_obj, line, write_journal
 
 OLD_FACTS = [
@@ -38,25 +42,32 @@ def cli(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedP
 
 
 def build_store(data_dir: Path) -> dict[str, str]:
-    """Old facts and a corrupt line in the journal, then real CLI writes: stores, a supersede, a delete,
-    a legal hold and two erasures. Returns named fact ids."""
+    """Old facts in the journal, then writes through the Python API and the CLI: stores, a supersede, a
+    delete, a legal hold, two erasures and a corrupt line. Returns named fact ids."""
     write_journal(data_dir, [line("store", fact=f) for f in OLD_FACTS])
     ids = {"old_owner": OLD_FACTS[0]["fact_id"], "held_email": OLD_FACTS[1]["fact_id"]}
-    first = cli(data_dir, "store", "svc", "owner", "bob", "--tenant", "acme", "--actor", "claude").stdout.split()[0]
-    second = cli(data_dir, "store", "svc", "owner", "carol", "--tenant", "acme", "--actor", "claude").stdout.split()[0]
-    cli(data_dir, "supersede", first, "--by", second)
-    doomed = cli(data_dir, "store", "tmp", "scratch", "delete me", "--tenant", "acme").stdout.split()[0]
-    cli(data_dir, "delete", doomed)
-    cli(data_dir, "hold", "place", "--tenant", "acme", "--entity-prefix", "user:", "--reason", "litigation 17",
-        "--actor", "legal")
-    for n in (1, 2):
-        gone = cli(data_dir, "store", "pii", f"phone{n}", f"+44 20 7946 00{n}{n}", "--tenant", "acme").stdout.split()[0]
-        cli(data_dir, "erase", "--fact-id", gone, "--reason", f"data-subject request {n}")
+    with cruxsql.open(data_dir) as store:
+        first = store.store("svc", "owner", "bob", tenant="acme", actor="claude").fact_id
+        second = store.store("svc", "owner", "carol", tenant="acme", actor="claude").fact_id
+        store.supersede(first, second)
+        doomed = store.store("tmp", "scratch", "delete me", tenant="acme").fact_id
+        store.delete(doomed)
+        legal_holds.place_hold(store, "acme", "litigation 17", ["user:"], "legal")
+        for n in (1, 2):
+            gone = store.store("pii", f"phone{n}", f"+44 20 7946 00{n}{n}", tenant="acme").fact_id
+            erasure.erase(store, erasure.Selection(fact_ids=(gone,)), reason=f"data-subject request {n}")
     with open(data_dir / "facts.jsonl", "ab") as fh:  # after the erasures: their compaction drops corrupt lines
         fh.write(b"this line is not JSON\n")
     cli(data_dir, "store", "svc", "tier", "gold", "--tenant", "globex", "--actor", "ops")
     ids.update(superseded=first, head=second, deleted=doomed)
     return ids
+
+
+@pytest.fixture(scope="session")
+def console_store(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """One store for the console's HTTP and browser tests (they only add facts to it)."""
+    data_dir = tmp_path_factory.mktemp("console") / "data"
+    return data_dir, build_store(data_dir)
 
 
 class Console:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from pathlib import Path
 
 import pytest
 
 from cruxsql.console import contract
 
-from console_support import build_store, cli, running_console
+from console_support import cli, console_store, running_console  # noqa: F401 (fixture)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -38,11 +37,10 @@ CANNED = {
 
 
 @pytest.fixture(scope="module")
-def browser_console(tmp_path_factory):
+def browser_console(console_store):
     from playwright.sync_api import sync_playwright
 
-    data_dir = tmp_path_factory.mktemp("browser") / "data"
-    ids = build_store(data_dir)
+    data_dir, ids = console_store
     with running_console(data_dir) as console, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import threading
 import time
-from pathlib import Path
 
 import apsw
 import pytest
@@ -17,7 +16,7 @@ from cruxsql.console import launch
 from cruxsql.governance import legal_holds, retention
 from cruxsql.recall import freshness
 
-from console_support import OLD_FACTS, build_store, cli, running_console
+from console_support import OLD_FACTS, cli, console_store, running_console  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                 reason="Datasette is not installed (pip install -e '.[test]' brings it)")
@@ -26,9 +25,8 @@ TOKEN = "s3cret-operator-token-0123456789"
 
 
 @pytest.fixture(scope="module")
-def store_dir(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    data_dir = tmp_path_factory.mktemp("console") / "data"
-    return data_dir, build_store(data_dir)
+def store_dir(console_store):
+    return console_store
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +169,7 @@ def test_canned_queries_for_other_features_appear_when_their_tables_do(tmp_path)
         assert names()[-2:] == ["token_usage_by_agent", "contradiction_candidates"]
         assert c.rows("cruxsql", "token_usage_by_agent") == [
             {"agent": "claude", "calls": 3, "tokens_in": 10, "tokens_out": 200}]
+    assert c.proc.returncode == 0  # SIGTERM stops the console and its server process cleanly
 
 
 def test_a_token_guards_every_page(store_dir):
@@ -217,13 +216,19 @@ def test_audit_export_opens_with_its_own_metadata_and_chain_check(store_dir, tmp
     (["--port", "70000"], "Error: --port 70000 is not a TCP port"),
 ])
 def test_refusals_are_one_line_errors(tmp_path, args, message):
-    data_dir = tmp_path / "data"
-    with cruxsql.open(data_dir) as store:
+    with cruxsql.open(tmp_path) as store:
         store.store("svc", "owner", "alice")
-    result = cli(data_dir, "console", *args, check=False)
-    assert result.returncode == 1
-    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
-    assert "Traceback" not in result.stderr
+    result = CliRunner().invoke(main, ["console", "--data-dir", str(tmp_path), *args])
+    assert result.exit_code == 1
+    assert result.output.startswith(message) and result.output.count("\n") == 1, result.output
+
+
+def test_an_exposed_host_is_refused_by_the_real_command(tmp_path):
+    result = cli(tmp_path, "console", "--host", "0.0.0.0", check=False)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == ("Error: --host 0.0.0.0 is not a loopback address and the view holds every tenant's "
+                             "and every agent's facts, private ones included: pass --token (or "
+                             "CRUXSQL_CONSOLE_TOKEN) to require it\n")
 
 
 def test_not_an_audit_export(tmp_path):

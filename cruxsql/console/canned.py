@@ -19,7 +19,8 @@ from ..governance.retention import SYNC_TOMBSTONE_PREFIX
 from ..recall.freshness import DecayPolicy
 
 NOW_NS = "(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000000)"
-REPORT_HASH_FUNCTION = "cruxsql_report_hash"  # registered on the console's connections by the plugin
+REPORT_HASH_FUNCTION = "cruxsql_report_hash"  # both registered on the console's connections by the plugin
+BLAKE3_FUNCTION = "cruxsql_blake3"
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ FROM event_facts ef JOIN events e USING (line_no) WHERE ef.fact_id = :fact_id OR
             "Each event's chain hash recomputed from the previous one and its line hash: `chain_ok` = 0 "
             "marks where the export was altered.",
             f"""SELECT line_no, op, event_at, line_blake3, chain_blake3,
-  cruxsql_blake3(coalesce(lag(chain_blake3) OVER (ORDER BY line_no), '') || line_blake3) = chain_blake3 AS chain_ok
+  {BLAKE3_FUNCTION}(coalesce(lag(chain_blake3) OVER (ORDER BY line_no), '') || line_blake3) = chain_blake3
+    AS chain_ok
 FROM events ORDER BY line_no""", {"events": frozenset()}),
     )

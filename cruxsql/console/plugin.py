@@ -51,7 +51,7 @@ class ConsolePlugin:
         if database not in self.query_sets:
             return
         conn.execute("PRAGMA query_only = ON")
-        conn.create_function("cruxsql_blake3", 1, _blake3_hex, deterministic=True)
+        conn.create_function(canned.BLAKE3_FUNCTION, 1, _blake3_hex, deterministic=True)
         conn.create_function(canned.REPORT_HASH_FUNCTION, 1, _report_hash, deterministic=True)
 
     @hookimpl
