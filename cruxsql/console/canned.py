@@ -102,11 +102,6 @@ def _daemon_prefixes_cte() -> str:
     return f"daemon_prefixes(position, prefix) AS (VALUES {rows})"
 
 
-def _horizons_cte(policy: DecayPolicy) -> str:
-    rows = ", ".join(f"({_sql_str(c)}, {policy.base_ms(c) * 1_000_000})" for c in ("volatile", "medium", "stable"))
-    return f"horizons(horizon_class, stale_after_ns) AS (VALUES {rows})"
-
-
 def _retention_sql() -> str:
     tombstone = _sql_str(SYNC_TOMBSTONE_PREFIX)
     return f"""
@@ -114,8 +109,8 @@ WITH {HOLDS_CTE},
 {_daemon_prefixes_cte()},
 members(fact_id) AS MATERIALIZED (
   SELECT canonical_fact_id FROM consolidation_sources
-  UNION SELECT cs.source_fact_id FROM consolidation_sources cs
-    JOIN facts s ON s.fact_id = cs.source_fact_id AND s.superseded_by = cs.canonical_fact_id
+  UNION SELECT source_fact_id FROM consolidation_sources cs WHERE EXISTS (
+    SELECT 1 FROM facts s WHERE s.fact_id = cs.source_fact_id AND s.superseded_by = cs.canonical_fact_id)
 ),
 candidates AS (
   SELECT f.fact_id, f.tenant_hash, f.entity, f.key, f.stored_at, f.stored_at_ns, f.private,
@@ -166,17 +161,19 @@ ORDER BY stored_at"""
 
 
 def _stale_sql(policy: DecayPolicy) -> str:
-    return f"""
-WITH {_horizons_cte(policy)}
-SELECT f.horizon_class, f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.stored_at, f.reverified_at,
+    """One arm per class, each an index range in anchor order, merged: no sort of every stale fact."""
+    arms = []
+    for cls in ("medium", "stable", "volatile"):
+        horizon = policy.base_ms(cls) * 1_000_000
+        arms.append(f"""SELECT f.horizon_class, f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.stored_at,
+  f.reverified_at, coalesce(f.reverified_at_ns, f.stored_at_ns) AS anchor_ns,
   ({NOW_NS} - coalesce(f.reverified_at_ns, f.stored_at_ns)) / 3600000000000 AS age_hours,
-  h.stale_after_ns / 3600000000000 AS stale_after_hours
-FROM horizons h JOIN facts f ON f.horizon_class = h.horizon_class
-WHERE (:horizon_class = '' OR h.horizon_class = :horizon_class)
+  {horizon // 3_600_000_000_000} AS stale_after_hours
+FROM facts f WHERE f.horizon_class = {_sql_str(cls)} AND (:horizon_class = '' OR :horizon_class = {_sql_str(cls)})
   AND f.deleted = 0 AND f.superseded_by IS NULL
   AND coalesce(f.reverified_at_ns, f.stored_at_ns) > 0
-  AND coalesce(f.reverified_at_ns, f.stored_at_ns) < {NOW_NS} - h.stale_after_ns
-ORDER BY h.horizon_class, coalesce(f.reverified_at_ns, f.stored_at_ns)"""
+  AND coalesce(f.reverified_at_ns, f.stored_at_ns) < {NOW_NS} - {horizon}""")
+    return "\nUNION ALL\n".join(arms) + "\nORDER BY horizon_class, anchor_ns"
 
 
 _CHAIN_FILTER = "f.tenant_hash = t.tenant_hash AND f.entity = t.entity AND f.key = t.key"

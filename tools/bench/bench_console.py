@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -40,9 +41,17 @@ PARAMS = {"live_facts_of_tenant": {"tenant": "tenant1"}, "actor_writes": {"actor
           "retention_candidates": {"days": "30", "tenant": ""}, "stale_facts": {"horizon_class": ""}}
 
 
+ACTOR_FACTS = 2000
+
+
 def build(events: int) -> Path:
+    """The generated journal replayed, plus ACTOR_FACTS stores by actor `ops` (the generator writes no actors)."""
     data_dir = OUT / f"console-{events}"
     if (data_dir / "cruxsql.db").exists():
+        with cruxsql.open(data_dir) as store:
+            if store.db.execute("SELECT count(*) FROM facts WHERE actor = 'ops'").fetchone()[0] < ACTOR_FACTS:
+                for i in range(ACTOR_FACTS):
+                    store.store(f"svc{i}", "owner", f"ops wrote {i}", tenant="tenant1", actor="ops")
         return data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     print(f"building a view of {events:,} journal events in {data_dir} ...", flush=True)
@@ -51,7 +60,7 @@ def build(events: int) -> Path:
     with cruxsql.open(data_dir) as store:
         store.refresh()
     print(f"  replayed in {time.perf_counter() - started:.0f} s", flush=True)
-    return data_dir
+    return build(events)
 
 
 def start(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, str, float]:
@@ -138,7 +147,11 @@ def main() -> None:
         if q.name == "fact_history":
             params = {"fact_id": conn.execute("SELECT fact_id FROM facts WHERE version > 2 LIMIT 1").fetchone()[0]}
         page = f"{url}cruxsql/{q.name}.json?" + urllib.parse.urlencode({**params, "_shape": "objects"})
-        body = json.loads(get(page))
+        try:
+            body = json.loads(get(page))
+        except urllib.error.HTTPError as exc:
+            print(f"| canned `{q.name}` | HTTP {exc.code}: over Datasette's time limit? | | |")
+            continue
         ms = best(lambda: timed_get(page))
         direct = best(lambda: timed_sql(conn, q.sql, params))
         print(f"| canned `{q.name}` ({len(body['rows'])} rows), ms (baseline: same SQL in-process) | "
@@ -149,7 +162,11 @@ def main() -> None:
         params = {"days": "400"} if ":days" in sql else {}
         direct = best(lambda: timed_sql(conn, sql, params))
         page = f"{url}cruxsql.json?" + urllib.parse.urlencode({"sql": sql, **params, "_shape": "objects"})
-        ms = best(lambda: timed_get(page))
+        try:
+            ms = best(lambda: timed_get(page))
+        except urllib.error.HTTPError as exc:
+            print(f"| dashboard `{name}` | HTTP {exc.code}: over Datasette's time limit? | {direct:.1f} | |")
+            continue
         print(f"| dashboard `{name}`, ms (baseline: same SQL in-process) | {ms:.1f} | {direct:.1f} | "
               f"{ms / direct:.1f} |")
 
