@@ -254,3 +254,37 @@ def test_a_token_lets_a_non_loopback_host_through_the_checks(tmp_path):
     launch.check_request(launch.ConsoleRequest(tmp_path, host="0.0.0.0", token=TOKEN))
     assert launch.is_loopback("::1") and launch.is_loopback("localhost") and launch.is_loopback("127.0.0.2")
     assert not launch.is_loopback("192.168.1.5") and not launch.is_loopback("example.org")
+
+
+REFERENCE_CHARTS = {  # the plain GROUP BY each dashboard query replaces with index range counts
+    "stored-per-day": """SELECT date(stored_at_ns / 1000000000, 'unixepoch') AS day, tenant_hash, count(*) FROM facts
+        WHERE stored_at_ns >= ({now} / 86400000000000 - :days + 1) * 86400000000000 GROUP BY 1, 2 ORDER BY 1, 2""",
+    "fact-states": """SELECT 'live', count(*) FROM facts WHERE deleted = 0 AND superseded_by IS NULL
+        UNION ALL SELECT 'deleted', count(*) FROM facts WHERE deleted = 1
+        UNION ALL SELECT 'superseded', count(*) FROM facts WHERE deleted = 0 AND superseded_by IS NOT NULL""",
+    "events-by-op": """SELECT substr(event_at, 1, 10), op, count(*) FROM journal_events
+        WHERE event_at >= date(({now} / 86400000000000 - :days + 1) * 86400, 'unixepoch') GROUP BY 1, 2 ORDER BY 1, 2""",
+}
+
+
+@pytest.mark.parametrize("days", ["1", "700"])
+def test_dashboard_range_counts_equal_a_plain_group_by(store_dir, days):
+    from cruxsql.console.canned import NOW_NS
+    from cruxsql.console.dashboards import DASHBOARD, dashboards
+    from cruxsql.recall.freshness import DecayPolicy
+
+    charts = dashboards("cruxsql", DecayPolicy())[DASHBOARD]["charts"]
+    with cruxsql.open(store_dir[0]) as store:
+        db = store.db
+        for name, reference in REFERENCE_CHARTS.items():
+            params = {"days": days} if ":days" in charts[name]["query"] else {}
+            got = [tuple(r) for r in db.execute(charts[name]["query"], params)]
+            want = [tuple(r) for r in db.execute(reference.format(now=NOW_NS), params)
+                    if r[-1] or name == "fact-states"]  # range counts leave out empty (day, tenant/op) pairs
+            assert got == want and got, name
+        ages = {(c, a, f): n for c, a, f, n in db.execute(charts["age-by-horizon"]["query"])}
+        assert sum(ages.values()) == db.execute("SELECT count(*) FROM live_facts").fetchone()[0]
+        assert ages[("volatile", "7 ≥ 1 year", "stale")] == 1  # the globex region, stored 2025-01-04
+        growth = [r[1] for r in db.execute(charts["journal-growth"]["query"], {"days": days})]
+        kept = db.execute("SELECT total(byte_length) FROM journal_events WHERE event_at IS NOT NULL").fetchone()[0]
+        assert growth[-1] == kept and growth == sorted(growth)

@@ -2,7 +2,10 @@
 
 Facts stored per day by tenant, live vs deleted vs superseded, the age of live facts by horizon class
 against the freshness horizons (past-horizon bars are the stale ones), and the journal's events and
-size over time. Every query is an index range or a covering-index scan (migration 0011).
+size over time. On a 1M-fact view a GROUP BY over every row takes seconds, past Datasette's 1 s
+limit, so each chart is built from index range counts instead: a recursive CTE walks the days (and the
+tenants or ops, by a loose index scan) and counts each (day, tenant) range of an index of migration
+0011; the age histogram counts one range of `facts_live_horizon` per (class, age bucket, fresh/stale).
 """
 
 from __future__ import annotations
@@ -14,17 +17,39 @@ from .canned import NOW_NS
 
 DASHBOARD = "memory"
 _DAY_NS = 86_400_000_000_000
-_AGE_BUCKETS = (("1 < 1 hour", 3_600_000_000_000), ("2 < 1 day", _DAY_NS), ("3 < 1 week", 7 * _DAY_NS),
-                ("4 < 35 days", 35 * _DAY_NS), ("5 < 90 days", 90 * _DAY_NS), ("6 < 1 year", 365 * _DAY_NS))
+_AGE_EDGES = ((0, "1 < 1 hour"), (3_600_000_000_000, "2 < 1 day"), (_DAY_NS, "3 < 1 week"),
+              (7 * _DAY_NS, "4 < 35 days"), (35 * _DAY_NS, "5 < 90 days"), (90 * _DAY_NS, "6 < 1 year"),
+              (365 * _DAY_NS, "7 ≥ 1 year"))
+_FOREVER = 2 ** 62
+_WINDOW_DAYS = "min(max(CAST(coalesce(nullif(:days, ''), '90') AS INTEGER), 1), 3660)"
+_NOW = f"now AS MATERIALIZED (SELECT {NOW_NS} AS ns, {NOW_NS} / {_DAY_NS} AS day)"
+_DAYS = (f"days(d) AS (SELECT day - {_WINDOW_DAYS} + 1 FROM now UNION ALL "
+         f"SELECT d + 1 FROM days, now WHERE d < now.day)")
 
 
-def _age_bucket_sql(column: str) -> str:
-    arms = " ".join(f"WHEN {column} < {limit} THEN '{label}'" for label, limit in _AGE_BUCKETS)
-    return f"CASE {arms} ELSE '7 ≥ 1 year' END"
+def _loose_scan(name: str, table: str, column: str, where: str = "") -> str:
+    """Every distinct value of an indexed column, one index seek each (SQLite has no skip-scan here)."""
+    cond = f" AND {where}" if where else ""
+    return (f"{name}(v) AS (SELECT min({column}) FROM {table} WHERE {column} IS NOT NULL{cond} UNION ALL "
+            f"SELECT (SELECT min({column}) FROM {table} WHERE {column} > v{cond}) FROM {name} WHERE v IS NOT NULL)")
+
+
+def _age_ranges(policy: DecayPolicy) -> str:
+    """(class, age label, freshness, lo, hi) rows: age in [lo, hi) ns, each range inside one bucket and on
+    one side of the class's horizon (stale = age > horizon)."""
+    rows = []
+    for cls in ("medium", "none", "stable", "volatile"):
+        base = policy.base_ms(cls)
+        horizon = None if base is None else base * 1_000_000
+        edges = sorted({e for e, _ in _AGE_EDGES} | ({horizon + 1} if horizon is not None else set()))
+        for lo, hi in zip(edges, edges[1:] + [_FOREVER]):
+            label = [name for edge, name in _AGE_EDGES if edge <= lo][-1]
+            fresh = "never stale" if horizon is None else ("stale" if lo > horizon else "fresh")
+            rows.append(f"('{cls}', '{label}', '{fresh}', {lo}, {hi})")
+    return ", ".join(rows)
 
 
 def _charts(db: str, policy: DecayPolicy) -> dict[str, Any]:
-    horizons = ", ".join(f"('{c}', {policy.base_ms(c) * 1_000_000})" for c in ("volatile", "medium", "stable"))
     return {
         "live-facts": {
             "title": "Live facts", "db": db, "library": "metric",
@@ -43,10 +68,13 @@ def _charts(db: str, policy: DecayPolicy) -> dict[str, Any]:
             "query": "SELECT count(*) AS n FROM journal_corrupt_lines", "display": {"field": "n"}},
         "stored-per-day": {
             "title": "Facts stored per day, by tenant", "db": db, "library": "vega-lite",
-            "query": f"""SELECT date(stored_at_ns / 1000000000, 'unixepoch') AS day, tenant_hash AS tenant,
-  count(*) AS facts FROM facts
-WHERE stored_at_ns >= {NOW_NS} - CAST(coalesce(nullif(:days, ''), '90') AS REAL) * {_DAY_NS}
-GROUP BY day, tenant ORDER BY day""",
+            "query": f"""WITH RECURSIVE {_NOW}, {_DAYS}, {_loose_scan('tenants', 'facts', 'tenant_hash')}
+SELECT day, tenant, facts FROM (
+  SELECT date(d * 86400, 'unixepoch') AS day, v AS tenant,
+    (SELECT count(*) FROM facts WHERE tenant_hash = v
+       AND stored_at_ns >= d * {_DAY_NS} AND stored_at_ns < (d + 1) * {_DAY_NS}) AS facts
+  FROM days, tenants WHERE v IS NOT NULL)
+WHERE facts > 0 ORDER BY day, tenant""",
             "display": {"mark": {"type": "bar", "tooltip": True},
                         "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
                                            "title": "day (UTC)"},
@@ -55,9 +83,12 @@ GROUP BY day, tenant ORDER BY day""",
                                      "color": {"field": "tenant", "type": "nominal"}}}},
         "fact-states": {
             "title": "Live, deleted, superseded", "db": db, "library": "vega-lite",
-            "query": """SELECT 'live' AS state, count(*) AS facts FROM facts WHERE deleted = 0 AND superseded_by IS NULL
-UNION ALL SELECT 'deleted', count(*) FROM facts WHERE deleted = 1
-UNION ALL SELECT 'superseded', count(*) FROM facts WHERE deleted = 0 AND superseded_by IS NOT NULL""",
+            "query": """WITH n AS MATERIALIZED (SELECT
+  (SELECT count(*) FROM facts) AS total,
+  (SELECT count(*) FROM facts WHERE deleted = 0 AND superseded_by IS NULL) AS live,
+  (SELECT count(*) FROM facts WHERE deleted = 1) AS deleted)
+SELECT 'live' AS state, live AS facts FROM n UNION ALL SELECT 'deleted', deleted FROM n
+UNION ALL SELECT 'superseded', total - live - deleted FROM n""",
             "display": {"mark": {"type": "arc", "innerRadius": 40, "tooltip": True},
                         "encoding": {"theta": {"field": "facts", "type": "quantitative"},
                                      "color": {"field": "state", "type": "nominal",
@@ -65,13 +96,14 @@ UNION ALL SELECT 'superseded', count(*) FROM facts WHERE deleted = 0 AND superse
         "age-by-horizon": {
             "title": "Age of live facts by horizon class (faded: past the horizon, stale)", "db": db,
             "library": "vega-lite",
-            "query": f"""WITH horizons(horizon_class, stale_after_ns) AS (VALUES {horizons}),
-ages AS (SELECT horizon_class, {NOW_NS} - coalesce(reverified_at_ns, stored_at_ns) AS age_ns
-         FROM facts WHERE deleted = 0 AND superseded_by IS NULL)
-SELECT a.horizon_class, {_age_bucket_sql('a.age_ns')} AS age,
-  CASE WHEN h.stale_after_ns IS NULL THEN 'never stale' WHEN a.age_ns > h.stale_after_ns THEN 'stale'
-       ELSE 'fresh' END AS freshness, count(*) AS facts
-FROM ages a LEFT JOIN horizons h USING (horizon_class) GROUP BY 1, 2, 3""",
+            "query": f"""WITH {_NOW}, ranges(horizon_class, age, freshness, lo, hi) AS (VALUES {_age_ranges(policy)})
+SELECT horizon_class, age, freshness, sum(facts) AS facts FROM (
+  SELECT r.horizon_class, r.age, r.freshness, (SELECT count(*) FROM facts f
+    WHERE f.deleted = 0 AND f.superseded_by IS NULL AND f.horizon_class = r.horizon_class
+      AND coalesce(f.reverified_at_ns, f.stored_at_ns) > now.ns - r.hi
+      AND coalesce(f.reverified_at_ns, f.stored_at_ns) <= now.ns - r.lo) AS facts
+  FROM ranges r, now)
+WHERE facts > 0 GROUP BY 1, 2, 3""",
             "display": {"mark": {"type": "bar", "tooltip": True},
                         "encoding": {"x": {"field": "age", "type": "ordinal",
                                            "title": "age, from re-verification or storage",
@@ -85,8 +117,13 @@ FROM ages a LEFT JOIN horizons h USING (horizon_class) GROUP BY 1, 2, 3""",
                                                                "value": 0.35}, "value": 1}}}},
         "events-by-op": {
             "title": "Journal events per day, by op", "db": db, "library": "vega-lite",
-            "query": """SELECT substr(event_at, 1, 10) AS day, op, count(*) AS events FROM journal_events
-WHERE event_at IS NOT NULL GROUP BY day, op ORDER BY day""",
+            "query": f"""WITH RECURSIVE {_NOW}, {_DAYS}, {_loose_scan('ops', 'journal_events', 'op')}
+SELECT day, op, events FROM (
+  SELECT date(d * 86400, 'unixepoch') AS day, v AS op,
+    (SELECT count(*) FROM journal_events WHERE op = v
+       AND event_at >= date(d * 86400, 'unixepoch') AND event_at < date((d + 1) * 86400, 'unixepoch')) AS events
+  FROM days, ops WHERE v IS NOT NULL)
+WHERE events > 0 ORDER BY day, op""",
             "display": {"mark": {"type": "bar", "tooltip": True},
                         "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
                                            "title": "day (UTC)"},
@@ -94,10 +131,16 @@ WHERE event_at IS NOT NULL GROUP BY day, op ORDER BY day""",
                                            "title": "events"},
                                      "color": {"field": "op", "type": "nominal"}}}},
         "journal-growth": {
-            "title": "Journal size over time (bytes appended, cumulative)", "db": db, "library": "vega-lite",
-            "query": """SELECT day, sum(bytes) OVER (ORDER BY day) AS journal_bytes FROM (
-  SELECT substr(event_at, 1, 10) AS day, sum(byte_length) AS bytes FROM journal_events
-  WHERE event_at IS NOT NULL GROUP BY day) ORDER BY day""",
+            "title": "Journal size over time (bytes of the events kept, by event day)", "db": db, "library": "vega-lite",
+            "query": f"""WITH RECURSIVE {_NOW}, {_DAYS}, {_loose_scan('ops', 'journal_events', 'op')},
+before AS (SELECT total((SELECT total(byte_length) FROM journal_events WHERE op = v AND event_at IS NOT NULL
+  AND event_at < date((SELECT min(d) FROM days) * 86400, 'unixepoch'))) AS bytes FROM ops WHERE v IS NOT NULL),
+daily AS (SELECT d, (SELECT total(byte_length) FROM journal_events WHERE op = v
+    AND event_at >= date(d * 86400, 'unixepoch') AND event_at < date((d + 1) * 86400, 'unixepoch')) AS bytes
+  FROM days, ops WHERE v IS NOT NULL)
+SELECT date(d * 86400, 'unixepoch') AS day,
+  CAST((SELECT bytes FROM before) + sum(sum(bytes)) OVER (ORDER BY d) AS INTEGER) AS journal_bytes
+FROM daily GROUP BY d ORDER BY d""",
             "display": {"mark": {"type": "area", "line": True, "tooltip": True},
                         "encoding": {"x": {"field": "day", "type": "temporal", "timeUnit": "utcyearmonthdate",
                                            "title": "day (UTC)"},
