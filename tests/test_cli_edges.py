@@ -53,7 +53,10 @@ def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterato
             yield " ".join(prefix + (name,)), command
 
 
-ALL = dict(commands())
+SERVERS = {"console"}
+"""Run until stopped, so the generic loops below cannot invoke them; their refusals (missing store, bad
+options) are tested in their own modules (test_console_server.py)."""
+ALL = {name: command for name, command in commands() if name not in SERVERS}
 
 
 @pytest.fixture(scope="module")

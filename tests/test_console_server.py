@@ -214,6 +214,7 @@ def test_audit_export_opens_with_its_own_metadata_and_chain_check(store_dir, tmp
     (["--audit", "nope.db", "--no-view"], "Error: --audit 'nope.db' is not a file"),
     (["--no-view"], "Error: --no-view needs --audit"),
     (["--port", "70000"], "Error: --port 70000 is not a TCP port"),
+    (["--data-dir", "/nonexistent/cruxsql"], "Error: no cruxsql store at /nonexistent/cruxsql"),
 ])
 def test_refusals_are_one_line_errors(tmp_path, args, message):
     with cruxsql.open(tmp_path) as store:
@@ -288,3 +289,21 @@ def test_dashboard_range_counts_equal_a_plain_group_by(store_dir, days):
         growth = [r[1] for r in db.execute(charts["journal-growth"]["query"], {"days": days})]
         kept = db.execute("SELECT total(byte_length) FROM journal_events WHERE event_at IS NOT NULL").fetchone()[0]
         assert growth[-1] == kept and growth == sorted(growth)
+
+
+def test_a_read_only_data_directory_is_refused(tmp_path):
+    import subprocess
+    with cruxsql.open(tmp_path / "src") as store:
+        store.store("svc", "owner", "alice")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    done = subprocess.run(["mount", "-o", "bind,ro", str(tmp_path / "src"), str(ro)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip()}")
+    try:
+        result = cli(ro, "console", "--port", "0", check=False)
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (f"Error: {ro} cannot be written, so its cruxsql.db cannot be caught up "
+                                              "for the console to serve (`cruxsql sql` reads such a store)")

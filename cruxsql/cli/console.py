@@ -8,9 +8,9 @@ from typing import Optional
 
 import click
 
-from ..console.launch import ConsoleRequest, run
+from ..console.launch import ConsoleRequest, check_request, run
 from ..console.server import TOKEN_ENV
-from .common import data_dir_option, fails_cleanly, progress_callback
+from .common import data_dir_option, fails_cleanly, open_store
 
 
 @click.command("console")
@@ -37,8 +37,19 @@ def console(data_dir: Path, host: str, port: int, token: Optional[str], audit: O
     if no_view and audit is None:
         raise click.ClickException("--no-view needs --audit (there would be nothing to serve)")
     req = ConsoleRequest(data_dir=None if no_view else data_dir, host=host, port=port, token=token, audit=audit)
-    sys.exit(run(req, progress=progress_callback("replaying journal")))
+    check_request(req)
+    if req.data_dir is not None:
+        with open_store(req.data_dir, "read") as store:  # migrations and journal catch-up through apsw, closed
+            if store.read_only:
+                raise click.ClickException(f"{req.data_dir} cannot be written, so its cruxsql.db cannot be caught "
+                                           "up for the console to serve (`cruxsql sql` reads such a store)")
+            store.refresh()
+    sys.exit(run(req))
+
+
+COMMANDS = (console,)
 
 
 def register(group: click.Group) -> None:
-    group.add_command(console)
+    for command in COMMANDS:
+        group.add_command(command)

@@ -1,7 +1,7 @@
-"""Starting the console: check the request, bring the view up to date, run the server in its own process.
+"""Starting the console: check the request, then run the server in its own process.
 
-The view is caught up and migrated here through apsw (the only binding that writes it) and closed
-again; Datasette then reads it in a child process through Python's sqlite3, read-only, as a WAL reader:
+The caller (`cruxsql console`) catches the view up and migrates it through apsw (the only binding that
+writes it) and closes it before `run`; Datasette then reads it in a child process through Python's sqlite3, read-only, as a WAL reader:
 it sees every later write on reload and never holds a lock a writer waits for.
 """
 
@@ -16,12 +16,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import apsw
 
 from ..errors import InvalidInput
-from ..facts.store import Store
 from .metadata import AUDIT_DB, VIEW_DB, build_metadata
 from .server import TOKEN_ENV
 
@@ -64,8 +63,6 @@ def check_request(req: ConsoleRequest) -> None:
     if not is_loopback(req.host) and req.token is None:
         raise InvalidInput(f"--host {req.host} is not a loopback address and the view holds every tenant's and "
                            f"every agent's facts, private ones included: pass --token (or {TOKEN_ENV}) to require it")
-    if req.data_dir is not None and not req.data_dir.is_dir():
-        raise InvalidInput(f"--data-dir {str(req.data_dir)!r} is not a directory")
     if req.audit is not None:
         check_audit_export(req.audit)
 
@@ -86,19 +83,10 @@ def check_audit_export(path: Path) -> None:
                            "--format sqlite` writes one)")
 
 
-def prepare_view(data_dir: Path, progress: Optional[Callable[[int, int], None]] = None) -> Path:
-    """Open the store once (migrations, journal catch-up), close it; return the view's path."""
-    store = Store(data_dir, progress=progress)
-    try:
-        store.refresh()
-    finally:
-        store.close()
-    return data_dir / "cruxsql.db"
-
-
-def server_config(req: ConsoleRequest, view: Optional[Path]) -> dict[str, Any]:
+def server_config(req: ConsoleRequest) -> dict[str, Any]:
     databases: dict[str, Any] = {}
-    if view is not None:
+    if req.data_dir is not None:
+        view = req.data_dir / "cruxsql.db"
         databases[VIEW_DB] = {"path": str(view.resolve()), "mutable": True, "queries": "view"}
     if req.audit is not None:
         databases[AUDIT_DB] = {"path": str(req.audit.resolve()), "mutable": True, "queries": "audit"}
@@ -106,17 +94,16 @@ def server_config(req: ConsoleRequest, view: Optional[Path]) -> dict[str, Any]:
             "metadata": build_metadata(req.data_dir, req.audit, req.token is not None)}
 
 
-def run(req: ConsoleRequest, progress: Optional[Callable[[int, int], None]] = None) -> int:
-    """Start the server process and wait for it; its first stdout line is the console's address."""
-    check_request(req)
-    view = prepare_view(req.data_dir, progress) if req.data_dir is not None else None
+def run(req: ConsoleRequest) -> int:
+    """Start the server process and wait for it (the caller has checked the request and caught the view
+    up); its first stdout line is the console's address."""
     env = dict(os.environ)
     env.pop(TOKEN_ENV, None)
     if req.token is not None:
         env[TOKEN_ENV] = req.token
     proc = subprocess.Popen([sys.executable, "-m", "cruxsql.console.server", "-"], stdin=subprocess.PIPE, env=env)
     assert proc.stdin is not None
-    proc.stdin.write(json.dumps(server_config(req, view)).encode("utf-8"))
+    proc.stdin.write(json.dumps(server_config(req)).encode("utf-8"))
     proc.stdin.close()
 
     stopped: list[int] = []
