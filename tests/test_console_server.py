@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import cruxsql
 from cruxsql.cli import main
-from cruxsql.console import launch
+from cruxsql.console import contract, launch
 from cruxsql.governance import legal_holds, retention
 from cruxsql.recall import freshness
 
@@ -44,10 +44,10 @@ def test_index_lists_documented_tables_and_canned_queries(console):
     hidden = {t["name"] for t in data["tables"] if t["hidden"]}
     assert {"facts", "journal_events", "journal_corrupt_lines", "document_chunks"} <= visible
     assert "recall_grams" in hidden and "journal_checkpoint" in hidden
-    assert {v["name"] for v in data["views"]} == {"live_facts", "fact_versions", "document_terms"}
+    assert {v["name"] for v in data["views"]} == {r.name for r in contract.VIEW_RELATIONS if r.kind == "view"}
     assert [q["name"] for q in data["queries"]] == [
         "live_facts_of_tenant", "fact_history", "actor_writes", "retention_candidates", "active_legal_holds",
-        "erasure_reports", "corrupt_journal_lines", "stale_facts"]
+        "erasure_reports", "corrupt_journal_lines", "stale_facts", "contradiction_candidates", "duplicate_candidates"]
 
 
 def test_live_facts_of_a_tenant_and_one_facts_history(console, store_dir):
@@ -58,10 +58,13 @@ def test_live_facts_of_a_tenant_and_one_facts_history(console, store_dir):
     assert ("tmp", "scratch") not in by_key
     assert all(r["fact_id"] != ids["superseded"] for r in live)
     history = console.rows("cruxsql", "fact_history", fact_id=ids["head"])
+    with cruxsql.open(store_dir[0]) as store:
+        stored_on = dict(store.db.execute("SELECT fact_id, line_no FROM facts"))
     assert [(r["version"], r["value"], r["line_no"]) for r in history if r["op"] == "store"] == [
-        (1, "alice", 1), (2, "bob", 7), (3, "carol", 9)]
-    assert {(r["value"], r["role"]) for r in history if r["op"] == "supersede"} == {
-        ("alice", "superseded"), ("bob", "superseding"), ("bob", "superseded"), ("carol", "superseding")}
+        (1, "alice", stored_on[OLD_FACTS[0]["fact_id"]]), (2, "bob", stored_on[ids["superseded"]]),
+        (3, "carol", stored_on[ids["head"]])]
+    assert {r["value"]: r["superseded_by"] for r in history} == {
+        "alice": ids["superseded"], "bob": ids["head"], "carol": None}
 
 
 def test_actor_writes_in_a_time_range(console):
@@ -163,10 +166,9 @@ def test_canned_queries_for_other_features_appear_when_their_tables_do(tmp_path)
         db = apsw.Connection(str(data_dir / "cruxsql.db"))
         db.setbusytimeout(5000)
         db.execute("CREATE TABLE token_usage (agent TEXT, day TEXT, calls INT, tokens_in INT, tokens_out INT, "
-                   "declared_budget_in INT); INSERT INTO token_usage VALUES ('claude', '2026-11-30', 3, 10, 200, 0);"
-                   "CREATE VIEW contradiction_candidates AS SELECT 'f_1' AS fact_id;")
+                   "declared_budget_in INT); INSERT INTO token_usage VALUES ('claude', '2026-11-30', 3, 10, 200, 0);")
         db.close()
-        assert names()[-2:] == ["token_usage_by_agent", "contradiction_candidates"]
+        assert names()[-3:] == ["token_usage_by_agent", "contradiction_candidates", "duplicate_candidates"]
         assert c.rows("cruxsql", "token_usage_by_agent") == [
             {"agent": "claude", "calls": 3, "tokens_in": 10, "tokens_out": 200}]
     assert c.proc.returncode == 0  # SIGTERM stops the console and its server process cleanly
