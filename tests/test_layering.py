@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cruxsql"
 
 FEATURES = {"errors", "facts", "recall", "documents"}
 SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curation", "workspace", "embeddings",
-                "interchange", "sql_console"}
+                "interchange", "accounting", "sql_console"}
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "facts": {"errors"},
@@ -23,6 +23,7 @@ LAYERS: dict[str, set[str]] = {
     "interchange": {"errors", "facts"},
     "workspace": {"errors", "facts", "documents"},
     "curation": FEATURES,
+    "accounting": {"errors", "facts", "recall"},
     "sql_console": {"errors"},
     "console": SURFACE_DEPS,
     "cli": SURFACE_DEPS | {"mcp", "console"},

@@ -366,14 +366,15 @@ class DocumentLane:
 
     def query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, token_budget: Optional[int] = None,
               min_score: Optional[float] = None, contract: Optional[str] = None,
-              coverage_style: str = "missing_tokens", tenant_statistics: bool = False) -> Union[dict[str, Any], str]:
+              coverage_style: str = "missing_tokens", tenant_statistics: bool = False,
+              shaped: bool = True) -> Union[dict[str, Any], str]:
         """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty."""
         tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_QUERY
         result = self.search(query, tenant, limit, min_score, tenant_statistics)
-        inner = query_payload(result, token_budget, coverage_style)
+        inner = query_payload(result, token_budget, coverage_style, shaped)
         return wrap_crc_v1(inner, "search") if contract_is_crc_v1(contract) else inner
 
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,

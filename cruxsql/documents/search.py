@@ -106,10 +106,29 @@ def provenance(hits: Sequence[Bm25Hit]) -> dict[str, int]:
     return {"contributing_segments": contributing, "platform": 0, "local": contributing, "invalid": 0, "none": 0}
 
 
+def legacy_within_budget(hits: Sequence[Bm25Hit], budget: int) -> list[Bm25Hit]:
+    """The unshaped budget drop (holdout control arm): hits while the running sum of their whole-document
+    tokens stays within the budget, stopping at the first overflow (possibly no hit at all)."""
+    kept: list[Bm25Hit] = []
+    used = 0
+    for hit in hits:
+        used += hit.doc_length_tokens
+        if used > budget:
+            break
+        kept.append(hit)
+    return kept
+
+
 def query_payload(result: Bm25SearchResult, token_budget: Optional[int] = None,
-                  coverage_style: str = "missing_tokens") -> dict[str, Any]:
-    """The legacy `query` payload; a token budget keeps `max(1, budget // 40)` pointers."""
-    hits = result.hits if token_budget is None else result.hits[: pointers_within_budget(token_budget)]
+                  coverage_style: str = "missing_tokens", shaped: bool = True) -> dict[str, Any]:
+    """The legacy `query` payload; a token budget keeps `max(1, budget // 40)` pointers (shaped), or
+    applies the legacy drop (`shaped=False`, the savings holdout's control arm)."""
+    if token_budget is None:
+        hits = result.hits
+    elif shaped:
+        hits = result.hits[: pointers_within_budget(token_budget)]
+    else:
+        hits = legacy_within_budget(result.hits, token_budget)
     return {
         "results": [_hit_json(hit, rank) for rank, hit in enumerate(hits, start=1)],
         "total_candidates": result.total_candidates,

@@ -392,8 +392,11 @@ class Recall:
                     top_k: Optional[int] = DEFAULT_TOP_K, token_budget: Optional[int] = None,
                     min_effective_confidence: Optional[float] = None, as_of: TimeArg = None,
                     known_at: TimeArg = None, include_superseded: bool = False, contract: Optional[str] = "crc-v1",
-                    record_access: Optional[bool] = None, now: TimeArg = None) -> QueryResult:
-        """Crux `query_facts`, plus `known_at` transaction-time travel. See the module docstring."""
+                    record_access: Optional[bool] = None, now: TimeArg = None, shaped: bool = True) -> QueryResult:
+        """Crux `query_facts`, plus `known_at` transaction-time travel. See the module docstring.
+
+        `shaped=False` is the savings holdout's control arm: a token budget is applied by the legacy
+        greedy drop even under CRC-v1, instead of the reversible envelope."""
         top_k = DEFAULT_TOP_K if top_k is None else _count_arg(top_k, "top_k")
         token_budget = _count_arg(token_budget, "token_budget")
         floor = _floor_arg(min_effective_confidence)
@@ -449,7 +452,7 @@ class Recall:
                     f"ELSE confidence END AS eff FROM (SELECT *, {freshness} AS fr "
                     f"FROM ({self._inner_sql(known_ns, where, salience)}) WHERE {' AND '.join(outer)})")
         matched_sql = matched_sql_where(plan.where)
-        reversible = use_crc and token_budget is not None
+        reversible = use_crc and token_budget is not None and shaped
         legacy_budget = token_budget is not None and not reversible
         # One pass over the matches: they are materialised once, narrow (no text), then counted and
         # ranked from that copy; the counts row comes first. A window count over the wide rows would

@@ -1,0 +1,61 @@
+"""`Call`: what a tool function receives besides its arguments: who it acts for and the store's features."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..accounting.holdout import Holdout
+from ..accounting.usage import NEAR, Standing, TokenLedger
+from ..documents.lane import DocumentLane
+from ..facts.store import Store
+from ..recall import Recall
+from ..recall.tokens import POINTER_TOKENS
+from .identity import Identity
+from .registry import ToolError
+
+
+@dataclass
+class Call:
+    """One tool call: the connection's identity, the store, its features, and the accounting state."""
+
+    identity: Identity
+    store: Store
+    recall: Recall
+    ledger: TokenLedger
+    holdout: Holdout
+    standing: Standing
+    control: bool = False                    # the savings holdout put this request in the control arm
+    lane_factory: Optional[Callable[[], DocumentLane]] = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agent(self) -> Optional[str]:
+        return self.identity.agent
+
+    @property
+    def tenant(self) -> str:
+        return self.identity.tenant
+
+    @property
+    def lane(self) -> DocumentLane:
+        assert self.lane_factory is not None
+        return self.lane_factory()
+
+    def require_agent(self, tool: str) -> str:
+        """Crux's passport check for memory writes: anonymous connections are refused."""
+        if self.agent is None:
+            raise ToolError(f"{tool} requires an authenticated passport (anonymous calls rejected)")
+        return self.agent
+
+    def budget(self, requested: Optional[int]) -> Optional[int]:
+        """The token budget to shape an answer to: the requested one, cut down to half of what is left
+        once the agent nears its session limit (with a note saying so)."""
+        if self.standing.state != NEAR or self.standing.remaining is None:
+            return requested
+        cap = max(POINTER_TOKENS, self.standing.remaining // 2)
+        if requested is not None and requested <= cap:
+            return requested
+        self.notes.append(f"session budget: {self.standing.used} of {self.standing.limit} tokens used; "
+                          f"answer shaped to token_budget={cap}")
+        return cap

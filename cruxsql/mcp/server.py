@@ -1,0 +1,170 @@
+"""`CruxServer`: the MCP server over one data directory (stdio or streamable HTTP).
+
+It opens the store like the CLI (same files, same writer lock; every read first catches up with what
+other processes appended), lists the discovered tools (`--tools core|all`), and runs every call
+through one path: identity from the connection -> argument validation -> session budget -> the tool ->
+accounting (and the savings holdout). A tool error is one line; nothing a caller sends stops the server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import version
+from typing import Any, Optional
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from ..accounting.holdout import Holdout, holdout_fraction
+from ..accounting.usage import OVER, BudgetPolicy, TokenLedger
+from ..documents.lane import DocumentLane
+from ..errors import CruxsqlError
+from ..facts.store import Store
+from ..recall import Recall
+from ..recall.tokens import estimate_tokens, estimate_tokens_str
+from .call import Call
+from .identity import AgentRegistry, Identity
+from .registry import READ, ToolError, ToolResult, ToolSpec, discover
+
+log = logging.getLogger("cruxsql.mcp")
+TOOL_SETS = ("core", "all")
+INSTRUCTIONS = ("cruxsql: memory for agents. Recall with query_facts before asking the user; store what you "
+                "learn with store_fact; search documents with query, read them with query_expand.")
+UNAUTHORIZED = {"error": "unauthorized", "hint": "set Authorization: Bearer <CRUX_AGENT_TOKEN>"}
+
+
+class CruxServer:
+    """The tools of one store, callable in-process (`call`) or served over MCP (`serve_stdio`, `serve_http`)."""
+
+    def __init__(self, store: Store, *, identity: Identity = Identity(), registry: Optional[AgentRegistry] = None,
+                 tools: str = "all", budgets: Optional[BudgetPolicy] = None,
+                 holdout: Optional[float] = None) -> None:
+        if tools not in TOOL_SETS:
+            raise ValueError(f"tools must be one of {TOOL_SETS}, got {tools!r}")
+        self.store = store
+        self.identity = identity
+        self.registry = registry or AgentRegistry([])
+        self.recall = Recall(store)
+        self.ledger = TokenLedger(store.db, budgets or BudgetPolicy())
+        self.holdout = Holdout(holdout_fraction() if holdout is None else holdout)
+        self.specs = discover()
+        self.listed = [s for s in self.specs.values() if tools == "all" or s.core]
+        self._lane: Optional[DocumentLane] = None
+        self.server: Server[Any] = Server("cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS,
+                                          on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool)
+
+    # --- tool list --------------------------------------------------------------------------------
+
+    def tool_definitions(self) -> list[types.Tool]:
+        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema) for s in self.listed]
+
+    def tools_list_tokens(self) -> int:
+        """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""
+        result = types.ListToolsResult(tools=self.tool_definitions())
+        return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tool_definitions())
+
+    # --- tool calls -------------------------------------------------------------------------------
+
+    def _identity_of(self, ctx: Any) -> Identity:
+        request = getattr(ctx, "request", None)
+        if self.registry and request is not None:
+            found = self.registry.authenticate(request.headers.get("authorization"))
+            if found is None:       # the HTTP gate answers 401 first; this is the backstop
+                raise ToolError("unauthorized")
+            return found
+        return self.identity
+
+    async def _on_call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            identity = self._identity_of(ctx)
+        except ToolError as exc:
+            return _wire(ToolResult(str(exc), is_error=True))
+        return self.call(params.name, params.arguments or {}, identity)
+
+    def lane(self) -> DocumentLane:
+        if self._lane is None:
+            self._lane = DocumentLane(self.store)
+        return self._lane
+
+    def call(self, name: str, arguments: dict[str, Any], identity: Optional[Identity] = None) -> types.CallToolResult:
+        """Run one tool call for `identity` and account for it; never raises for anything the caller sent."""
+        identity = identity or self.identity
+        spec: Optional[ToolSpec] = self.specs.get(name)
+        standing = self.ledger.standing(identity.agent)
+        refused = control = False
+        try:
+            if spec is None:
+                raise ToolError(f"unknown tool: {name}")
+            kwargs = spec.validate(arguments)
+            if spec.kind == READ and standing.state == OVER:
+                refused = True
+                raise ToolError(standing.refusal())
+            control = spec.holdout and self.holdout.request_is_control(arguments)
+            call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane)
+            result = spec.fn(call, **kwargs)
+            result_notes = call.notes
+        except (ToolError, CruxsqlError) as exc:
+            result, result_notes = ToolResult(str(exc), is_error=True), []
+        except Exception as exc:   # a bug or an environment failure: report it, keep serving
+            log.exception("tool %s failed", name)
+            result, result_notes = ToolResult(f"internal error in {name}: {type(exc).__name__}: {exc}",
+                                              is_error=True), []
+        wire = _wire(result, result_notes)
+        tokens_out = estimate_tokens_str(result.text) if result.is_error else estimate_tokens(
+            wire.model_dump(mode="json", by_alias=True, exclude_none=True))
+        declared = arguments.get("token_budget")
+        declared = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
+        self.ledger.record(identity.agent, estimate_tokens(arguments), tokens_out, declared, refused)
+        if spec is not None and spec.holdout and result.sample and not result.is_error:
+            self.holdout.record(arguments, control, result.text, result.payload)
+        return wire
+
+    # --- transports -------------------------------------------------------------------------------
+
+    async def serve_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    def http_app(self, host: str = "127.0.0.1") -> Any:
+        """The streamable HTTP app at `/mcp`, behind the bearer-token gate."""
+        return BearerGate(self.server.streamable_http_app(host=host), self.registry)
+
+    async def serve_http(self, host: str, port: int) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()
+
+
+def _wire(result: ToolResult, notes: Optional[list[str]] = None) -> types.CallToolResult:
+    content = [types.TextContent(type="text", text=result.text)]
+    content += [types.TextContent(type="text", text=note) for note in notes or []]
+    return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
+
+
+class BearerGate:
+    """ASGI middleware: with agent tokens configured, a request without a known bearer token gets 401
+    (Crux's body) and never reaches the MCP session."""
+
+    def __init__(self, app: Any, registry: AgentRegistry) -> None:
+        self.app = app
+        self.registry = registry
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.registry:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            if self.registry.authenticate(headers.get("authorization")) is None:
+                body = json.dumps(UNAUTHORIZED).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b"Bearer"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,36 @@
+"""The MCP tools, one module per feature; every module of this package is discovered at server start.
+
+Contract for adding a tool (no central list to edit):
+
+1. Put it in the feature's own module here, `cruxsql/mcp/tools/<feature>.py` (create it if needed).
+2. Write one function decorated with `@tool(kind=...)`:
+
+       from ..registry import READ, ToolResult, tool
+       from ..call import Call
+
+       @tool(kind=READ)
+       def memory_contradictions(call: Call, limit: int = 50, token_budget: Optional[int] = None) -> ToolResult:
+           \"\"\"List opposite-polarity facts sharing an entity and key (read-only).\"\"\"
+           report = contradictions(call.store, tenant=call.tenant, limit=limit, token_budget=call.budget(token_budget))
+           return ToolResult(report.text(), report.structured())
+
+   * The function name is the tool name (use Crux's); the parameters after `call` are its arguments,
+     with Crux's names and defaults. Type hints become the input schema and are enforced strictly
+     (unknown arguments and wrong types are refused before the function runs); a parameter without a
+     default is required. The first paragraph of the docstring is the description the agent pays for
+     in every turn: keep it to one short sentence.
+   * `call` carries the connection's identity (`call.agent`, `call.tenant`: never take them from an
+     argument), the store and its features (`call.store`, `call.recall`, `call.lane`), and
+     `call.budget(requested)`, which shapes a token budget down when the agent nears its session limit.
+     `call.require_agent(name)` refuses anonymous callers.
+   * `kind`: `READ` for tools that return stored content (refused once the agent's session budget is
+     spent), `WRITE` for mutations, `ACCOUNTING` for usage reports (both still work past the budget).
+     `core=True` adds the tool to `--tools core`. `holdout=True` samples its answers in the savings
+     holdout (`call.control` is then True for the control arm: answer unshaped, pretty JSON).
+3. Return a `ToolResult(text, structured)`: Crux's text and its structured content (None for Crux's
+   text-only tools). Refuse with `ToolError("one line")` or a cruxsql error (`InvalidInput`, `NotFound`,
+   `Conflict`); the agent sees one line, the server keeps serving. Put the logic itself in the
+   feature package (no SQL here): a tool function only maps arguments and shapes the answer.
+
+Every call is accounted (`token_usage`) by the server, whatever the tool does.
+"""

@@ -1,0 +1,26 @@
+"""Accounting tools: session_token_usage and token_savings (retrieval spec §14.4, §15).
+
+Crux returns their fields as top-level keys beside `content`; the MCP SDK's result model has no room
+for extra keys, so here they are the structured content.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..call import Call
+from ..registry import ACCOUNTING, ToolResult, tool
+
+
+@tool(kind=ACCOUNTING)
+def session_token_usage(call: Call, token_budget: Optional[int] = None) -> ToolResult:
+    """Tokens this agent used this session, and its limit."""
+    report = call.ledger.session_payload(call.agent)
+    return ToolResult(report["text"], report["fields"])
+
+
+@tool(kind=ACCOUNTING)
+def token_savings(call: Call) -> ToolResult:
+    """What output shaping saved, measured against the holdout's unshaped control arm."""
+    report = call.holdout.token_savings_payload()
+    return ToolResult(report["text"], report["fields"])

@@ -1,0 +1,69 @@
+"""Document tools: query, query_scan, query_expand (retrieval spec §8) and ingest_document (cruxsql's).
+
+The tenant is the connection's. Crux takes it from a `tenant_id` argument; here that argument is
+optional and, when given, must name the connection's own tenant.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from ...accounting.holdout import pretty_json
+from ...documents.sources import chunk_document
+from ...recall.tokens import compact_json
+from ..call import Call
+from ..registry import READ, WRITE, ToolError, ToolResult, tool
+
+MAX_INGEST_BYTES = 256 * 1024
+
+
+def _tenant(call: Call, tenant_id: Optional[str]) -> str:
+    if tenant_id is not None and tenant_id.strip() != call.tenant:
+        raise ToolError(f"tenant_id {tenant_id!r} is not this connection's tenant")
+    return call.tenant
+
+
+def _answer(call: Call, payload: Union[dict[str, Any], str]) -> ToolResult:
+    """Crux answers with the JSON as text only: compact, or pretty in the holdout's control arm."""
+    if isinstance(payload, str):
+        return ToolResult(payload)
+    return ToolResult(pretty_json(payload) if call.control else compact_json(payload), payload=payload)
+
+
+@tool(kind=READ, core=True, holdout=True)
+def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] = None,
+          min_score: Optional[float] = None, contract: Optional[str] = None,
+          tenant_id: Optional[str] = None) -> ToolResult:
+    """BM25 search over ingested documents: ranked pointers (expand them with query_expand) and coverage."""
+    if limit < 0:
+        raise ToolError(f"limit {limit} must not be negative")
+    return _answer(call, call.lane.query(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
+                                         min_score, contract, shaped=not call.control))
+
+
+@tool(kind=READ, holdout=True)
+def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[int] = None,
+               contract: Optional[str] = None, tenant_id: Optional[str] = None) -> ToolResult:
+    """BM25 search charging whole documents against token_budget; says when the budget cut it."""
+    if limit < 0:
+        raise ToolError(f"limit {limit} must not be negative")
+    return _answer(call, call.lane.query_scan(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
+                                              contract))
+
+
+@tool(kind=READ, core=True, holdout=True)
+def query_expand(call: Call, result_ids: list[str], contract: Optional[str] = None,
+                 tenant_id: Optional[str] = None) -> ToolResult:
+    """The text of search results by result_id ("segment:doc")."""
+    return _answer(call, call.lane.query_expand(result_ids, _tenant(call, tenant_id), contract))
+
+
+@tool(kind=WRITE)
+def ingest_document(call: Call, doc_id: str, text: str, markdown: bool = True) -> ToolResult:
+    """Add a note or document (at most 256 KiB) to the searchable documents."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_INGEST_BYTES:
+        raise ToolError(f"`text` is {size} bytes; the limit is {MAX_INGEST_BYTES}")
+    report = call.lane.ingest([chunk_document(doc_id, text, markdown)], tenant=call.tenant)
+    fields = report.to_json()
+    return ToolResult(f"ingested {report.ingested} chunk(s) of {doc_id} ({report.duplicates} already stored)", fields)

@@ -1,0 +1,127 @@
+"""Fact tools: store_fact, query_facts, get_bootstrap, delete_fact, list_entities (MCP tools spec §5.1-5.6)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from ...accounting.holdout import pretty_json
+from ...errors import Conflict, NotFound
+from ...facts.privacy import create_reserved_prefix, daemon_owned_prefix
+from ...recall import crc_v1, scope
+from ...recall.entities import entities_text, list_entities as visible_entities
+from ...recall.freshness import parse_freshness_horizon
+from ...recall.tokens import compact_json
+from ..call import Call
+from ..registry import READ, WRITE, ToolError, ToolResult, tool
+
+HorizonClass = Literal["volatile", "medium", "stable", "none"]
+MAX_VALUE_BYTES = 1024 * 1024
+MAX_NAME_BYTES = 4096
+
+
+def _bounded(name: str, text: str, limit: int) -> None:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ToolError(f"`{name}` is {size} bytes; the limit is {limit}")
+
+
+@tool(kind=WRITE, core=True)
+def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Optional[str] = None,
+               confidence: float = 1.0, private: bool = False, horizon_class: Optional[HorizonClass] = None,
+               freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None) -> ToolResult:
+    """Store a fact (entity, key, value); a new value for the same entity and key supersedes the old one.
+    private=true keeps it visible to this agent only."""
+    _bounded("entity", entity, MAX_NAME_BYTES)
+    _bounded("key", key, MAX_NAME_BYTES)
+    _bounded("value", value, MAX_VALUE_BYTES)
+    reserved = create_reserved_prefix(entity)
+    if reserved is not None:
+        raise ToolError(f"entity uses create-reserved prefix `{reserved}`")
+    horizon = horizon_class if horizon_class is not None else (
+        parse_freshness_horizon(freshness_horizon) if freshness_horizon is not None else None)
+    if private and call.agent is None:
+        raise ToolError("private facts require an authenticated agent identity")
+    refs = list(dict.fromkeys(supersedes or []))
+    invalid, daemon_owned = [], []
+    for ref in refs:
+        try:
+            target = call.store.get(ref, tenant=call.tenant)
+        except NotFound:
+            invalid.append(ref)
+            continue
+        visible = scope.visible_entity(target.entity, target.private, call.agent)
+        if target.deleted or visible is None:
+            invalid.append(ref)
+        elif daemon_owned_prefix(visible) is not None:
+            daemon_owned.append(ref)
+    if daemon_owned:
+        raise ToolError(f"daemon-owned control facts cannot be superseded through store_fact: {', '.join(daemon_owned)}")
+    if invalid:
+        raise ToolError(f"one or more supersedes fact_ids do not exist or are not visible to you: {', '.join(invalid)}")
+    stored_entity = scope.owner_entity(call.agent, entity) if private and call.agent else entity
+    fact = call.store.store(stored_entity, key, value, tenant=call.tenant, confidence=confidence,
+                            source_receipt=source_receipt, private=private, horizon_class=horizon, actor=call.agent)
+    for ref in refs:
+        call.store.supersede(ref, fact.fact_id, tenant=call.tenant)
+    text = f"stored fact {fact.fact_id} (entity={entity}, key={key}"
+    if fact.supersedes:
+        text += f", supersedes={fact.supersedes}"
+    text += f", version={fact.version}"
+    if refs:
+        text += f", retired={','.join(refs)}"
+    return ToolResult(text + ")", {"fact_id": fact.fact_id, "entity": entity, "key": key, "version": fact.version,
+                                   "superseded_fact_ids": refs})
+
+
+@tool(kind=READ, core=True, holdout=True)
+def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
+                token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
+                min_effective_confidence: Optional[float] = None, contract: Optional[str] = None) -> ToolResult:
+    """Recall facts: any query word matching a value, key or entity; ranked by freshness-decayed confidence.
+    A token_budget returns the best in full and the rest as pointers."""
+    result = call.recall.query_facts(
+        query, entity=entity, tenant=call.tenant, agent=call.agent, top_k=top_k,
+        token_budget=call.budget(token_budget), min_effective_confidence=min_effective_confidence, as_of=as_of,
+        include_superseded=include_superseded, contract=contract, shaped=not call.control)
+    payload = result.crux_payload()
+    text = payload["content"][0]["text"]
+    if result.crc_v1 is not None:
+        text = pretty_json(result.crc_v1) if call.control else compact_json(result.crc_v1)
+    return ToolResult(text, payload["structuredContent"], payload=result.crc_v1,
+                      sample=crc_v1.enabled(contract))
+
+
+@tool(kind=READ, core=True)
+def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] = None,
+                  token_budget: Optional[int] = None) -> ToolResult:
+    """Bootstrap knowledge for a topic (docs, patterns, errors, tool-output) to read at session start."""
+    result = call.recall.get_bootstrap(topic, query, call.budget(token_budget), tenant=call.tenant, agent=call.agent)
+    return ToolResult(result.text())
+
+
+@tool(kind=WRITE)
+def delete_fact(call: Call, fact_id: str) -> ToolResult:
+    """Soft-delete one fact by id."""
+    not_found = ToolResult(f"fact not found: {fact_id}")
+    try:
+        fact = call.store.get(fact_id, tenant=call.tenant)
+    except NotFound:
+        return not_found
+    visible = scope.visible_entity(fact.entity, fact.private, call.agent)
+    if fact.deleted or visible is None:
+        return not_found
+    policy_entity = visible if fact.entity.startswith("__agent::") else fact.entity
+    reserved = daemon_owned_prefix(policy_entity)
+    if reserved is not None:
+        raise ToolError(f"fact belongs to reserved daemon-owned prefix `{reserved}`")
+    try:
+        call.store.delete(fact_id, tenant=call.tenant)
+    except Conflict as exc:
+        raise ToolError(str(exc)) from None
+    return ToolResult(f"deleted fact {fact_id}")
+
+
+@tool(kind=READ)
+def list_entities(call: Call) -> ToolResult:
+    """The entity names this agent can see."""
+    return ToolResult(entities_text(visible_entities(call.store, call.tenant, call.agent)))

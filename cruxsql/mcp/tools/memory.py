@@ -1,0 +1,70 @@
+"""Memory panel and freshness tools: memory_view, memory_freshness, memory_set_horizon, memory_reverify
+(MCP tools spec §5.7, §5.12). Horizon changes and re-verifications are journaled (Crux loses them)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from ...errors import NotFound
+from ...recall import scope
+from ...recall.freshness_report import is_reserved, memory_freshness as freshness_report
+from ...recall.reverification import reverify_with_receipt
+from ..call import Call
+from ..registry import READ, WRITE, ToolError, ToolResult, tool
+
+
+@tool(kind=READ)
+def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
+                token_budget: int = 2000) -> ToolResult:
+    """The memory panel: this agent's visible facts, newest first, with pins."""
+    result = call.recall.memory_view(entity, key, top_k, call.budget(token_budget), tenant=call.tenant,
+                                     agent=call.agent)
+    payload = result.crux_payload()
+    return ToolResult(payload["content"][0]["text"], payload["structuredContent"])
+
+
+@tool(kind=READ)
+def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
+                     token_budget: int = 500) -> ToolResult:
+    """Fresh or stale, oldest first: which facts need re-verifying (top_k at most 500)."""
+    report = freshness_report(call.store, tenant=call.tenant, agent=call.agent, entity=entity, key=key,
+                              top_k=top_k, token_budget=call.budget(token_budget))
+    return ToolResult(report.text(), report.structured())
+
+
+def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
+    """The fact's visible entity, None when it is not found for this caller; reserved ones refused."""
+    try:
+        fact = call.store.get(fact_id, tenant=call.tenant)
+    except NotFound:
+        return None
+    visible = scope.visible_entity(fact.entity, fact.private, call.agent)
+    if fact.deleted or visible is None:
+        return None
+    if is_reserved(visible):
+        raise ToolError(f"cannot {action} reserved-prefix fact {fact_id}")
+    return visible
+
+
+@tool(kind=WRITE)
+def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatile", "medium", "stable", "none"]
+                       ) -> ToolResult:
+    """Set a fact's freshness horizon (how fast it goes stale)."""
+    call.require_agent("memory_set_horizon")
+    if _target(call, fact_id, "set horizon on") is None:
+        return ToolResult(f"fact not found: {fact_id}")
+    call.store.set_horizon(fact_id, horizon_class, tenant=call.tenant)
+    return ToolResult(f"set horizon_class={horizon_class} on fact {fact_id}",
+                      {"fact_id": fact_id, "horizon_class": horizon_class, "ok": True})
+
+
+@tool(kind=WRITE)
+def memory_reverify(call: Call, fact_id: str) -> ToolResult:
+    """Mark a fact re-verified now (resets its decay) and write a receipt."""
+    agent = call.require_agent("memory_reverify")
+    if _target(call, fact_id, "reverify") is None:
+        return ToolResult(f"fact not found: {fact_id}")
+    done = reverify_with_receipt(call.store, fact_id, call.tenant, agent)
+    return ToolResult(f"re-verified fact {fact_id} at {done.reverified_at} (receipt {done.receipt_id}, class=Reverify)",
+                      {"fact_id": fact_id, "receipt_id": done.receipt_id, "receipt_class": "Reverify",
+                       "reverified_at": done.reverified_at})
