@@ -107,8 +107,8 @@ class CruxServer:
             call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane)
             result = spec.fn(call, **kwargs)
             result_notes = call.notes
-        except (ToolError, CruxsqlError) as exc:
-            result, result_notes = ToolResult(str(exc), is_error=True), []
+        except (ToolError, CruxsqlError) as exc:    # Crux's error data (e.g. RESERVED_ENTITY_PREFIX) travels along
+            result, result_notes = ToolResult(str(exc), getattr(exc, "data", None), is_error=True), []
         except Exception as exc:   # a bug or an environment failure: report it, keep serving
             log.exception("tool %s failed", name)
             result, result_notes = ToolResult(f"internal error in {name}: {type(exc).__name__}: {exc}",

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from ..facts import timestamps
 from ..facts.codec import Fact
+from ..facts.privacy import NamespaceOwner
 from ..facts.store import Store
 from .tokens import compact_json
 
 RECEIPT_PREFIX = "__reverify_receipts__::"
+OWNER = NamespaceOwner("reverify receipts", (RECEIPT_PREFIX,))
 
 
 @dataclass(frozen=True)
@@ -32,5 +34,5 @@ def reverify_with_receipt(store: Store, fact_id: str, tenant: str, agent: str) -
     receipt_id = "rev_" + uuid.uuid4().hex
     value = compact_json({"class": "Reverify", "fact_id": fact_id, "reverified_by": agent, "reverified_at": at})
     store.store(f"{RECEIPT_PREFIX}{fact_id}", receipt_id, value, tenant=tenant, source_receipt=receipt_id,
-                horizon_class="stable", actor=agent)
+                horizon_class="stable", actor=agent, owner=OWNER)
     return Reverification(fact, receipt_id, at)

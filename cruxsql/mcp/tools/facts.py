@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from ...accounting.holdout import pretty_json
 from ...errors import Conflict, NotFound
-from ...facts.privacy import create_reserved_prefix, daemon_owned_prefix
+from ...facts.privacy import check_supersedes_target
 from ...recall import crc_v1, scope
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
@@ -34,33 +34,27 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
     _bounded("entity", entity, MAX_NAME_BYTES)
     _bounded("key", key, MAX_NAME_BYTES)
     _bounded("value", value, MAX_VALUE_BYTES)
-    reserved = create_reserved_prefix(entity)
-    if reserved is not None:
-        raise ToolError(f"entity uses create-reserved prefix `{reserved}`")
     horizon = horizon_class if horizon_class is not None else (
         parse_freshness_horizon(freshness_horizon) if freshness_horizon is not None else None)
     if private and call.agent is None:
         raise ToolError("private facts require an authenticated agent identity")
     refs = list(dict.fromkeys(supersedes or []))
-    invalid, daemon_owned = [], []
+    invalid = []
     for ref in refs:
         try:
             target = call.store.get(ref, tenant=call.tenant)
         except NotFound:
             invalid.append(ref)
             continue
-        visible = scope.visible_entity(target.entity, target.private, call.agent)
-        if target.deleted or visible is None:
+        if target.deleted or scope.visible_entity(target.entity, target.private, call.agent) is None:
             invalid.append(ref)
-        elif daemon_owned_prefix(visible) is not None:
-            daemon_owned.append(ref)
-    if daemon_owned:
-        raise ToolError(f"daemon-owned control facts cannot be superseded through store_fact: {', '.join(daemon_owned)}")
+        else:
+            check_supersedes_target(ref, target.entity)     # the store's guard, checked before storing
     if invalid:
         raise ToolError(f"one or more supersedes fact_ids do not exist or are not visible to you: {', '.join(invalid)}")
-    stored_entity = scope.owner_entity(call.agent, entity) if private and call.agent else entity
-    fact = call.store.store(stored_entity, key, value, tenant=call.tenant, confidence=confidence,
-                            source_receipt=source_receipt, private=private, horizon_class=horizon, actor=call.agent)
+    fact = call.store.store(entity, key, value, tenant=call.tenant, confidence=confidence,
+                            source_receipt=source_receipt, private=private, horizon_class=horizon, actor=call.agent,
+                            agent=call.agent)
     for ref in refs:
         call.store.supersede(ref, fact.fact_id, tenant=call.tenant)
     text = f"stored fact {fact.fact_id} (entity={entity}, key={key}"
@@ -110,10 +104,6 @@ def delete_fact(call: Call, fact_id: str) -> ToolResult:
     visible = scope.visible_entity(fact.entity, fact.private, call.agent)
     if fact.deleted or visible is None:
         return not_found
-    policy_entity = visible if fact.entity.startswith("__agent::") else fact.entity
-    reserved = daemon_owned_prefix(policy_entity)
-    if reserved is not None:
-        raise ToolError(f"fact belongs to reserved daemon-owned prefix `{reserved}`")
     try:
         call.store.delete(fact_id, tenant=call.tenant)
     except Conflict as exc:

@@ -1,0 +1,291 @@
+"""The MCP server through the SDK's own client over stdio: real `cruxsql mcp` processes on one store."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+
+import cruxsql
+from mcp_clients import server_env, stdio
+
+CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand"]
+ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "query_scan", "query_expand",
+       "store_fact", "query_facts", "get_bootstrap", "delete_fact", "list_entities", "memory_view",
+       "memory_freshness", "memory_set_horizon", "memory_reverify"]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-stdio")
+
+
+@pytest.fixture(scope="module")
+def portal():
+    with start_blocking_portal() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def alice(portal, data_dir):
+    client = stdio(portal, data_dir, "--agent", "alice", "--tenant", "acme")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def bob(portal, data_dir):
+    client = stdio(portal, data_dir, "--agent", "bob", "--tenant", "acme", "--tools", "core")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def anon_other_tenant(portal, data_dir):
+    client = stdio(portal, data_dir, "--tenant", "globex")
+    yield client
+    client.close()
+
+
+def journal(data_dir: Path) -> bytes:
+    path = data_dir / "facts.jsonl"
+    return path.read_bytes() if path.exists() else b""
+
+
+def test_tool_lists_name_every_tool_and_its_required_arguments(alice, bob):
+    tools = {t.name: t for t in alice.tools()}
+    assert sorted(tools) == sorted(ALL)
+    assert tools["store_fact"].input_schema["required"] == ["entity", "key", "value"]
+    assert tools["query_expand"].input_schema["required"] == ["result_ids"]
+    assert tools["memory_set_horizon"].input_schema["required"] == ["fact_id", "horizon_class"]
+    assert tools["memory_set_horizon"].input_schema["properties"]["horizon_class"]["enum"] == \
+        ["volatile", "medium", "stable", "none"]
+    assert "required" not in tools["query_facts"].input_schema
+    assert tools["query_facts"].input_schema["properties"]["top_k"] == {"default": 10, "type": "integer"}
+    assert sorted(t.name for t in bob.tools()) == sorted(CORE)
+
+
+def test_store_then_recall_every_fact_tool(alice, data_dir):
+    stored = alice.call("store_fact", {"entity": "svc", "key": "owner", "value": "platform team",
+                                       "confidence": 0.9, "freshness_horizon": "changes every few hours"})
+    fid = stored.structured_content["fact_id"]
+    assert stored.content[0].text == f"stored fact {fid} (entity=svc, key=owner, version=1)"
+    assert stored.structured_content == {"fact_id": fid, "entity": "svc", "key": "owner", "version": 1,
+                                         "superseded_fact_ids": []}
+    with cruxsql.open(data_dir) as store:
+        fact = store.get(fid)
+        assert (fact.tenant_hash, fact.actor, fact.horizon_class, fact.confidence) == ("acme", "alice", "volatile", 0.8999999761581421)  # f32
+
+    second = alice.call("store_fact", {"entity": "svc", "key": "owner", "value": "sre team"})
+    sid = second.structured_content["fact_id"]
+    assert second.content[0].text == f"stored fact {sid} (entity=svc, key=owner, supersedes={fid}, version=2)"
+
+    found = alice.call("query_facts", {"query": "team", "contract": "legacy"})
+    assert [r["fact_id"] for r in found.structured_content["rows"]] == [sid]
+    assert found.content[0].text.startswith("[svc] owner = sre team (confidence=1.00, effective_confidence=1.00")
+    crc = alice.call("query_facts", {"query": "team"})
+    assert json.loads(crc.content[0].text)["contract"] == "crc-v1"
+    assert ",\"" in crc.content[0].text and "\n" not in crc.content[0].text   # compact outside the control arm
+
+    assert alice.text("list_entities") == "svc"
+    assert alice.text("get_bootstrap", {"topic": "errors"}) == "no bootstrap knowledge for topic 'errors'"
+    assert alice.text("delete_fact", {"fact_id": sid}) == f"deleted fact {sid}"
+    assert alice.text("delete_fact", {"fact_id": sid}) == f"fact not found: {sid}"
+    assert alice.text("query_facts", {"query": "team", "contract": "legacy"}) == "no facts found"
+
+
+def test_memory_tools_journal_horizon_and_reverify_with_a_receipt(alice, data_dir):
+    fid = alice.call("store_fact", {"entity": "db", "key": "engine", "value": "postgres 16"}).structured_content["fact_id"]
+    view = alice.call("memory_view", {"entity": "db"})
+    assert [f["id"] for f in view.structured_content["facts"]] == [fid]
+    assert view.content[0].text == f"[db] engine = postgres 16 (id={fid}, v1)"
+    fresh = alice.call("memory_freshness", {"entity": "db"})
+    assert [(r["fact_id"], r["freshness"], r["horizon_class"]) for r in fresh.structured_content["rows"]] == \
+        [(fid, "fresh", "none")]
+    assert fresh.content[0].text == f"    0h [fresh   ] none     db::engine (id={fid})"
+    assert alice.text("memory_set_horizon", {"fact_id": fid, "horizon_class": "stable"}) == \
+        f"set horizon_class=stable on fact {fid}"
+    done = alice.call("memory_reverify", {"fact_id": fid})
+    receipt = done.structured_content["receipt_id"]
+    assert done.content[0].text == (f"re-verified fact {fid} at {done.structured_content['reverified_at']} "
+                                    f"(receipt {receipt}, class=Reverify)")
+    with cruxsql.open(data_dir) as store:    # journaled: a fresh rebuild still has both
+        store.rebuild()
+        fact = store.get(fid)
+        assert fact.horizon_class == "stable" and fact.reverified_at is not None
+        (rec,) = store.history(f"__reverify_receipts__::{fid}", receipt, tenant="acme")
+        assert json.loads(rec.value) == {"class": "Reverify", "fact_id": fid, "reverified_by": "alice",
+                                         "reverified_at": done.structured_content["reverified_at"]}
+        assert rec.private and rec.source_receipt == receipt
+    missing = alice.call("memory_reverify", {"fact_id": "f_missing"})
+    assert (missing.is_error, missing.content[0].text) == (False, "fact not found: f_missing")
+
+
+def test_document_tools_ingest_search_and_expand(alice):
+    assert alice.text("query", {"query": "anything"}) == "index is empty \u2014 ingest data first"
+    report = alice.call("ingest_document", {"doc_id": "runbook.md", "text": "# Failover\nPromote the replica, then "
+                                            "repoint pgbouncer at the new primary."})
+    assert report.structured_content["ingested"] == 1
+    found = json.loads(alice.text("query", {"query": "pgbouncer failover", "contract": "legacy"}))
+    (hit,) = found["results"]
+    scan = json.loads(alice.text("query_scan", {"query": "pgbouncer", "contract": "legacy"}))
+    assert [h["result_id"] for h in scan["scan"]] == [hit["result_id"]]
+    expanded = json.loads(alice.text("query_expand", {"result_ids": [hit["result_id"]], "contract": "legacy"}))
+    assert expanded["chunks"][0]["text"].endswith("repoint pgbouncer at the new primary.")
+    wrong = alice.call("query", {"query": "pgbouncer", "tenant_id": "globex"})
+    assert wrong.is_error and wrong.content[0].text == "tenant_id 'globex' is not this connection's tenant"
+
+
+def test_identities_are_isolated_by_agent_and_tenant(alice, bob, anon_other_tenant):
+    alice.call("store_fact", {"entity": "notes", "key": "secret", "value": "alice only kiwi", "private": True})
+    alice.call("store_fact", {"entity": "notes", "key": "shared", "value": "everyone kiwi"})
+    mine = alice.call("query_facts", {"query": "kiwi", "contract": "legacy"}).structured_content["rows"]
+    assert sorted(r["value"] for r in mine) == ["alice only kiwi", "everyone kiwi"]
+    assert {r["entity"] for r in mine} == {"notes"}
+    theirs = bob.call("query_facts", {"query": "kiwi", "contract": "legacy"}).structured_content["rows"]
+    assert [r["value"] for r in theirs] == ["everyone kiwi"]
+    assert anon_other_tenant.text("query_facts", {"query": "kiwi", "contract": "legacy"}) == "no facts found"
+    refused = anon_other_tenant.call("store_fact", {"entity": "x", "key": "y", "value": "z", "private": True})
+    assert refused.is_error and refused.content[0].text == "private facts require an authenticated agent identity"
+    horizon = anon_other_tenant.call("memory_set_horizon", {"fact_id": "f_x", "horizon_class": "stable"})
+    assert horizon.content[0].text == "memory_set_horizon requires an authenticated passport (anonymous calls rejected)"
+
+
+def test_a_cli_write_is_seen_by_the_running_server(bob, data_dir):
+    out = subprocess.run([sys.executable, "-m", "cruxsql", "store", "deploy", "window", "tuesday mango",
+                          "--tenant", "acme", "--data-dir", str(data_dir)], capture_output=True, text=True,
+                         env=server_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    fid = out.stdout.split()[0]
+    rows = bob.call("query_facts", {"query": "mango", "contract": "legacy"}).structured_content["rows"]
+    assert [r["fact_id"] for r in rows] == [fid]
+
+
+BAD = [
+    ({"entity": "a", "key": "b"}, "missing required param: value"),
+    ({"entity": "a", "key": "b", "value": "c", "colour": "red"}, "store_fact: unknown argument `colour`"),
+    ({"entity": "a", "key": "b", "value": 7}, "store_fact: `value`: Input should be a valid string"),
+    ({"entity": "a", "key": "b", "value": "c", "confidence": 1.5},
+     "confidence must be a finite number within 0.0..=1.0, got 1.5"),
+    ({"entity": "a", "key": "b", "value": "c", "horizon_class": "weekly"},
+     "store_fact: `horizon_class`: Input should be 'volatile', 'medium', 'stable' or 'none'"),
+    ({"entity": "__ops::x", "key": "b", "value": "c"}, "entity '__ops::x' uses create-reserved prefix `__ops::`"),
+    ({"entity": "__agent::bob::x", "key": "b", "value": "c"},
+     "entity '__agent::bob::x' uses create-reserved prefix `__agent::`"),
+    ({"entity": "a", "key": "b", "value": "c", "supersedes": ["f_nope"]},
+     "one or more supersedes fact_ids do not exist or are not visible to you: f_nope"),
+    ({"entity": "a", "key": "b", "value": "x" * (10 * 1024 * 1024)}, "`value` is 10485760 bytes; the limit is 1048576"),
+]
+
+
+@pytest.mark.parametrize("arguments,message", BAD, ids=[m[:30] for _, m in BAD])
+def test_bad_store_fact_input_is_one_line_and_changes_nothing(alice, data_dir, arguments, message):
+    before = journal(data_dir)
+    result = alice.call("store_fact", arguments)
+    assert result.is_error and [c.text for c in result.content] == [message]
+    assert journal(data_dir) == before
+    assert alice.text("list_entities")      # still serving
+
+
+def test_reserved_namespaces_are_refused_with_crux_error_data(alice, data_dir):
+    before = journal(data_dir)
+    refused = alice.call("store_fact", {"entity": "__passport__::alice", "key": "state", "value": "trusted",
+                                        "private": True})
+    assert refused.is_error
+    assert refused.structured_content == {"error_code": "RESERVED_ENTITY_PREFIX", "param": "entity",
+                                          "entity": "__passport__::alice", "reserved_prefix": "__passport__::"}
+    assert journal(data_dir) == before
+
+
+def test_bad_read_input_and_unknown_tools(alice):
+    cases = [
+        ("query_facts", {"top_k": "ten"}, "query_facts: `top_k`: Input should be a valid integer"),
+        ("query_facts", {"top_k": -1}, "top_k must be a non-negative integer, got -1"),
+        ("query_facts", {"as_of": "yesterday"},
+         "as_of must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got 'yesterday'"),
+        ("query_facts", {"min_effective_confidence": 2.0},
+         "min_effective_confidence must be a number in 0.0..=1.0, got 2.0"),
+        ("query_expand", {"result_ids": "0:1"}, "query_expand: `result_ids`: Input should be a valid list"),
+        ("memory_set_horizon", {"fact_id": "f_x", "horizon_class": "stable", "extra": 1},
+         "memory_set_horizon: unknown argument `extra`"),
+        ("drop_tables", {}, "unknown tool: drop_tables"),
+    ]
+    for name, arguments, message in cases:
+        result = alice.call(name, arguments)
+        assert (result.is_error, result.content[0].text) == (True, message), name
+
+
+def test_every_call_is_accounted_in_the_token_usage_table(portal, data_dir):
+    client = stdio(portal, data_dir, "--agent", "carol", "--tenant", "acme")
+    try:
+        client.call("store_fact", {"entity": "a", "key": "b", "value": "c"})
+        client.call("query_facts", {"query": "c", "token_budget": 100})
+        client.call("store_fact", {"entity": "a"})     # errors count too, as in Crux
+        usage = client.call("session_token_usage")
+    finally:
+        client.close()
+    fields = usage.structured_content
+    assert (fields["passport"], fields["calls"], fields["declared_budget_in"]) == ("carol", 3, 100)
+    assert usage.content[0].text == (f"session_token_usage: passport=carol used\u2248{fields['used']} tokens "
+                                     "(no limit set) across 3 calls")
+    out = subprocess.run([sys.executable, "-m", "cruxsql", "sql", "--data-dir", str(data_dir), "--json",
+                          "SELECT calls, tokens_in, tokens_out, declared_budget_in FROM token_usage WHERE agent = 'carol'"],
+                         capture_output=True, text=True, env=server_env(), timeout=60)
+    (row,) = json.loads(out.stdout)
+    assert row == {"calls": 4, "tokens_in": fields["tokens_in"] + 1, "declared_budget_in": 100,
+                   "tokens_out": row["tokens_out"]} and row["tokens_out"] > fields["tokens_out"]
+
+
+def test_the_session_budget_shapes_then_refuses_reads_but_not_writes(portal, tmp_path):
+    client = stdio(portal, tmp_path, "--agent", "dave", "--session-budget", "3200")
+    try:
+        for i in range(12):
+            client.call("store_fact", {"entity": "log", "key": f"k{i}", "value": f"entry {i} " + "lorem " * 20})
+        used = client.call("session_token_usage").structured_content["used"]
+        assert 0 < used < 2560          # writes count, but stay below the 80 % mark
+        notes = []
+        while True:
+            result = client.call("query_facts", {"query": "entry", "top_k": 3})
+            if result.is_error:
+                break
+            notes.append([c.text for c in result.content[1:]])
+        assert len(notes) == 2 and notes[0] == []          # ok, then near the limit: shaped, then refused
+        (shaped,) = notes[1]
+        assert shaped.startswith("session budget: ") and " of 3200 tokens used; answer shaped to token_budget=" in shaped
+        usage = client.call("session_token_usage").structured_content
+        assert usage["used"] >= 3200 and usage["limit"] == 3200
+        refusal = re.fullmatch(r"session token budget exhausted: agent dave used (\d+) of 3200 tokens; "
+                               r"writes and session_token_usage still work", result.content[0].text)
+        assert refusal and 3200 <= int(refusal.group(1)) < usage["used"]
+        assert not client.call("store_fact", {"entity": "log", "key": "late", "value": "still writable"}).is_error
+        assert client.call("list_entities").is_error
+    finally:
+        client.close()
+
+
+def test_holdout_control_arm_is_unshaped_and_pretty_and_savings_are_reported(portal, tmp_path):
+    client = stdio(portal, tmp_path, "--agent", "erin", env={"CRUX_OUTPUT_HOLDOUT": "1"})
+    off = stdio(portal, tmp_path, "--agent", "erin")
+    try:
+        for i in range(5):
+            client.call("store_fact", {"entity": "svc", "key": f"k{i}", "value": "word " * 40})
+        control = client.call("query_facts", {"query": "word", "token_budget": 60})
+        assert control.content[0].text.startswith('{\n  "contract": "crc-v1"')
+        assert len(control.structured_content["rows"]) == 1            # legacy drop: 51 tokens, then over
+        shaped = off.call("query_facts", {"query": "word", "token_budget": 60})
+        assert len(shaped.structured_content["rows"]) == 5             # reversible: all rows, pointers in CRC
+        savings = client.call("token_savings")
+        assert savings.structured_content["net"]["n_control"] == 1
+        assert savings.content[0].text.splitlines()[0] == "token_savings (holdout=1.000):"
+        assert savings.content[0].text.splitlines()[2] == \
+            "  net (all-shaped vs unshaped): not enough samples (control=1, treatment=0)"
+        assert off.call("token_savings").content[0].text == (
+            "token_savings: holdout disabled (set CRUX_OUTPUT_HOLDOUT=0.05 to sample a live control arm)")
+    finally:
+        client.close()
+        off.close()
