@@ -110,3 +110,20 @@ def test_a_crash_between_the_journal_append_and_the_view_is_repaired_on_open(tmp
         assert fact.value == "durable before the view saw it"
     _assert_consistent(tmp_path, [])
     assert os.path.exists(tmp_path / "facts.jsonl")
+
+
+def test_stdin_from_a_regular_file_is_served_by_the_sdk_transport(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("\n".join(json.dumps(m) for m in [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "store_fact", "arguments": {"entity": "a", "key": "b", "value": "from a file"}}},
+    ]) + "\n")
+    with open(requests, "rb") as stdin:
+        out = subprocess.run(CLI + ["mcp", "--data-dir", str(tmp_path / "data")], stdin=stdin, capture_output=True,
+                             env=server_env(), timeout=60)
+    replies = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [0, 1]
+    assert replies[1]["result"]["structuredContent"]["version"] == 1

@@ -25,6 +25,7 @@ from ..recall import Recall
 from ..recall.tokens import estimate_tokens, estimate_tokens_str
 from .call import Call
 from .identity import AgentRegistry, Identity
+from .pipes import stdio_pipes
 from .registry import READ, ToolError, ToolResult, ToolSpec, discover
 
 log = logging.getLogger("cruxsql.mcp")
@@ -128,8 +129,10 @@ class CruxServer:
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+        async with stdio_pipes() as pipes:
+            stdin, stdout = pipes if pipes is not None else (None, None)
+            async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
+                await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
         """The streamable HTTP app at `/mcp`, behind the bearer-token gate."""
