@@ -11,16 +11,20 @@ noise hits both alike. Goal: protocol overhead under 2 ms p50.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from anyio.from_thread import start_blocking_portal
+import anyio
+import anyio.abc
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.memory import create_client_server_memory_streams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from journal_gen import generate  # noqa: E402
@@ -36,6 +40,60 @@ QUERIES = [f"#{n}" for n in (1234, 45678, 7777, 31415, 9021, 60606, 24680, 13579
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def raw_call(proc: subprocess.Popen, message: dict) -> dict:
+    """One JSON-RPC round trip on the server's pipes, with no client library at all."""
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+async def measure(local: CruxServer, params: StdioServerParameters, raw: subprocess.Popen,
+                  calls: int) -> tuple[list[float], list[float], list[float], list[float], int]:
+    """Interleave the same call in-process, through the SDK client, and as raw JSON-RPC lines (ms)."""
+    in_process: list[float] = []
+    over_sdk: list[float] = []
+    over_raw: list[float] = []
+    in_memory: list[float] = []
+    server = local.server
+    async with stdio_client(params) as streams, ClientSession(*streams[:2]) as session, \
+            create_client_server_memory_streams() as (client_side, server_side), anyio.create_task_group() as tg:
+        tg.start_soon(server.run, server_side[0], server_side[1], server.create_initialization_options())
+        memory = await tg.start(_memory_session, client_side)
+        await session.initialize()
+        listed = await session.list_tools()
+        wire_tokens = estimate_tokens(listed.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for i in range(calls + 20):
+            arguments = {"query": QUERIES[i % len(QUERIES)], "top_k": 10}
+            a = time.perf_counter()
+            direct = local.call("query_facts", arguments)
+            b = time.perf_counter()
+            remote = await session.call_tool("query_facts", arguments)
+            c = time.perf_counter()
+            piped = raw_call(raw, {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                                   "params": {"name": "query_facts", "arguments": arguments}})
+            d = time.perf_counter()
+            await memory.call_tool("query_facts", arguments)
+            e = time.perf_counter()
+            assert direct.structured_content["rows"] == remote.structured_content["rows"] \
+                == piped["result"]["structuredContent"]["rows"]
+            if i >= 20:     # warm-up
+                in_process.append((b - a) * 1000)
+                over_sdk.append((c - b) * 1000)
+                over_raw.append((d - c) * 1000)
+                in_memory.append((e - d) * 1000)
+        tg.cancel_scope.cancel()
+    return in_process, over_sdk, over_raw, in_memory, wire_tokens
+
+
+async def _memory_session(client_side: tuple, *, task_status: anyio.abc.TaskStatus) -> None:
+    """An SDK ClientSession wired to the server's SDK dispatch in this process: the protocol's own work
+    (JSON-RPC objects, both sessions, validation) without a pipe or a process switch."""
+    async with ClientSession(*client_side) as session:
+        await session.initialize()
+        task_status.started(session)
+        await anyio.sleep_forever()
 
 
 def main() -> None:
@@ -55,27 +113,16 @@ def main() -> None:
         store = cruxsql.open(data)
         local = CruxServer(store, identity=Identity("bench", "tenant0"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CRUX", "CORECRUXD"))}
-        params = StdioServerParameters(command=sys.executable, env=env, args=[
-            "-m", "cruxsql", "mcp", "--data-dir", str(data), "--agent", "bench", "--tenant", "tenant0"])
-        with start_blocking_portal() as portal, \
-                portal.wrap_async_context_manager(stdio_client(params)) as streams, \
-                portal.wrap_async_context_manager(ClientSession(*streams[:2])) as session:
-            portal.call(session.initialize)
-            listed = portal.call(session.list_tools)
-            wire_tokens = estimate_tokens(listed.model_dump(mode="json", by_alias=True, exclude_none=True))
-            in_process: list[float] = []
-            over_stdio: list[float] = []
-            for i in range(args.calls + 20):
-                arguments = {"query": QUERIES[i % len(QUERIES)], "top_k": 10}
-                a = time.perf_counter()
-                direct = local.call("query_facts", arguments)
-                b = time.perf_counter()
-                remote = portal.call(session.call_tool, "query_facts", arguments)
-                c = time.perf_counter()
-                assert direct.structured_content["rows"] == remote.structured_content["rows"]
-                if i >= 20:     # warm-up
-                    in_process.append((b - a) * 1000)
-                    over_stdio.append((c - b) * 1000)
+        command = [sys.executable, "-m", "cruxsql", "mcp", "--data-dir", str(data), "--agent", "bench",
+                   "--tenant", "tenant0"]
+        raw = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        raw_call(raw, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        raw.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+        in_process, over_sdk, over_raw, in_memory, wire_tokens = anyio.run(measure, local, params, raw, args.calls)
+        raw.kill()
+        raw.wait()
         store.close()
 
     core = CruxServer(cruxsql.open(tempfile.mkdtemp(prefix="bench-mcp-list-")), tools="core")
@@ -84,13 +131,18 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| path | p50 | p95 |")
     print("|---|---|---|")
-    for name, xs in (("in-process (CruxServer.call)", in_process), ("stdio, SDK client -> cruxsql mcp", over_stdio)):
+    for name, xs in (("in-process (CruxServer.call)", in_process),
+                     ("stdio, the SDK's ClientSession -> cruxsql mcp", over_sdk),
+                     ("stdio, raw JSON-RPC lines -> cruxsql mcp", over_raw),
+                     ("SDK client and server in one process (memory streams)", in_memory)):
         print(f"| {name} | {statistics.median(xs):.2f} | {pct(xs, 0.95):.2f} |")
-    overhead50 = statistics.median(over_stdio) - statistics.median(in_process)
-    overhead95 = pct(over_stdio, 0.95) - pct(in_process, 0.95)
-    print(f"| protocol overhead (stdio - in-process) | {overhead50:.2f} | {overhead95:.2f} |")
-    print(f"ratio stdio / in-process at p50: {statistics.median(over_stdio) / statistics.median(in_process):.2f}x"
-          f"  (goal: overhead < 2 ms p50: {'met' if overhead50 < 2 else 'NOT met'})")
+    base50, base95 = statistics.median(in_process), pct(in_process, 0.95)
+    for name, xs in (("SDK client over stdio", over_sdk), ("raw lines over stdio", over_raw),
+                     ("SDK in memory, no pipe", in_memory)):
+        overhead50 = statistics.median(xs) - base50
+        print(f"protocol overhead, {name}: p50 {overhead50:.2f} ms, p95 {pct(xs, 0.95) - base95:.2f} ms; "
+              f"ratio to in-process at p50 {statistics.median(xs) / base50:.2f}x "
+              f"(goal < 2 ms p50: {'met' if overhead50 < 2 else 'NOT met'})")
     print("\ntools/list size (chars/4 of its compact JSON: what an agent pays per turn)")
     print(f"| --tools core ({len(core.listed)} tools) | {core.tools_list_tokens()} tokens |")
     print(f"| --tools all ({len(full.listed)} tools) | {full.tools_list_tokens()} tokens "
