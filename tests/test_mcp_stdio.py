@@ -12,6 +12,8 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 import cruxsql
+from cruxsql.facts import codec, timestamps
+from cruxsql.facts.codec import Fact
 from mcp_clients import server_env, stdio
 
 CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand"]
@@ -166,6 +168,16 @@ def test_a_cli_write_is_seen_by_the_running_server(bob, data_dir):
     assert [r["fact_id"] for r in rows] == [fid]
 
 
+def test_a_line_a_crux_daemon_appended_is_caught_up_before_the_next_read(bob, data_dir):
+    """A daemon appends to facts.jsonl without touching cruxsql.db: the server replays it first."""
+    fact = Fact(fact_id="f_" + "d" * 32, tenant_hash="acme", entity="deploy", key="freeze", value="friday papaya",
+                confidence=1.0, stored_at=timestamps.now_ns(), tokens=codec.token_cost("friday papaya"))
+    with open(data_dir / "facts.jsonl", "a", encoding="utf-8") as journal_file:
+        journal_file.write(codec.encode_event(codec.StoreEvent(fact)) + "\n")
+    rows = bob.call("query_facts", {"query": "papaya", "contract": "legacy"}).structured_content["rows"]
+    assert [r["fact_id"] for r in rows] == [fact.fact_id]
+
+
 BAD = [
     ({"entity": "a", "key": "b"}, "missing required param: value"),
     ({"entity": "a", "key": "b", "value": "c", "colour": "red"}, "store_fact: unknown argument `colour`"),
@@ -249,7 +261,7 @@ def test_the_session_budget_shapes_then_refuses_reads_but_not_writes(portal, tmp
         used = client.call("session_token_usage").structured_content["used"]
         assert 0 < used < 2560          # writes count, but stay below the 80 % mark
         notes = []
-        while True:
+        for _ in range(10):
             result = client.call("query_facts", {"query": "entry", "top_k": 3})
             if result.is_error:
                 break
