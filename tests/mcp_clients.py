@@ -33,7 +33,8 @@ class McpClient:
         self.portal = portal
         self._stack = ExitStack()
         streams = self._stack.enter_context(portal.wrap_async_context_manager(transport))
-        self.session = self._stack.enter_context(portal.wrap_async_context_manager(ClientSession(*streams[:2])))
+        self.session = self._stack.enter_context(portal.wrap_async_context_manager(
+            ClientSession(*streams[:2], read_timeout_seconds=60)))
         portal.call(self.session.initialize)
 
     def call(self, name: str, arguments: Optional[dict[str, Any]] = None) -> Any:
