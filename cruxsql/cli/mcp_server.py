@@ -9,7 +9,7 @@ from typing import Optional
 import click
 
 from ..errors import InvalidInput
-from .common import data_dir_option, fails_cleanly, open_store
+from .common import COUNT, data_dir_option, fails_cleanly, open_store, reject_empty
 
 MISSING_SDK = "the MCP server needs the MCP SDK: pip install 'cruxsql[mcp]'"
 
@@ -25,17 +25,18 @@ def _host_port(text: str) -> tuple[str, int]:
 
 @click.command("mcp")
 @data_dir_option
-@click.option("--agent", envvar="CRUXSQL_AGENT", show_envvar=True, metavar="NAME",
+@click.option("--agent", metavar="NAME", callback=reject_empty,
               help="The agent calls act for (stdio, or HTTP without tokens). Without it: anonymous, "
                    "which sees no private facts.")
-@click.option("--tenant", envvar="CRUXSQL_TENANT", show_envvar=True, default="default", show_default=True,
+@click.option("--tenant", default="default", show_default=True,
+              callback=reject_empty,
               help="The tenant calls act in (HTTP tokens may name their own: name:token:tenant).")
 @click.option("--http", "http", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1). "
                    "Agents authenticate with bearer tokens from CRUX_AGENT_TOKENS=name:token[:tenant],...")
 @click.option("--tools", type=click.Choice(["core", "all"]), default="all", show_default=True,
               help="core: store_fact, query_facts, get_bootstrap, query, query_expand (a cheaper tools/list).")
-@click.option("--session-budget", type=click.IntRange(min=0), metavar="TOKENS",
+@click.option("--session-budget", type=COUNT, metavar="TOKENS",
               help="Enforced per-agent session token limit (default: CORECRUXD_SESSION_TOKEN_BUDGET; "
                    "per agent: CRUXSQL_SESSION_BUDGETS=name:tokens,...; 0 = none).")
 @click.option("--list-tools", is_flag=True, help="Print the tool list and its token size, then exit.")
@@ -59,8 +60,6 @@ def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optiona
         raise InvalidInput(MISSING_SDK) from None
     if agent is not None:
         check_agent_name(agent, "--agent")
-    if not tenant.strip():
-        raise InvalidInput("--tenant must not be blank")
     address = _host_port(http) if http else None
     registry = AgentRegistry.from_env(default_tenant=tenant)
     budgets = BudgetPolicy.from_env(default=session_budget)

@@ -21,8 +21,6 @@ from ..errors import InvalidInput
 
 TOKENS_ENV = "CRUX_AGENT_TOKENS"
 TOKEN_ENV = "CRUX_AGENT_TOKEN"
-AGENT_ENV = "CRUXSQL_AGENT"
-TENANT_ENV = "CRUXSQL_TENANT"
 DEFAULT_TENANT = "default"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{32,256}")
