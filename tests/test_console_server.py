@@ -47,7 +47,8 @@ def test_index_lists_documented_tables_and_canned_queries(console):
     assert {v["name"] for v in data["views"]} == {r.name for r in contract.VIEW_RELATIONS if r.kind == "view"}
     assert [q["name"] for q in data["queries"]] == [
         "live_facts_of_tenant", "fact_history", "actor_writes", "retention_candidates", "active_legal_holds",
-        "erasure_reports", "corrupt_journal_lines", "stale_facts", "contradiction_candidates", "duplicate_candidates"]
+        "erasure_reports", "corrupt_journal_lines", "stale_facts", "token_usage_by_agent", "contradiction_candidates",
+        "duplicate_candidates"]
 
 
 def test_live_facts_of_a_tenant_and_one_facts_history(console, store_dir):
@@ -162,11 +163,11 @@ def test_canned_queries_for_other_features_appear_when_their_tables_do(tmp_path)
     with running_console(data_dir) as c:
         import json
         names = lambda: [q["name"] for q in json.loads(c.get("cruxsql.json")[1])["queries"]]  # noqa: E731
-        assert "token_usage_by_agent" not in names()
+        assert c.rows("cruxsql", "token_usage_by_agent") == []     # the MCP server's table (migration 0008)
         db = apsw.Connection(str(data_dir / "cruxsql.db"))
         db.setbusytimeout(5000)
-        db.execute("CREATE TABLE token_usage (agent TEXT, day TEXT, calls INT, tokens_in INT, tokens_out INT, "
-                   "declared_budget_in INT); INSERT INTO token_usage VALUES ('claude', '2026-11-30', 3, 10, 200, 0);")
+        db.execute("INSERT INTO token_usage (agent, day, calls, tokens_in, tokens_out) "
+                   "VALUES ('claude', '2026-11-30', 3, 10, 200)")
         db.close()
         assert names()[-3:] == ["token_usage_by_agent", "contradiction_candidates", "duplicate_candidates"]
         assert c.rows("cruxsql", "token_usage_by_agent") == [

@@ -4,25 +4,19 @@ The SDK's stdio transport reads and writes through worker threads (two or three 
 request), which dominates a sub-millisecond tool call on a busy machine. Here stdin and stdout are
 non-blocking pipes driven by the event loop. As the SDK does, the real descriptors are moved out of
 the way while serving: fd 0 reads /dev/null and fd 1 goes to stderr, so a stray print can never
-corrupt the JSON-RPC stream. When stdin or stdout is not a pipe (a regular file), the SDK's own
-transport is used instead.
+corrupt the JSON-RPC stream. A regular file (stdin or stdout redirected to one) never blocks, so it
+is served the same way.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Optional
+from typing import AsyncIterator
 
 import anyio
 
 _CHUNK = 1 << 16
-
-
-def _pollable(fd: int) -> bool:
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 class FdLines:
@@ -75,11 +69,8 @@ class FdWriter:
 
 
 @asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[Optional[tuple[FdLines, FdWriter]]]:
-    """Private non-blocking duplicates of stdin and stdout (None when either is not pollable)."""
-    if not (_pollable(0) and _pollable(1)):
-        yield None
-        return
+async def stdio_pipes() -> AsyncIterator[tuple[FdLines, FdWriter]]:
+    """Private non-blocking duplicates of stdin and stdout."""
     wire_in, wire_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -129,8 +129,7 @@ class CruxServer:
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_pipes() as pipes:
-            stdin, stdout = pipes if pipes is not None else (None, None)
+        async with stdio_pipes() as (stdin, stdout):
             async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
                 await self.server.run(read, write, self.server.create_initialization_options())
 
