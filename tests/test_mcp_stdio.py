@@ -158,6 +158,17 @@ def test_identities_are_isolated_by_agent_and_tenant(alice, bob, anon_other_tena
     assert horizon.content[0].text == "memory_set_horizon requires an authenticated passport (anonymous calls rejected)"
 
 
+def test_query_facts_explain_says_why_and_counts_what_the_caller_cannot_see(alice, bob):
+    alice.call("store_fact", {"entity": "notes", "key": "plan", "value": "alice private quince", "private": True})
+    alice.call("store_fact", {"entity": "notes", "key": "menu", "value": "shared quince"})
+    result = bob.call("query_facts", {"query": "quince", "contract": "legacy", "explain": True})
+    why = result.structured_content["explain"]
+    assert why["rows"] == [{"matched_terms": {"quince": ["value"]}, "confidence": 1.0, "decay": 1.0,
+                            "effective_confidence": 1.0, "freshness": "fresh", "horizon_class": "none"}]
+    assert why["left_out"] == {"not_visible_to_caller": 1}
+    assert result.content[0].text.splitlines()[-1] == "-- left out: 1 not visible to caller"
+
+
 def test_a_cli_write_is_seen_by_the_running_server(bob, data_dir):
     out = subprocess.run([sys.executable, "-m", "cruxsql", "store", "deploy", "window", "tuesday mango",
                           "--tenant", "acme", "--data-dir", str(data_dir)], capture_output=True, text=True,

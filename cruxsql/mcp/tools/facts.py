@@ -8,6 +8,7 @@ from ...accounting.holdout import pretty_json
 from ...errors import Conflict, NotFound
 from ...facts.privacy import check_supersedes_target
 from ...recall import crc_v1, scope
+from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.tokens import compact_json
@@ -70,9 +71,10 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
 @tool(kind=READ, core=True, holdout=True)
 def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
                 token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
-                min_effective_confidence: Optional[float] = None, contract: Optional[str] = None) -> ToolResult:
+                min_effective_confidence: Optional[float] = None, contract: Optional[str] = None,
+                explain: bool = False) -> ToolResult:
     """Recall facts: any query word matching a value, key or entity; ranked by freshness-decayed confidence.
-    A token_budget returns the best in full and the rest as pointers."""
+    A token_budget returns the best in full and the rest as pointers; explain says why."""
     result = call.recall.query_facts(
         query, entity=entity, tenant=call.tenant, agent=call.agent, top_k=top_k,
         token_budget=call.budget(token_budget), min_effective_confidence=min_effective_confidence, as_of=as_of,
@@ -81,8 +83,13 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
     text = payload["content"][0]["text"]
     if result.crc_v1 is not None:
         text = pretty_json(result.crc_v1) if call.control else compact_json(result.crc_v1)
-    return ToolResult(text, payload["structuredContent"], payload=result.crc_v1,
-                      sample=crc_v1.enabled(contract))
+    structured = payload["structuredContent"]
+    if explain:
+        why = recall_explain.explain(call.recall, result, query, tenant=call.tenant, agent=call.agent,
+                                     entity=entity, as_of=result.as_of, include_superseded=include_superseded)
+        structured = {**structured, "explain": why}
+        text = "\n".join([text, *recall_explain.explain_lines(why), recall_explain.left_out_line(why)])
+    return ToolResult(text, structured, payload=result.crc_v1, sample=crc_v1.enabled(contract))
 
 
 @tool(kind=READ, core=True)
