@@ -156,12 +156,14 @@ def test_export_and_list_page(store: Store) -> None:
     with pytest.raises(InvalidInput, match="unknown export cursor"):
         export(store.db, cursor="f_nope")
     first = list_page(store.db, limit=2)
-    live = [i for i in ids if i != ids[1]]
-    assert first.total_visible == 4 and [f.fact_id for f in first.facts] == live[::-1][:2]
+    # newest first by stored_at in milliseconds, then fact_id descending (two stores can share a millisecond)
+    newest = sorted((i for i in ids if i != ids[1]), key=lambda i: (store.get(i).stored_at // 1_000_000, i),
+                    reverse=True)
+    assert first.total_visible == 4 and [f.fact_id for f in first.facts] == newest[:2]
     ms, fid = decode_cursor(first.next_cursor)
-    assert fid == live[::-1][1] and ms == store.get(fid).stored_at // 1_000_000
+    assert fid == newest[1] and ms == store.get(fid).stored_at // 1_000_000
     rest = list_page(store.db, cursor=first.next_cursor, limit=5)
-    assert [f.fact_id for f in rest.facts] == live[::-1][2:] and not rest.has_more
+    assert [f.fact_id for f in rest.facts] == newest[2:] and not rest.has_more
     for bad in ("nocolon", "x:f_1", "12:", " 12:f"):
         with pytest.raises(InvalidInput, match="invalid list_page cursor"):
             decode_cursor(bad)
