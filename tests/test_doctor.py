@@ -111,10 +111,26 @@ def test_prometheus_output(store_dir):
     lines = result.stdout.splitlines()
     assert f'cruxsql_doctor_status{{data_dir="{store_dir}"}} 0' in lines
     assert f'cruxsql_doctor_check_status{{data_dir="{store_dir}",check="view_in_step"}} 0' in lines
-    assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 8
+    assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 9  # mcp_tool_errors too
 
 
 def test_no_store_is_an_error(tmp_path):
     result = _doctor(tmp_path / "nothing")
     assert result.returncode == 1
     assert result.stderr.startswith("Error: no cruxsql store at") and not (tmp_path / "nothing").exists()
+
+
+def test_mcp_tool_errors_are_reported(store_dir):
+    from cruxsql.accounting.tool_errors import record_error
+
+    with Store(store_dir) as store:
+        record_error(store.db, "query_facts", "alice", "top_k must be an integer", internal=False)
+        assert doctor.diagnose(store_dir).status == doctor.OK
+        record_error(store.db, "query", None, "internal error in query: OSError: [Errno 5] I/O error", internal=True)
+    health = doctor.diagnose(store_dir)
+    check = next(c for c in health.checks if c.name == "mcp_tool_errors")
+    assert health.status == doctor.WARNING and check.status == doctor.WARNING
+    assert check.message.startswith("1 MCP tool(s) failed inside the server: query (internal) at ")
+    assert "query_facts at " in check.message and "top_k must be an integer" in check.message
+    later = doctor.diagnose(store_dir, now_ns=time.time_ns() + 2 * 86400 * 10**9)
+    assert next(c for c in later.checks if c.name == "mcp_tool_errors").status == doctor.OK  # outside the day

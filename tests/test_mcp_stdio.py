@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import apsw
 import pytest
 from anyio.from_thread import start_blocking_portal
 
@@ -241,6 +242,17 @@ def test_bad_read_input_and_unknown_tools(alice):
     for name, arguments, message in cases:
         result = alice.call(name, arguments)
         assert (result.is_error, result.content[0].text) == (True, message), name
+
+
+def test_tool_errors_are_kept_for_the_health_check(alice, data_dir):
+    alice.call("query_facts", {"top_k": -1})
+    alice.call("drop_tables", {})
+    db = apsw.Connection(str(data_dir / "cruxsql.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    rows = dict(((tool, internal), (agent, message)) for tool, internal, agent, message in db.execute(
+        "SELECT tool, internal, agent, message FROM tool_errors"))
+    db.close()
+    assert rows[("query_facts", 0)] == ("alice", "top_k must be a non-negative integer, got -1")
+    assert rows[("(unknown tool)", 0)] == ("alice", "unknown tool: drop_tables")
 
 
 def test_every_call_is_accounted_in_the_token_usage_table(portal, data_dir):

@@ -29,7 +29,8 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
 
     Checks: the view in step with the journal, the time of the last write, torn tails and corrupt
     lines, disk space against the journal's growth rate, who holds the writer lock, the WAL's size,
-    erasures whose verification failed, and (with --retention) legal holds about to block a run.
+    erasures whose verification failed, (with --retention) legal holds about to block a run, and the
+    last error of each MCP tool (a failure inside the server warns).
     """
     data_dir_state(data_dir, create=False)
     health = health_checks.diagnose(data_dir, since=since, max_idle=max_idle, retention_window=retention_window)

@@ -30,6 +30,7 @@ WAL_WARNING_BYTES = 64 << 20
 WAL_CRITICAL_BYTES = 1 << 30
 DISK_CRITICAL_BYTES = 100 << 20
 HOLD_LOOKAHEAD = "7d"
+TOOL_ERROR_WINDOW_NS = 24 * 3600 * 10**9  # without --since, MCP tool errors of the last day
 _TAIL_BYTES = 64 << 10
 
 
@@ -80,6 +81,8 @@ def diagnose(data_dir: Path | str, *, since: Optional[str] = None, max_idle: Opt
         health.checks.append(_erasure_verifications(db))
         if retention_window:
             health.checks.append(_holds_blocking_retention(db, retention_window, now))
+        if _has_table(db, "tool_errors"):
+            health.checks.append(_tool_errors(db, since_ns if since_ns is not None else now - TOOL_ERROR_WINDOW_NS))
     finally:
         if db is not None:
             db.close()
@@ -299,6 +302,21 @@ def _holds_blocking_retention(db: Optional[apsw.Connection], window: str, now: i
     return Check("holds_blocking_retention", WARNING,
                  f"{len(held)} fact(s) due for a {window} retention run within {HOLD_LOOKAHEAD} are held by "
                  + ", ".join(f"{h} ({names.get(h, '?')})" for h in holds), float(len(held)))
+
+
+def _tool_errors(db: apsw.Connection, since_ns: int) -> Check:
+    """The last error of each MCP tool since `since_ns`: internal failures warn, refused input is listed."""
+    rows = db.execute("SELECT tool, internal, at, message, errors FROM tool_errors WHERE at_ns >= ? "
+                      "ORDER BY internal DESC, at_ns DESC", (since_ns,)).fetchall()
+    if not rows:
+        return Check("mcp_tool_errors", OK, "no MCP tool error in the window", 0.0)
+    internal = [r for r in rows if r[1]]
+    lines = "; ".join(f"{tool}{' (internal)' if kind else ''} at {at}: {message}"
+                      for tool, kind, at, message, _ in rows[:5])
+    if internal:
+        return Check("mcp_tool_errors", WARNING, f"{len(internal)} MCP tool(s) failed inside the server: {lines}",
+                     float(len(internal)))
+    return Check("mcp_tool_errors", OK, f"{len(rows)} MCP tool(s) refused input (last: {lines})", 0.0)
 
 
 def to_prometheus(health: Health) -> str:

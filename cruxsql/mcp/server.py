@@ -17,6 +17,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from ..accounting.holdout import Holdout, holdout_fraction
+from ..accounting.tool_errors import record_error
 from ..accounting.usage import OVER, BudgetPolicy, TokenLedger
 from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
@@ -110,10 +111,12 @@ class CruxServer:
             result_notes = call.notes
         except (ToolError, CruxsqlError) as exc:    # Crux's error data (e.g. RESERVED_ENTITY_PREFIX) travels along
             result, result_notes = ToolResult(str(exc), getattr(exc, "data", None), is_error=True), []
+            self._note_error(name, identity, result.text, internal=False)
         except Exception as exc:   # a bug or an environment failure: report it, keep serving
             log.exception("tool %s failed", name)
             result, result_notes = ToolResult(f"internal error in {name}: {type(exc).__name__}: {exc}",
                                               is_error=True), []
+            self._note_error(name, identity, result.text, internal=True)
         wire = _wire(result, result_notes)
         tokens_out = estimate_tokens_str(result.text) if result.is_error else estimate_tokens(
             wire.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -123,6 +126,14 @@ class CruxServer:
         if spec is not None and spec.holdout and result.sample and not result.is_error:
             self.holdout.record(arguments, control, result.text, result.payload)
         return wire
+
+    def _note_error(self, tool: str, identity: Identity, message: str, internal: bool) -> None:
+        """Keep the tool's last error for `cruxsql doctor`; losing that note must never fail the call."""
+        try:
+            record_error(self.store.db, tool if tool in self.specs else "(unknown tool)", identity.agent, message,
+                         internal)
+        except Exception:
+            log.exception("could not record the error of %s", tool)
 
     # --- transports -------------------------------------------------------------------------------
 
