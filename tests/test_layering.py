@@ -1,4 +1,4 @@
-"""Imports run one way: facts <- recall, documents <- governance, curation <- surfaces (cli, mcp, ...).
+"""Imports run one way: facts, embeddings <- recall, documents <- governance, curation <- surfaces (cli, mcp, ...).
 
 Every module under cruxsql/ is parsed; each import of another cruxsql unit must be allowed by LAYERS.
 A new package must be added here, which is the point: its place in the order is a decision.
@@ -11,14 +11,15 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cruxsql"
 
-FEATURES = {"errors", "facts", "recall", "documents"}
+FEATURES = {"errors", "facts", "embeddings", "recall", "documents"}
 SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curation", "workspace", "embeddings",
                 "interchange", "accounting", "sql_console"}
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "facts": {"errors"},
-    "recall": {"errors", "facts"},
-    "documents": {"errors", "facts"},
+    "embeddings": {"errors"},
+    "recall": {"errors", "facts", "embeddings"},
+    "documents": {"errors", "facts", "embeddings"},
     "governance": FEATURES,
     "interchange": {"errors", "facts"},
     "workspace": {"errors", "facts", "documents"},
