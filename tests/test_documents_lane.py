@@ -45,6 +45,12 @@ def view_tables(store) -> dict[str, list[tuple]]:
     }
 
 
+def listed_files(lane):
+    """MANIFEST.json, every segment file and its two vector sidecars (the hash embedder is the default)."""
+    stems = [s.file_name.removesuffix(".jsonl") for s in lane.segments()]
+    return sorted(["MANIFEST.json"] + [stem + ext for stem in stems for ext in (".jsonl", ".ccxv", ".ccxp")])
+
+
 def test_each_ingest_seals_one_segment_and_reingest_is_a_noop(lane, data_dir):
     first = lane.ingest(docs("alpha beta", "gamma delta"), tenant="t1")
     assert (first.ingested, first.duplicates, first.sealed, first.segment_seq) == (2, 0, True, 1)
@@ -61,7 +67,7 @@ def test_each_ingest_seals_one_segment_and_reingest_is_a_noop(lane, data_dir):
     assert [s.segment_seq for s in lane.segments()] == [1, 2, 3, 4]
     assert [s.chunk_count for s in lane.segments()] == [2, 1, 1, 1]
     files = sorted(p.name for p in (data_dir / "segments").iterdir())
-    assert files == ["MANIFEST.json"] + sorted(s.file_name for s in lane.segments())
+    assert files == listed_files(lane)
 
 
 @pytest.mark.parametrize("documents, message", [
@@ -290,8 +296,7 @@ def test_a_crash_before_the_manifest_commit_leaves_no_trace(lane, store, data_di
     assert len(lane.verify()) == 2
     lane.ingest(docs("gamma", prefix="g"))
     assert lane.verify() == []
-    assert sorted(p.name for p in segdir.iterdir()) == ["MANIFEST.json"] + sorted(
-        s.file_name for s in lane.segments())
+    assert sorted(p.name for p in segdir.iterdir()) == listed_files(lane)
 
 
 def test_a_crash_after_the_manifest_commit_is_indexed_on_open(lane, store, data_dir):

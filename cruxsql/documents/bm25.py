@@ -301,6 +301,10 @@ class Bm25Corpus:
         candidates, scores = _top_k(candidates, dense[candidates], top_k)
         return candidates, scores, total, below_floor
 
+    def tenant_mask(self, tenant: str) -> np.ndarray:
+        """True for every document (by global number) that `tenant` owns."""
+        return self.doc_tenants == self._tenant_codes.get(tenant, -1)
+
     def _tenant_weights(self, tenant: str) -> Optional[np.ndarray]:
         """1.0 for the tenant's documents and 0.0 for the others (f32), or None when it owns every document."""
         if tenant not in self._tenant_weight_cache:

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import apsw
+import numpy as np
 
+from ..embeddings import Embedder, SemanticProfile, configured_embedder, read_ccxv
 from ..errors import InvalidInput
 from ..facts import timestamps
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
+from .dense import (
+    MERGE_WEIGHTED_LINEAR,
+    SCORE_SPACE_DENSE_FUSED,
+    DenseIndex,
+    Ranking,
+    VectorSidecar,
+    dense_rerank,
+    describe_sidecar,
+    sidecar_bytes,
+)
+from .fusion import FUSION_MODES, FusedResult, FusionWeights, Lanes, fuse
+from .graph import DocumentGraph, document_links
 from .postings import QueryPostings, decode_array, encode_array, index_segment, postings_rows
 from .search import (
     EMPTY_INDEX_QUERY,
@@ -45,12 +59,17 @@ from .segments import (
     segments_dir,
     stray_files,
     write_segment,
+    write_sidecar,
 )
 
 Progress = Optional[Callable[[int, int], None]]
+_CONFIGURED: Any = object()
 
+# Children first, so a DELETE never leaves a row pointing at a removed segment.
+_VIEW_TABLES = ("document_links", "document_vectors", "document_postings", "document_chunks", "document_segments")
 DEFAULT_TENANT = "default"
 DEFAULT_CORPUS = "default"
+BM25_DEPTH = 1000          # fused search: how deep BM25 scores are looked up for the other lanes' candidates
 MAX_DOCUMENTS = 4096
 MAX_CHUNKS = 65_536
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -142,8 +161,11 @@ def _validate(documents: Sequence[DocumentInput], corpus: str) -> None:
 class DocumentLane:
     """The document lane of one store. Holds a cache of the corpus statistics, refreshed when segments change."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, embedder: Optional[Embedder] = _CONFIGURED) -> None:
+        """`embedder`: the one `CRUXSQL_EMBEDDER` names unless given; None turns the dense lane off."""
         self._store = store
+        self.embedder: Optional[Embedder] = configured_embedder() if embedder is _CONFIGURED else embedder
+        self._dense: Optional[tuple[tuple, DenseIndex, tuple[str, ...]]] = None
         self._db: apsw.Connection = store.db
         self._dir: Path = segments_dir(Path(store.data_dir))
         self._corpus: Optional[tuple[tuple, Bm25Corpus]] = None
@@ -180,7 +202,7 @@ class DocumentLane:
             if not records:
                 return IngestReport(0, duplicates, len(documents), False, None, None, None, None)
             manifest = load_manifest(self._dir)
-            sealed = write_segment(self._dir, manifest.next_seq, now, records)
+            sealed = self._with_vectors(write_segment(self._dir, manifest.next_seq, now, records))
             save_manifest(self._dir, Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info]))
             self._apply(sealed, progress)
         info = sealed.info
@@ -195,17 +217,23 @@ class DocumentLane:
             if problems:
                 raise SegmentError("; ".join(problems))
             with self._db:
-                for table in ("document_postings", "document_chunks", "document_segments"):
+                for table in _VIEW_TABLES:
                     self._db.execute(f"DELETE FROM {table}")
             self._corpus = None
             total = sum(info.chunk_count for info in manifest.segments)
             done = 0
+            embedded: list[SegmentInfo] = []
             for info in manifest.segments:
                 sealed = read_segment(self._dir, info)
+                if info.vectors is None and self.embedder is not None:
+                    sealed = self._with_vectors(sealed)     # sealed before vectors existed: embed it now
+                embedded.append(sealed.info)
                 self._apply(sealed, None)
                 done += info.chunk_count
                 if progress:
                     progress(done, total)
+            if embedded != manifest.segments:
+                save_manifest(self._dir, Manifest(manifest.next_seq, embedded))
             return len(manifest.segments)
 
     def erase_tenant(self, tenant: str) -> dict[str, int]:
@@ -224,9 +252,12 @@ class DocumentLane:
                     kept.append(info)
                     continue
                 old = read_segment(self._dir, info)
-                survivors = [r for r in old.records if r.tenant_id != tenant]
+                keep = [i for i, r in enumerate(old.records) if r.tenant_id != tenant]
+                survivors = [old.records[i] for i in keep]
                 counts["chunks_erased"] += len(old.records) - len(survivors)
                 new = write_segment(self._dir, info.segment_seq, info.sealed_at, survivors) if survivors else None
+                if new is not None and info.vectors is not None:
+                    new = self._carry_vectors(info, new, keep)
                 if new is not None:
                     kept.append(new.info)
                 replaced.append((info, new))
@@ -241,6 +272,9 @@ class DocumentLane:
                     self._apply(new, None)
                     counts["segments_rewritten"] += 1
                 remove_segment_file(self._dir, old_info.file_name)
+                if old_info.vectors is not None:
+                    remove_segment_file(self._dir, old_info.vectors["file_name"])
+                    remove_segment_file(self._dir, old_info.vectors["profile_file_name"])
             self._corpus = None
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return counts
@@ -254,6 +288,34 @@ class DocumentLane:
                 "SELECT chunk_id FROM document_chunks WHERE tenant_id = ? AND corpus_id = ? "
                 f"AND chunk_id IN ({','.join('?' * len(part))})", (tenant, corpus, *part)))
         return stored
+
+    def _with_vectors(self, sealed: SealedSegment) -> SealedSegment:
+        """Embed the segment's chunks and write its `.ccxv`/`.ccxp` sidecars (none without an embedder)."""
+        if self.embedder is None or not sealed.records:
+            return sealed
+        vectors = self.embedder.embed_batch([r.text for r in sealed.records])
+        doc_ids = np.arange(len(sealed.records), dtype=np.uint32)
+        return self._write_vectors(sealed, doc_ids, vectors, self.embedder.semantic_profile())
+
+    def _carry_vectors(self, old: SegmentInfo, new: SealedSegment, keep: Sequence[int]) -> SealedSegment:
+        """The rewritten segment's sidecars: the surviving chunks' vectors, renumbered, same profile."""
+        sidecar = VectorSidecar.from_json(old.vectors or {})
+        records = read_ccxv(self._dir / sidecar.file_name)
+        by_doc = {int(doc): row for row, doc in enumerate(records["doc_id"])}
+        rows = [by_doc.get(i) for i in keep]
+        if any(row is None for row in rows):
+            return new                      # vectors incomplete: leave this segment out of the dense lane
+        profile_json = json.loads((self._dir / sidecar.profile_file_name).read_bytes())
+        return self._write_vectors(new, np.arange(len(keep), dtype=np.uint32),
+                                   np.asarray(records["vector"][rows]), SemanticProfile.from_json(profile_json))
+
+    def _write_vectors(self, sealed: SealedSegment, doc_ids: np.ndarray, vectors: np.ndarray,
+                       profile: SemanticProfile) -> SealedSegment:
+        ccxv, ccxp = sidecar_bytes(doc_ids, vectors, profile)
+        sidecar = describe_sidecar(sealed.info.file_name, ccxv, ccxp, profile)
+        write_sidecar(self._dir, sidecar.file_name, ccxv)
+        write_sidecar(self._dir, sidecar.profile_file_name, ccxp)
+        return replace(sealed, info=replace(sealed.info, vectors=asdict(sidecar)))
 
     def _apply(self, sealed: SealedSegment, progress: Progress) -> None:
         """Index one sealed segment into the view in a single transaction."""
@@ -276,11 +338,21 @@ class DocumentLane:
             self._db.executemany(
                 "INSERT INTO document_postings (term, segment_seq, doc_count, doc_ids, tfs) VALUES (?,?,?,?,?)",
                 postings_rows(info.segment_seq, index))
+            if info.vectors is not None:
+                v = VectorSidecar.from_json(info.vectors)
+                self._db.execute(
+                    "INSERT INTO document_vectors (segment_seq, file_name, blake3, profile_hash, model, dimensions) "
+                    "VALUES (?,?,?,?,?,?)", (info.segment_seq, v.file_name, v.blake3, v.profile_hash, v.model,
+                                            v.dimensions))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO document_links (segment_seq, doc_id, target_document_id) VALUES (?,?,?)",
+                [(info.segment_seq, doc_id, target) for doc_id, r in enumerate(records)
+                 for target in document_links(r.document_id, r.text)])
         self._corpus = None
 
     def _drop_from_view(self, segment_seq: int) -> None:
         with self._db:
-            for table in ("document_postings", "document_chunks", "document_segments"):
+            for table in _VIEW_TABLES:
                 self._db.execute(f"DELETE FROM {table} WHERE segment_seq = ?", (segment_seq,))
         self._corpus = None
 
@@ -360,6 +432,92 @@ class DocumentLane:
             lookup = self._lookup({seq: index for index, (seq, _) in enumerate(rows)})
             return corpus.search(query, lookup, top_k, tenant, min_score)
 
+    def _dense_snapshot(self, corpus: Bm25Corpus, rows: Sequence[tuple[int, str]]
+                        ) -> tuple[Optional[DenseIndex], tuple[str, ...]]:
+        """The dense index of the segments whose vectors the configured embedder can query, and the others."""
+        if self.embedder is None:
+            return None, ()
+        profile = self.embedder.semantic_profile()
+        key = (tuple(rows), profile.hash)
+        if self._dense is None or self._dense[0] != key:
+            index = DenseIndex(corpus.total_docs, profile.dimensions)
+            skipped: list[str] = []
+            vectors = {seq: (name, profile_hash) for seq, name, profile_hash in self._db.execute(
+                "SELECT segment_seq, file_name, profile_hash FROM document_vectors")}
+            for position, (seq, _) in enumerate(rows):
+                if seq not in vectors:
+                    continue
+                name, profile_hash = vectors[seq]
+                if profile_hash != profile.hash:
+                    skipped.append(name)
+                    continue
+                try:
+                    index.add_segment(int(corpus.bases[position]), self._dir / name)
+                except (OSError, ValueError):
+                    skipped.append(name)        # unreadable: verify() names the problem
+            self._dense = (key, index, tuple(skipped))
+        _, index, skipped_names = self._dense
+        return (None if index.empty else index), skipped_names
+
+    def ranked_search(self, query: str, tenant: str = DEFAULT_TENANT, top_k: int = 10,
+                      min_score: Optional[float] = None, dense: bool = True,
+                      tenant_statistics: bool = False) -> tuple[Bm25SearchResult, Ranking]:
+        """BM25 (`search`), then Crux's dense re-rank of the hits when vectors of the configured profile exist."""
+        tenant = _tenant(tenant)
+        if top_k < 0:
+            raise InvalidInput(f"limit {top_k} must not be negative")
+        profile = self.embedder.semantic_profile() if self.embedder is not None else None
+        with self._db:
+            corpus, rows = self._snapshot(tenant if tenant_statistics else None)
+            lookup = self._lookup({seq: index for index, (seq, _) in enumerate(rows)})
+            result = corpus.search(query, lookup, top_k, tenant, min_score)
+            index, skipped = self._dense_snapshot(corpus, rows) if dense else (None, ())
+        if index is None or self.embedder is None or not result.hits:
+            return result, Ranking(profile=profile, segments_skipped=skipped)
+        scores = index.scores(self.embedder.embed_one(query))
+        reranked = dense_rerank(result.hits, scores, corpus.bases)
+        return (replace(result, hits=reranked),
+                Ranking(SCORE_SPACE_DENSE_FUSED, MERGE_WEIGHTED_LINEAR, profile, True, skipped))
+
+    def fused_search(self, query: str, tenant: str = DEFAULT_TENANT, top_k: int = 20, mode: str = "weighted",
+                     weights: FusionWeights = FusionWeights(), cold_start_threshold: int = 100,
+                     dense: bool = True) -> FusedResult:
+        """`fused_retrieve` over the BM25, dense and graph lanes (or RRF with `mode="rrf"`)."""
+        tenant = _tenant(tenant)
+        if top_k < 0:
+            raise InvalidInput(f"limit {top_k} must not be negative")
+        if mode not in FUSION_MODES:
+            raise InvalidInput(f"unknown fusion {mode!r}: choose one of {', '.join(FUSION_MODES)}")
+        pool = top_k * 4
+        with self._db:
+            corpus, rows = self._snapshot()
+            seq_to_index = {seq: index for index, (seq, _) in enumerate(rows)}
+            lookup = self._lookup(seq_to_index)
+            deep = corpus.search(query, lookup, max(pool, BM25_DEPTH), tenant).hits
+            index, _ = self._dense_snapshot(corpus, rows) if dense else (None, ())
+            dense_scores: dict[tuple[int, int], float] = {}
+            dense_ranking: list[tuple[int, int]] = []
+            if index is not None and self.embedder is not None:
+                all_scores = index.scores(self.embedder.embed_one(query))
+                mine = corpus.tenant_mask(tenant) & ~np.isnan(all_scores) & (all_scores > 0)
+                gids = np.flatnonzero(mine)
+                best = gids[np.lexsort((gids, -all_scores[gids]))][:pool]
+                keys = {int(g): _chunk_key(corpus.bases, int(g)) for g in best}
+                dense_ranking = [keys[int(g)] for g in best]
+                wanted = set(dense_ranking) | {(h.segment_index, h.doc_id) for h in deep}
+                for key in wanted:
+                    value = all_scores[int(corpus.bases[key[0]]) + key[1]]
+                    if not np.isnan(value):
+                        dense_scores[key] = float(value)
+            seeds = [(h.segment_index, h.doc_id) for h in deep[:10]]
+            graph = DocumentGraph(self._db, tenant, seq_to_index, lookup, corpus)
+            boosts = graph.boosts(query, seeds)
+            keys = set(dense_ranking) | set(boosts) | {(h.segment_index, h.doc_id) for h in deep[:pool]}
+            lengths = {key: int(corpus.doc_lengths[int(corpus.bases[key[0]]) + key[1]]) for key in keys}
+            node_count = graph.node_count()
+        lanes = Lanes(deep, pool, dense_scores, dense_ranking, boosts, lengths, index is not None, corpus.total_docs)
+        return fuse(lanes, top_k, weights, mode, node_count, cold_start_threshold)
+
     def total_docs(self) -> int:
         with self._db:
             return self._snapshot()[0].total_docs
@@ -367,14 +525,17 @@ class DocumentLane:
     def query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, token_budget: Optional[int] = None,
               min_score: Optional[float] = None, contract: Optional[str] = None,
               coverage_style: str = "missing_tokens", tenant_statistics: bool = False,
-              shaped: bool = True) -> Union[dict[str, Any], str]:
-        """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty."""
+              shaped: bool = True, dense: bool = True) -> Union[dict[str, Any], str]:
+        """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty.
+
+        With vectors of the configured embedder's profile (and `dense`), hits are re-ranked 0.7/0.3 (§6.6).
+        """
         tenant = _tenant(tenant)
         _check_budget(token_budget)
         if self.total_docs() == 0:
             return EMPTY_INDEX_QUERY
-        result = self.search(query, tenant, limit, min_score, tenant_statistics)
-        inner = query_payload(result, token_budget, coverage_style, shaped)
+        result, ranking = self.ranked_search(query, tenant, limit, min_score, dense, tenant_statistics)
+        inner = query_payload(result, token_budget, coverage_style, shaped, ranking)
         return wrap_crc_v1(inner, "search") if contract_is_crc_v1(contract) else inner
 
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,
@@ -446,6 +607,21 @@ class DocumentLane:
             return f"segment {info.file_name}: BLAKE3 {digest} does not match the manifest ({info.blake3})"
         return None
 
+    def _check_sidecars(self, info: SegmentInfo) -> list[str]:
+        """Problems with a segment's vector and profile files against the manifest's checksums."""
+        if info.vectors is None:
+            return []
+        sidecar = VectorSidecar.from_json(info.vectors)
+        problems = []
+        for name, expected in ((sidecar.file_name, sidecar.blake3), (sidecar.profile_file_name, sidecar.profile_blake3)):
+            path = self._dir / name
+            if not path.exists():
+                problems.append(f"vector file {name} of segment {info.file_name} is listed in the manifest but missing")
+            elif file_checksum(path) != expected:
+                problems.append(f"vector file {name}: BLAKE3 {file_checksum(path)} does not match the manifest "
+                                f"({expected})")
+        return problems
+
     def verify(self) -> list[str]:
         """Problems between manifest, segment files and view; an empty list means consistent."""
         problems: list[str] = []
@@ -454,6 +630,7 @@ class DocumentLane:
         except SegmentError as exc:
             return [str(exc)]
         problems.extend(problem for problem in map(self._check_file, manifest.segments) if problem)
+        problems.extend(problem for info in manifest.segments for problem in self._check_sidecars(info))
         for path in stray_files(self._dir, manifest):
             problems.append(f"segment file {path.name} is not in the manifest")
         view = {seq: (segment_id, chunks, digest) for seq, segment_id, chunks, digest in self._db.execute(
@@ -469,6 +646,11 @@ class DocumentLane:
             if expected != actual:
                 problems.append(f"view has {actual} chunks for segment_seq {seq}, expected {expected} (run rebuild)")
         return problems
+
+
+def _chunk_key(bases: np.ndarray, gid: int) -> tuple[int, int]:
+    segment_index = int(np.searchsorted(bases, gid, side="right")) - 1
+    return segment_index, gid - int(bases[segment_index])
 
 
 def _parse_unsigned(text: str) -> Optional[int]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from .bm25 import Bm25Hit, Bm25SearchResult, Coverage
+from .dense import Ranking
 
 POINTER_TOKENS = 40
 SUMMARY_TOKENS = 150
@@ -87,17 +88,22 @@ def coverage_json(coverage: Coverage, style: str = "missing_tokens") -> dict[str
             "below_floor": coverage.below_floor}
 
 
-def _hit_json(hit: Bm25Hit, rank: int) -> dict[str, Any]:
+def _hit_json(hit: Bm25Hit, rank: int, ranking: Ranking = Ranking()) -> dict[str, Any]:
     return {
         "result_id": hit.result_id, "rank": rank, "score": hit.score, "source_label": SOURCE_LABEL,
-        "score_space": SCORE_SPACE, "semantic_profile_id": None, "local_semantic_profile_id": None,
+        "score_space": ranking.score_space, "semantic_profile_id": None,
+        "local_semantic_profile_id": ranking.profile.profile_id if ranking.profile else None,
         "segment_index": hit.segment_index, "doc_id": hit.doc_id, "doc_length_tokens": hit.doc_length_tokens,
     }
 
 
-def _profile_meta() -> dict[str, Any]:
-    return {"semantic_profile_id": None, "local_semantic_profile_id": None, "local_semantic_profile": None,
-            "embedding_fingerprint": None}
+def profile_meta(ranking: Ranking = Ranking()) -> dict[str, Any]:
+    """The node embedder's profile fields of a response's meta (null without an embedder)."""
+    profile = ranking.profile
+    return {"semantic_profile_id": None, "local_semantic_profile_id": profile.profile_id if profile else None,
+            "local_semantic_profile": profile.to_json() if profile else None,
+            "embedding_fingerprint": profile.fingerprint_json() if profile else None}
+
 
 
 def provenance(hits: Sequence[Bm25Hit]) -> dict[str, int]:
@@ -120,23 +126,29 @@ def legacy_within_budget(hits: Sequence[Bm25Hit], budget: int) -> list[Bm25Hit]:
 
 
 def query_payload(result: Bm25SearchResult, token_budget: Optional[int] = None,
-                  coverage_style: str = "missing_tokens", shaped: bool = True) -> dict[str, Any]:
+                  coverage_style: str = "missing_tokens", shaped: bool = True,
+                  ranking: Ranking = Ranking()) -> dict[str, Any]:
     """The legacy `query` payload; a token budget keeps `max(1, budget // 40)` pointers (shaped), or
-    applies the legacy drop (`shaped=False`, the savings holdout's control arm)."""
+    applies the legacy drop (`shaped=False`, the savings holdout's control arm).
+
+    `ranking` labels the scores (`bm25_lexical`, or `bm25_dense_fused` after the dense re-rank); dense
+    segments left out for another embedding profile are listed in `meta.dense_segments_skipped`.
+    """
     if token_budget is None:
         hits = result.hits
     elif shaped:
         hits = result.hits[: pointers_within_budget(token_budget)]
     else:
         hits = legacy_within_budget(result.hits, token_budget)
+    skipped = {"dense_segments_skipped": list(ranking.segments_skipped)} if ranking.segments_skipped else {}
     return {
-        "results": [_hit_json(hit, rank) for rank, hit in enumerate(hits, start=1)],
+        "results": [_hit_json(hit, rank, ranking) for rank, hit in enumerate(hits, start=1)],
         "total_candidates": result.total_candidates,
         "coverage": coverage_json(result.coverage, coverage_style),
         "meta": {
-            "source_label": SOURCE_LABEL, "provenance": provenance(hits), "score_space": SCORE_SPACE,
-            "score_merge_rule": SCORE_MERGE_RULE, "mixed_profile_merge_rule": MIXED_PROFILE_MERGE_RULE,
-            **_profile_meta(),
+            "source_label": SOURCE_LABEL, "provenance": provenance(hits), "score_space": ranking.score_space,
+            "score_merge_rule": ranking.score_merge_rule, "mixed_profile_merge_rule": MIXED_PROFILE_MERGE_RULE,
+            **profile_meta(ranking), **skipped,
         },
     }
 
@@ -150,7 +162,7 @@ def scan_payload(result: Bm25SearchResult, token_budget: Optional[int] = None) -
         "tokens_returned": tokens_returned,
         "budget_truncated": truncated,
         "meta": {"source_label": SOURCE_LABEL, "score_space": SCORE_SPACE, "score_merge_rule": SCORE_MERGE_RULE,
-                 "mixed_profile_merge_rule": MIXED_PROFILE_MERGE_RULE, **_profile_meta()},
+                 "mixed_profile_merge_rule": MIXED_PROFILE_MERGE_RULE, **profile_meta()},
     }
 
 
@@ -166,7 +178,7 @@ def expand_payload(chunks: Sequence[ExpandedChunk], errors: Sequence[ExpandError
             for c in chunks
         ],
         "tokens_loaded": sum(c.token_count for c in chunks),
-        "meta": {"source_label": SOURCE_LABEL, "score_space": SCORE_SPACE, **_profile_meta()},
+        "meta": {"source_label": SOURCE_LABEL, "score_space": SCORE_SPACE, **profile_meta()},
     }
     if errors:
         payload["errors"] = [{"result_id": e.result_id, "error": e.error, "error_kind": e.error_kind} for e in errors]

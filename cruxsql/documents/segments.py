@@ -18,7 +18,7 @@ import os
 import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import blake3
 
@@ -57,6 +57,7 @@ class SegmentInfo:
     byte_size: int
     chunk_count: int
     sealed_at: str
+    vectors: Optional[dict[str, Any]] = None    # the vector sidecars (`dense.VectorSidecar` fields), if any
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,11 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def write_sidecar(directory: Path, file_name: str, data: bytes) -> None:
+    """Write a file beside the segments (vectors, profile) durably, before the manifest names it."""
+    _write_atomically(directory / file_name, data)
 
 
 def _json_line(value: dict) -> bytes:
@@ -203,11 +209,18 @@ def load_manifest(directory: Path) -> Manifest:
         raise SegmentError(f"{path} is malformed: {exc}") from None
 
 
+def _entry(info: SegmentInfo) -> dict[str, Any]:
+    entry = asdict(info)
+    if entry["vectors"] is None:
+        del entry["vectors"]
+    return entry
+
+
 def save_manifest(directory: Path, manifest: Manifest) -> None:
     """Replace the manifest atomically (the commit point of a seal, a rewrite or a removal)."""
     directory.mkdir(parents=True, exist_ok=True)
     body = {"format": MANIFEST_FORMAT, "next_seq": manifest.next_seq,
-            "segments": [asdict(info) for info in sorted(manifest.segments, key=lambda s: s.segment_seq)]}
+            "segments": [_entry(info) for info in sorted(manifest.segments, key=lambda s: s.segment_seq)]}
     _write_atomically(directory / MANIFEST_NAME, json.dumps(body, indent=2).encode("utf-8") + b"\n")
 
 
@@ -223,8 +236,11 @@ def remove_segment_file(directory: Path, file_name: str) -> None:
 def stray_files(directory: Path, manifest: Manifest) -> Iterator[Path]:
     """Files a crash left behind: segments the manifest does not list, and unfinished temporary files."""
     listed = {info.file_name for info in manifest.segments}
+    for info in manifest.segments:
+        if info.vectors:
+            listed.update((info.vectors["file_name"], info.vectors["profile_file_name"]))
     if directory.exists():
-        for path in sorted(directory.glob("seg-*.jsonl")):
+        for path in sorted(p for pattern in ("seg-*.jsonl", "seg-*.ccxv", "seg-*.ccxp") for p in directory.glob(pattern)):
             if path.name not in listed:
                 yield path
         yield from sorted(directory.glob(".*.partial"))
