@@ -213,6 +213,13 @@ def test_erase_tenant_documents_reaches_segments_and_view(tmp_path):
     data = b"".join(all_file_bytes(tmp_path).values())
     assert b"DOCGONE_MARKER" not in data and b"FACTGONE_MARKER" not in data
     assert b"DOCKEEP_MARKER" in data
+    # Vector sidecars: the erased chunks' embeddings are gone byte for byte, the kept chunk's remains.
+    from cruxsql.embeddings import LocalHashEmbedder
+    embed = LocalHashEmbedder().embed_one
+    assert embed("DOCGONE_MARKER alpha contract clause one").tobytes() not in data
+    assert embed("DOCGONE_MARKER beta termination clause two").tobytes() not in data
+    assert embed("DOCKEEP_MARKER gamma unrelated tenant text").tobytes() in data
+    assert lane.verify() == []
     assert report["verification"]["ok"] and erasure_proof.verify_erasure(store)["ok"]
     assert [e["fact_id"] for e in report["erased_facts"]] == [fact.fact_id]
     with pytest.raises(Exception, match="--documents needs --tenant"):

@@ -11,7 +11,8 @@ import click
 
 from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
-from ..documents.search import COVERAGE_STYLES
+from ..documents.fusion import FUSION_MODES, fused_payload
+from ..documents.search import COVERAGE_STYLES, EMPTY_INDEX_QUERY, profile_meta
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
 from .common import (
@@ -129,6 +130,34 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
         click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
 
 
+def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
+                  as_json: bool) -> None:
+    if lane.total_docs() == 0:
+        click.echo(EMPTY_INDEX_QUERY)
+        return
+    ranking = lane.ranked_search("", tenant, 0, dense=dense)[1]
+    payload = fused_payload(lane.fused_search(query, tenant, limit, fusion, dense=dense), profile_meta(ranking))
+    if as_json:
+        echo_json(payload)
+        return
+    chunks, _ = lane.expand([hit["result_id"] for hit in payload["results"]], tenant)
+    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    for hit in payload["results"]:
+        parts = " ".join(f"{lane_name} {value:.3f}" for lane_name, value in hit["score_breakdown"].items()
+                         if lane_name != "sparse")
+        chunk = by_id.get(hit["result_id"])
+        click.echo(f"{hit['rank']:>3}. {hit['result_id']:<10} score {hit['score']:.4f}  ({parts})  "
+                   f"{chunk.document_id if chunk else ''}")
+        if chunk:
+            click.echo(f"     {_snippet(chunk.text)}")
+    stats = payload["stats"]
+    weights = payload["fusion"]["weights"]
+    how = "rrf k=60" if weights is None else "weights " + "/".join(f"{weights[k]:g}" for k in ("bm25", "graph", "dense"))
+    click.echo(f"fused ({how}) · {stats['candidates']} candidate(s) · graph nodes {stats['graph_node_count']}"
+               f"{' (cold start)' if stats['graph_cold_start'] else ''} · dense lane "
+               f"{'on' if stats['dense_lane_active'] else 'off'}")
+
+
 @click.command()
 @click.argument("query")
 @_tenant_option
@@ -141,24 +170,40 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
 @click.option("--tenant-statistics", is_flag=True,
               help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
                    "tenants, which lets scores hint at other tenants' corpora).")
+@click.option("--no-dense", "no_dense", is_flag=True,
+              help="Plain BM25: skip the 0.7·BM25 + 0.3·cosine re-rank that runs when vectors exist.")
+@click.option("--fused", is_flag=True,
+              help="Fused retrieval over BM25, dense and graph lanes, with a score breakdown per hit.")
+@click.option("--fusion", type=click.Choice(FUSION_MODES), default="weighted", show_default=True,
+              help="With --fused: Crux's weighted fusion (0.5/0.3/0.2) or reciprocal rank fusion (k=60).")
 @contract_option
 @_json_option
 @data_dir_option
 @fails_cleanly
 def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
-           coverage_style: str, tenant_statistics: bool, contract: str, as_json: bool, data_dir: Path) -> None:
-    """BM25 search of ingested documents (Crux `query`): ranked pointers plus coverage.
+           coverage_style: str, tenant_statistics: bool, no_dense: bool, fused: bool, fusion: str, contract: str,
+           as_json: bool, data_dir: Path) -> None:
+    """Search ingested documents (Crux `query`): BM25, dense re-ranked when the segments have vectors.
 
     Coverage (which query words no document holds) looks at TENANT's documents only.
+    The embedder is CRUXSQL_EMBEDDER (hash by default, minilm with the [semantic] extra, none).
+    `meta.score_space` says what ran: bm25_lexical or bm25_dense_fused. --fused ranks with all lanes.
     """
     with open_store(data_dir, "read") as store:
         lane = DocumentLane(store)
+        if fused:
+            _fused_search(lane, query, tenant, limit, fusion, not no_dense, as_json)
+            return
         payload = lane.query(query, tenant, limit, token_budget, min_score,
-                             contract if as_json else "legacy", coverage_style, tenant_statistics)
+                             contract if as_json else "legacy", coverage_style, tenant_statistics,
+                             dense=not no_dense)
         if isinstance(payload, str) or as_json:
             echo_json(payload) if as_json else click.echo(payload)
             return
         _print_hits(lane, payload["results"], tenant)
+    if payload["meta"]["score_space"] != "bm25_lexical":
+        click.echo(f"ranked by {payload['meta']['score_space']} "
+                   f"({payload['meta']['local_semantic_profile']['model']})")
     coverage = payload["coverage"]
     line = f"coverage {coverage['score']:.2f}"
     if "gaps" in coverage:
