@@ -20,3 +20,22 @@ CREATE TABLE document_links (
 
 CREATE INDEX document_links_target ON document_links (target_document_id);
 CREATE INDEX document_chunks_document ON document_chunks (tenant_id, document_id);
+
+-- Fact embeddings (Crux's after_fact_stored: text = "{entity} {key} {value}"), derived and rebuilt on demand:
+-- a fact gets its vector the first time a dense recall needs it, for the embedder profile in use.
+CREATE TABLE fact_embeddings (
+    fact_id       TEXT NOT NULL,
+    profile_hash  TEXT NOT NULL,
+    vector        BLOB NOT NULL,            -- float32 little-endian, unit length
+    PRIMARY KEY (fact_id, profile_hash)
+) WITHOUT ROWID;
+
+-- A vector is derived from the fact's text: it goes when the fact is deleted, changed or erased.
+CREATE TRIGGER fact_embeddings_follow_delete AFTER DELETE ON facts BEGIN
+    DELETE FROM fact_embeddings WHERE fact_id = old.fact_id;
+END;
+CREATE TRIGGER fact_embeddings_follow_update AFTER UPDATE OF deleted, entity, key, value ON facts
+WHEN new.deleted != old.deleted OR new.entity IS NOT old.entity OR new.key IS NOT old.key
+     OR new.value IS NOT old.value BEGIN
+    DELETE FROM fact_embeddings WHERE fact_id = old.fact_id;
+END;

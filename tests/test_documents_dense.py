@@ -203,3 +203,24 @@ def test_model_files_are_checked_against_the_pinned_hash(tmp_path, monkeypatch):
     path.write_bytes(b"{}")
     with pytest.raises(InvalidInput, match="has SHA-256 44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"):
         minilm.verified_bytes(path)
+
+
+def test_bootstrap_ranks_by_fact_embeddings_as_crux_does(store):
+    from cruxsql.recall.queries import Recall
+
+    low = store.store("__bootstrap__::doc:deploy", "howto", "canary rollout first", confidence=0.5)
+    high = store.store("__bootstrap__::doc:cats", "note", "the cat sat on the mat", confidence=1.0)
+    keyword = Recall(store).get_bootstrap("docs", "canary")
+    assert [f["fact_id"] for f in keyword.facts] == [low.fact_id]
+    embedder = LocalHashEmbedder()
+    dense = Recall(store, embedder=embedder).get_bootstrap("docs", "canary rollout")
+    vectors = {f: embedder.embed_one(t) for f, t in ((low.fact_id, "__bootstrap__::doc:deploy howto canary rollout first"),
+                                                     (high.fact_id, "__bootstrap__::doc:cats note the cat sat on the mat"))}
+    q = embedder.embed_one("canary rollout")
+    expected = {f: float(F32(0.6) * F32(np.dot(q, v)) + F32(0.4) * F32(c))
+                for (f, v), c in zip(vectors.items(), (0.5, 1.0))}
+    assert [f["fact_id"] for f in dense.facts] == sorted(expected, key=lambda f: -expected[f])
+    assert expected[low.fact_id] > expected[high.fact_id]
+    assert store.db.execute("SELECT COUNT(*) FROM fact_embeddings").fetchone()[0] == 2
+    store.delete(low.fact_id)
+    assert store.db.execute("SELECT fact_id FROM fact_embeddings").fetchall() == [(high.fact_id,)]

@@ -78,7 +78,9 @@ class MiniLmEmbedder:
     def __init__(self, weights: dict[str, np.ndarray], tokenizer_json: str) -> None:
         from tokenizers import Tokenizer
 
-        self._w = {name.removeprefix("bert."): np.ascontiguousarray(value, dtype=np.float32)
+        # Dense layers' weights are kept transposed (in × out, contiguous) so each layer is one BLAS matmul.
+        self._w = {name.removeprefix("bert."): np.ascontiguousarray(
+                       value.T if value.ndim == 2 and "embeddings" not in name else value, dtype=np.float32)
                    for name, value in weights.items()}
         self._tokenizer = Tokenizer.from_str(tokenizer_json)
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -110,7 +112,8 @@ class MiniLmEmbedder:
             p = f"encoder.layer.{layer}."
 
             def dense(h: np.ndarray, name: str) -> np.ndarray:
-                return h @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+                flat = h.reshape(-1, h.shape[-1]) @ w[p + name + ".weight"] + w[p + name + ".bias"]
+                return flat.reshape(batch, length, -1)
 
             def split(h: np.ndarray) -> np.ndarray:
                 return h.reshape(batch, length, HEADS, head).transpose(0, 2, 1, 3)

@@ -41,11 +41,13 @@ from typing import Any, Optional, Union
 import apsw
 import numpy as np
 
+from ..embeddings import Embedder
 from ..errors import InvalidInput
 from ..facts import timestamps
 from ..facts.codec import to_f32, token_cost
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
+from .fact_embeddings import dense_scores, fact_vectors
 from .fact_index import TextIndex, Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
 
@@ -244,8 +246,11 @@ def _floor_ms(expr: str) -> str:
 class Recall:
     """query_facts / get_bootstrap / memory_view over one store."""
 
-    def __init__(self, store: Store, refresh: bool = True, policy: Optional[DecayPolicy] = None) -> None:
+    def __init__(self, store: Store, refresh: bool = True, policy: Optional[DecayPolicy] = None,
+                 embedder: Optional[Embedder] = None) -> None:
+        """`embedder`: with one, `get_bootstrap` ranks by 0.6·cosine + 0.4·confidence as Crux's store does."""
         self.store = store
+        self.embedder = embedder
         self.db: apsw.Connection = store.db
         self.refresh = refresh
         self.policy = policy
@@ -540,7 +545,8 @@ class Recall:
         daemon-owned `__bootstrap__::` namespace itself (born private) and the caller's own
         `__agent::<me>::__bootstrap__::...` facts are readable; no other private fact is.
 
-        Ranking is the store query's: confidence desc, stored_at desc, fact_id; at most 100 facts.
+        Ranking is the store query's: confidence desc, stored_at desc, fact_id; at most 100 facts. With an
+        embedder and a query, no keyword filter: 0.6·cosine(query, "{entity} {key} {value}") + 0.4·confidence.
         Deleted facts are dropped; superseded ones are not (as in Crux's store query). The topic is
         normalised by `normalize_topic`; a blank topic builds the prefix `__bootstrap__:::` and so
         matches nothing, as in Crux. Topic `tool-output` appends the synthesized CRC-v1 schema
@@ -565,12 +571,21 @@ class Recall:
                        "OR t.owner = :agent)"]
         plan.params["bp"], plan.params["bp_hi"] = BOOTSTRAP_PREFIX, scope.prefix_upper_bound(BOOTSTRAP_PREFIX)
         self._entity_filters(plan, agent, None, prefix)
-        if terms:
+        dense = self.embedder is not None and bool(terms)
+        if terms and not dense:
             self._match_filter(plan, terms)
         sql = (f"SELECT f.fact_id, f.entity, t.owner, t.visible_entity, f.key, f.value, f.confidence, f.tokens, "
-               f"count(*) OVER () FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE {' AND '.join(plan.where)} "
-               f"ORDER BY f.confidence DESC, f.stored_at_ns DESC, f.fact_id LIMIT {BOOTSTRAP_TOP_K}")
+               f"count(*) OVER (), f.stored_at_ns FROM facts f JOIN recall_text t ON t.seq = f.seq "
+               f"WHERE {' AND '.join(plan.where)} ORDER BY f.confidence DESC, f.stored_at_ns DESC, f.fact_id"
+               + ("" if dense else f" LIMIT {BOOTSTRAP_TOP_K}"))
         ranked = self.db.execute(sql, plan.params).fetchall()
+        if dense and ranked and self.embedder is not None:
+            # Crux's store query with an embedder: no keyword filter; 0.6·cosine + 0.4·confidence, then stored_at.
+            vectors = fact_vectors(self.db, self.embedder, [(r[0], r[1], r[4], r[5]) for r in ranked])
+            scores = dense_scores(self.embedder.embed_one(query or ""), [vectors[r[0]] for r in ranked],
+                                  [r[6] for r in ranked])
+            order = sorted(range(len(ranked)), key=lambda i: (-scores[i], -ranked[i][9], ranked[i][0]))
+            ranked = [ranked[i] for i in order[:BOOTSTRAP_TOP_K]]
         if not ranked:
             return empty
         matched = ranked[0][8]

@@ -12,6 +12,11 @@
   method="lucene", k1=1.2, b=0.75 (the same IDF; its TF omits the constant (k1+1), so it ranks
   identically) with its own tokenizer; a second bm25s index over cruxsql's analyzer tokens checks
   ranking parity. FTS5 uses `bm25()` with OR-joined quoted terms.
+* Semantic rows (SciFact only, `--semantic hash,minilm`): per embedder one more store whose segments carry
+  vectors; rows BM25 + dense re-rank (Crux's path: the top 10 re-ordered 0.7/0.3), dense alone (exact
+  cosine top 10), fused retrieval (weights 0.5/0.3/0.2; no graph in SciFact, so the cold-start rule makes
+  them 0.8/0/0.2) and RRF (k=60). Build time with vectors against the plain BM25 build gives the
+  embedding throughput (chunks/s). MiniLM rows need `pip install 'cruxsql[semantic]'`.
 * bm25s is a benchmark-only dependency: `pip install bm25s` (it is imported lazily; its rows are skipped
   when it is missing).
 """
@@ -40,7 +45,9 @@ sys.path.insert(0, str(REPO))
 import cruxsql  # noqa: E402
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane  # noqa: E402
 from cruxsql.documents.analyzer import analyze  # noqa: E402
+from cruxsql.documents.fusion import FusionWeights  # noqa: E402
 from cruxsql.documents.sources import batches  # noqa: E402
+from cruxsql.embeddings import embedder_named  # noqa: E402
 
 DEFAULT_SCIFACT = REPO.parent / "shared" / "data" / "scifact"
 TOP_K = 10
@@ -144,18 +151,26 @@ def _timed_queries(corpus: Corpus, search: Callable[[str], Ranking], repeat: int
     return len(corpus.queries) / best, rankings
 
 
-def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
-    """Two rows: every pass from a cold lane, and passes repeated on one warm lane (a long-lived server)."""
-    data_dir = workdir / f"cruxsql-{corpus.name}"
-    started = time.perf_counter()
+def _documents(corpus: Corpus) -> list[DocumentInput]:
     per_doc = corpus.chunks_per_document
-    documents = [
+    return [
         DocumentInput(f"doc{start}", [ChunkInput(chunk_id, text) for chunk_id, text in
                                       zip(corpus.ids[start:start + per_doc], corpus.texts[start:start + per_doc])])
         for start in range(0, len(corpus.ids), per_doc)
     ]
+
+
+def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
+    """Two rows: every pass from a cold lane, and passes repeated on one warm lane (a long-lived server).
+
+    No embedder: this is BM25 alone, sealed without vectors.
+    """
+    data_dir = workdir / f"cruxsql-{corpus.name}"
+    started = time.perf_counter()
+    per_doc = corpus.chunks_per_document
+    documents = _documents(corpus)
     with cruxsql.open(data_dir) as store:
-        lanes = [DocumentLane(store)]
+        lanes = [DocumentLane(store, embedder=None)]
         for request in batches(documents):     # the CLI's grouping: 4096 documents / 65,536 chunks per seal
             lanes[0].ingest(request)
         build = time.perf_counter() - started
@@ -163,7 +178,7 @@ def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
 
         def fresh_lane() -> None:
             """Each pass starts from a new lane: corpus statistics and the term cache are cold."""
-            lanes[0] = DocumentLane(store)
+            lanes[0] = DocumentLane(store, embedder=None)
 
         def search(text: str) -> Ranking:
             hits = lanes[0].search(text, "default", TOP_K).hits
@@ -175,6 +190,38 @@ def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
     return [EngineRun("cruxsql", build, qps, rankings,
                       f"{segments} segments ({per_doc} chunk(s)/document), files + view, fsynced; cold lane per pass"),
             EngineRun("cruxsql (warm cache)", build, warm_qps, rankings, "same queries again on the same lane")]
+
+
+def run_semantic(corpus: Corpus, workdir: Path, repeat: int, name: str, plain_build_s: float) -> list[EngineRun]:
+    """The dense, fused and RRF rows for one embedder, on a store sealed with its vectors."""
+    embedder = embedder_named(name)
+    data_dir = workdir / f"cruxsql-{corpus.name}-{name}"
+    with cruxsql.open(data_dir) as store:
+        lane = DocumentLane(store, embedder=embedder)
+        started = time.perf_counter()
+        for request in batches(_documents(corpus)):
+            lane.ingest(request)
+        build = time.perf_counter() - started
+        offsets = np.cumsum([0] + [s.chunk_count for s in lane.segments()])
+        rate = len(corpus.ids) / max(build - plain_build_s, 1e-9)
+        print(f"({name}: sealed {len(corpus.ids):,} chunks with vectors in {build:.1f}s vs {plain_build_s:.1f}s "
+              f"without: {rate:,.0f} chunks/s embedded and written)")
+
+        def ids(hits: Sequence[Any]) -> Ranking:
+            return [(corpus.ids[int(offsets[h.segment_index]) + h.doc_id], h.score) for h in hits]
+
+        searches: dict[str, Callable[[str], Ranking]] = {
+            f"BM25 + {name} re-rank": lambda text: ids(lane.ranked_search(text, "default", TOP_K)[0].hits),
+            f"{name} dense alone": lambda text: ids(lane.fused_search(
+                text, "default", TOP_K, weights=FusionWeights(0.0, 0.0, 1.0, 0.0)).hits),
+            f"fused weighted ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K).hits),
+            f"RRF ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K, mode="rrf").hits),
+        }
+        runs = []
+        for row, search in searches.items():
+            qps, rankings = _timed_queries(corpus, search, repeat)
+            runs.append(EngineRun(row, build, qps, rankings, f"{embedder.model()} vectors in .ccxv sidecars"))
+    return runs
 
 
 def run_bm25s(corpus: Corpus, bm25s: Any, own_tokens: bool, repeat: int) -> EngineRun:
@@ -305,8 +352,10 @@ def report(corpus: Corpus, runs: Sequence[EngineRun], batched_bm25s: Optional[fl
             "bm25s_batched_qps": None if batched_bm25s is None else round(batched_bm25s, 1)}
 
 
-def bench(corpus: Corpus, workdir: Path, bm25s: Any, repeat: int) -> dict[str, Any]:
+def bench(corpus: Corpus, workdir: Path, bm25s: Any, repeat: int, semantic: Sequence[str] = ()) -> dict[str, Any]:
     runs = run_cruxsql(corpus, workdir, repeat)
+    for name in semantic:
+        runs.extend(run_semantic(corpus, workdir, repeat, name, runs[0].build_s))
     batched = None
     if bm25s is not None:
         runs.append(run_bm25s(corpus, bm25s, own_tokens=False, repeat=repeat))
@@ -325,6 +374,8 @@ def main() -> None:
                         help="synthetic chunks per ingested document (sets how many segments the corpus spans)")
     parser.add_argument("--repeat", type=int, default=3, help="query passes per engine; the best is reported")
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--semantic", default="hash,minilm",
+                        help="embedders for the dense/fused rows on SciFact (comma-separated; empty for none)")
     args = parser.parse_args()
     try:
         import bm25s
@@ -335,7 +386,8 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="cruxsql-bench-"))
     try:
         if (args.scifact / "corpus.jsonl.gz").exists():
-            results.append(bench(load_scifact(args.scifact), workdir, bm25s, args.repeat))
+            semantic = [name for name in args.semantic.split(",") if name]
+            results.append(bench(load_scifact(args.scifact), workdir, bm25s, args.repeat, semantic))
         else:
             print(f"SciFact not found at {args.scifact}: quality benchmark skipped")
         if args.synthetic_chunks > 0:
