@@ -32,7 +32,7 @@ def doc(doc_id, text):
 def test_rerank_flips_the_order_of_the_spec_example():
     hits = [Bm25Hit(0, 0, float(F32(0.37905127)), 21), Bm25Hit(0, 1, float(F32(0.37879553)), 20)]
     dense = np.array([np.nan, 1.0], dtype=F32)       # provider: d1 cosine 1, d0 no vector
-    reranked = dense_rerank(hits, dense, np.array([0, 2]))
+    reranked = dense_rerank(hits, dense)
     assert [h.result_id for h in reranked] == ["0:1", "0:0"]
     assert reranked[0].score == float(F32(0.99952775)) and reranked[1].score == float(F32(0.7))
 

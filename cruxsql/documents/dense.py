@@ -102,28 +102,50 @@ class DenseIndex:
     def empty(self) -> bool:
         return not self._parts
 
+    def _unit_query(self, query: np.ndarray) -> Optional[np.ndarray]:
+        norm = np.sqrt(np.dot(query, query), dtype=F32)
+        if norm <= F32(1e-12) or len(query) != self.dimensions:
+            return None
+        return (query / norm).astype(F32)
+
+    def scores_of(self, query: np.ndarray, gids: Sequence[int]) -> np.ndarray:
+        """`scores(query)[gids]` without scoring the other documents (what a re-rank of a few hits needs)."""
+        out = np.full(len(gids), np.nan, dtype=F32)
+        unit = self._unit_query(query)
+        if unit is None:
+            return out
+        bases = [base for base, _ in self._parts]
+        for i, gid in enumerate(gids):
+            part = int(np.searchsorted(bases, gid, side="right")) - 1
+            if part >= 0 and self.has_vector[gid]:
+                base, vectors = self._parts[part]
+                if gid - base < len(vectors):
+                    out[i] = min(max(F32(np.dot(vectors[gid - base], unit)), F32(0.0)), F32(1.0))
+        return out
+
     def scores(self, query: np.ndarray) -> np.ndarray:
         """Crux's CosineDenseProvider for every doc: dot of unit vectors clamped to [0, 1]; NaN without a vector."""
         out = np.full(self.total_docs, np.nan, dtype=F32)
-        norm = np.sqrt(np.dot(query, query), dtype=F32)
-        if norm <= F32(1e-12) or len(query) != self.dimensions:
+        unit = self._unit_query(query)
+        if unit is None:
             return out
-        unit = (query / norm).astype(F32)
         for base, vectors in self._parts:
             out[base:base + len(vectors)] = np.clip(vectors @ unit, F32(0.0), F32(1.0))
         out[~self.has_vector] = np.nan
         return out
 
 
-def dense_rerank(hits: Sequence[Bm25Hit], dense: np.ndarray, bases: np.ndarray) -> list[Bm25Hit]:
-    """Crux's re-rank (§6.6): `0.7·score/max_bm25 + 0.3·dense` in f32 (dense 0 without a vector), stable re-sort."""
+def dense_rerank(hits: Sequence[Bm25Hit], dense: np.ndarray) -> list[Bm25Hit]:
+    """Crux's re-rank (§6.6): `0.7·score/max_bm25 + 0.3·dense` in f32 (dense 0 without a vector), stable re-sort.
+
+    `dense[i]` is hit i's clamped cosine, NaN when it has no vector.
+    """
     if not hits:
         return []
     top = max(F32(0.0), max(F32(hit.score) for hit in hits))
     top = max(top, F32(1e-9))
     fused = []
-    for hit in hits:
-        value = dense[int(bases[hit.segment_index]) + hit.doc_id]
+    for hit, value in zip(hits, dense):
         cosine = F32(0.0) if np.isnan(value) else F32(value)
         score = BM25_SHARE * (F32(hit.score) / top) + DENSE_SHARE * cosine
         fused.append(replace(hit, score=float(score)))

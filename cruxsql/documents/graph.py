@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 from urllib.parse import unquote
 
 import apsw
@@ -108,15 +108,21 @@ class DocumentGraph:
                  lookup: Callable[[Sequence[str]], QueryPostings], corpus: Bm25Corpus) -> None:
         self._db, self._tenant, self._seq_to_index = db, tenant, seq_to_index
         self._lookup, self._corpus = lookup, corpus
+        self._entity_rows: Optional[list[tuple[str, float]]] = None
+        self._has_links = db.execute("SELECT 1 FROM document_links LIMIT 1").fetchone() is not None
 
     def _entities(self) -> list[tuple[str, float]]:
         """The tenant's live, non-private, non-reserved fact entities with their best confidence."""
-        return list(self._db.execute(
-            "SELECT entity, MAX(confidence) FROM live_facts WHERE tenant_hash = ? AND private = 0 "
-            "AND substr(entity, 1, 2) != '__' GROUP BY entity", (self._tenant,)))
+        if self._entity_rows is None:
+            self._entity_rows = list(self._db.execute(
+                "SELECT entity, MAX(confidence) FROM live_facts WHERE tenant_hash = ? AND private = 0 "
+                "AND substr(entity, 1, 2) != '__' GROUP BY entity", (self._tenant,)))
+        return self._entity_rows
 
     def node_count(self) -> int:
         """Entities plus documents that link or are linked (the cold-start rule compares it with 100)."""
+        if not self._has_links:
+            return len(self._entities())
         linked = self._db.execute(
             "SELECT COUNT(*) FROM (SELECT c.document_id FROM document_links l JOIN document_chunks c "
             "USING (segment_seq, doc_id) WHERE c.tenant_id = ?1 UNION SELECT l.target_document_id "
@@ -155,6 +161,8 @@ class DocumentGraph:
 
     def relation_edges(self, seeds: Sequence[ChunkKey]) -> list[RelationEdge]:
         """Edges from each seed chunk to every chunk of the tenant's documents it links to."""
+        if not self._has_links:
+            return []
         index_to_seq = {index: seq for seq, index in self._seq_to_index.items()}
         edges = []
         for seed in seeds:

@@ -69,7 +69,7 @@ _CONFIGURED: Any = object()
 _VIEW_TABLES = ("document_links", "document_vectors", "document_postings", "document_chunks", "document_segments")
 DEFAULT_TENANT = "default"
 DEFAULT_CORPUS = "default"
-BM25_DEPTH = 1000          # fused search: how deep BM25 scores are looked up for the other lanes' candidates
+BM25_DEPTH = 200          # fused search: how deep BM25 scores are looked up for the other lanes' candidates
 MAX_DOCUMENTS = 4096
 MAX_CHUNKS = 65_536
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -474,8 +474,8 @@ class DocumentLane:
             index, skipped = self._dense_snapshot(corpus, rows) if dense else (None, ())
         if index is None or self.embedder is None or not result.hits:
             return result, Ranking(profile=profile, segments_skipped=skipped)
-        scores = index.scores(self.embedder.embed_one(query))
-        reranked = dense_rerank(result.hits, scores, corpus.bases)
+        gids = [int(corpus.bases[hit.segment_index]) + hit.doc_id for hit in result.hits]
+        reranked = dense_rerank(result.hits, index.scores_of(self.embedder.embed_one(query), gids))
         return (replace(result, hits=reranked),
                 Ranking(SCORE_SPACE_DENSE_FUSED, MERGE_WEIGHTED_LINEAR, profile, True, skipped))
 
@@ -495,25 +495,24 @@ class DocumentLane:
             lookup = self._lookup(seq_to_index)
             deep = corpus.search(query, lookup, max(pool, BM25_DEPTH), tenant).hits
             index, _ = self._dense_snapshot(corpus, rows) if dense else (None, ())
-            dense_scores: dict[tuple[int, int], float] = {}
+            all_scores: Optional[np.ndarray] = None
             dense_ranking: list[tuple[int, int]] = []
             if index is not None and self.embedder is not None:
                 all_scores = index.scores(self.embedder.embed_one(query))
                 mine = corpus.tenant_mask(tenant) & ~np.isnan(all_scores) & (all_scores > 0)
                 gids = np.flatnonzero(mine)
+                if len(gids) > pool:
+                    gids = gids[np.argpartition(-all_scores[gids], pool - 1)[:pool]]
                 best = gids[np.lexsort((gids, -all_scores[gids]))][:pool]
-                keys = {int(g): _chunk_key(corpus.bases, int(g)) for g in best}
-                dense_ranking = [keys[int(g)] for g in best]
-                wanted = set(dense_ranking) | {(h.segment_index, h.doc_id) for h in deep}
-                for key in wanted:
-                    value = all_scores[int(corpus.bases[key[0]]) + key[1]]
-                    if not np.isnan(value):
-                        dense_scores[key] = float(value)
+                dense_ranking = [_chunk_key(corpus.bases, int(g)) for g in best]
             seeds = [(h.segment_index, h.doc_id) for h in deep[:10]]
             graph = DocumentGraph(self._db, tenant, seq_to_index, lookup, corpus)
             boosts = graph.boosts(query, seeds)
             keys = set(dense_ranking) | set(boosts) | {(h.segment_index, h.doc_id) for h in deep[:pool]}
-            lengths = {key: int(corpus.doc_lengths[int(corpus.bases[key[0]]) + key[1]]) for key in keys}
+            gid_of = {key: int(corpus.bases[key[0]]) + key[1] for key in keys}
+            lengths = {key: int(corpus.doc_lengths[gid]) for key, gid in gid_of.items()}
+            dense_scores = {} if all_scores is None else {
+                key: float(all_scores[gid]) for key, gid in gid_of.items() if not np.isnan(all_scores[gid])}
             node_count = graph.node_count()
         lanes = Lanes(deep, pool, dense_scores, dense_ranking, boosts, lengths, index is not None, corpus.total_docs)
         return fuse(lanes, top_k, weights, mode, node_count, cold_start_threshold)

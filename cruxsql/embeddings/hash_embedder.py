@@ -57,10 +57,13 @@ class LocalHashEmbedder:
         return cached
 
     def embed_one(self, text: str) -> np.ndarray:
-        vector = np.zeros(self._dims, dtype=np.float32)
-        for feature in features(hash_tokens(text)):
-            index, sign = self._bucket(feature)
-            vector[index] += np.float32(sign)
+        buckets = self._buckets
+        pairs = [buckets.get(f) or self._bucket(f) for f in features(hash_tokens(text))]
+        if not pairs:
+            return np.zeros(self._dims, dtype=np.float32)
+        indices, signs = zip(*pairs)
+        # Sums of ±1 are small integers, exact in any order and in f32: the same vector as adding one by one.
+        vector = np.bincount(indices, weights=signs, minlength=self._dims).astype(np.float32)
         norm = np.sqrt(np.dot(vector, vector), dtype=np.float32)
         if norm > np.float32(1e-12):
             vector /= norm

@@ -66,9 +66,14 @@ def onnx_embedder(tmp: Path):
 
     from cruxsql.embeddings.minilm import MAX_TOKENS, model_dir
     bert = SentenceTransformer(str(model_dir()), device="cpu")[0].auto_model.eval()
+
+    class Encoder(torch.nn.Module):
+        def forward(self, input_ids, attention_mask):
+            return bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
     path = tmp / "minilm.onnx"
     ids = torch.ones((2, 8), dtype=torch.long)
-    torch.onnx.export(bert, (ids, ids), str(path), input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(Encoder(), (ids, ids), str(path), input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state"], dynamic_axes={"input_ids": {0: "b", 1: "n"},
                       "attention_mask": {0: "b", 1: "n"}, "last_hidden_state": {0: "b", 1: "n"}}, dynamo=False)
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
