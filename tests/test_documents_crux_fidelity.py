@@ -139,7 +139,7 @@ def test_tenant_statistics_score_from_the_callers_documents_only(tmp_path: Path)
 
     def score(*flags: str) -> float:
         out = json.loads(CliRunner().invoke(main, ["search", "apple", "--tenant", "acme", "--json", "--contract",
-                                                   "legacy", *flags], env=env).stdout)
+                                                   "legacy", "--no-dense", *flags], env=env).stdout)
         assert [r["result_id"] for r in out["results"]] == ["0:0"]
         return out["results"][0]["score"]
 

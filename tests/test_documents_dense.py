@@ -206,10 +206,11 @@ def test_model_files_are_checked_against_the_pinned_hash(tmp_path, monkeypatch):
 
 
 def test_bootstrap_ranks_by_fact_embeddings_as_crux_does(store):
+    from cruxsql.recall.bootstrap_seed import OWNER
     from cruxsql.recall.queries import Recall
 
-    low = store.store("__bootstrap__::doc:deploy", "howto", "canary rollout first", confidence=0.5)
-    high = store.store("__bootstrap__::doc:cats", "note", "the cat sat on the mat", confidence=1.0)
+    low = store.store("__bootstrap__::doc:deploy", "howto", "canary rollout first", confidence=0.5, owner=OWNER)
+    high = store.store("__bootstrap__::doc:cats", "note", "the cat sat on the mat", confidence=1.0, owner=OWNER)
     keyword = Recall(store).get_bootstrap("docs", "canary")
     assert [f["fact_id"] for f in keyword.facts] == [low.fact_id]
     embedder = LocalHashEmbedder()
@@ -222,5 +223,5 @@ def test_bootstrap_ranks_by_fact_embeddings_as_crux_does(store):
     assert [f["fact_id"] for f in dense.facts] == sorted(expected, key=lambda f: -expected[f])
     assert expected[low.fact_id] > expected[high.fact_id]
     assert store.db.execute("SELECT COUNT(*) FROM fact_embeddings").fetchone()[0] == 2
-    store.delete(low.fact_id)
+    store.delete(low.fact_id, owner=OWNER)
     assert store.db.execute("SELECT fact_id FROM fact_embeddings").fetchall() == [(high.fact_id,)]
