@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import blake3
 import numpy as np
 
-from ..embeddings import Embedder, SemanticProfile, read_ccxv
+from ..embeddings import SemanticProfile, read_ccxv
 from ..embeddings.vectors import encode_ccxv
 from .bm25 import Bm25Hit
 
