@@ -136,6 +136,9 @@ def test_document_tools_ingest_search_and_expand(alice):
     assert report.structured_content["ingested"] == 1
     found = json.loads(alice.text("query", {"query": "pgbouncer failover", "contract": "legacy"}))
     (hit,) = found["results"]
+    fused = json.loads(alice.text("query", {"query": "pgbouncer failover", "fused": True, "fusion": "rrf"}))
+    assert [h["result_id"] for h in fused["results"]] == [hit["result_id"]]
+    assert fused["fusion"]["weights"] is None and set(fused["results"][0]["score_breakdown"]) >= {"bm25", "graph"}
     scan = json.loads(alice.text("query_scan", {"query": "pgbouncer", "contract": "legacy"}))
     assert [h["result_id"] for h in scan["scan"]] == [hit["result_id"]]
     expanded = json.loads(alice.text("query_expand", {"result_ids": [hit["result_id"]], "contract": "legacy"}))

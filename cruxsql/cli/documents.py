@@ -11,8 +11,8 @@ import click
 
 from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
-from ..documents.fusion import FUSION_MODES, fused_payload
-from ..documents.search import COVERAGE_STYLES, EMPTY_INDEX_QUERY, profile_meta
+from ..documents.fusion import FUSION_MODES
+from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
 from .common import (
@@ -132,11 +132,10 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
 
 def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
                   as_json: bool) -> None:
-    if lane.total_docs() == 0:
-        click.echo(EMPTY_INDEX_QUERY)
+    payload = lane.fused_query(query, tenant, limit, fusion, dense)
+    if isinstance(payload, str):
+        click.echo(payload)
         return
-    ranking = lane.ranked_search("", tenant, 0, dense=dense)[1]
-    payload = fused_payload(lane.fused_search(query, tenant, limit, fusion, dense=dense), profile_meta(ranking))
     if as_json:
         echo_json(payload)
         return

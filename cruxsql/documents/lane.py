@@ -30,7 +30,7 @@ from .dense import (
     describe_sidecar,
     sidecar_bytes,
 )
-from .fusion import FUSION_MODES, FusedResult, FusionWeights, Lanes, fuse
+from .fusion import FUSION_MODES, FusedResult, FusionWeights, Lanes, fuse, fused_payload
 from .graph import DocumentGraph, document_links
 from .postings import QueryPostings, decode_array, encode_array, index_segment, postings_rows
 from .search import (
@@ -40,6 +40,7 @@ from .search import (
     ExpandError,
     contract_is_crc_v1,
     expand_payload,
+    profile_meta,
     query_payload,
     scan_payload,
     wrap_crc_v1,
@@ -520,6 +521,15 @@ class DocumentLane:
     def total_docs(self) -> int:
         with self._db:
             return self._snapshot()[0].total_docs
+
+    def fused_query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, mode: str = "weighted",
+                    dense: bool = True) -> Union[dict[str, Any], str]:
+        """`search --fused` and MCP `query` with `fused`: the fused payload with its per-hit score breakdown
+        and the dense lane's profile; a plain message when the index is empty."""
+        if self.total_docs() == 0:
+            return EMPTY_INDEX_QUERY
+        ranking = self.ranked_search("", tenant, 0, dense=dense)[1]
+        return fused_payload(self.fused_search(query, tenant, limit, mode, dense=dense), profile_meta(ranking))
 
     def query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, token_budget: Optional[int] = None,
               min_score: Optional[float] = None, contract: Optional[str] = None,

@@ -89,12 +89,12 @@ class MiniLmEmbedder:
     @classmethod
     def load(cls) -> "MiniLmEmbedder":
         """Load the pinned weights; InvalidInput naming the `[semantic]` extra when anything is missing."""
+        directory = model_dir()  # first: the weights package is what the extra is about
         try:
             from safetensors.numpy import load as load_safetensors
             import tokenizers  # noqa: F401  (checked here so the error names the extra)
         except ImportError as exc:
             raise InvalidInput(f"embedder 'minilm' needs the Python package {exc.name!r}; {EXTRA_HINT}") from None
-        directory = model_dir()
         weights = load_safetensors(verified_bytes(directory / "model.safetensors"))
         return cls(weights, verified_bytes(directory / "tokenizer.json").decode("utf-8"))
 

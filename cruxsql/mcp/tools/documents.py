@@ -6,7 +6,7 @@ optional and, when given, must name the connection's own tenant.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
@@ -33,12 +33,15 @@ def _answer(call: Call, payload: Union[dict[str, Any], str]) -> ToolResult:
 @tool(kind=READ, core=True, holdout=True)
 def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] = None,
           min_score: Optional[float] = None, contract: Optional[str] = None,
-          tenant_id: Optional[str] = None) -> ToolResult:
-    """BM25 search over ingested documents: ranked pointers (expand them with query_expand) and coverage."""
+          tenant_id: Optional[str] = None, dense: bool = True, fused: bool = False,
+          fusion: Literal["weighted", "rrf"] = "weighted") -> ToolResult:
+    """BM25 search (dense re-ranked when vectors exist; fused: all lanes) with pointers and coverage."""
     if limit < 0:
         raise ToolError(f"limit {limit} must not be negative")
+    if fused:
+        return _answer(call, call.lane.fused_query(query, _tenant(call, tenant_id), limit, fusion, dense))
     return _answer(call, call.lane.query(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
-                                         min_score, contract, shaped=not call.control))
+                                         min_score, contract, shaped=not call.control, dense=dense))
 
 
 @tool(kind=READ, holdout=True)
