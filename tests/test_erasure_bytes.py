@@ -11,7 +11,7 @@ from test_retention_support import all_file_bytes, append_events, now_text
 
 from cruxsql.facts import codec
 from cruxsql.facts.store import Store
-from cruxsql.governance import audit_export, compaction, erasure, erasure_proof, erasure_scan, legal_holds
+from cruxsql.governance import audit_export, erasure, erasure_proof, erasure_scan, legal_holds
 
 
 def _count(data_dir: Path, marker: bytes) -> dict[str, int]:
@@ -142,7 +142,7 @@ def test_report_chain_and_tamper_detection(tmp_path):
 def test_erasure_holds_back_held_facts_and_undoes_consolidations(tmp_path):
     store = Store(tmp_path)
     held = store.store("user:dan", "contract", "HELD_MARKER_0001 contract text")
-    free = store.store("user:erin", "note", "FREE_MARKER_0001 erin")
+    store.store("user:erin", "note", "FREE_MARKER_0001 erin")
     s1 = store.store("proj", "a", "SOURCE_MARKER_1 draft")
     s2 = store.store("proj", "b", "SOURCE_MARKER_2 review")
     canonical = codec.Fact(fact_id="f_" + "c" * 32, entity="proj", key="a", value="CANON_MARKER merged",

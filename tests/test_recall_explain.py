@@ -21,7 +21,7 @@ def store(tmp_path):
     s = Store(tmp_path)
     s.store("incident:1", "status", "deploy rolled back", horizon_class="volatile", confidence=0.8)  # stale at +30h
     s.store("deploy", "owner", "platform team", horizon_class="stable")
-    old = s.store("deploy", "window", "mondays")
+    s.store("deploy", "window", "mondays")
     s.store("deploy", "window", "tuesdays")                              # supersedes `old`
     gone = s.store("deploy", "pager", "555-0100")
     s.delete(gone.fact_id)

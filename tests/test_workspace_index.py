@@ -1,7 +1,6 @@
 """The workspace index: what is indexed or skipped, incremental reindex, freshness, path escapes."""
 
 import os
-from pathlib import Path
 
 import pytest
 
