@@ -22,6 +22,8 @@ ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "quer
        "store_fact", "query_facts", "get_bootstrap", "delete_fact", "list_entities", "memory_view",
        "memory_freshness", "memory_set_horizon", "memory_reverify",
        "ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
+ALL += ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
+        "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]
 
 
 @pytest.fixture(scope="module")
