@@ -196,6 +196,20 @@ def test_a_line_a_crux_daemon_appended_is_caught_up_before_the_next_read(bob, da
     assert [r["fact_id"] for r in rows] == [fact.fact_id]
 
 
+def test_writes_find_a_fact_a_crux_daemon_just_appended(bob, data_dir):
+    ids = []
+    for n in range(2):
+        fact = Fact(fact_id=f"f_{n}" + "e" * 31, tenant_hash="acme", entity="deploy", key=f"daemon{n}",
+                    value="from the daemon", confidence=1.0, stored_at=timestamps.now_ns(),
+                    tokens=codec.token_cost("from the daemon"))
+        with open(data_dir / "facts.jsonl", "a", encoding="utf-8") as journal_file:
+            journal_file.write(codec.encode_event(codec.StoreEvent(fact)) + "\n")
+        ids.append(fact.fact_id)
+    assert bob.text("memory_set_horizon", {"fact_id": ids[0], "horizon_class": "stable"}) == \
+        f"set horizon_class=stable on fact {ids[0]}"
+    assert bob.text("delete_fact", {"fact_id": ids[1]}) == f"deleted fact {ids[1]}"
+
+
 BAD = [
     ({"entity": "a", "key": "b"}, "missing required param: value"),
     ({"entity": "a", "key": "b", "value": "c", "colour": "red"}, "store_fact: unknown argument `colour`"),

@@ -104,6 +104,7 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
 def delete_fact(call: Call, fact_id: str) -> ToolResult:
     """Soft-delete one fact by id."""
     not_found = ToolResult(f"fact not found: {fact_id}")
+    call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
     try:
         fact = call.store.get(fact_id, tenant=call.tenant)
     except NotFound:

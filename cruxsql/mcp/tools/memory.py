@@ -34,6 +34,7 @@ def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str
 
 def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
     """The fact's visible entity, None when it is not found for this caller; reserved ones refused."""
+    call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
     try:
         fact = call.store.get(fact_id, tenant=call.tenant)
     except NotFound:
