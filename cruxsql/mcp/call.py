@@ -8,8 +8,10 @@ from typing import Callable, Optional
 from ..accounting.holdout import Holdout
 from ..accounting.usage import NEAR, Standing, TokenLedger
 from ..documents.lane import DocumentLane
+from ..errors import NotFound
+from ..facts.codec import Fact
 from ..facts.store import Store
-from ..recall import Recall
+from ..recall import Recall, scope
 from ..recall.tokens import POINTER_TOKENS
 from .identity import Identity
 from .registry import ToolError
@@ -41,6 +43,18 @@ class Call:
     def lane(self) -> DocumentLane:
         assert self.lane_factory is not None
         return self.lane_factory()
+
+    def visible_fact(self, fact_id: str, include_deleted: bool = False) -> Optional[Fact]:
+        """The fact in this connection's tenant if this caller may see it (another agent's private fact is
+        not found), else None; deleted facts only with `include_deleted`."""
+        try:
+            fact = self.store.get(fact_id, tenant=self.tenant)
+        except NotFound:
+            return None
+        if (fact.deleted and not include_deleted) or scope.visible_entity(fact.entity, fact.private,
+                                                                           self.agent) is None:
+            return None
+        return fact
 
     def require_agent(self, tool: str) -> str:
         """Crux's passport check for memory writes: anonymous connections are refused."""

@@ -25,7 +25,6 @@ from ...curation.memory_panel import memory_edit as edit_payload
 from ...curation.memory_panel import memory_history as history_payload
 from ...curation.memory_panel import memory_pin as pin_payload
 from ...curation.tool_results import CAPABILITY_DENIED, INVALID_PARAMS, ToolError as CurationError
-from ...errors import NotFound
 from ...governance import legal_holds
 from ...recall import scope as agent_scope
 from ..call import Call
@@ -114,11 +113,7 @@ def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] 
     call.store.refresh()
     if fact_id is not None and (entity is None or key is None):
         # Crux names the stored entity of another agent's private fact in its refusal; that fact is not found here
-        try:
-            fact = call.store.get(fact_id, tenant=call.tenant)
-        except NotFound:
-            fact = None
-        if fact is None or agent_scope.visible_entity(fact.entity, fact.private, call.agent) is None:
+        if call.visible_fact(fact_id, include_deleted=True) is None:
             raise CurationError(INVALID_PARAMS, f"fact not found: {fact_id}", {"fact_id": fact_id})
     return _answer(history_payload(call.store, entity, key, fact_id, agent=call.agent, tenant=call.tenant))
 

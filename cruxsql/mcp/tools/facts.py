@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 from ...accounting.holdout import pretty_json
-from ...errors import Conflict, NotFound
+from ...errors import Conflict
 from ...facts.privacy import check_supersedes_target
-from ...recall import crc_v1, scope
+from ...recall import crc_v1
 from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
@@ -42,12 +42,8 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
     refs = list(dict.fromkeys(supersedes or []))
     invalid = []
     for ref in refs:
-        try:
-            target = call.store.get(ref, tenant=call.tenant)
-        except NotFound:
-            invalid.append(ref)
-            continue
-        if target.deleted or scope.visible_entity(target.entity, target.private, call.agent) is None:
+        target = call.visible_fact(ref)
+        if target is None:
             invalid.append(ref)
         else:
             check_supersedes_target(ref, target.entity)     # the store's guard, checked before storing
@@ -103,15 +99,9 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
 @tool(kind=WRITE)
 def delete_fact(call: Call, fact_id: str) -> ToolResult:
     """Soft-delete one fact by id."""
-    not_found = ToolResult(f"fact not found: {fact_id}")
     call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
-    try:
-        fact = call.store.get(fact_id, tenant=call.tenant)
-    except NotFound:
-        return not_found
-    visible = scope.visible_entity(fact.entity, fact.private, call.agent)
-    if fact.deleted or visible is None:
-        return not_found
+    if call.visible_fact(fact_id) is None:
+        return ToolResult(f"fact not found: {fact_id}")
     try:
         call.store.delete(fact_id, tenant=call.tenant)
     except Conflict as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from ...errors import NotFound
 from ...recall import scope
 from ...recall.freshness_report import is_reserved, memory_freshness as freshness_report
 from ...recall.reverification import reverify_with_receipt
@@ -35,13 +34,10 @@ def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str
 def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
     """The fact's visible entity, None when it is not found for this caller; reserved ones refused."""
     call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
-    try:
-        fact = call.store.get(fact_id, tenant=call.tenant)
-    except NotFound:
+    fact = call.visible_fact(fact_id)
+    if fact is None:
         return None
     visible = scope.visible_entity(fact.entity, fact.private, call.agent)
-    if fact.deleted or visible is None:
-        return None
     if is_reserved(visible):
         raise ToolError(f"cannot {action} reserved-prefix fact {fact_id}")
     return visible
