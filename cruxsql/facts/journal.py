@@ -167,6 +167,27 @@ class Journal:
             return None
         return int(text) if text.isdigit() else None
 
+    def current_lock_holders(self) -> list[int]:
+        """Pids holding the writer lock right now, from the kernel's lock table (/proc/locks): unlike
+        `lock_holder`, this sees any process that holds it, and only while it does."""
+        try:
+            inode = os.stat(self._lock_path).st_ino
+            lines = Path("/proc/locks").read_text().splitlines()
+        except OSError:
+            return []
+        pids = set()
+        for line in lines:
+            parts = line.split()
+            if "->" in parts:  # a waiter, not a holder
+                continue
+            try:
+                pid, dev_inode = int(parts[4]), parts[5]
+            except (IndexError, ValueError):
+                continue
+            if dev_inode.rsplit(":", 1)[-1] == str(inode):
+                pids.add(pid)
+        return sorted(pids)
+
     def close(self) -> None:
         """Release the lock file descriptor."""
         with self._thread_lock:

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import apsw
 
 from ..facts import timestamps, view
-from ..facts.journal import LOCK_NAME, Journal
+from ..facts.journal import Journal
 from . import legal_holds, retention
 from .durations import parse_cutoff, parse_duration_ns
 from .erasure_proof import stored_reports
@@ -76,7 +76,7 @@ def diagnose(data_dir: Path | str, *, since: Optional[str] = None, max_idle: Opt
         health.checks.append(_torn_tails(journal, since_ns))
         health.checks.append(_corrupt_lines(db, since_ns))
         health.checks.append(_disk_space(data_dir, journal, events))
-        health.checks.append(_lock_holders(data_dir))
+        health.checks.append(_lock_holders(journal))
         health.checks.append(_wal_size(data_dir))
         health.checks.append(_erasure_verifications(db))
         if retention_window:
@@ -237,29 +237,8 @@ def _disk_space(data_dir: Path, journal: Journal, span: _Span) -> Check:
     return Check("disk_space", OK, text, float(free))
 
 
-def lock_holders(data_dir: Path) -> list[int]:
-    """Pids holding a lock on the data directory's LOCK file (from /proc/locks)."""
-    try:
-        inode = os.stat(Path(data_dir) / LOCK_NAME).st_ino
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return []
-    pids = []
-    for line in lines:
-        parts = line.split()
-        if "->" in parts:  # a waiter, not a holder
-            continue
-        try:
-            pid, dev_inode = int(parts[4]), parts[5]
-        except (IndexError, ValueError):
-            continue
-        if dev_inode.rsplit(":", 1)[-1] == str(inode):
-            pids.append(pid)
-    return sorted(set(pids))
-
-
-def _lock_holders(data_dir: Path) -> Check:
-    pids = lock_holders(data_dir)
+def _lock_holders(journal: Journal) -> Check:
+    pids = journal.current_lock_holders()
     if not pids:
         return Check("writer_lock", OK, "the writer lock is free", 0.0)
     return Check("writer_lock", WARNING, "the writer lock is held by pid " + ", ".join(map(str, pids)),
