@@ -105,20 +105,10 @@ class _Sink:
             info.mtime = int(timestamps.now_ns() // 1_000_000_000)
             self.tar.addfile(info, spool)
         else:
-            target = self.partial / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as out:
-                left = length
-                while left:
-                    block = source.read(min(_COPY_BLOCK, left))
-                    if not block:
-                        raise BackupError(f"{name} ended early while it was being copied")
-                    hasher.update(block)
-                    out.write(block)
-                    left -= len(block)
-                    self._advance(len(block), progress, grand_total)
-                out.flush()
-                os.fsync(out.fileno())
+            copied, hasher = _copy_hashed(source, self.partial / name, length,
+                                          lambda n: self._advance(n, progress, grand_total))
+            if copied != length:
+                raise BackupError(f"{name} ended early while it was being copied")
         self.entries.append({"path": name, "bytes": length, "blake3": hasher.hexdigest()})
 
     def _advance(self, n: int, progress: Progress, grand_total: int) -> None:
@@ -156,6 +146,35 @@ class _Sink:
             shutil.rmtree(self.partial, ignore_errors=True)
 
 
+def _copy_hashed(source: BinaryIO, target: Optional[Path] = None, length: Optional[int] = None,
+                 advance: Optional[Callable[[int], None]] = None) -> tuple[int, Any]:
+    """Read `source` (its first `length` bytes, or to its end), writing it durably to `target` when given;
+    return (bytes read, their BLAKE3 hasher)."""
+    hasher, size = blake3.blake3(), 0
+    out = None
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = open(target, "wb")
+    try:
+        while length is None or size < length:
+            block = source.read(_COPY_BLOCK if length is None else min(_COPY_BLOCK, length - size))
+            if not block:
+                break
+            hasher.update(block)
+            size += len(block)
+            if out is not None:
+                out.write(block)
+            if advance is not None:
+                advance(len(block))
+        if out is not None:
+            out.flush()
+            os.fsync(out.fileno())
+    finally:
+        if out is not None:
+            out.close()
+    return size, hasher
+
+
 class _HashingReader(io.RawIOBase):
     """A file-like view of the first `length` bytes of `source` that hashes what tarfile reads."""
 
@@ -180,8 +199,8 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
         raise BackupError(f"backup destination {dest} is inside the data directory {data_dir}")
     sink = _Sink(dest)
     opened: list[tuple[str, BinaryIO, int]] = []
+    view_copy = (sink.partial if not sink.archive else dest.parent) / f".{dest.name}.view-{uuid.uuid4().hex[:8]}"
     try:
-        view_copy = (sink.partial if not sink.archive else dest.parent) / f".{dest.name}.view-{uuid.uuid4().hex[:8]}"
         with store.writer_lock():
             store.refresh()
             cp = view.read_checkpoint(store.db)
@@ -213,8 +232,7 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
         sink.finish(manifest)
     except BaseException:
         sink.abort()
-        if "view_copy" in locals():
-            Path(view_copy).unlink(missing_ok=True)
+        view_copy.unlink(missing_ok=True)
         raise
     finally:
         for _, fh, _ in opened:
@@ -316,10 +334,7 @@ def verify_backup(src: Path | str) -> dict[str, Any]:
         entry = expected.get(name)
         if entry is None:
             raise BackupError(f"backup {src}: {name} is not listed in its manifest")
-        hasher, size = blake3.blake3(), 0
-        while block := fh.read(_COPY_BLOCK):
-            hasher.update(block)
-            size += len(block)
+        size, hasher = _copy_hashed(fh)
         if size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
             raise BackupError(f"backup {src}: {name} does not match its checksum (damaged or altered)")
         seen.add(name)
@@ -348,16 +363,7 @@ def restore(src: Path | str, data_dir: Path | str, force: bool = False) -> dict[
     try:
         expected = {e["path"]: e for e in manifest["files"]}
         for name, fh in _members(src):
-            target = staging / _safe_name(name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            hasher, size = blake3.blake3(), 0
-            with open(target, "wb") as out:
-                while block := fh.read(_COPY_BLOCK):
-                    hasher.update(block)
-                    size += len(block)
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
+            size, hasher = _copy_hashed(fh, staging / _safe_name(name))
             entry = expected.get(name)
             if entry is None or size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
                 raise BackupError(f"backup {src}: {name} changed while it was being restored")
