@@ -8,7 +8,6 @@ from typing import Optional
 
 import click
 
-from ..console.launch import ConsoleRequest, check_request, run
 from ..console.server import TOKEN_ENV
 from .common import data_dir_option, fails_cleanly, open_store
 
@@ -36,6 +35,8 @@ def console(data_dir: Path, host: str, port: int, token: Optional[str], audit: O
     """
     if no_view and audit is None:
         raise click.ClickException("--no-view needs --audit (there would be nothing to serve)")
+    from ..console.launch import ConsoleRequest, check_request, run  # metadata and dashboards: only when serving
+
     req = ConsoleRequest(data_dir=None if no_view else data_dir, host=host, port=port, token=token, audit=audit)
     check_request(req)
     if req.data_dir is not None:

@@ -13,12 +13,20 @@ from typing import Any, Callable, Optional
 import click
 
 from ..workspace import Workspace
-from ..workspace.schema import DB_NAME as WORKSPACE_DB
-from .data_dir import DataDirError, check_directory
 from ..workspace.doc import DOC_VIEWS
 from ..workspace.ranking import SWITCHES
+from ..workspace.schema import DB_NAME as WORKSPACE_DB
 from ..workspace.search import SEARCH_MODES
-from .common import COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, output_format_options, progress_callback
+from .common import (
+    COUNT,
+    data_dir_option,
+    echo_json,
+    echo_rows,
+    fails_cleanly,
+    output_format_options,
+    progress_callback,
+)
+from .data_dir import DataDirError, check_directory
 
 SESSION_ENV = "CRUXSQL_SESSION"
 
@@ -153,7 +161,8 @@ def read(path: str, mode: Optional[str], if_hash: Optional[str], session: str, a
 @ctx_group.command("doc")
 @click.argument("path")
 @click.option("--outline", "view", flag_value="outline", default=True, help="Headings with lines and sizes.")
-@click.option("--section", metavar="PATTERN", help="One section (title, slug, part of one, or L<line> of its heading), verbatim.")
+@click.option("--section", metavar="PATTERN",
+              help="One section (title, slug, part of one, or L<line> of its heading), verbatim.")
 @click.option("--code", is_flag=False, flag_value="*", default=None, metavar="[LANG]",
               help="Fenced code blocks, optionally only LANG.")
 @click.option("--links", "view", flag_value="links", help="Links with line numbers; local targets checked.")
