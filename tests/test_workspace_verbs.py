@@ -93,7 +93,9 @@ def test_signatures_are_the_default_for_larger_code_and_say_they_are_lossy(ws):
     reply = ws.call("s", "ctx_read", path="pkg/big.py")
     tokens = ws.db.execute("SELECT tokens FROM files WHERE path='pkg/big.py'").fetchone()[0]
     assert reply.text.splitlines()[0].endswith(f"· mode=signatures (full ≈ {tokens:,} tok)")
-    assert reply.text.splitlines()[1:3] == ["MAX_HEADER = …  L6", "def parse_header(line: str) -> Tuple[str, str]  L9-12"]
+    assert reply.text.splitlines()[1:3] == [
+        "constants: " + ", ".join(f"MAX_HEADER L{6 + 24 * copy}" for copy in range(6)),
+        "def parse_header(line: str) -> Tuple[str, str]  L9-12"]
     assert "  async def request(method: str, url: str) -> str  L22-24" in reply.text.splitlines()
     assert ws.call("s", "ctx_read", path="pkg/big.py", mode="map").text.splitlines()[1:4] == [
         "imports: os, typing", "def parse_header(line: str) -> Tuple[str, str]  L9-12", "class HTTPClient  L15-24"]

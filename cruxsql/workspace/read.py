@@ -18,8 +18,9 @@ from ..errors import InvalidInput
 from . import markdown
 from .budget import estimate_tokens
 from .modes import ModeKind, ReadMode, resolve_auto
-from .reply import Reply, thousands, trim
+from .reply import LINE_CAP, Reply, thousands, trim
 from .outline import Symbol
+from .signature import shorten
 from .snapshot import IndexedFile, load
 
 
@@ -67,14 +68,26 @@ def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: st
     symbols = [s for s in indexed.symbols if kinds.get(s.qualname.rpartition(".")[0]) not in {"function", "method"}
                and (mode.kind is ModeKind.SIGNATURES or s.depth == 0)
                and not (s.kind == "const" and mode.kind is ModeKind.MAP)]
+    shortened: list[Symbol] = []
+    constants = [s for s in symbols if s.kind == "const"]
     for s in symbols:
-        span = f"L{s.start}" if s.start == s.end else f"L{s.start}-{s.end}"
-        lines.append(f"{'  ' * s.depth}{trim(_compact(s))}  {span}")
+        if s.kind == "const":
+            if s is constants[0]:
+                lines += _constants_lines(constants)
+            continue
+        exact = _without_self(s)
+        compact = shorten(exact)
+        if compact != exact:
+            shortened.append(s)
+        lines.append(f"{'  ' * s.depth}{trim(compact)}  {_span(s)}")
     if not symbols:
         lines.append("(no symbols found)")
-    biggest = max((s for s in indexed.symbols if s.kind != "class"), key=lambda s: s.end - s.start, default=None)
-    if biggest:
-        lines.append(f"→ bodies: ctx_read {indexed.path} mode=lines:{biggest.start}-{biggest.end}")
+    # The footer points at a shortened signature's exact lines, else at the largest body.
+    target = shortened[0] if shortened else max((s for s in indexed.symbols if s.kind not in {"class", "const"}),
+                                                key=lambda s: s.end - s.start, default=None)
+    if target:
+        what = "bodies and exact signatures" if shortened else "bodies"
+        lines.append(f"→ {what}: ctx_read {indexed.path} mode=lines:{target.start}-{target.end}")
     else:
         lines.append(f"→ full: ctx_read {indexed.path} mode=full")
     return Reply("\n".join(lines), data | {"approx": indexed.approx, "symbols": [
@@ -102,7 +115,22 @@ def _import_name(label: str) -> str:
     return module if module.strip(".") else module + names
 
 
-def _compact(symbol: Symbol) -> str:
+def _span(symbol: Symbol) -> str:
+    return f"L{symbol.start}" if symbol.start == symbol.end else f"L{symbol.start}-{symbol.end}"
+
+
+def _constants_lines(constants: list[Symbol]) -> list[str]:
+    """Module-level constants as names and spans, several to a line (`constants: A L6, B L8-12`)."""
+    lines: list[str] = []
+    for item in (f"{s.name} {_span(s)}" for s in constants):
+        if lines and len(lines[-1]) + 2 + len(item) <= LINE_CAP:
+            lines[-1] += f", {item}"
+        else:
+            lines.append(f"constants: {item}")
+    return lines
+
+
+def _without_self(symbol: Symbol) -> str:
     """A method's signature without its `self`/`cls` parameter (the class line above already says whose)."""
     if symbol.kind != "method":
         return symbol.signature
