@@ -143,10 +143,9 @@ def test_doc_outline_section_code_links_skeleton(ws):
     assert [line.split(" (~")[0] for line in outline[1:-1]] == [
         "L1 # Guide", f"  L{at['## Install']} ## Install", f"  L{at['## Usage']} ## Usage",
         f"    L{at['### Advanced usage']} ### Advanced usage", f"  L{at['## FAQ']} ## FAQ"]
-    section = ws.call("s", "ctx_doc", path="docs/guide.md", view="section", pattern="usa")
-    assert section.text.split("\n", 1)[1].split("\nalso matching")[0] == \
-        "\n".join(lines[at["## Usage"] - 1:at["## FAQ"] - 1])
-    assert section.text.endswith(f"also matching: 'Advanced usage' L{at['### Advanced usage']}")
+    section = ws.call("s", "ctx_doc", path="docs/guide.md", view="section", pattern="install")
+    assert section.text.split("\n", 1)[1] == "\n".join(
+        lines[at["## Install"] - 1:at["## Usage"] - 1] + [f"in 'Guide' L1 · next 'Usage' L{at['## Usage']}"])
     code = ws.call("s", "ctx_doc", path="docs/guide.md", view="code", pattern="python").text.splitlines()
     fence = lines.index("```python") + 1
     assert code[1:] == [f"L{fence}-{fence + 3} ```python", "from pkg.core import parse_header", "parse_header('A: b')", "```"]
@@ -157,6 +156,39 @@ def test_doc_outline_section_code_links_skeleton(ws):
                          f"L{advanced} [upstream] → https://example.org/x"]
     skeleton = ws.call("s", "ctx_doc", path="docs/guide.md", view="skeleton").text.splitlines()
     assert skeleton[1:3] == ["# Guide  L1", "  This guide explains the client."]
+
+
+def test_a_section_with_large_subsections_shows_its_own_text_and_one_line_per_subsection(ws):
+    lines = guide().splitlines()
+    usage, advanced, faq = (lines.index(title) + 1 for title in ("## Usage", "### Advanced usage", "## FAQ"))
+    section = ws.call("s", "ctx_doc", path="docs/guide.md", view="section", pattern="usa")
+    header, rest = section.text.split("\n", 1)
+    assert header.endswith(f" · section 'Usage' L{usage}-{advanced - 1} (~"
+                           f"{estimate_tokens(chr(10).join(lines[usage - 1:advanced - 1]))} tok) · "
+                           f"its subsections L{advanced}-{faq - 1} one line each")
+    assert rest == "\n".join(lines[usage - 1:advanced - 1] + [
+        f"  ### Advanced usage  L{advanced}-{faq - 1} "
+        f"~{estimate_tokens(chr(10).join(lines[advanced - 1:faq - 1]))} tok",
+        f"→ all of it: ctx_read docs/guide.md mode=lines:{usage}-{faq - 1} · "
+        f"one: ctx_doc docs/guide.md --section L{advanced}",
+        f"in 'Guide' L1 · prev 'Install' L{lines.index('## Install') + 1} · next 'FAQ' L{faq}",
+        f"also matching: 'Advanced usage' L{advanced}"])
+    assert (section.data["start"], section.data["end"], section.data["subsections"]) == \
+        (usage, advanced - 1, [{"level": 3, "title": "Advanced usage", "start": advanced}])
+    top = ws.call("s", "ctx_doc", path="docs/guide.md", view="section", pattern="Guide").text.splitlines()
+    assert [line.split("  L")[0] for line in top if line.startswith("  #")] == \
+        ["  ## Install", "  ## Usage", "  ## FAQ"]
+
+
+def test_a_section_whose_subsections_are_small_comes_back_whole(ws):
+    text = ("# Notes\n\n" + "Filler prose about the client.\n" * 80
+            + "\n## Small\n\nA few words.\n\n### Tiny\n\nMore.\n")
+    (ws.root / "docs/notes.md").write_text(text, encoding="utf-8")
+    section = ws.call("s", "ctx_doc", path="docs/notes.md", view="section", pattern="Small")
+    lines = text.splitlines()
+    small = lines.index("## Small") + 1
+    assert section.text.split("\n", 1)[1] == "\n".join(lines[small - 1:] + ["in 'Notes' L1"])
+    assert section.data["subsections"] == []
 
 
 def test_small_docs_come_back_whole(ws):

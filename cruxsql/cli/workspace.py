@@ -162,7 +162,8 @@ def read(path: str, mode: Optional[str], if_hash: Optional[str], session: str, a
 @click.argument("path")
 @click.option("--outline", "view", flag_value="outline", default=True, help="Headings with lines and sizes.")
 @click.option("--section", metavar="PATTERN",
-              help="One section (title, slug, part of one, or L<line> of its heading), verbatim.")
+              help="One section (title, slug, part of one, or L<line> of its heading), verbatim; past ~2 KB "
+                   "its subsections come as one line each.")
 @click.option("--code", is_flag=False, flag_value="*", default=None, metavar="[LANG]",
               help="Fenced code blocks, optionally only LANG.")
 @click.option("--links", "view", flag_value="links", help="Links with line numbers; local targets checked.")

@@ -1,7 +1,10 @@
 """ctx_doc: markdown verbs — outline, one section, fenced code, links, skeleton.
 
 Files under ~2 KB come back whole: a two-step outline-then-section retrieval only pays above that.
-A section's text is verbatim; outlines and skeletons are marked as summaries.
+A section's text is verbatim. The same gate applies inside a file: a section whose subsections take it
+past ~2 KB comes back as its own text with one line per subsection (title, span, size) and the exact
+commands that read all of it or one subsection; a line after it says where the section sits (its parent,
+the previous and next sibling). Outlines and skeletons are marked as summaries.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def ctx_doc(db: apsw.Connection, root: Path, path: str, view: str = "outline", p
             {"level": s.level, "title": s.title, "slug": s.slug, "start": s.start, "end": s.end} for s in found]},
             [indexed.path])
     if view == "section":
-        return _section(indexed.path, lines, found, pattern or "", head, data)
+        return _section(indexed.path, lines, found, pattern or "", head, data, whole_below)
     if view == "code":
         blocks = [b for b in markdown.code_blocks(indexed.text) if not pattern or b.lang.lower() == pattern.lower()]
         out = [f"{lossy} · {len(blocks)} code blocks" + (f" ({pattern})" if pattern else "")]
@@ -78,8 +81,10 @@ def ctx_doc(db: apsw.Connection, root: Path, path: str, view: str = "outline", p
     return Reply("\n".join(out), data, [indexed.path])
 
 
-def _section(path: str, lines: list[str], found: list[markdown.Section], pattern: str, head: str,
-             data: dict) -> Reply:
+def _section(path: str, lines: list[str], found: list[markdown.Section], pattern: str, head: str, data: dict,
+             whole_below: int) -> Reply:
+    """The matched section verbatim; when it and its subsections pass the size gate, its own text only,
+    each subsection as one line, and the command that reads them all."""
     wanted = pattern.lower().lstrip("#").strip()
     at_line = re.fullmatch(r"l(\d+)", wanted)
     exact = [s for s in found if (at_line and s.start == int(at_line.group(1)))
@@ -89,12 +94,31 @@ def _section(path: str, lines: list[str], found: list[markdown.Section], pattern
         raise NotFound(f"no section of {path} matches {pattern!r} (ctx_doc {path} --outline lists them)")
     chosen = matches[0]
     start, end = markdown.section_span(found, chosen, len(lines))
-    body = "\n".join(lines[start - 1:end])
-    out = [f"{head} · section {chosen.title!r} L{start}-{end} (~{estimate_tokens(body)} tok)", body]
+    subtree = "\n".join(lines[start - 1:end])
+    children = markdown.subsections(found, chosen, end)
+    if not children or len(subtree.encode("utf-8")) < whole_below:
+        body, shown_end = subtree, end
+        out = [f"{head} · section {chosen.title!r} L{start}-{end} (~{estimate_tokens(body)} tok)", body]
+    else:
+        shown_end = chosen.end
+        body = "\n".join(lines[start - 1:shown_end])
+        out = [f"{head} · section {chosen.title!r} L{start}-{shown_end} (~{estimate_tokens(body)} tok) · "
+               f"its subsections L{shown_end + 1}-{end} one line each", body]
+        for child in children:
+            child_start, child_end = markdown.section_span(found, child, len(lines))
+            cost = estimate_tokens("\n".join(lines[child_start - 1:child_end]))
+            out.append(f"  {'#' * child.level} {child.title}  L{child_start}-{child_end} ~{cost} tok")
+        out.append(f"→ all of it: ctx_read {path} mode=lines:{start}-{end} · "
+                   f"one: ctx_doc {path} --section L{children[0].start}")
+    beside = markdown.neighbours(found, chosen)
+    if beside:
+        out.append(" · ".join(f"{role} {s.title!r} L{s.start}" for role, s in beside))
     if len(matches) > 1:
         others = ", ".join(f"{s.title!r} L{s.start}" for s in matches[1:6])
         out.append(f"also matching: {others}" + (f" +{len(matches) - 6} more" if len(matches) > 6 else ""))
-    return Reply("\n".join(out), data | {"section": chosen.title, "start": start, "end": end, "content": body},
+    return Reply("\n".join(out), data | {"section": chosen.title, "start": start, "end": shown_end, "content": body,
+                                         "subsections": [{"level": c.level, "title": c.title, "start": c.start}
+                                                         for c in (children if shown_end < end else [])]},
                  [path])
 
 

@@ -99,6 +99,29 @@ def section_span(all_sections: list[Section], section: Section, total_lines: int
     return section.start, total_lines
 
 
+def subsections(all_sections: list[Section], section: Section, span_end: int) -> list[Section]:
+    """The sections one level down inside `section` (whose span ends at `span_end`), skipped levels included."""
+    found: list[Section] = []
+    for s in all_sections:
+        if section.start < s.start <= span_end and (not found or s.level <= min(f.level for f in found)):
+            found.append(s)
+    return found
+
+
+def neighbours(all_sections: list[Section], section: Section) -> list[tuple[str, Section]]:
+    """Where a section sits: ("in", its parent), ("prev", …) and ("next", …) siblings under that parent."""
+    index = all_sections.index(section)
+    parent = next((s for s in reversed(all_sections[:index]) if s.level < section.level), None)
+    prev = next((s for s in reversed(all_sections[:index]) if s.level <= section.level), None)
+    following = next((s for s in all_sections[index + 1:] if s.level <= section.level), None)
+    found = [("in", parent)] if parent else []
+    if prev and prev.level == section.level:
+        found.append(("prev", prev))
+    if following and following.level == section.level:
+        found.append(("next", following))
+    return found
+
+
 def code_blocks(text: str) -> list[CodeBlock]:
     return _scan(text.splitlines())[1]
 
