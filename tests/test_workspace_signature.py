@@ -32,17 +32,28 @@ def test_then_every_annotation_goes_but_names_markers_decorators_and_return_stay
                                   "strict=False, **options) -> Report")
 
 
-def test_the_outline_shows_every_parameter_of_a_long_signature_and_points_at_the_exact_one(tmp_path):
+@pytest.fixture
+def wide(tmp_path):
     root = build_workspace(tmp_path / "ws", tmp_path / "outside")
     helpers = "".join(f"\n\ndef helper_{i}(x: int) -> int:\n    return x + {i}\n" for i in range(3))
     constants = "RETRIES = 3\nLIMITS = {\n    'a': 1,\n}\n"
     (root / "pkg/wide.py").write_text(f"{constants}\n\n{LONG}:\n    return []\n{helpers}", encoding="utf-8")
     with Workspace(tmp_path / "data") as ws:
         ws.index(root)
-        lines = ws.call("s", "ctx_read", path="pkg/wide.py", mode="signatures").text.splitlines()
+        yield ws
+
+
+def test_the_outline_shows_every_parameter_of_a_long_signature_and_points_at_the_exact_one(wide):
+    lines = wide.call("s", "ctx_read", path="pkg/wide.py", mode="signatures").text.splitlines()
     assert lines[1:] == [
         "constants: RETRIES L1, LIMITS L2-4",
         "def query(db, text, *, tenant='default', limit=10, config=…, budget=None) -> list[Hit]  L7-8",
         "def helper_0(x: int) -> int  L11-12", "def helper_1(x: int) -> int  L15-16",
         "def helper_2(x: int) -> int  L19-20",
         "→ bodies and exact signatures: ctx_read pkg/wide.py mode=lines:7-8"]
+
+
+def test_context_definitions_show_the_shortened_signature(wide):
+    text = wide.call("s", "ctx_context", task="what does query return", token_budget=2000).text
+    assert ("pkg/wide.py:7 def query(db, text, *, tenant='default', limit=10, config=…, budget=None) -> list[Hit]"
+            "  L7-8  pkg/wide.py#query@L7") in text.splitlines()

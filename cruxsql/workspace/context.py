@@ -20,6 +20,7 @@ from .handles import content_handle, symbolic_handle
 from .ranking import RankingConfig
 from .reply import LINE_CAP, Reply, trim
 from .search import WorkspaceBm25, line_hits
+from .signature import shorten
 from .snapshot import load
 
 MIN_BUDGET = 100
@@ -83,11 +84,11 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
         for path, qualname, start, end, signature in definitions:
             indexed = load(db, root, path)
             body = indexed.lines[start:min(end, start + BODY_LINES)]
-            rich.append(f"{path}:{start} {trim(signature)}  L{start}-{end}  {symbolic_handle(path, qualname, start)}")
+            rich.append(f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}  {symbolic_handle(path, qualname, start)}")
             rich += [f"    {line.rstrip()[:LINE_CAP]}" for line in body if line.strip()]
             if end > start + BODY_LINES:
                 rich.append(f"    … +{end - start - BODY_LINES} lines")
-            lean.append(f"{path}:{start} {trim(signature)}  L{start}-{end}")
+            lean.append(f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}")
         text = "\n".join(rich)
         parts.append(Part("definitions", 2, 1, text, "\n".join(lean), content_handle(db, text)))
     callers = _callers(db, root, definitions)
