@@ -1,17 +1,28 @@
 """Benchmark of the workspace verbs (seed 004, L1 retrieval): tokens saved against full reads, index times,
 and a name-the-file recall check, on this repository and on a real sdist nobody here wrote.
 
-    python tools/bench/bench_workspace.py [--sdist-dir DIR]
+    python tools/bench/bench_workspace.py [--sdist-dir DIR] [--verbose]
 
-* Workspaces: this repository, and attrs 26.1.0 from PyPI (`pip download --no-binary :all: --no-deps
-  attrs==26.1.0`, extracted into a temp dir; --sdist-dir reuses an extracted copy). attrs has Python code
-  and markdown docs (docs/*.md, README.md, CHANGELOG.md).
-* Tokens are the workspace estimator max(words × 1.3, chars / 4) (ctx-layer.md B6) for both sides; the
-  baseline of every token figure is a full read of the same files, measured in the same process.
+* Workspaces: this repository; attrs 26.1.0 from PyPI (`pip download --no-binary :all: --no-deps
+  attrs==26.1.0`, extracted into a temp dir; --sdist-dir reuses an extracted copy), which has Python code and
+  markdown docs; and, for the read figures only, the corpus of the seed's own pilot (ctx-layer.md C2): the
+  packages asyncio, email, http, json, logging, importlib and unittest copied from the running Python's
+  standard library (112 code files, ≈442.5k tokens on CPython 3.11, as the pilot counted).
+* Tokens: every figure is counted twice, with the workspace estimator max(words × 1.3, chars / 4)
+  (ctx-layer.md B6, what the verbs print and the ledger records, and what the pilot used) and, when the
+  `bench` extra is installed (`pip install -e '.[bench]'`: quicktok, an exact tiktoken-compatible BPE), with
+  o200k_base, the tokenizer codedb and lean-ctx measured with. The baseline of every token figure is a full
+  read of the same files, counted the same way in the same process.
 * ctx_read: mode=signatures and mode=map on every .py code file vs reading it whole (seed: −91%, outline
-  vs read), and mode=auto (the default table: small files whole) for what an agent gets by default.
-* ctx_doc: --outline, and --section of each doc's median-sized section, for markdown files ≥ 2 KB vs
-  reading the file whole (seed: sections 12–53× smaller).
+  vs read; the pilot's signatures view was 8.6% of the whole on its corpus), and mode=auto (the default
+  table: small files whole) for what an agent gets by default.
+* ctx_doc, the pilot's way: markdown files ≥ 2 KB, CHANGELOGs excluded. --outline vs reading the file whole;
+  --section for every heading of those files (`--section L<line>`, the reply as an agent gets it: header,
+  section, subsection lines, neighbours). Figures: the pilot's statistic, median doc / median section reply
+  (pilot: ≈1,491 / ≈131 tok; seed: sections 12–53× smaller), beside the same statistic for the bare text of
+  each section (heading to next heading, no header or navigation lines: the most any section reply could
+  save); per doc, whole / its median section reply (min·q1·median·q3·max); and the sum of the docs over the
+  sum of their median sections.
 * ctx_search: the 30 identifier queries below (content mode, first page) vs reading the files the page
   points to (seed: −98%, symbol search vs read).
 * Recall: for the same 30 queries, written down before the first run, the defining file must be in the
@@ -24,7 +35,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import shutil
 import statistics
+import sysconfig
 import subprocess
 import sys
 import tarfile
@@ -37,10 +50,11 @@ sys.path.insert(0, str(REPO))
 
 from cruxsql.workspace import Workspace  # noqa: E402
 from cruxsql.workspace.budget import estimate_tokens  # noqa: E402
-from cruxsql.workspace.markdown import section_span, sections  # noqa: E402
+from cruxsql.workspace.markdown import sections  # noqa: E402
 
 SDIST = "attrs==26.1.0"
 SEED = {"signatures": "−91%", "search": "−98%", "sections": "12–53×"}
+PILOT_PACKAGES = ("asyncio", "email", "http", "json", "logging", "importlib", "unittest")
 
 # Written down before the first run: identifier → the file that defines it.
 REPO_QUERIES = {
@@ -79,6 +93,35 @@ ATTRS_QUERIES = {
 }
 
 
+class Counters:
+    """Token counters: the workspace estimator always, o200k_base when quicktok is installed."""
+
+    def __init__(self) -> None:
+        self.names = ["est"]
+        self.o200k = None
+        try:
+            import quicktok
+        except ImportError:
+            print("(o200k_base column skipped: pip install -e '.[bench]' adds it)")
+        else:
+            self.o200k = quicktok.get_encoding("o200k_base")
+            self.names.append("o200k")
+
+    def count(self, text: str) -> dict[str, int]:
+        counts = {"est": estimate_tokens(text)}
+        if self.o200k is not None:
+            counts["o200k"] = len(self.o200k.encode(text))
+        return counts
+
+
+def pilot_corpus(target: Path) -> Path:
+    """The seed's pilot corpus: seven packages of the running Python's standard library."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for package in PILOT_PACKAGES:
+        shutil.copytree(stdlib / package, target / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
 def fetch_sdist(target: Path) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps", SDIST,
                     "-d", str(target)], check=True, capture_output=True)
@@ -93,13 +136,83 @@ def pct(ours: int, base: int) -> str:
 
 
 def row(label: str, ours: str, base: str, ratio: str, seed: str = "") -> None:
-    print(f"  {label:<44} {ours:>14} {base:>14} {ratio:>10} {seed:>8}")
+    print(f"  {label:<58} {ours:>22} {base:>10} {ratio:>8} {seed:>7}")
 
 
-def bench(name: str, root: Path, queries: dict[str, str], data: Path, verbose: bool = False) -> dict[str, float]:
+def read_figures(ws: Workspace, root: Path, counters: Counters, s: str) -> dict[str, float]:
+    """ctx_read in each summary mode over every .py code file, against reading the same files whole."""
+    results: dict[str, float] = {}
+    code = [p for (p,) in ws.db.execute("SELECT path FROM files WHERE path LIKE '%.py' AND path_class='code' "
+                                         "ORDER BY path")]
+    whole = {rel: counters.count((root / rel).read_text(encoding="utf-8")) for rel in code}
+    for mode in ("signatures", "map", "auto"):
+        for name in counters.names:
+            spent = full = 0
+            per_file = []
+            for rel in code:
+                tokens = counters.count(ws.call(s, "ctx_read", path=rel, mode=mode).text)[name]
+                spent += tokens
+                full += whole[rel][name]
+                per_file.append(tokens / max(1, whole[rel][name]))
+            row(f"ctx_read mode={mode} ({len(code)} .py files) [{name}]", f"{spent:,}", f"{full:,}",
+                pct(spent, full), SEED["signatures"] if mode != "auto" else "")
+            row(f"  median per file ({mode}) [{name}]", f"{statistics.median(per_file):.1%}", "100%", "", "")
+            results[f"{mode}:{name}"] = (spent - full) / full
+    return results
+
+
+def doc_figures(ws: Workspace, root: Path, counters: Counters, s: str, verbose: bool) -> dict[str, float]:
+    """ctx_doc --outline and --section on markdown files ≥ 2 KB (CHANGELOGs excluded, as the pilot did)."""
+    results: dict[str, float] = {}
+    docs = [p for (p,) in ws.db.execute("SELECT path FROM files WHERE lang='markdown' AND bytes >= 2048 "
+                                        "ORDER BY path") if "changelog" not in Path(p).stem.lower()]
+    if not docs:
+        return results
+    for name in counters.names:
+        outline_sum = docs_full = median_sum = 0
+        doc_sizes, section_sizes, bare_sizes, ratios = [], [], [], []
+        for rel in docs:
+            text = (root / rel).read_text(encoding="utf-8")
+            whole = counters.count(text)[name]
+            docs_full += whole
+            doc_sizes.append(whole)
+            lines = text.splitlines()
+            bare_sizes += [counters.count("\n".join(lines[sec.start - 1:sec.end]))[name] for sec in sections(text)]
+            outline_sum += counters.count(ws.call(s, "ctx_doc", path=rel, view="outline").text)[name]
+            replies = sorted(counters.count(ws.call(s, "ctx_doc", path=rel, view="section",
+                                                    pattern=f"L{sec.start}").text)[name] for sec in sections(text))
+            if not replies:
+                continue
+            section_sizes += replies
+            median = replies[len(replies) // 2]
+            median_sum += median
+            ratios.append(whole / median)
+            if verbose:
+                print(f"    {rel}: {whole:,} tok [{name}], {len(replies)} sections, replies "
+                      f"{replies[0]:,}–{replies[-1]:,}, median {median:,} → {ratios[-1]:.1f}x")
+        row(f"ctx_doc --outline ({len(docs)} .md ≥ 2 KB) [{name}]", f"{outline_sum:,}", f"{docs_full:,}",
+            pct(outline_sum, docs_full), "")
+        pooled = statistics.median(doc_sizes) / statistics.median(section_sizes)
+        row(f"ctx_doc --section, median doc / median section [{name}]",
+            f"{statistics.median(section_sizes):,.0f}", f"{statistics.median(doc_sizes):,.0f}", f"{pooled:.1f}x",
+            SEED["sections"])
+        bare = statistics.median(doc_sizes) / statistics.median(bare_sizes)
+        row(f"  the same with bare section text, no reply framing [{name}]",
+            f"{statistics.median(bare_sizes):,.0f}", f"{statistics.median(doc_sizes):,.0f}", f"{bare:.1f}x", "")
+        ratios.sort()
+        quart = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        row(f"  per doc whole / median section [{name}]", f"{ratios[0]:.1f}·{quart[0]:.1f}·{quart[1]:.1f}·"
+            f"{quart[2]:.1f}·{ratios[-1]:.1f}x", "", "", "")
+        row(f"  sum of docs / sum of median sections [{name}]", f"{median_sum:,}", f"{docs_full:,}",
+            f"{docs_full / max(1, median_sum):.1f}x", "")
+        results[f"sections:{name}"] = pooled
+    return results
+
+
+def bench(name: str, root: Path, queries: dict[str, str], data: Path, counters: Counters,
+          verbose: bool = False) -> dict[str, float]:
     print(f"\n== {name}: {root}")
     row("figure", "ctx verbs", "full read", "ratio", "seed")
-    results: dict[str, float] = {}
     with Workspace(data) as ws:
         started = time.perf_counter()
         report = ws.index(root)
@@ -110,58 +223,16 @@ def bench(name: str, root: Path, queries: dict[str, str], data: Path, verbose: b
             hashlib.sha256((root / rel).read_bytes()).hexdigest()
         floor = time.perf_counter() - started
         s = "session-bench"
-
+        results = read_figures(ws, root, counters, s)
+        if not queries:
+            return results
+        results |= doc_figures(ws, root, counters, s, verbose)
         code = [p for (p,) in ws.db.execute("SELECT path FROM files WHERE path LIKE '%.py' AND path_class='code' "
                                              "ORDER BY path")]
-        full = sum(ws.db.execute("SELECT tokens FROM files WHERE path=?", (rel,)).fetchone()[0] for rel in code)
-        for mode in ("signatures", "map", "auto"):
-            spent = 0
-            per_file = []
-            for rel in code:
-                reply = ws.call(s, "ctx_read", path=rel, mode=mode)
-                whole = ws.db.execute("SELECT tokens FROM files WHERE path=?", (rel,)).fetchone()[0]
-                spent += estimate_tokens(reply.text)
-                per_file.append(estimate_tokens(reply.text) / max(1, whole))
-            row(f"ctx_read mode={mode} ({len(code)} .py files)", f"{spent:,}", f"{full:,}", pct(spent, full),
-                SEED["signatures"] if mode != "auto" else "")
-            row(f"  median per file ({mode})", f"{statistics.median(per_file):.1%}", "100%", "", "")
-            results[mode] = (spent - full) / full
-
-        docs = [(p, t) for p, t in ws.db.execute("SELECT path, tokens FROM files WHERE lang='markdown' AND bytes >= 2048 "
-                                                 "ORDER BY path")]
-        outline_sum = section_sum = docs_full = 0
-        ratios = []
-        for rel, whole in docs:
-            outline = ws.call(s, "ctx_doc", path=rel, view="outline")
-            text = (root / rel).read_text(encoding="utf-8")
-            found = sections(text)
-            outline_sum += estimate_tokens(outline.text)
-            docs_full += whole
-            if not found:
-                continue
-            lines = text.splitlines()
-            sized = sorted(found, key=lambda sec: (estimate_tokens("\n".join(
-                lines[section_span(found, sec, len(lines))[0] - 1:section_span(found, sec, len(lines))[1]])), sec.start))
-            median = sized[len(sized) // 2]
-            section = ws.call(s, "ctx_doc", path=rel, view="section", pattern=f"L{median.start}")
-            section_sum += estimate_tokens(section.text)
-            ratios.append(whole / estimate_tokens(section.text))
-            if verbose:
-                print(f"    {rel}: {whole:,} tok, {len(found)} sections, median section "
-                      f"{estimate_tokens(section.text):,} tok → {ratios[-1]:.1f}x")
-        if docs:
-            row(f"ctx_doc --outline ({len(docs)} .md ≥ 2 KB)", f"{outline_sum:,}", f"{docs_full:,}",
-                pct(outline_sum, docs_full), "")
-            ratios.sort()
-            row("ctx_doc --section (median section)", f"{section_sum:,}", f"{docs_full:,}",
-                f"{docs_full / max(1, section_sum):.1f}x", SEED["sections"])
-            quart = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-            row("  per doc full/section: min·q1·median·q3·max", f"{ratios[0]:.0f}·{quart[0]:.0f}·{quart[1]:.0f}·"
-                f"{quart[2]:.0f}·{ratios[-1]:.0f}x", "", "", "")
-            results["section_ratio"] = docs_full / max(1, section_sum)
 
         found_top3 = 0
-        search_sum = pointed_sum = 0
+        search_sums = {name: 0 for name in counters.names}
+        pointed_sums = {name: 0 for name in counters.names}
         misses = []
         for query, expected in queries.items():
             paths = ws.call(s, "ctx_search", query=query, mode="paths").data["files"]
@@ -171,16 +242,18 @@ def bench(name: str, root: Path, queries: dict[str, str], data: Path, verbose: b
             else:
                 misses.append(f"{query} → {top}")
             reply = ws.call(s, "ctx_search", query=query)
-            search_sum += estimate_tokens(reply.text)
-            pointed_sum += sum(ws.db.execute("SELECT tokens FROM files WHERE path=?", (p,)).fetchone()[0]
-                               for p in reply.files)
-        row(f"ctx_search, first page ({len(queries)} queries)", f"{search_sum:,}", f"{pointed_sum:,}",
-            pct(search_sum, pointed_sum), SEED["search"])
+            pointed = [counters.count((root / p).read_text(encoding="utf-8")) for p in reply.files]
+            for name, tokens in counters.count(reply.text).items():
+                search_sums[name] += tokens
+                pointed_sums[name] += sum(c[name] for c in pointed)
+        for name in counters.names:
+            row(f"ctx_search, first page ({len(queries)} queries) [{name}]", f"{search_sums[name]:,}",
+                f"{pointed_sums[name]:,}", pct(search_sums[name], pointed_sums[name]), SEED["search"])
+            results[f"search:{name}"] = (search_sums[name] - pointed_sums[name]) / pointed_sums[name]
         row("recall: defining file in top 3", f"{found_top3}/{len(queries)}", "", f"{found_top3 / len(queries):.0%}",
             "≥90%")
         for miss in misses:
             print(f"    miss: {miss}")
-        results["search"] = (search_sum - pointed_sum) / pointed_sum
         results["recall"] = found_top3 / len(queries)
 
         row(f"index build ({report.files} files)", f"{build:.2f}s", f"{floor:.3f}s", f"{build / floor:.0f}x", "")
@@ -219,11 +292,15 @@ def main() -> None:
     parser.add_argument("--sdist-dir", type=Path, help="An extracted attrs sdist to reuse instead of downloading.")
     parser.add_argument("--verbose", action="store_true", help="One line per markdown file measured.")
     args = parser.parse_args()
+    counters = Counters()
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         sdist = args.sdist_dir or fetch_sdist(tmp_path / "sdist")
-        bench("this repository", REPO, REPO_QUERIES, tmp_path / "data-repo", args.verbose)
-        bench(f"{SDIST} (PyPI sdist)", sdist, ATTRS_QUERIES, tmp_path / "data-sdist", args.verbose)
+        bench("this repository", REPO, REPO_QUERIES, tmp_path / "data-repo", counters, args.verbose)
+        bench(f"{SDIST} (PyPI sdist)", sdist, ATTRS_QUERIES, tmp_path / "data-sdist", counters, args.verbose)
+        stdlib = pilot_corpus(tmp_path / "pilot")
+        bench(f"the seed's pilot corpus (Python {sys.version.split()[0]} stdlib: {', '.join(PILOT_PACKAGES)})",
+              stdlib, {}, tmp_path / "data-pilot", counters, args.verbose)
 
 
 if __name__ == "__main__":
