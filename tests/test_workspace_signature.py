@@ -57,3 +57,11 @@ def test_context_definitions_show_the_shortened_signature(wide):
     text = wide.call("s", "ctx_context", task="what does query return", token_budget=2000).text
     assert ("pkg/wide.py:7 def query(db, text, *, tenant='default', limit=10, config=…, budget=None) -> list[Hit]"
             "  L7-8  pkg/wide.py#query@L7") in text.splitlines()
+
+
+def test_an_approximate_outline_keeps_its_source_lines(wide):
+    ruby = "def configure(name, options = {}, retries = 3, timeout = 30, verbose = false, logger = nil, hooks = [])"
+    (wide.root / "pkg/tool.rb").write_text(f"{ruby}\n  name\nend\n", encoding="utf-8")
+    wide.index(wide.root)
+    lines = wide.call("s", "ctx_read", path="pkg/tool.rb", mode="signatures").text.splitlines()
+    assert lines[1:3] == ["(approximate regex outline)", f"{ruby}  L1-3"]

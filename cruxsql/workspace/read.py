@@ -76,7 +76,7 @@ def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: st
                 lines += _constants_lines(constants)
             continue
         exact = _without_self(s)
-        compact = shorten(exact)
+        compact = exact if indexed.approx else shorten(exact)     # regex outlines hold source lines, not Python
         if compact != exact:
             shortened.append(s)
         lines.append(f"{'  ' * s.depth}{trim(compact)}  {_span(s)}")
