@@ -84,11 +84,12 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
         for path, qualname, start, end, signature in definitions:
             indexed = load(db, root, path)
             body = indexed.lines[start:min(end, start + BODY_LINES)]
-            rich.append(f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}  {symbolic_handle(path, qualname, start)}")
+            line = f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}"
+            rich.append(f"{line}  {symbolic_handle(path, qualname, start)}")
             rich += [f"    {line.rstrip()[:LINE_CAP]}" for line in body if line.strip()]
             if end > start + BODY_LINES:
                 rich.append(f"    … +{end - start - BODY_LINES} lines")
-            lean.append(f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}")
+            lean.append(line)
         text = "\n".join(rich)
         parts.append(Part("definitions", 2, 1, text, "\n".join(lean), content_handle(db, text)))
     callers = _callers(db, root, definitions)

@@ -100,7 +100,8 @@ def section_span(all_sections: list[Section], section: Section, total_lines: int
 
 
 def subsections(all_sections: list[Section], section: Section, span_end: int) -> list[Section]:
-    """The sections one level down inside `section` (whose span ends at `span_end`), skipped levels included."""
+    """The sections one level down inside `section` (whose span ends at `span_end`); a heading that skips
+    a level (`####` right under `##`) counts as one level down."""
     found: list[Section] = []
     for s in all_sections:
         if section.start < s.start <= span_end and (not found or s.level <= min(f.level for f in found)):
