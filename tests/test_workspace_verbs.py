@@ -101,6 +101,13 @@ def test_signatures_are_the_default_for_larger_code_and_say_they_are_lossy(ws):
         "imports: os, typing", "def parse_header(line: str) -> Tuple[str, str]  L9-12", "class HTTPClient  L15-24"]
 
 
+def test_map_names_each_module_of_a_from_dot_import(ws):
+    (ws.root / "pkg/both.py").write_text("from . import core, util\nfrom .core import parse_header\n\n\n"
+                                         "def both():\n    return core, util, parse_header\n", encoding="utf-8")
+    ws.index(ws.root)
+    assert ws.call("s", "ctx_read", path="pkg/both.py", mode="map").text.splitlines()[1] == "imports: .core, .util"
+
+
 def test_markdown_and_config_are_never_compressed_by_default(ws):
     for path in ("docs/guide.md", "pyproject.toml"):
         reply = ws.call("s", "ctx_read", path=path)

@@ -58,9 +58,9 @@ def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: st
     if indexed.approx:
         lines.append(f"({indexed.approx})")
     imports = [] if mode.kind is ModeKind.SIGNATURES else list(dict.fromkeys(
-        _import_name(module) for (module,) in db.execute(
+        name for (module,) in db.execute(
             "SELECT module FROM imports WHERE file_id=? ORDER BY line, module", (indexed.file_id,))
-        if not module.startswith("__future__")))
+        if not module.startswith("__future__") for name in _import_names(module)))
     if imports:
         lines.append("imports: " + ", ".join(imports))
     kinds = {s.qualname: s.kind for s in indexed.symbols}
@@ -109,10 +109,10 @@ def _sections(indexed: IndexedFile, head: str, data: dict) -> Reply:
 
 
 
-def _import_name(label: str) -> str:
-    """`os.path` → os.path; `.errors:InvalidInput` → .errors; `.:markdown` → .markdown."""
+def _import_names(label: str) -> list[str]:
+    """`os.path` → os.path; `.errors:InvalidInput` → .errors; `.:cochange,ranking` → .cochange, .ranking."""
     module, _, names = label.partition(":")
-    return module if module.strip(".") else module + names
+    return [module] if module.strip(".") else [module + name for name in names.split(",")]
 
 
 def _span(symbol: Symbol) -> str:
