@@ -6,6 +6,7 @@
         rows = cruxsql.Recall(store).query_facts("deploy").rows
 """
 
+from .curation import exact_duplicates as _exact_duplicates  # noqa: F401  (registers its replay hook)
 from .documents.lane import DocumentLane
 from .errors import Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned, NotFound, ViewTooNew
 from .facts.codec import Fact

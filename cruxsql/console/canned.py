@@ -250,7 +250,8 @@ FROM token_usage GROUP BY agent ORDER BY tokens_out DESC""",
             "SELECT * FROM contradiction_candidates", {"contradiction_candidates": frozenset()}),
         CannedQuery(
             "duplicate_candidates", "Duplicate candidates",
-            "Advisory near-duplicates found by curation (never a mutation).",
+            "Pairs of live, non-private facts of one entity whose values are equal once lowercased and "
+            "trimmed; advisory, never a mutation (`cruxsql curate duplicates` adds the near ones).",
             "SELECT * FROM duplicate_candidates", {"duplicate_candidates": frozenset()}),
     )
 

@@ -226,6 +226,8 @@ INTERNAL: dict[str, str] = {
     "recall_timeline_state": "how far the transaction-time index has been built",
     "recall_event_times": "event times by journal line, for known_at recall",
     "recall_changes": "attribute changes by journal line, for known_at recall",
+    "fact_norms": "live, non-private facts by normalised value, for duplicate_candidates (kept by replay)",
+    "fact_norms_state": "which generation and journal line fact_norms reflects",
 }
 
 _STATE_COLUMNS: dict[str, str] = {

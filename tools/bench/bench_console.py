@@ -35,6 +35,8 @@ import cruxsql  # noqa: E402
 from cruxsql.console.canned import view_queries  # noqa: E402
 from cruxsql.console.dashboards import DASHBOARD, dashboards  # noqa: E402
 from cruxsql.console.plugin import ConsolePlugin  # noqa: E402
+from cruxsql.facts import view as fact_view  # noqa: E402
+from cruxsql.facts.store import StoreRequest  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 PARAMS = {"live_facts_of_tenant": {"tenant": "tenant1"}, "actor_writes": {"actor": "ops", "since": "", "until": ""},
@@ -42,16 +44,22 @@ PARAMS = {"live_facts_of_tenant": {"tenant": "tenant1"}, "actor_writes": {"actor
 
 
 ACTOR_FACTS = 2000
+DUPLICATE_ENTITIES = 1000  # each with three facts equal once lowercased and trimmed: 3 duplicate pairs
 
 
 def build(events: int) -> Path:
-    """The generated journal replayed, plus ACTOR_FACTS stores by actor `ops` (the generator writes no actors)."""
+    """The generated journal replayed, plus ACTOR_FACTS stores by actor `ops` (the generator writes no actors)
+    and DUPLICATE_ENTITIES planted duplicate groups (its values are all distinct)."""
     data_dir = OUT / f"console-{events}"
     if (data_dir / "cruxsql.db").exists():
         with cruxsql.open(data_dir) as store:
             if store.db.execute("SELECT count(*) FROM facts WHERE actor = 'ops'").fetchone()[0] < ACTOR_FACTS:
                 for i in range(ACTOR_FACTS):
                     store.store(f"svc{i}", "owner", f"ops wrote {i}", tenant="tenant1", actor="ops")
+            if store.db.execute("SELECT count(*) FROM facts WHERE entity = 'dup0'").fetchone()[0] == 0:
+                store.store_batch([StoreRequest(f"dup{i}", key, text.format(i), tenant_hash="tenant1")
+                                   for i in range(DUPLICATE_ENTITIES)
+                                   for key, text in (("a", "Dup {}"), ("b", "dup {} "), ("c", " DUP {}"))])
         return data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
     print(f"building a view of {events:,} journal events in {data_dir} ...", flush=True)
@@ -156,6 +164,12 @@ def main() -> None:
         direct = best(lambda: timed_sql(conn, q.sql, params))
         print(f"| canned `{q.name}` ({len(body['rows'])} rows), ms (baseline: same SQL in-process) | "
               f"{ms:.1f} | {direct:.1f} | {ms / direct:.1f} |")
+    replaced = (fact_view.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
+    replaced = replaced.split("CREATE VIEW duplicate_candidates AS")[1].split(";")[0]
+    members, self_join = best(lambda: timed_sql(conn, "SELECT * FROM duplicate_candidates", {})), \
+        timed_sql(conn, replaced, {})
+    print(f"| `duplicate_candidates` in-process, ms (baseline: migration 0009's self-join it replaces, one run) | "
+          f"{members:.1f} | {self_join:.0f} | {members / self_join:.4f} |")
     board = dashboards("cruxsql")[DASHBOARD]["charts"]
     for name, chart in board.items():
         sql = chart["query"]

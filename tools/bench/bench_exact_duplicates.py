@@ -1,0 +1,119 @@
+"""What keeping `fact_norms` current costs writers (migration 0016 and its replay hook,
+`cruxsql.curation.exact_duplicates.keep_current`): a full replay, `store()`, and a whole recount.
+
+    python tools/bench/bench_exact_duplicates.py                         # 100,000 journal events
+    python tools/bench/bench_exact_duplicates.py --events 300000
+    python tools/bench/bench_exact_duplicates.py --recount-view tools/bench/out/console-1350000
+
+Baseline, in the same run: the same work with the hook unregistered (what replay did before), the two
+arms interleaved, the best of each kept. Replay is timed in CPU seconds of this process too, which the
+other jobs on a shared machine disturb less than wall time. The journal and views are kept under
+tools/bench/out/exact-duplicates-<events>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from journal_gen import generate  # noqa: E402
+
+import cruxsql  # noqa: E402
+from cruxsql.curation import exact_duplicates  # noqa: E402
+from cruxsql.facts import view  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+@contextmanager
+def hook(enabled: bool) -> Iterator[None]:
+    """Replay with or without the fact_norms hook (the bench's baseline arm unregisters it)."""
+    hooks = view._REPLAY_HOOKS
+    if not enabled:
+        hooks.remove(exact_duplicates.keep_current)
+    try:
+        yield
+    finally:
+        if not enabled:
+            hooks.append(exact_duplicates.keep_current)
+
+
+def timed_replay(work: Path, journal: Path, name: str) -> tuple[float, float, Path]:
+    """(wall s, CPU s) of opening a data directory whose journal has never been replayed."""
+    data_dir = work / name
+    shutil.rmtree(data_dir, ignore_errors=True)
+    data_dir.mkdir(parents=True)
+    shutil.copy(journal, data_dir / "facts.jsonl")
+    wall, cpu = time.perf_counter(), time.process_time()
+    with cruxsql.open(data_dir):
+        pass
+    return time.perf_counter() - wall, time.process_time() - cpu, data_dir
+
+
+def store_p50(data_dir: Path, n: int, tag: str) -> float:
+    """Median ms of `store()`; every seventh value repeats one of its entity (a duplicate to count)."""
+    with cruxsql.open(data_dir) as store:
+        times = []
+        for i in range(n):
+            started = time.perf_counter()
+            store.store(f"bench:{tag}{i % 50}", f"k{i}", f"value {i if i % 7 else i % 3}", tenant="tenant0")
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def recount(data_dir: Path) -> tuple[float, int]:
+    """Seconds of `exact_duplicates.recompute` on a built view (rolled back), and its fact count."""
+    db = view.open_connection(data_dir / view.DB_NAME)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        started = time.perf_counter()
+        exact_duplicates.recompute(db)
+        took = time.perf_counter() - started
+        rows = db.execute("SELECT count(*) FROM fact_norms").fetchone()[0]
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+    return took, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000, help="journal events to replay")
+    parser.add_argument("--stores", type=int, default=200, help="store() calls per arm and round")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds; the best of each arm is kept")
+    parser.add_argument("--recount-view", type=Path, help="also time a whole recount on this built data directory")
+    args = parser.parse_args()
+    work = OUT / f"exact-duplicates-{args.events}"
+    work.mkdir(parents=True, exist_ok=True)
+    journal = work / "journal.jsonl"
+    if not journal.exists():
+        generate(journal, args.events)
+    figures: dict[str, dict[bool, list[float]]] = {m: {True: [], False: []} for m in ("wall", "cpu", "store")}
+    for r in range(args.rounds):
+        for enabled in (True, False):
+            with hook(enabled):
+                wall, cpu, data_dir = timed_replay(work, journal, "with" if enabled else "without")
+                figures["wall"][enabled].append(wall)
+                figures["cpu"][enabled].append(cpu)
+                figures["store"][enabled].append(store_p50(data_dir, args.stores, f"r{r}"))
+    print(f"\n{args.events:,} journal events; best of {args.rounds} interleaved rounds\n")
+    print("| measure | with the hook | without (baseline) | ratio |\n|---|---|---|---|")
+    for key, label in (("wall", "full replay, wall s"), ("cpu", "full replay, CPU s"), ("store", "`store()` p50, ms")):
+        a, b = min(figures[key][True]), min(figures[key][False])
+        print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+    if args.recount_view:
+        took, rows = recount(args.recount_view)
+        print(f"| whole recount (after a rebuild's first batch or a compaction), {rows:,} live facts, s | "
+              f"{took:.2f} | | |")
+
+
+if __name__ == "__main__":
+    main()
