@@ -136,6 +136,9 @@ def test_every_path_that_changes_a_fact_keeps_the_members_current(planted: Store
 
     compact(store)                                                        # drops deleted facts in place
     assert assert_current(store.db) == before
+    added = store.store("crux", "k2", " DUP").fact_id                     # first replay after it: a recount
+    before = assert_current(store.db)
+    assert [(r[3], r[4]) for r in before if added in r[3:5]] == [tuple(sorted((first, added)))]
     store.rebuild()
     assert assert_current(store.db) == before
     assert store.verify().ok

@@ -62,7 +62,7 @@ class ConsolePlugin:
 
         async def offered() -> dict[str, Any]:
             queries = canned.view_queries() if kind == "view" else canned.audit_queries()
-            columns = await datasette.get_database(database).execute_fn(_columns_of)
+            columns = await datasette.get_database(database).execute_fn(columns_of)
             return {q.name: q.to_metadata() for q in queries if q.available(columns)}
 
         return offered
@@ -95,6 +95,7 @@ class ConsolePlugin:
         return [(r"^/-/login$", login)]
 
 
-def _columns_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+def columns_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Every table and view of the database with its columns (which canned queries to offer)."""
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
     return {n: {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (n,))} for n in names}

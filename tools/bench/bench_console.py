@@ -34,7 +34,7 @@ from journal_gen import generate  # noqa: E402
 import cruxsql  # noqa: E402
 from cruxsql.console.canned import view_queries  # noqa: E402
 from cruxsql.console.dashboards import DASHBOARD, dashboards  # noqa: E402
-from cruxsql.console.plugin import ConsolePlugin  # noqa: E402
+from cruxsql.console.plugin import ConsolePlugin, columns_of  # noqa: E402
 from cruxsql.facts import view as fact_view  # noqa: E402
 from cruxsql.facts.store import StoreRequest  # noqa: E402
 
@@ -148,8 +148,9 @@ def main() -> None:
               f"{bare_ms:.0f} | {ms / bare_ms:.2f} |")
     stop(bare)
 
+    offered = columns_of(conn)  # what the console offers: every query whose tables exist
     for q in view_queries():
-        if not q.available({"facts": set(), "journal_corrupt_lines": set()}):
+        if not q.available(offered):
             continue
         params = PARAMS.get(q.name, {})
         if q.name == "fact_history":
@@ -187,6 +188,7 @@ def main() -> None:
     # store() p50 into the big store: without and with a console running canned queries in a loop
     loop_urls = [f"{url}cruxsql/live_facts_of_tenant.json?tenant=tenant2",
                  f"{url}cruxsql/stale_facts.json?horizon_class=",
+                 f"{url}cruxsql/duplicate_candidates.json",
                  f"{url}cruxsql.json?" + urllib.parse.urlencode({"sql": board["fact-states"]["query"]})]
     halt = threading.Event()
     served = [0]
