@@ -2,7 +2,8 @@
 
 Each query states the tables (and columns) it needs; one whose table does not exist in the database
 being browsed (token usage from the MCP server, the curation views) is simply not offered. The
-queries run under Datasette's time limit on a 1M-fact view thanks to migration 0011's indexes.
+queries run under Datasette's time limit on a 1M-fact view thanks to migration 0011's indexes and, for
+`duplicate_candidates`, curation's `fact_norms` (migration 0016).
 Legal-hold resolution and retention's protection reasons restate, in SQL, the rules of
 `governance.legal_holds` and `governance.retention` (tests compare them with those modules).
 """
