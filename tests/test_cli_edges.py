@@ -33,7 +33,8 @@ WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon
 READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",
          "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup",
          "curate contradictions", "curate disagreements", "curate duplicates"}
-NO_STORE = {"restore", "embed"}     # restore: a backup and a target directory; embed: text only
+NO_STORE = {"restore", "embed", "cluster status"}  # restore: a backup and a target; embed: text only;
+# cluster status: the cluster's stream and registry (the data directory only names the cluster)
 NO_LOCK = {"doctor"}                # reports who holds the lock instead of waiting for it
 WORKSPACE = {name for name in ("workspace index", "workspace status", "workspace ledger", "ctx search", "ctx read",
                                "ctx doc", "ctx impact", "ctx context", "ctx expand")}
@@ -53,9 +54,9 @@ def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterato
             yield " ".join(prefix + (name,)), command
 
 
-SERVERS = {"console"}
+SERVERS = {"console", "node"}
 """Run until stopped, so the generic loops below cannot invoke them; their refusals (missing store, bad
-options) are tested in their own modules (test_console_server.py)."""
+options) are tested in their own modules (test_console_server.py, test_cluster.py)."""
 ALL = {name: command for name, command in commands() if name not in SERVERS}
 
 

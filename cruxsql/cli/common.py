@@ -16,6 +16,7 @@ import click
 
 from ..errors import CruxsqlError, ReadOnlyStore
 from ..facts.store import Store
+from ..cluster.config import is_bound
 from .data_dir import data_dir_state
 
 DATA_DIR_ENV = "CRUXSQL_DATA_DIR"
@@ -158,12 +159,28 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
     if state.read_only:
         _note_in_memory(data_dir, f"is read-only ({state.read_only})")
         return Store(data_dir, read_only=True, **options)
+    if is_bound(data_dir):
+        return _open_node(data_dir, access, options)
     try:
         return Store(data_dir, **options)
     except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
         if access != "read":
             raise
         _note_in_memory(data_dir, f"cannot be written ({exc})")
+        return Store(data_dir, read_only=True, **options)
+
+
+def _open_node(data_dir: Path, access: str, options: dict[str, Any]) -> Store:
+    """A cluster node's directory: writes go through the cluster. A read when the cluster does not answer
+    reads the local mirror as it stands, said on stderr; a write fails (nothing is acknowledged)."""
+    from ..cluster.link import ClusterUnavailable
+    from ..cluster.store import open_cluster_store
+    try:
+        return open_cluster_store(data_dir, **options)
+    except ClusterUnavailable as exc:
+        if access != "read":
+            raise
+        _note_in_memory(data_dir, f"is a cluster node and {exc}")
         return Store(data_dir, read_only=True, **options)
 
 

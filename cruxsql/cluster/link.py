@@ -1,0 +1,263 @@
+"""The connection to the JetStream cluster, for synchronous callers: nats-py runs on an asyncio loop in a
+background thread; every method submits a coroutine there and waits for its result.
+
+Stream layout of one tenant group `G`: stream `CRUXSQL_G` on subjects `cruxsql.G.>`; a mutation that
+touches one version chain goes on `cruxsql.G.chain.<digest>`, any other on `cruxsql.G.multi`. Nodes
+report themselves in the key-value bucket `CRUXSQL_G_NODES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.js import api
+
+from ..errors import CruxsqlError
+
+T = TypeVar("T")
+WRONG_LAST_SEQUENCE = (10071,)
+"""JetStream's error codes for an expected last (subject) sequence that is not the last one."""
+DUPLICATE_WINDOW_SECONDS = 120.0
+FETCH_BATCH = 512
+
+
+class ClusterUnavailable(CruxsqlError):
+    """The cluster did not answer (no quorum, servers down, timeout): nothing was acknowledged."""
+
+
+class ChainMoved(CruxsqlError):
+    """Another node wrote the version chain since this node last applied it (expected-last-sequence)."""
+
+
+@dataclass(frozen=True)
+class StreamMessage:
+    seq: int
+    subject: str
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class StreamState:
+    name: str
+    last_seq: int
+    first_seq: int
+    messages: int
+    leader: Optional[str]
+    replicas: list[dict[str, Any]]
+
+
+def stream_name(group: str) -> str:
+    return f"CRUXSQL_{group}"
+
+
+def subject_prefix(group: str) -> str:
+    return f"cruxsql.{group}"
+
+
+class ClusterLink:
+    """One NATS connection (reconnecting across the given servers) and its JetStream context."""
+
+    def __init__(self, urls: list[str], group: str = "default", timeout: float = 2.0,
+                 patience: float = 30.0) -> None:
+        """`timeout`: one request's wait; `patience`: how long idempotent requests (reads, publishes with
+        a message id) keep retrying while the cluster elects a new leader or a server comes back."""
+        self.urls, self.group, self.timeout, self.patience = urls, group, timeout, patience
+        self.stream = stream_name(group)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="cruxsql-nats", daemon=True)
+        self._thread.start()
+        try:
+            self._nc = self._run(nats.connect(servers=urls, connect_timeout=2, reconnect_time_wait=0.25,
+                                              max_reconnect_attempts=-1, allow_reconnect=True,
+                                              error_cb=self._quiet, disconnected_cb=self._none,
+                                              reconnected_cb=self._none, closed_cb=self._none),
+                                  2.0 * len(urls) + 3)
+        except BaseException:
+            self._stop_loop()
+            raise
+        self._js = self._nc.jetstream(timeout=timeout)
+
+    @staticmethod
+    async def _quiet(exc: Exception) -> None:
+        """nats-py logs reconnect errors by default; a node riding out a server's death stays quiet."""
+
+    @staticmethod
+    async def _none() -> None:
+        pass
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout if timeout is not None else self.timeout + 5)
+        except (asyncio.TimeoutError, TimeoutError, nats.errors.TimeoutError, nats.errors.NoServersError,
+                nats.errors.ConnectionClosedError, nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError,
+                nats.js.errors.ServiceUnavailableError, ConnectionError, OSError) as exc:
+            future.cancel()
+            raise ClusterUnavailable(f"the NATS cluster at {','.join(self.urls)} did not answer: "
+                                     f"{type(exc).__name__} {exc}".rstrip()) from None
+
+    def _retry(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                return self._run(make())
+            except ClusterUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        try:
+            self._run(self._nc.close(), 5)
+        except CruxsqlError:
+            pass
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        async def drain() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            asyncio.run_coroutine_threadsafe(drain(), self._loop).result(5)
+        except (asyncio.TimeoutError, TimeoutError):
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    # --- the stream ------------------------------------------------------------------------------
+
+    def ensure_stream(self, replicas: int) -> None:
+        """Create the group's stream if missing (file storage, `replicas` copies, direct gets allowed)."""
+        config = api.StreamConfig(name=self.stream, subjects=[f"{subject_prefix(self.group)}.>"],
+                                  storage=api.StorageType.FILE, num_replicas=replicas,
+                                  duplicate_window=DUPLICATE_WINDOW_SECONDS, allow_direct=True)
+
+        async def ensure() -> None:
+            try:
+                await self._js.stream_info(self.stream)
+            except nats.js.errors.NotFoundError:
+                await self._js.add_stream(config)
+        self._retry(ensure)
+
+    def publish(self, subject: str, payload: bytes, msg_id: str, expected_subject_seq: Optional[int]) -> int:
+        """Publish and wait for the stream's acknowledgement (a quorum has it); returns its sequence.
+        A retried `msg_id` within the duplicate window is stored once. Raises ChainMoved when
+        `expected_subject_seq` is not the subject's last sequence."""
+        headers = {api.Header.MSG_ID: msg_id}
+        if expected_subject_seq is not None:
+            headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(expected_subject_seq)
+        try:
+            ack = self._retry(lambda: self._js.publish(subject, payload, stream=self.stream, headers=dict(headers)))
+        except nats.js.errors.APIError as exc:
+            if exc.err_code in WRONG_LAST_SEQUENCE or (exc.description or "").startswith("wrong last sequence"):
+                raise ChainMoved(f"{subject} moved past sequence {expected_subject_seq}") from None
+            raise ClusterUnavailable(f"JetStream refused the publish to {subject}: {exc.description} (error {exc.err_code})") from None
+        return ack.seq
+
+    def state(self) -> StreamState:
+        info = self._retry(lambda: self._js.stream_info(self.stream))
+        cluster = info.cluster
+        replicas = [{"name": p.name, "current": p.current, "offline": bool(p.offline), "lag": p.lag or 0}
+                    for p in (cluster.replicas or [])] if cluster else []
+        return StreamState(self.stream, info.state.last_seq, info.state.first_seq, info.state.messages,
+                           cluster.leader if cluster else None, replicas)
+
+    def last_seq(self) -> int:
+        return self.state().last_seq
+
+    def messages(self, start: int, end: int) -> Iterator[StreamMessage]:
+        """Messages with sequence start..end inclusive, in order (erased or purged ones are absent)."""
+        if end < start:
+            return
+        if end - start < 8:
+            for seq in range(start, end + 1):
+                msg = self.get(seq)
+                if msg is not None:
+                    yield msg
+            return
+        while start <= end:
+            config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
+                                        ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
+                                        num_replicas=1)
+            sub = self._retry(lambda: self._js.pull_subscribe(f"{subject_prefix(self.group)}.>", stream=self.stream,
+                                                              config=config))
+            try:
+                while start <= end:
+                    try:
+                        batch = self._run(sub.fetch(min(FETCH_BATCH, end - start + 1), timeout=self.timeout))
+                    except ClusterUnavailable:
+                        if self.last_seq() < start:
+                            return
+                        break  # the consumer's server went away: a new consumer from `start`
+                    for msg in batch:
+                        seq = msg.metadata.sequence.stream
+                        if seq > end:
+                            return
+                        start = seq + 1
+                        yield StreamMessage(seq, msg.subject, msg.data)
+            finally:
+                try:
+                    self._run(sub.unsubscribe(), self.timeout)
+                except (CruxsqlError, nats.errors.Error):
+                    pass
+
+    def get(self, seq: int) -> Optional[StreamMessage]:
+        try:
+            raw = self._retry(lambda: self._js.get_msg(self.stream, seq, direct=True))
+        except nats.js.errors.NotFoundError:
+            return None
+        return StreamMessage(raw.seq or seq, raw.subject, raw.data or b"")
+
+    def last_subject_seq(self, subject: str) -> int:
+        """The sequence of the last message on `subject` (0 when it has none)."""
+        try:
+            raw = self._retry(lambda: self._js.get_last_msg(self.stream, subject, direct=True))
+        except nats.js.errors.NotFoundError:
+            return 0
+        return raw.seq or 0
+
+    def erase(self, seq: int) -> None:
+        """Delete one message with its bytes overwritten on every replica (JetStream's secure delete)."""
+        self._retry(lambda: self._js.delete_msg(self.stream, seq))
+
+    # --- node registry ---------------------------------------------------------------------------
+
+    def _nodes(self, replicas: int):
+        async def bucket():
+            name = f"{self.stream}_NODES"
+            try:
+                return await self._js.key_value(name)
+            except nats.js.errors.BucketNotFoundError:
+                return await self._js.create_key_value(bucket=name, history=1, replicas=replicas)
+        return bucket()
+
+    def report_node(self, name: str, record: bytes, replicas: int) -> None:
+        async def put() -> None:
+            kv = await self._nodes(replicas)
+            await kv.put(name, record)
+        self._retry(put)
+
+    def node_reports(self, replicas: int) -> dict[str, bytes]:
+        async def read() -> dict[str, bytes]:
+            kv = await self._nodes(replicas)
+            try:
+                keys = await kv.keys()
+            except nats.js.errors.NoKeysError:
+                return {}
+            out = {}
+            for key in keys:
+                entry = await kv.get(key)
+                out[key] = entry.value or b""
+            return out
+        return self._retry(read)

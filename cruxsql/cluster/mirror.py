@@ -1,0 +1,169 @@
+"""A node's mirror of the stream: the journal events the cluster holds, appended byte for byte to the
+local `facts.jsonl` and replayed into the view, in stream order.
+
+`<data_dir>/cluster-position.json` records the last stream sequence mirrored and the journal offset it
+ends at; it is written after the journal's fsync, so a crash between the two leaves a journal tail that
+the next catch-up matches against the stream's payloads and adopts (nothing appended twice).
+
+A stream message that stores a new version is applied only when its versions are newer than its
+chains' current heads, judged on the state before it: every node decides the same way, and a writer
+whose message lost that race (a concurrent store through another node, unseen when it built its
+version) sees it absent and builds again. So a chain's versions are 1..N exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..errors import JournalError
+from ..facts import codec, view
+from ..facts.journal import write_file_durably
+from ..facts.store import Store
+from .link import ClusterLink
+
+POSITION_NAME = "cluster-position.json"
+FLUSH_EVERY = 2000
+_HEAD_KEEPING = ('{"op":"store",', '{"op":"store_batch",', '{"op":"supersede",')
+"""Lines that cannot lower a chain's head version (a delete, a consolidation or a replace can)."""
+Chain = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Position:
+    seq: int
+    journal_offset: int
+
+
+def split_lines(payload: bytes) -> list[str]:
+    """The journal lines a message carries (its payload is those lines, each ending in a newline)."""
+    return payload.decode("utf-8").split("\n")[:-1]
+
+
+def stored_facts(lines: list[str]) -> list[codec.Fact]:
+    """The facts that store events among `lines` create (undecodable lines carry none)."""
+    facts = []
+    for line in lines:
+        if line.startswith(('{"op":"store",', '{"op":"store_batch",')):
+            try:
+                facts += codec.event_facts(codec.decode_event(line.encode("utf-8")))
+            except codec.CorruptLine:
+                pass
+    return facts
+
+
+def chain_of(fact: codec.Fact) -> Chain:
+    return (fact.tenant_hash, fact.entity, fact.key)
+
+
+class Mirror:
+    def __init__(self, data_dir: Path, link: ClusterLink) -> None:
+        self.path = Path(data_dir) / POSITION_NAME
+        self.link = link
+
+    def _read(self) -> Optional[Position]:
+        try:
+            obj = json.loads(self.path.read_text(encoding="utf-8"))
+            return Position(int(obj["seq"]), int(obj["journal_offset"]))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise JournalError(f"{self.path}: unreadable mirror position ({exc})") from None
+
+    def _write(self, pos: Position) -> None:
+        write_file_durably(self.path, json.dumps({"stream": self.link.stream, "seq": pos.seq,
+                                                  "journal_offset": pos.journal_offset}).encode() + b"\n")
+
+    def position(self, store: Store) -> Position:
+        """Where the mirror stands, adopting a journal tail a crash left past the recorded position.
+        The caller holds the writer lock."""
+        st = store.journal.stat()
+        size = st.st_size if st else 0
+        pos = self._read() or Position(0, 0)
+        if size == pos.journal_offset:
+            return pos
+        if size < pos.journal_offset:
+            raise JournalError(f"{store.journal.path} is shorter ({size} bytes) than the mirrored position "
+                               f"({pos.journal_offset}) of the stream {self.link.stream}")
+        return self._adopt_tail(store, pos, size)
+
+    def _adopt_tail(self, store: Store, pos: Position, size: int) -> Position:
+        with open(store.journal.path, "rb") as fh:
+            fh.seek(pos.journal_offset)
+            tail = fh.read(size - pos.journal_offset)
+        at, seq = 0, pos.seq
+        for msg in self.link.messages(pos.seq + 1, self.link.last_seq()):
+            if at == len(tail):
+                break
+            if tail.startswith(msg.payload, at):
+                at += len(msg.payload)
+            seq = msg.seq  # a message whose bytes are not next was rejected when it was applied
+        if at != len(tail):
+            raise JournalError(f"{store.journal.path}: {len(tail) - at} bytes past the mirrored position are not "
+                               f"in the stream {self.link.stream} (a data directory joins a cluster empty, or "
+                               f"as a copy of a node of the same cluster)")
+        adopted = Position(seq, size)
+        self._write(adopted)
+        return adopted
+
+    def catch_up(self, store: Store, until: Optional[int] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> Position:
+        """Mirror stream messages up to `until` (default: the stream's last sequence). The caller holds
+        the writer lock."""
+        pos = self.position(store)
+        last = self.link.last_seq() if until is None else until
+        if last <= pos.seq:
+            return pos
+        pending: list[str] = []
+        heads: dict[Chain, int] = {}
+        dirty = False  # a pending non-store event may have changed a chain's head
+        seq = first = pos.seq
+        for msg in self.link.messages(pos.seq + 1, last):
+            lines = split_lines(msg.payload)
+            facts = stored_facts(lines)
+            if facts and dirty:
+                pos = self._flush(store, pending, seq)
+                pending, heads, dirty = [], {}, False
+            if facts and not self._newer(store, facts, heads):
+                seq = msg.seq
+                continue
+            for fact in facts:
+                heads[chain_of(fact)] = max(heads.get(chain_of(fact), 0), fact.version)
+            dirty = dirty or not all(line.startswith(_HEAD_KEEPING) for line in lines)
+            pending += lines
+            seq = msg.seq
+            if len(pending) >= FLUSH_EVERY:
+                pos = self._flush(store, pending, seq)
+                pending, heads, dirty = [], {}, False
+            if progress:
+                progress(msg.seq - first, last - first)
+        if seq > pos.seq:
+            pos = self._flush(store, pending, seq)
+        return pos
+
+    def _newer(self, store: Store, facts: list[codec.Fact], heads: dict[Chain, int]) -> bool:
+        """Every fact's version is above its chain's head (as it stood before this message)."""
+        for fact in facts:
+            chain = chain_of(fact)
+            head = heads.get(chain)
+            if head is None:
+                row = store.db.execute(
+                    "SELECT max(version) FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0",
+                    chain).fetchone()
+                head = row[0] or 0
+            if fact.version <= head:
+                return False
+        return True
+
+    def _flush(self, store: Store, lines: list[str], seq: int) -> Position:
+        if lines:
+            _, end = store.journal.append(lines)
+        else:
+            st = store.journal.stat()
+            end = st.st_size if st else 0
+        pos = Position(seq, end)
+        self._write(pos)
+        view.replay(store.db, store.journal, store.policy)
+        return pos

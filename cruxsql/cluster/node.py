@@ -1,0 +1,75 @@
+"""The long-running node: keeps its data directory mirrored with the stream (so reads on this host see
+the fleet's facts within moments) and reports itself in the group's node registry for `cluster status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..errors import CruxsqlError
+from .config import ClusterConfig, read_config, write_config
+from .link import ClusterUnavailable
+from .store import ClusterStore
+
+POLL_SECONDS = 0.05
+REPORT_SECONDS = 1.0
+
+
+@dataclass
+class NodeReport:
+    node: str
+    host: str
+    pid: int
+    position: int
+    reported_at: float
+
+    def encode(self) -> bytes:
+        return json.dumps(self.__dict__).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "NodeReport":
+        obj = json.loads(raw)
+        return cls(obj["node"], obj["host"], int(obj["pid"]), int(obj["position"]), float(obj["reported_at"]))
+
+
+def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
+    """Bind `data_dir` to `config`'s cluster, or check it is bound to the same group already."""
+    bound = read_config(data_dir)
+    if bound is not None and bound.group != config.group:
+        raise CruxsqlError(f"{data_dir} mirrors group {bound.group!r}, not {config.group!r}")
+    if bound != config:
+        write_config(data_dir, config)
+    return config
+
+
+def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
+             on_position: Optional[Callable[[int], None]] = None, **options: object) -> None:
+    """Mirror the stream into `data_dir` until `stop` is set; report to the registry every second.
+    Rides out the cluster's outages (keeps retrying); raises only for a local failure."""
+    bind(data_dir, config)
+    store = ClusterStore(data_dir, config, **options)
+    try:
+        host, reported, position = socket.gethostname(), 0.0, -1
+        while not stop.is_set():
+            try:
+                with store.writer_lock():
+                    now_at = store.mirror.catch_up(store).seq
+                if now_at != position and on_position:
+                    on_position(now_at)
+                position = now_at
+                if time.monotonic() - reported >= REPORT_SECONDS:
+                    store.link.report_node(config.node, NodeReport(config.node, host, os.getpid(), position,
+                                                                   time.time()).encode(), config.replicas)
+                    reported = time.monotonic()
+            except ClusterUnavailable:
+                stop.wait(0.5)
+                continue
+            stop.wait(POLL_SECONDS)
+    finally:
+        store.close()

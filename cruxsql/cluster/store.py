@@ -1,0 +1,143 @@
+"""A Store whose writes go through the cluster: build the events from this node's caught-up view,
+publish them (acknowledged once a quorum of the stream has them), then mirror the stream up to that
+message before returning, so the writing node reads its own write.
+
+A mutation of one version chain is published on that chain's subject with the chain's last sequence
+this node has applied as the expected last subject sequence: a concurrent write of the chain through
+another node makes the publish fail, and the mutation is built again from the newer state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import blake3
+
+from ..errors import Conflict, CruxsqlError, ReadOnlyStore
+from ..facts import codec, view
+from ..facts.store import Progress, Store
+from .config import ClusterConfig, read_config
+from .link import ChainMoved, ClusterLink, ClusterUnavailable, subject_prefix
+from .mirror import Mirror, chain_of, stored_facts
+
+MAX_ATTEMPTS = 50
+
+
+def chain_subject(group: str, tenant: str, entity: str, key: str) -> str:
+    digest = blake3.blake3(json.dumps([tenant, entity, key]).encode("utf-8")).hexdigest()[:32]
+    return f"{subject_prefix(group)}.chain.{digest}"
+
+
+def _referenced_ids(obj: Any) -> set[str]:
+    """Every fact id an encoded event names (fact_id, by_fact_id, ..._fact_ids), nested facts included."""
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        for name, value in obj.items():
+            if "fact_id" in name and isinstance(value, str):
+                found.add(value)
+            else:
+                found |= _referenced_ids(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found |= _referenced_ids(value)
+    return found
+
+
+def _no_local_rewrite(*_args: Any, **_kwargs: Any) -> Any:
+    raise CruxsqlError("compaction and erasure rewrite the journal, which on a cluster node is the stream's "
+                       "mirror: across the fleet they are not wired yet (nothing was changed)")
+
+
+class ClusterStore(Store):
+    """The data directory of a cluster node; `cluster.json` in it says which cluster."""
+
+    def __init__(self, data_dir: Path | str, config: ClusterConfig, progress: Progress = None,
+                 **options: Any) -> None:
+        super().__init__(data_dir, progress=progress, **options)
+        if self.read_only:
+            raise ReadOnlyStore(f"{data_dir} is read-only: a cluster node mirrors the stream into it")
+        self.config = config
+        self.journal.rewrite = _no_local_rewrite  # type: ignore[method-assign]
+        try:
+            self.link = ClusterLink(config.urls, config.group)
+            self.link.ensure_stream(config.replicas)
+            self.mirror = Mirror(self.data_dir, self.link)
+            with self.writer_lock():
+                self.mirror.catch_up(self, progress=progress)
+        except BaseException:
+            if hasattr(self, "link"):
+                self.link.close()
+            super().close()
+            raise
+
+    def close(self) -> None:
+        self.link.close()
+        super().close()
+
+    def refresh(self, progress: Progress = None) -> view.ReplayStats:
+        """Catch up with the local journal, then with the stream."""
+        with self.writer_lock():
+            stats = super().refresh(progress)
+            self.mirror.catch_up(self, progress=progress)
+            return stats
+
+    def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+        for _ in range(MAX_ATTEMPTS):
+            with self.writer_lock():
+                self.refresh()
+                since = self.mirror.position(self).journal_offset
+                events = build()
+                lines = [codec.encode_event(e) for e in events]
+                subject = self._subject(lines)
+                expected = None
+                if ".chain." in subject:
+                    expected = self.link.last_subject_seq(subject)
+                    if expected > self.mirror.position(self).seq:
+                        continue  # the chain moved after this catch-up: build again
+            payload = "".join(line + "\n" for line in lines).encode("utf-8")
+            try:
+                seq: Optional[int] = self._publish(subject, payload, expected)
+            except ChainMoved:
+                seq = None  # lost the race, or an earlier attempt of this very publish landed: look
+            with self.writer_lock():
+                self.mirror.catch_up(self, until=seq)
+                if self._journaled(payload, since):
+                    return events
+        raise Conflict(f"gave up after {MAX_ATTEMPTS} attempts: other nodes keep writing the same facts")
+
+    def _journaled(self, payload: bytes, since: int) -> bool:
+        """Whether `payload` was mirrored into the journal past `since` (a store that lost its version
+        race is in the stream but in no node's journal)."""
+        with open(self.journal.path, "rb") as fh:
+            fh.seek(since)
+            return payload in fh.read()
+
+    def _publish(self, subject: str, payload: bytes, expected: Optional[int]) -> int:
+        """Publish until acknowledged (the link retries through a leader election); a retry after a lost
+        acknowledgement reuses the message id, so the stream stores the mutation once."""
+        return self.link.publish(subject, payload, blake3.blake3(payload).hexdigest(), expected)
+
+    def _subject(self, lines: list[str]) -> str:
+        """The chain subject when every fact the mutation names is in one version chain, else multi."""
+        chains = {chain_of(f) for f in stored_facts(lines)}
+        new_ids = {f.fact_id for f in stored_facts(lines)}
+        for line in lines:
+            for fact_id in _referenced_ids(json.loads(line)) - new_ids:
+                row = self.db.execute("SELECT tenant_hash, entity, key FROM facts WHERE fact_id = ?",
+                                      (fact_id,)).fetchone()
+                if row is not None:
+                    chains.add(tuple(row))
+        if len(chains) == 1:
+            return chain_subject(self.config.group, *next(iter(chains)))
+        return f"{subject_prefix(self.config.group)}.multi"
+
+
+def open_cluster_store(data_dir: Path | str, config: Optional[ClusterConfig] = None, **options: Any) -> ClusterStore:
+    """Open a node's data directory; `config` defaults to the directory's `cluster.json`."""
+    config = config or read_config(Path(data_dir))
+    if config is None:
+        raise ClusterUnavailable(f"{data_dir} is not bound to a cluster (no cluster.json): start "
+                                 f"`cruxsql node --cluster nats://...` on it first")
+    return ClusterStore(data_dir, config, **options)

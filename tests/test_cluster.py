@@ -1,0 +1,317 @@
+"""Cluster mode on loopback: a 3-server NATS JetStream cluster and cruxsql nodes on 127.0.0.1, started
+here on free ports in temp directories and killed at teardown. Each test writes its own tenant group
+(its own stream), so tests share the servers but not the data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+pytest.importorskip("nats")
+
+from cruxsql.cluster.config import ClusterConfig  # noqa: E402
+from cruxsql.cluster.link import ClusterLink  # noqa: E402
+from cruxsql.cluster.loopback import LoopbackCluster, server_binary  # noqa: E402
+from cruxsql.cluster.node import bind  # noqa: E402
+from cruxsql.cluster.store import ClusterStore, chain_subject  # noqa: E402
+from cruxsql.errors import NotFound  # noqa: E402
+from cruxsql.facts import codec  # noqa: E402
+
+try:
+    server_binary()
+except Exception:  # pragma: no cover - the cluster extra is part of [test]
+    pytest.skip("nats-server is not installed", allow_module_level=True)
+
+CLI = [sys.executable, "-m", "cruxsql"]
+
+
+@pytest.fixture(scope="module")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory):
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("nats"), 3)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def open_nodes(cluster: LoopbackCluster, base: Path, group: str, n: int = 3) -> list[ClusterStore]:
+    stores = []
+    for i in range(n):
+        config = bind(base / f"node{i}", ClusterConfig(cluster.urls, group, 3, f"node{i}"))
+        stores.append(ClusterStore(base / f"node{i}", config))
+    return stores
+
+
+def close_all(stores: list[ClusterStore]) -> None:
+    for store in stores:
+        store.close()
+
+
+def view_rows(store: ClusterStore) -> list[tuple]:
+    return list(store.db.execute("SELECT * FROM facts ORDER BY seq"))
+
+
+def journal_bytes(store: ClusterStore) -> bytes:
+    return store.journal.path.read_bytes()
+
+
+def test_writes_through_every_node_converge_to_identical_views_and_journals(nats_cluster, tmp_path):
+    stores = open_nodes(nats_cluster, tmp_path, "converge")
+    try:
+        a, b, c = stores
+        first = a.store("deploy", "strategy", "blue-green")
+        second = b.store("deploy", "strategy", "canary")
+        c.store_batch([codec_request("svc", "owner", "ops"), codec_request("svc", "tier", "gold")])
+        c.delete(first.fact_id)
+        b.set_horizon(second.fact_id, "volatile")
+        for store in stores:
+            store.refresh()
+        assert [f.version for f in a.history("deploy", "strategy")] == [1, 2]
+        assert a.get(first.fact_id).deleted and a.get(second.fact_id).horizon_class == "volatile"
+        assert view_rows(a) == view_rows(b) == view_rows(c)
+        assert len(view_rows(a)) == 4
+        assert journal_bytes(a) == journal_bytes(b) == journal_bytes(c)
+        # the journal is Crux's line format, one stream message per mutation, byte for byte
+        lines = journal_bytes(a).decode().splitlines()
+        assert [json.loads(line)["op"] for line in lines] == [
+            "store", "store", "supersede", "store_batch", "delete", "set_horizon"]
+        link = a.link
+        payloads = b"".join(m.payload for m in link.messages(1, link.last_seq()))
+        assert payloads == journal_bytes(a)
+    finally:
+        close_all(stores)
+
+
+def codec_request(entity: str, key: str, value: str):
+    from cruxsql.facts.store import StoreRequest
+    return StoreRequest(entity, key, value)
+
+
+def test_one_chain_written_from_three_nodes_gets_versions_one_to_n_exactly_once(nats_cluster, tmp_path):
+    stores = open_nodes(nats_cluster, tmp_path, "chain")
+    per_node = 12
+    errors: list[BaseException] = []
+
+    def write(store: ClusterStore, node: int) -> None:
+        try:
+            for i in range(per_node):
+                fact = store.store("incident", "status", f"node{node}-{i}")
+                # read-your-writes: the writing node serves its own write at once
+                assert store.get(fact.fact_id).value == f"node{node}-{i}"
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=write, args=(s, i)) for i, s in enumerate(stores)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for store in stores:
+            store.refresh()
+            history = store.history("incident", "status")
+            assert sorted(f.version for f in history) == list(range(1, 3 * per_node + 1))
+            assert sorted(f.value for f in history) == sorted(f"node{n}-{i}" for n in range(3) for i in range(per_node))
+            assert [f.version for f in history if not f.superseded_by] == [3 * per_node]
+        assert journal_bytes(stores[0]) == journal_bytes(stores[1]) == journal_bytes(stores[2])
+    finally:
+        close_all(stores)
+
+
+def test_a_version_built_on_a_stale_view_is_applied_by_no_node(nats_cluster, tmp_path):
+    """A store that lost the race (built from a head another node had already replaced) is in the stream
+    but every node skips it the same way; the writer sees it absent and builds again."""
+    stores = open_nodes(nats_cluster, tmp_path, "stale")
+    try:
+        a, b, _ = stores
+        v1 = a.store("plan", "phase", "one")
+        v2 = b.store("plan", "phase", "two")
+        stale = codec.Fact(fact_id="f_" + "0" * 32, tenant_hash="default", entity="plan", key="phase",
+                           value="stale-two", source_receipt=None, confidence=1.0, stored_at=v2.stored_at + 1,
+                           tokens=3, version=2, supersedes=v1.fact_id, horizon_class=v1.horizon_class)
+        payload = (codec.encode_event(codec.StoreEvent(stale)) + "\n").encode()
+        seq = a.link.publish(f"cruxsql.stale.multi", payload, "stale-1", None)
+        v3 = a.store("plan", "phase", "three")
+        for store in stores:
+            store.refresh()
+            assert [f.value for f in store.history("plan", "phase")] == ["one", "two", "three"]
+            with pytest.raises(NotFound):
+                store.get(stale.fact_id)
+        assert v3.version == 3 and a.link.last_seq() == seq + 1
+        assert journal_bytes(a) == journal_bytes(b) == journal_bytes(stores[2])
+        assert b"stale-two" not in journal_bytes(a)
+    finally:
+        close_all(stores)
+
+
+def test_a_stale_node_serves_only_what_it_has_applied_and_writes_after_catching_up(nats_cluster, tmp_path):
+    stores = open_nodes(nats_cluster, tmp_path, "lagging")
+    try:
+        a, _, c = stores
+        written = [a.store("runbook", "step", f"s{i}") for i in range(4)]
+        # c has applied none of them: it serves none of them (nothing visible before it is applied here)
+        assert c.counts()["facts"] == 0
+        with pytest.raises(NotFound):
+            c.get(written[-1].fact_id)
+        # a write through c is built only after c has applied everything before it
+        fact = c.store("runbook", "step", "s4")
+        assert (fact.version, fact.supersedes) == (5, written[-1].fact_id)
+        assert [f.version for f in c.history("runbook", "step")] == [1, 2, 3, 4, 5]
+    finally:
+        close_all(stores)
+
+
+def test_a_retried_publish_with_the_same_message_id_is_stored_once(nats_cluster):
+    link = ClusterLink(nats_cluster.urls, "dedupe")
+    try:
+        link.ensure_stream(3)
+        subject = chain_subject("dedupe", "default", "e", "k")
+        first = link.publish(subject, b"payload\n", "same-id", None)
+        again = link.publish(subject, b"payload\n", "same-id", None)
+        assert first == again == link.last_seq() == 1
+    finally:
+        link.close()
+
+
+def _leader_index(cluster: LoopbackCluster, link: ClusterLink) -> int:
+    leader = link.state().leader
+    return [s.name for s in cluster.servers].index(leader)
+
+
+def test_every_acknowledged_write_survives_sigkill_of_the_stream_leader(nats_cluster, tmp_path):
+    stores = open_nodes(nats_cluster, tmp_path, "failover")
+    acked: list[str] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        i = 0
+        try:
+            while not stop.is_set():
+                fact = stores[i % 3].store(f"job{i % 5}", "state", f"run-{i}")
+                acked.append(fact.fact_id)
+                i += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        writer = threading.Thread(target=loop)
+        writer.start()
+        wait_until(lambda: len(acked) >= 10, what="writes before the kill")
+        killed = _leader_index(nats_cluster, stores[0].link)
+        nats_cluster.kill(killed)
+        before_kill = len(acked)
+        wait_until(lambda: len(acked) >= before_kill + 10, timeout=40, what="writes after the leader died")
+        nats_cluster.start(killed)
+        wait_until(lambda: len(acked) >= before_kill + 20, timeout=40, what="writes after the restart")
+        stop.set()
+        writer.join()
+        assert not errors, errors
+        for store in stores:
+            store.refresh()
+            present = {r[0] for r in store.db.execute("SELECT fact_id FROM facts")}
+            assert set(acked) <= present
+            assert len(present) == len(acked)
+        assert journal_bytes(stores[0]) == journal_bytes(stores[1]) == journal_bytes(stores[2])
+    finally:
+        stop.set()
+        close_all(stores)
+        nats_cluster.start(killed) if nats_cluster.servers[killed].process.poll() is not None else None
+
+
+def _node_process(cluster: LoopbackCluster, data_dir: Path, group: str, name: str) -> subprocess.Popen:
+    return subprocess.Popen(CLI + ["node", "--cluster", cluster.url(), "--group", group, "--node-name", name,
+                                   "--data-dir", str(data_dir)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _mirrored(data_dir: Path) -> int:
+    try:
+        return json.loads((data_dir / "cluster-position.json").read_text())["seq"]
+    except (FileNotFoundError, ValueError):
+        return -1
+
+
+def test_a_sigkilled_node_catches_up_on_restart_and_status_shows_its_lag(nats_cluster, tmp_path):
+    writers = open_nodes(nats_cluster, tmp_path, "catchup", 2)
+    mirror_dir = tmp_path / "node-c"
+    node = _node_process(nats_cluster, mirror_dir, "catchup", "node-c")
+    try:
+        for i in range(20):
+            writers[i % 2].store("ticket", f"t{i % 4}", f"v{i}")
+            if i == 9:
+                wait_until(lambda: _mirrored(mirror_dir) >= 1 and "node-c" in writers[0].link.node_reports(3),
+                           what="the node mirroring and reporting")
+                node.send_signal(signal.SIGKILL)
+                node.wait()
+        last = writers[0].link.last_seq()
+        assert 10 <= _mirrored(mirror_dir) < last
+        status = subprocess.run(CLI + ["cluster", "status", "--data-dir", str(mirror_dir), "--json"],
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0, status.stderr
+        report = json.loads(status.stdout)
+        assert report["last_seq"] == last and report["leader"] in {"n1", "n2", "n3"}
+        (entry,) = [n for n in report["nodes"] if n["node"] == "node-c"]
+        assert entry["lag"] == last - entry["position"] > 0
+        node = _node_process(nats_cluster, mirror_dir, "catchup", "node-c")
+        wait_until(lambda: _mirrored(mirror_dir) == last, what="the restarted node to catch up")
+        writers[0].refresh()
+        assert (mirror_dir / "facts.jsonl").read_bytes() == journal_bytes(writers[0])
+        wait_until(lambda: json.loads(subprocess.run(
+            CLI + ["cluster", "status", "--data-dir", str(mirror_dir), "--json"], capture_output=True, text=True,
+            timeout=30).stdout)["nodes"][0]["lag"] == 0, what="status to show the node caught up")
+        # the CLI on the node's directory reads the fleet's facts and writes through the cluster
+        out = subprocess.run(CLI + ["store", "--data-dir", str(mirror_dir), "ticket", "t0", "closed", "--json"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["version"] == 6
+        writers[1].refresh()
+        assert writers[1].history("ticket", "t0")[-1].value == "closed"
+    finally:
+        if node.poll() is None:
+            node.send_signal(signal.SIGTERM)
+            node.wait(10)
+        close_all(writers)
+
+
+def test_cli_refusals_are_one_error_line(nats_cluster, tmp_path):
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "CRUXSQL_CLUSTER": ""})
+
+    unbound = run("node", "--data-dir", str(tmp_path / "fresh"))
+    assert unbound.returncode == 1
+    assert unbound.stderr.startswith("Error: --cluster is required") and "Traceback" not in unbound.stderr
+    bad_url = run("node", "--cluster", "http://127.0.0.1:1", "--data-dir", str(tmp_path / "fresh"))
+    assert (bad_url.returncode, bad_url.stderr) == (1, "Error: --cluster: 'http://127.0.0.1:1' is not a nats:// URL\n")
+    down = run("cluster", "status", "--cluster", "nats://127.0.0.1:1", "--data-dir", str(tmp_path / "fresh"))
+    assert down.returncode == 1 and down.stderr.startswith("Error: the NATS cluster at nats://127.0.0.1:1 did not")
+    assert len(down.stderr.splitlines()) == 1
+    stores = open_nodes(nats_cluster, tmp_path, "refusals", 1)
+    try:
+        stores[0].store("e", "k", "v")
+        before = journal_bytes(stores[0])
+    finally:
+        close_all(stores)
+    compact = run("compact", "--data-dir", str(tmp_path / "node0"))
+    assert compact.returncode == 1 and compact.stderr.startswith("Error: compaction and erasure rewrite the journal")
+    assert (tmp_path / "node0" / "facts.jsonl").read_bytes() == before
