@@ -2,8 +2,9 @@
 local `facts.jsonl` and replayed into the view, in stream order.
 
 `<data_dir>/cluster-position.json` records the last stream sequence mirrored and the journal offset it
-ends at; it is written after the journal's fsync, so a crash between the two leaves a journal tail that
-the next catch-up matches against the stream's payloads and adopts (nothing appended twice).
+ends at; it is written after the journal's fsync, so a crash leaves it at or behind the journal, and
+the next catch-up matches the journal's tail against the stream's payloads and adopts it (nothing is
+appended twice).
 
 A stream message that stores a new version is applied only when its versions are newer than its
 chains' current heads, judged on the state before it: every node decides the same way, and a writer
@@ -14,13 +15,13 @@ version) sees it absent and builds again. So a chain's versions are 1..N exactly
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import JournalError
 from ..facts import codec, view
-from ..facts.journal import write_file_durably
 from ..facts.store import Store
 from .link import ClusterLink
 
@@ -69,12 +70,17 @@ class Mirror:
             return Position(int(obj["seq"]), int(obj["journal_offset"]))
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise JournalError(f"{self.path}: unreadable mirror position ({exc})") from None
+        except (ValueError, KeyError, TypeError):
+            return None  # torn by a crash: adopt the journal from the start
 
     def _write(self, pos: Position) -> None:
-        write_file_durably(self.path, json.dumps({"stream": self.link.stream, "seq": pos.seq,
-                                                  "journal_offset": pos.journal_offset}).encode() + b"\n")
+        """Replace the position file, without fsync: it is written after the journal's fsync, so a crash
+        leaves it at this position or an earlier one (or unreadable: the start), and catching up from an
+        earlier position adopts the journal's tail. It is never ahead of the journal."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"stream": self.link.stream, "seq": pos.seq,
+                                   "journal_offset": pos.journal_offset}) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
 
     def position(self, store: Store) -> Position:
         """Where the mirror stands, adopting a journal tail a crash left past the recorded position.

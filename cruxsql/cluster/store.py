@@ -84,26 +84,37 @@ class ClusterStore(Store):
             return stats
 
     def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+        """Build from this node's view, publish, mirror up to the acknowledged message. A mutation of one
+        chain needs only that chain current here (its subject's last sequence says whether it is); any
+        other is built after catching up with the whole stream."""
+        caught_up = False
         for _ in range(MAX_ATTEMPTS):
             with self.writer_lock():
-                self.refresh()
-                since = self.mirror.position(self).journal_offset
+                Store.refresh(self)
+                if caught_up:
+                    self.mirror.catch_up(self)
+                pos = self.mirror.position(self)
                 events = build()
                 lines = [codec.encode_event(e) for e in events]
                 subject = self._subject(lines)
                 expected = None
                 if ".chain." in subject:
                     expected = self.link.last_subject_seq(subject)
-                    if expected > self.mirror.position(self).seq:
-                        continue  # the chain moved after this catch-up: build again
+                    if expected > pos.seq:
+                        self.mirror.catch_up(self, until=expected)
+                        continue  # the chain moved since this node last mirrored: build again
+                elif not caught_up:
+                    caught_up = True
+                    continue
             payload = "".join(line + "\n" for line in lines).encode("utf-8")
             try:
                 seq: Optional[int] = self._publish(subject, payload, expected)
             except ChainMoved:
                 seq = None  # lost the race, or an earlier attempt of this very publish landed: look
+                caught_up = True
             with self.writer_lock():
                 self.mirror.catch_up(self, until=seq)
-                if self._journaled(payload, since):
+                if self._journaled(payload, pos.journal_offset):
                     return events
         raise Conflict(f"gave up after {MAX_ATTEMPTS} attempts: other nodes keep writing the same facts")
 
