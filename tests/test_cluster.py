@@ -340,6 +340,17 @@ def test_cli_refusals_are_one_error_line(nats_cluster, tmp_path):
         before = journal_bytes(stores[0])
     finally:
         close_all(stores)
-    compact = run("compact", "--data-dir", str(tmp_path / "node0"))
+    node_dir = tmp_path / "node0"
+    compact = run("compact", "--data-dir", str(node_dir))
     assert compact.returncode == 1 and compact.stderr.startswith("Error: compaction and erasure rewrite the journal")
-    assert (tmp_path / "node0" / "facts.jsonl").read_bytes() == before
+    assert (node_dir / "facts.jsonl").read_bytes() == before
+    # the cluster does not answer: a read serves the local mirror (said on stderr), a write fails
+    config = json.loads((node_dir / "cluster.json").read_text())
+    (node_dir / "cluster.json").write_text(json.dumps({**config, "urls": ["nats://127.0.0.1:1"]}))
+    read = run("history", "e", "k", "--json", "--data-dir", str(node_dir))
+    assert read.returncode == 0 and [f["value"] for f in json.loads(read.stdout)] == ["v"]
+    assert read.stderr.startswith(f"note: {node_dir} is a cluster node and the NATS cluster at nats://127.0.0.1:1 "
+                                  f"did not answer")
+    write = run("store", "e", "k", "v2", "--data-dir", str(node_dir))
+    assert write.returncode == 1 and write.stderr.startswith("Error: the NATS cluster at nats://127.0.0.1:1 did not")
+    assert len(write.stderr.splitlines()) == 1 and (node_dir / "facts.jsonl").read_bytes() == before

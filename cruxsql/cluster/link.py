@@ -74,14 +74,17 @@ class ClusterLink:
         self._thread = threading.Thread(target=self._loop.run_forever, name="cruxsql-nats", daemon=True)
         self._thread.start()
         try:
+            # the first connection tries each server twice; once connected, reconnect for ever (a node
+            # rides out any server's restart)
             self._nc = self._run(nats.connect(servers=urls, connect_timeout=2, reconnect_time_wait=0.25,
-                                              max_reconnect_attempts=-1, allow_reconnect=True,
+                                              max_reconnect_attempts=1, allow_reconnect=True,
                                               error_cb=self._quiet, disconnected_cb=self._none,
                                               reconnected_cb=self._none, closed_cb=self._none),
                                   2.0 * len(urls) + 3)
         except BaseException:
             self._stop_loop()
             raise
+        self._nc.options["max_reconnect_attempts"] = -1
         self._js = self._nc.jetstream(timeout=timeout)
 
     @staticmethod
