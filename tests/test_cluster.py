@@ -149,7 +149,7 @@ def test_a_version_built_on_a_stale_view_is_applied_by_no_node(nats_cluster, tmp
                            value="stale-two", source_receipt=None, confidence=1.0, stored_at=v2.stored_at + 1,
                            tokens=3, version=2, supersedes=v1.fact_id, horizon_class=v1.horizon_class)
         payload = (codec.encode_event(codec.StoreEvent(stale)) + "\n").encode()
-        seq = a.link.publish(f"cruxsql.stale.multi", payload, "stale-1", None)
+        seq = a.link.publish("cruxsql.stale.multi", payload, "stale-1", None)
         v3 = a.store("plan", "phase", "three")
         for store in stores:
             store.refresh()
@@ -300,6 +300,11 @@ def test_a_sigkilled_node_catches_up_on_restart_and_status_shows_its_lag(nats_cl
         assert report["last_seq"] == last and report["leader"] in {"n1", "n2", "n3"}
         (entry,) = [n for n in report["nodes"] if n["node"] == "node-c"]
         assert entry["lag"] == last - entry["position"] > 0
+        rows = subprocess.run(CLI + ["cluster", "status", "--data-dir", str(mirror_dir), "--csv"],
+                              capture_output=True, text=True, timeout=30).stdout.splitlines()
+        assert rows[0] == "node,host,pid,position,lag,up,reported_seconds_ago"
+        assert [r.split(",")[:5] for r in rows[1:]] == [
+            ["node-c", entry["host"], str(entry["pid"]), str(entry["position"]), str(entry["lag"])]]
         node = _node_process(nats_cluster, mirror_dir, "catchup", "node-c")
         wait_until(lambda: _mirrored(mirror_dir) == last, what="the restarted node to catch up")
         writers[0].refresh()
@@ -354,3 +359,31 @@ def test_cli_refusals_are_one_error_line(nats_cluster, tmp_path):
     write = run("store", "e", "k", "v2", "--data-dir", str(node_dir))
     assert write.returncode == 1 and write.stderr.startswith("Error: the NATS cluster at nats://127.0.0.1:1 did not")
     assert len(write.stderr.splitlines()) == 1 and (node_dir / "facts.jsonl").read_bytes() == before
+
+
+def test_an_mcp_server_on_a_node_writes_and_reads_through_the_cluster(nats_cluster, tmp_path):
+    """`cruxsql mcp` on a bound directory: the agent's store goes through the cluster to the other nodes,
+    and its recall sees what another node wrote (identity still from the connection)."""
+    from anyio.from_thread import start_blocking_portal
+    from mcp_clients import stdio
+
+    (other,) = open_nodes(nats_cluster, tmp_path, "agents", 1)
+    agent_dir = tmp_path / "agent-node"
+    bind(agent_dir, ClusterConfig(nats_cluster.urls, "agents", 3, "agent-node"))
+    try:
+        with start_blocking_portal() as portal:
+            alice = stdio(portal, agent_dir, "--agent", "alice", "--tenant", "acme")
+            try:
+                stored = alice.call("store_fact", {"entity": "svc", "key": "owner", "value": "platform team"})
+                fid = stored.structured_content["fact_id"]
+                other.refresh()
+                fact = other.get(fid)
+                assert (fact.tenant_hash, fact.actor, fact.value) == ("acme", "alice", "platform team")
+                newer = other.store("svc", "owner", "sre team", tenant="acme")
+                found = alice.call("query_facts", {"query": "team", "contract": "legacy"})
+                assert [r["fact_id"] for r in found.structured_content["rows"]] == [newer.fact_id]
+            finally:
+                alice.close()
+        assert (agent_dir / "facts.jsonl").read_bytes() == journal_bytes(other)
+    finally:
+        other.close()

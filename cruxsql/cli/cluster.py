@@ -74,23 +74,25 @@ def cluster_group() -> None:
 @cluster_option
 @click.option("--group", callback=reject_empty, help="Tenant group [default: the data directory's, or default].")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print only the nodes, as CSV with a header row.")
 @data_dir_option
 @fails_cleanly
-def status(urls: Optional[str], group: Optional[str], as_json: bool, data_dir: Path) -> None:
+def status(urls: Optional[str], group: Optional[str], as_json: bool, as_csv: bool, data_dir: Path) -> None:
     """The group's stream (last sequence, leader, replicas) and every node: its mirrored position and lag."""
     from ..cluster.status import cluster_status
     report = cluster_status(_config(data_dir, urls, group, None, None))
     if as_json:
         echo_json(report.to_dict())
         return
-    click.echo(f"stream {report.stream}: last sequence {report.last_seq}, {report.messages} messages, "
-               f"leader {report.leader or '(none)'}")
-    for replica in report.replicas:
-        click.echo(f"  replica {replica['name']}: {'offline' if replica['offline'] else 'current' if replica['current'] else 'catching up'}"
-                   f" (lag {replica['lag']})")
-    echo_rows(["node", "host", "pid", "position", "lag", "up", "reported_seconds_ago"],
-              [[n[c] for c in ("node", "host", "pid", "position", "lag", "up", "reported_seconds_ago")]
-               for n in report.nodes], "table")
+    fmt = "csv" if as_csv else "table"
+    if fmt == "table":
+        click.echo(f"stream {report.stream}: last sequence {report.last_seq}, {report.messages} messages, "
+                   f"leader {report.leader or '(none)'}")
+        for replica in report.replicas:
+            state = "offline" if replica["offline"] else "current" if replica["current"] else "catching up"
+            click.echo(f"  replica {replica['name']}: {state} (lag {replica['lag']})")
+    columns = ["node", "host", "pid", "position", "lag", "up", "reported_seconds_ago"]
+    echo_rows(columns, [[n[c] for c in columns] for n in report.nodes], fmt)
 
 
 COMMANDS = (node, cluster_group)

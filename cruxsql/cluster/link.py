@@ -165,7 +165,8 @@ class ClusterLink:
         except nats.js.errors.APIError as exc:
             if exc.err_code in WRONG_LAST_SEQUENCE or (exc.description or "").startswith("wrong last sequence"):
                 raise ChainMoved(f"{subject} moved past sequence {expected_subject_seq}") from None
-            raise ClusterUnavailable(f"JetStream refused the publish to {subject}: {exc.description} (error {exc.err_code})") from None
+            raise ClusterUnavailable(f"JetStream refused the publish to {subject}: {exc.description} "
+                                     f"(error {exc.err_code})") from None
         return ack.seq
 
     def state(self) -> StreamState:
@@ -229,10 +230,6 @@ class ClusterLink:
         except nats.js.errors.NotFoundError:
             return 0
         return raw.seq or 0
-
-    def erase(self, seq: int) -> None:
-        """Delete one message with its bytes overwritten on every replica (JetStream's secure delete)."""
-        self._retry(lambda: self._js.delete_msg(self.stream, seq))
 
     # --- node registry ---------------------------------------------------------------------------
 

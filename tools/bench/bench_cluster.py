@@ -30,7 +30,7 @@ from cruxsql.cluster.config import ClusterConfig  # noqa: E402
 from cruxsql.cluster.link import subject_prefix  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
-from cruxsql.cluster.store import ClusterStore, chain_subject  # noqa: E402
+from cruxsql.cluster.store import ClusterStore  # noqa: E402
 from cruxsql.facts import codec, timestamps  # noqa: E402
 
 
