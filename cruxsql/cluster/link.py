@@ -217,14 +217,17 @@ class ClusterLink:
                     pass
 
     def get(self, seq: int) -> Optional[StreamMessage]:
+        """One message, asked of the stream leader: a direct get may be answered by a replica that has not
+        applied it yet, and a message taken for erased would never be mirrored."""
         try:
-            raw = self._retry(lambda: self._js.get_msg(self.stream, seq, direct=True))
+            raw = self._retry(lambda: self._js.get_msg(self.stream, seq))
         except nats.js.errors.NotFoundError:
             return None
         return StreamMessage(raw.seq or seq, raw.subject, raw.data or b"")
 
     def last_subject_seq(self, subject: str) -> int:
-        """The sequence of the last message on `subject` (0 when it has none)."""
+        """The sequence of the last message on `subject` (0 when it has none). A replica may answer (a
+        direct get): a stale answer only makes the expected-sequence publish fail and be retried."""
         try:
             raw = self._retry(lambda: self._js.get_last_msg(self.stream, subject, direct=True))
         except nats.js.errors.NotFoundError:
