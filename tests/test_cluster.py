@@ -387,3 +387,20 @@ def test_an_mcp_server_on_a_node_writes_and_reads_through_the_cluster(nats_clust
         assert (agent_dir / "facts.jsonl").read_bytes() == journal_bytes(other)
     finally:
         other.close()
+
+
+def test_a_single_server_takes_one_replica_and_refuses_three_in_one_line(tmp_path):
+    with LoopbackCluster(tmp_path / "nats", 1) as single:
+        def node(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(CLI + ["node", "--cluster", single.url(), "--node-name", "solo", *args],
+                                  capture_output=True, text=True, timeout=30)
+
+        refused = node("--data-dir", str(tmp_path / "r3"))
+        assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith(
+            "Error: cannot create the stream CRUXSQL_default with 3 replica(s): JetStream refused the request: ")
+        assert refused.stderr.endswith("(a single server takes --replicas 1)\n")
+        config = bind(tmp_path / "r1", ClusterConfig(single.urls, "default", 1, "solo"))
+        with ClusterStore(tmp_path / "r1", config) as store:
+            assert store.store("e", "k", "v").version == 1
+            assert store.link.state().replicas == [] and store.link.last_seq() == 1

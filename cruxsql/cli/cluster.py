@@ -59,9 +59,11 @@ def node(urls: Optional[str], group: Optional[str], replicas: Optional[str], nod
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    click.echo(f"node {config.node}: mirroring stream CRUXSQL_{config.group} into {data_dir} "
-               f"(R{config.replicas}, {','.join(config.urls)})", err=True)
-    run_node(data_dir, config, stop, progress=progress_callback("catching up with the cluster"))
+    def ready() -> None:
+        click.echo(f"node {config.node}: mirroring stream CRUXSQL_{config.group} into {data_dir} "
+                   f"(R{config.replicas}, {','.join(config.urls)})", err=True)
+
+    run_node(data_dir, config, stop, on_ready=ready, progress=progress_callback("catching up with the cluster"))
     click.echo(f"node {config.node}: stopped", err=True)
 
 

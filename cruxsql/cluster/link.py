@@ -32,6 +32,14 @@ class ClusterUnavailable(CruxsqlError):
     """The cluster did not answer (no quorum, servers down, timeout): nothing was acknowledged."""
 
 
+class ClusterRefused(CruxsqlError):
+    """JetStream answered with an error (e.g. three replicas asked of a single server)."""
+
+    def __init__(self, message: str, err_code: Optional[int]) -> None:
+        super().__init__(message)
+        self.err_code = err_code
+
+
 class ChainMoved(CruxsqlError):
     """Another node wrote the version chain since this node last applied it (expected-last-sequence)."""
 
@@ -105,6 +113,11 @@ class ClusterLink:
             future.cancel()
             raise ClusterUnavailable(f"the NATS cluster at {','.join(self.urls)} did not answer: "
                                      f"{type(exc).__name__} {exc}".rstrip()) from None
+        except nats.js.errors.NotFoundError:
+            raise
+        except nats.js.errors.APIError as exc:
+            raise ClusterRefused(f"JetStream refused the request: {exc.description} (error {exc.err_code})",
+                                 exc.err_code) from None
 
     def _retry(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         deadline = time.monotonic() + self.patience
@@ -151,7 +164,11 @@ class ClusterLink:
                 await self._js.stream_info(self.stream)
             except nats.js.errors.NotFoundError:
                 await self._js.add_stream(config)
-        self._retry(ensure)
+        try:
+            self._retry(ensure)
+        except ClusterRefused as exc:
+            raise ClusterRefused(f"cannot create the stream {self.stream} with {replicas} replica(s): {exc} "
+                                 f"(a single server takes --replicas 1)", exc.err_code) from None
 
     def publish(self, subject: str, payload: bytes, msg_id: str, expected_subject_seq: Optional[int]) -> int:
         """Publish and wait for the stream's acknowledgement (a quorum has it); returns its sequence.
@@ -162,11 +179,10 @@ class ClusterLink:
             headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(expected_subject_seq)
         try:
             ack = self._retry(lambda: self._js.publish(subject, payload, stream=self.stream, headers=dict(headers)))
-        except nats.js.errors.APIError as exc:
-            if exc.err_code in WRONG_LAST_SEQUENCE or (exc.description or "").startswith("wrong last sequence"):
+        except ClusterRefused as exc:
+            if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last sequence" in str(exc):
                 raise ChainMoved(f"{subject} moved past sequence {expected_subject_seq}") from None
-            raise ClusterUnavailable(f"JetStream refused the publish to {subject}: {exc.description} "
-                                     f"(error {exc.err_code})") from None
+            raise
         return ack.seq
 
     def state(self) -> StreamState:

@@ -49,11 +49,15 @@ def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
 
 
 def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
-             on_position: Optional[Callable[[int], None]] = None, **options: object) -> None:
+             on_ready: Optional[Callable[[], None]] = None, on_position: Optional[Callable[[int], None]] = None,
+             **options: object) -> None:
     """Mirror the stream into `data_dir` until `stop` is set; report to the registry every second.
-    Rides out the cluster's outages (keeps retrying); raises only for a local failure."""
+    Rides out the cluster's outages once running (keeps retrying); raises for a refusal at start
+    (e.g. a stream the cluster cannot host) and for a local failure."""
     bind(data_dir, config)
     store = ClusterStore(data_dir, config, **options)
+    if on_ready:
+        on_ready()
     try:
         host, reported, position = socket.gethostname(), 0.0, -1
         while not stop.is_set():
