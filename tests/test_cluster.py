@@ -346,9 +346,6 @@ def test_cli_refusals_are_one_error_line(nats_cluster, tmp_path):
     finally:
         close_all(stores)
     node_dir = tmp_path / "node0"
-    compact = run("compact", "--data-dir", str(node_dir))
-    assert compact.returncode == 1 and compact.stderr.startswith("Error: compaction and erasure rewrite the journal")
-    assert (node_dir / "facts.jsonl").read_bytes() == before
     # the cluster does not answer: a read serves the local mirror (said on stderr), a write fails
     config = json.loads((node_dir / "cluster.json").read_text())
     (node_dir / "cluster.json").write_text(json.dumps({**config, "urls": ["nats://127.0.0.1:1"]}))
@@ -404,3 +401,67 @@ def test_a_single_server_takes_one_replica_and_refuses_three_in_one_line(tmp_pat
         with ClusterStore(tmp_path / "r1", config) as store:
             assert store.store("e", "k", "v").version == 1
             assert store.link.state().replicas == [] and store.link.last_seq() == 1
+
+
+def _facts(store: ClusterStore) -> list[tuple]:
+    return list(store.db.execute("SELECT fact_id, tenant_hash, entity, key, version, value, deleted, superseded_by "
+                                 "FROM facts ORDER BY fact_id"))
+
+
+def test_compaction_is_a_new_stream_generation_that_every_node_applies(nats_cluster, tmp_path):
+    a, b, c = open_nodes(nats_cluster, tmp_path, "compact")
+    try:
+        doomed = a.store("svc", "token", "to-be-compacted-away-987")
+        for i in range(3):
+            b.store("svc", "owner", f"owner {i}")
+        b.delete(doomed.fact_id)
+        stale_position = c.mirror.position(c).seq  # c mirrors nothing until after the compaction
+        last_before = a.link.last_seq()
+        done = subprocess.run(CLI + ["compact", "--data-dir", str(tmp_path / "node0")], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        a.refresh()
+        state = a.link.state()
+        assert state.first_seq == last_before + 1 and state.last_seq == last_before + 1  # one part, older purged
+        assert b"to-be-compacted-away-987" not in journal_bytes(a)
+        for node in (b, c):
+            node.refresh()
+            assert journal_bytes(node) == journal_bytes(a) and _facts(node) == _facts(a)
+        assert stale_position == 0 and c.mirror.position(c).seq == state.last_seq
+        assert [f.value for f in b.history("svc", "owner") if not f.superseded_by] == ["owner 2"]
+        late_config = bind(tmp_path / "late", ClusterConfig(nats_cluster.urls, "compact", 3, "late"))
+        with ClusterStore(tmp_path / "late", late_config) as late:
+            assert journal_bytes(late) == journal_bytes(a) and _facts(late) == _facts(a)
+        newer = c.store("svc", "owner", "owner 3")
+        assert newer.version == 4
+        for node in (a, b):
+            node.refresh()
+            assert journal_bytes(node) == journal_bytes(c)
+        assert b"to-be-compacted-away-987" not in (tmp_path / "node2" / "cruxsql.db").read_bytes()
+    finally:
+        close_all([a, b, c])
+
+
+def test_a_legal_hold_blocks_fleet_compaction_and_a_write_meanwhile_makes_it_change_nothing(nats_cluster, tmp_path):
+    (a,) = open_nodes(nats_cluster, tmp_path, "held", 1)
+    try:
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(CLI + list(args) + ["--data-dir", str(tmp_path / "node0")], capture_output=True,
+                                  text=True, timeout=60)
+
+        assert run("hold", "place", "--tenant", "acme", "--reason", "litigation").returncode == 0
+        kept = a.store("contract", "terms", "held-back value 4242", tenant="acme")
+        a.delete(kept.fact_id)
+        a.refresh()
+        before, last = journal_bytes(a), a.link.last_seq()
+        refused = run("compact")
+        assert refused.returncode == 1 and refused.stderr.startswith("Error: hard erasure blocked by active legal hold")
+        assert a.link.last_seq() == last and journal_bytes(a) == before
+        # a generation whose first part finds a write it has not seen is refused by the stream: nothing changes
+        from cruxsql.cluster.generation import publish_generation
+        from cruxsql.errors import Conflict
+        with pytest.raises(Conflict):
+            publish_generation(a.link, "held", b"", last - 1)
+        assert a.link.last_seq() == last
+    finally:
+        a.close()

@@ -170,18 +170,21 @@ class ClusterLink:
             raise ClusterRefused(f"cannot create the stream {self.stream} with {replicas} replica(s): {exc} "
                                  f"(a single server takes --replicas 1)", exc.err_code) from None
 
-    def publish(self, subject: str, payload: bytes, msg_id: str, expected_subject_seq: Optional[int]) -> int:
+    def publish(self, subject: str, payload: bytes, msg_id: str, expected_subject_seq: Optional[int],
+                expected_last_seq: Optional[int] = None) -> int:
         """Publish and wait for the stream's acknowledgement (a quorum has it); returns its sequence.
         A retried `msg_id` within the duplicate window is stored once. Raises ChainMoved when
-        `expected_subject_seq` is not the subject's last sequence."""
+        `expected_subject_seq` is not the subject's last sequence (or `expected_last_seq` the stream's)."""
         headers = {api.Header.MSG_ID: msg_id}
         if expected_subject_seq is not None:
             headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(expected_subject_seq)
+        if expected_last_seq is not None:
+            headers[api.Header.EXPECTED_LAST_SEQUENCE] = str(expected_last_seq)
         try:
             ack = self._retry(lambda: self._js.publish(subject, payload, stream=self.stream, headers=dict(headers)))
         except ClusterRefused as exc:
             if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last sequence" in str(exc):
-                raise ChainMoved(f"{subject} moved past sequence {expected_subject_seq}") from None
+                raise ChainMoved(f"{subject}: the stream moved past the expected sequence") from None
             raise
         return ack.seq
 
@@ -249,6 +252,10 @@ class ClusterLink:
         except nats.js.errors.NotFoundError:
             return 0
         return raw.seq or 0
+
+    def purge_before(self, seq: int) -> None:
+        """Remove every message before `seq` from the stream (on every replica)."""
+        self._retry(lambda: self._js.purge_stream(self.stream, seq=seq))
 
     # --- node registry ---------------------------------------------------------------------------
 

@@ -22,7 +22,9 @@ from typing import Callable, Optional
 
 from ..errors import JournalError
 from ..facts import codec, view
+from ..facts.journal import Journal
 from ..facts.store import Store
+from .generation import Collector, parse_part
 from .link import ClusterLink
 
 POSITION_NAME = "cluster-position.json"
@@ -90,27 +92,32 @@ class Mirror:
         pos = self._read() or Position(0, 0)
         if size == pos.journal_offset:
             return pos
-        if size < pos.journal_offset:
-            raise JournalError(f"{store.journal.path} is shorter ({size} bytes) than the mirrored position "
-                               f"({pos.journal_offset}) of the stream {self.link.stream}")
-        return self._adopt_tail(store, pos, size)
+        return self._adopt(store, pos)
 
-    def _adopt_tail(self, store: Store, pos: Position, size: int) -> Position:
-        with open(store.journal.path, "rb") as fh:
-            fh.seek(pos.journal_offset)
-            tail = fh.read(size - pos.journal_offset)
-        at, seq = 0, pos.seq
+    def _adopt(self, store: Store, pos: Position) -> Position:
+        """Match the journal past `pos` against the stream: messages whose bytes come next were appended
+        (others were rejected when applied), and a generation the journal starts with was applied."""
+        data = store.journal.path.read_bytes() if store.journal.stat() else b""
+        at, seq = pos.journal_offset, pos.seq
+        parts = Collector(self.link.group)
         for msg in self.link.messages(pos.seq + 1, self.link.last_seq()):
-            if at == len(tail):
+            generation = parts.offer(msg)
+            if parse_part(self.link.group, msg.subject) is not None:
+                if generation is not None:
+                    if not data.startswith(generation):
+                        break  # crashed before its rename: the next catch-up applies it
+                    at, seq = len(generation), msg.seq
+                continue
+            if at == len(data):
                 break
-            if tail.startswith(msg.payload, at):
+            if data.startswith(msg.payload, at):
                 at += len(msg.payload)
             seq = msg.seq  # a message whose bytes are not next was rejected when it was applied
-        if at != len(tail):
-            raise JournalError(f"{store.journal.path}: {len(tail) - at} bytes past the mirrored position are not "
-                               f"in the stream {self.link.stream} (a data directory joins a cluster empty, or "
-                               f"as a copy of a node of the same cluster)")
-        adopted = Position(seq, size)
+        if at != len(data):
+            raise JournalError(f"{store.journal.path}: its bytes past the mirrored position are not in the stream "
+                               f"{self.link.stream} (a data directory joins a cluster empty, or as a copy of a "
+                               f"node of the same cluster)")
+        adopted = Position(seq, at)
         self._write(adopted)
         return adopted
 
@@ -126,7 +133,14 @@ class Mirror:
         heads: dict[Chain, int] = {}
         dirty = False  # a pending non-store event may have changed a chain's head
         seq = first = pos.seq
+        parts = Collector(self.link.group)
         for msg in self.link.messages(pos.seq + 1, last):
+            generation = parts.offer(msg)
+            if parse_part(self.link.group, msg.subject) is not None:
+                if generation is not None:  # it replaces everything before it, pending lines included
+                    pos = self._apply_generation(store, generation, msg.seq)
+                    pending, heads, dirty, seq = [], {}, False, msg.seq
+                continue  # an incomplete generation's parts: the position stays before them
             lines = split_lines(msg.payload)
             facts = stored_facts(lines)
             if facts and dirty:
@@ -148,6 +162,23 @@ class Mirror:
         if seq > pos.seq:
             pos = self._flush(store, pending, seq)
         return pos
+
+    def _apply_generation(self, store: Store, data: bytes, seq: int) -> Position:
+        """Replace the journal with a generation's bytes (crash-atomic), rebuild the view from it, and
+        scrub what the old journal's rows left in SQLite (WAL, free pages)."""
+        lines = split_lines(data)
+        _, size = Journal.rewrite(store.journal, lambda emit: [emit(line) for line in lines])
+        pos = Position(seq, size)
+        self._write(pos)
+        view.replay(store.db, store.journal, store.policy)
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.execute("VACUUM")
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return pos
+
+    def advance(self, pos: Position) -> None:
+        """Record a position the caller reached itself (the compacting node, after its own rewrite)."""
+        self._write(pos)
 
     def _newer(self, store: Store, facts: list[codec.Fact], heads: dict[Chain, int]) -> bool:
         """Every fact's version is above its chain's head (as it stood before this message)."""

@@ -15,12 +15,14 @@ from typing import Any, Callable, Optional
 
 import blake3
 
-from ..errors import Conflict, CruxsqlError, ReadOnlyStore
+from ..errors import Conflict, ReadOnlyStore
 from ..facts import codec, view
+from ..facts.journal import Journal
 from ..facts.store import Progress, Store
 from .config import ClusterConfig, read_config
 from .link import ChainMoved, ClusterLink, ClusterUnavailable, subject_prefix
-from .mirror import Mirror, chain_of, stored_facts
+from .generation import publish_generation
+from .mirror import Mirror, Position, chain_of, split_lines, stored_facts
 
 MAX_ATTEMPTS = 50
 
@@ -45,11 +47,6 @@ def _referenced_ids(obj: Any) -> set[str]:
     return found
 
 
-def _no_local_rewrite(*_args: Any, **_kwargs: Any) -> Any:
-    raise CruxsqlError("compaction and erasure rewrite the journal, which on a cluster node is the stream's "
-                       "mirror: across the fleet they are not wired yet (nothing was changed)")
-
-
 class ClusterStore(Store):
     """The data directory of a cluster node; `cluster.json` in it says which cluster."""
 
@@ -59,7 +56,7 @@ class ClusterStore(Store):
         if self.read_only:
             raise ReadOnlyStore(f"{data_dir} is read-only: a cluster node mirrors the stream into it")
         self.config = config
-        self.journal.rewrite = _no_local_rewrite  # type: ignore[method-assign]
+        self.journal.rewrite = self._rewrite_as_generation  # type: ignore[method-assign]
         try:
             self.link = ClusterLink(config.urls, config.group)
             self.link.ensure_stream(config.replicas)
@@ -124,6 +121,20 @@ class ClusterStore(Store):
         with open(self.journal.path, "rb") as fh:
             fh.seek(since)
             return payload in fh.read()
+
+    def _rewrite_as_generation(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
+        """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
+        stream generation, then this node's journal is rewritten to the same bytes and the stream's older
+        messages are purged. The caller holds the writer lock and has caught up with the stream."""
+        data = bytearray()
+        write_lines(lambda line: data.extend(line.encode("utf-8") + b"\n"))
+        after = self.mirror.position(self).seq
+        first, last = publish_generation(self.link, self.config.group, bytes(data), after)
+        lines = split_lines(bytes(data))
+        path, size = Journal.rewrite(self.journal, lambda emit: [emit(line) for line in lines])
+        self.mirror.advance(Position(last, size))
+        self.link.purge_before(first)
+        return path, size
 
     def _publish(self, subject: str, payload: bytes, expected: Optional[int]) -> int:
         """Publish until acknowledged (the link retries through a leader election); a retry after a lost
