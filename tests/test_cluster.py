@@ -465,3 +465,45 @@ def test_a_legal_hold_blocks_fleet_compaction_and_a_write_meanwhile_makes_it_cha
         assert a.link.last_seq() == last
     finally:
         a.close()
+
+
+def _files_holding(root: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_cluster, tmp_path):
+    """`cruxsql erase` on one node: the deletion goes through the stream, the compaction becomes a new
+    generation, the old messages holding the value are securely deleted (overwritten on every replica's
+    stream store) and purged, every node rewrites its journal and scrubs its view, and each node's own
+    `verify --erasure` passes. (Each replica's Raft log keeps the bytes until JetStream compacts it: see
+    the README; those files are outside this check.)"""
+    value = b"erase-me-please-31337@example.org"
+    nodes = open_nodes(nats_cluster, tmp_path, "erasure")
+    try:
+        person = nodes[0].store("person", "email", value.decode())
+        for i in range(4):
+            nodes[i % 3].store("other", f"k{i}", f"kept value {i}")
+        for node in nodes:
+            node.refresh()
+        stores = [s.store_dir / "jetstream" / "$G" / "streams" / "CRUXSQL_erasure" for s in nats_cluster.servers]
+        assert all(_files_holding(d, value) for d in stores)  # the check below can fail
+        done = subprocess.run(CLI + ["erase", "--fact-id", person.fact_id, "--reason", "data-subject request",
+                                     "--json", "--data-dir", str(tmp_path / "node0")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["ok"] is True
+        for node in nodes:
+            node.refresh()
+            assert node.db.execute("SELECT count(*) FROM facts WHERE fact_id = ?", (person.fact_id,)).fetchone() == (0,)
+            assert [v for (v,) in node.db.execute("SELECT value FROM live_facts WHERE entity = 'other' ORDER BY key")] \
+                == [f"kept value {i}" for i in range(4)]
+        assert _files_holding(tmp_path, value) == []  # every node's files, its view open (WAL included)
+        close_all(nodes)
+        nodes = []
+        for i in range(3):
+            proof = subprocess.run(CLI + ["verify", "--erasure", "--json", "--data-dir", str(tmp_path / f"node{i}")],
+                                   capture_output=True, text=True, timeout=60)
+            assert proof.returncode == 0, proof.stdout + proof.stderr
+        assert [_files_holding(d, value) for d in stores] == [[], [], []]
+    finally:
+        close_all(nodes)

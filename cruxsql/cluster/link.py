@@ -253,6 +253,13 @@ class ClusterLink:
             return 0
         return raw.seq or 0
 
+    def erase(self, seq: int) -> None:
+        """Delete one message with its bytes overwritten on every replica (JetStream's secure delete)."""
+        try:
+            self._retry(lambda: self._js.delete_msg(self.stream, seq))
+        except nats.js.errors.NotFoundError:
+            pass
+
     def purge_before(self, seq: int) -> None:
         """Remove every message before `seq` from the stream (on every replica)."""
         self._retry(lambda: self._js.purge_stream(self.stream, seq=seq))

@@ -165,15 +165,13 @@ class Mirror:
 
     def _apply_generation(self, store: Store, data: bytes, seq: int) -> Position:
         """Replace the journal with a generation's bytes (crash-atomic), rebuild the view from it, and
-        scrub what the old journal's rows left in SQLite (WAL, free pages)."""
+        truncate the WAL (secure_delete zeroed the old rows' cells; the WAL still held copies)."""
         lines = split_lines(data)
         _, size = Journal.rewrite(store.journal, lambda emit: [emit(line) for line in lines])
         pos = Position(seq, size)
         self._write(pos)
         view.replay(store.db, store.journal, store.policy)
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        store.db.execute("VACUUM")
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the rebuild's WAL frames held the old rows
         return pos
 
     def advance(self, pos: Position) -> None:

@@ -124,8 +124,9 @@ class ClusterStore(Store):
 
     def _rewrite_as_generation(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
         """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
-        stream generation, then this node's journal is rewritten to the same bytes and the stream's older
-        messages are purged. The caller holds the writer lock and has caught up with the stream."""
+        stream generation, then this node's journal is rewritten to the same bytes; the older messages
+        holding lines the compaction dropped are securely deleted (bytes overwritten on every replica's
+        stream store) and the rest purged. The caller holds the writer lock and has caught up."""
         data = bytearray()
         write_lines(lambda line: data.extend(line.encode("utf-8") + b"\n"))
         after = self.mirror.position(self).seq
@@ -133,6 +134,10 @@ class ClusterStore(Store):
         lines = split_lines(bytes(data))
         path, size = Journal.rewrite(self.journal, lambda emit: [emit(line) for line in lines])
         self.mirror.advance(Position(last, size))
+        kept = set(lines)
+        for msg in self.link.messages(1, first - 1):
+            if any(line not in kept for line in split_lines(msg.payload)):
+                self.link.erase(msg.seq)  # it carries what the compaction dropped: overwrite its bytes
         self.link.purge_before(first)
         return path, size
 
