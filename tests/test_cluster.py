@@ -474,8 +474,8 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
 def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_cluster, tmp_path):
     """`cruxsql erase` on one node: the deletion goes through the stream, the compaction becomes a new
     generation, the old messages holding the value are securely deleted (overwritten on every replica's
-    stream store) and purged, every node rewrites its journal and scrubs its view, and each node's own
-    `verify --erasure` passes. (Each replica's Raft log keeps the bytes until JetStream compacts it: see
+    stream store) and purged, every node rewrites its journal and scrubs its view, and
+    `verify --erasure --cluster` collects every running node's proof of its own directory. (Each replica's Raft log keeps the bytes until JetStream compacts it: see
     the README; those files are outside this check.)"""
     value = b"erase-me-please-31337@example.org"
     nodes = open_nodes(nats_cluster, tmp_path, "erasure")
@@ -500,10 +500,35 @@ def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_clust
         assert _files_holding(tmp_path, value) == []  # every node's files, its view open (WAL included)
         close_all(nodes)
         nodes = []
-        for i in range(3):
-            proof = subprocess.run(CLI + ["verify", "--erasure", "--json", "--data-dir", str(tmp_path / f"node{i}")],
-                                   capture_output=True, text=True, timeout=60)
+        daemons = [_node_process(nats_cluster, tmp_path / f"node{i}", "erasure", f"node{i}") for i in range(3)]
+        try:
+            link = ClusterLink(nats_cluster.urls, "erasure")
+            try:
+                wait_until(lambda: len(link.node_reports(3)) == 3, what="three nodes reporting")
+            finally:
+                link.close()
+
+            def fleet_proof() -> subprocess.CompletedProcess:
+                return subprocess.run(CLI + ["verify", "--erasure", "--cluster", "--json", "--data-dir",
+                                             str(tmp_path / "node0")], capture_output=True, text=True, timeout=60)
+
+            proof = fleet_proof()
             assert proof.returncode == 0, proof.stdout + proof.stderr
+            result = json.loads(proof.stdout)
+            assert sorted(result["nodes"]) == ["node0", "node1", "node2"] and result["missing"] == []
+            assert all(p["ok"] and p["reports"] == 1 and p["hits"] == [] for p in result["nodes"].values())
+            # a copy of the value left in one node's directory: that node's proof fails, and so the fleet's
+            (tmp_path / "node2" / "notes.txt").write_bytes(b"copied: " + value)
+            proof = fleet_proof()
+            assert proof.returncode == 1
+            result = json.loads(proof.stdout)
+            assert [n for n, p in sorted(result["nodes"].items()) if not p["ok"]] == ["node2"]
+            (tmp_path / "node2" / "notes.txt").unlink()
+        finally:
+            for daemon in daemons:
+                daemon.send_signal(signal.SIGTERM)
+            for daemon in daemons:
+                daemon.wait(10)
         assert [_files_holding(d, value) for d in stores] == [[], [], []]
     finally:
         close_all(nodes)

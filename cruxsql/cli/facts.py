@@ -265,17 +265,26 @@ def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_di
               help="Exit 1 on corrupt lines, quarantined tails, a view mismatch or a segment problem.")
 @click.option("--erasure", is_flag=True,
               help="Instead: scan every file of the data directory for content erasure reports say is gone.")
+@click.option("--cluster", "fleet", is_flag=True,
+              help="With --erasure on a cluster node: collect every running node's proof of its own directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
-def verify(strict: bool, erasure: bool, as_json: bool, data_dir: Path) -> None:
+def verify(strict: bool, erasure: bool, fleet: bool, as_json: bool, data_dir: Path) -> None:
     """Check the journal, the segments and the view: events by op, corrupt lines (with line numbers),
     quarantined torn tails, whether the view equals a fresh replay of the journal, and every segment
     against its manifest checksum.
 
     With --erasure, scan every file of the data directory for the content erased facts had, using only
-    the hashes the erasure reports keep; exits 1 on any hit or a broken report chain.
+    the hashes the erasure reports keep; exits 1 on any hit or a broken report chain. With --cluster too
+    (on a cluster node's directory), every running node answers with that proof for its own directory;
+    exits 1 unless each node the registry shows up answered with a clean one.
     """
+    if fleet:
+        if not erasure:
+            raise click.UsageError("--cluster goes with --erasure")
+        _verify_fleet_erasure(data_dir, as_json)
+        return
     if erasure:
         with open_store(data_dir, "read") as s:
             result = verify_erasure(s)
@@ -310,6 +319,27 @@ def verify(strict: bool, erasure: bool, as_json: bool, data_dir: Path) -> None:
         for problem in segment_problems:
             click.echo(f"  {problem}")
     if strict and not ok:
+        sys.exit(1)
+
+
+def _verify_fleet_erasure(data_dir: Path, as_json: bool) -> None:
+    from ..cluster.config import read_config
+    from ..cluster.proofs import collect_erasure_proofs
+    config = read_config(data_dir) if data_dir.is_dir() else None
+    if config is None:
+        raise click.UsageError(f"--cluster: {data_dir} is not a cluster node's directory (no cluster.json)")
+    result = collect_erasure_proofs(config)
+    if as_json:
+        echo_json(result)
+    else:
+        for node, proof in sorted(result["nodes"].items()):
+            state = "erasure verified" if proof["ok"] else "ERASURE NOT VERIFIED"
+            click.echo(f"node {node}: {state} ({proof.get('files_scanned', 0)} files scanned, "
+                       f"{len(proof.get('hits', []))} hits, {proof['reports']} reports)")
+        for node in result["missing"]:
+            click.echo(f"node {node}: did not answer")
+        click.echo("erasure verified on every node" if result["ok"] else "ERASURE NOT VERIFIED ON EVERY NODE")
+    if not result["ok"]:
         sys.exit(1)
 
 

@@ -9,6 +9,7 @@ report themselves in the key-value bucket `CRUXSQL_G_NODES`.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -263,6 +264,49 @@ class ClusterLink:
     def purge_before(self, seq: int) -> None:
         """Remove every message before `seq` from the stream (on every replica)."""
         self._retry(lambda: self._js.purge_stream(self.stream, seq=seq))
+
+    # --- requests between nodes (core NATS) ------------------------------------------------------
+
+    def serve(self, subject: str) -> None:
+        """Queue every request sent to `subject`; `requests()` hands them to the caller's thread."""
+        self._requests: "queue.SimpleQueue[tuple[str, bytes]]" = queue.SimpleQueue()
+
+        async def take(msg: Any) -> None:
+            self._requests.put((msg.reply, msg.data))
+        self._retry(lambda: self._nc.subscribe(subject, cb=take))
+
+    def requests(self) -> list[tuple[str, bytes]]:
+        out = []
+        while not self._requests.empty():
+            out.append(self._requests.get())
+        return out
+
+    def reply(self, reply_to: str, payload: bytes) -> None:
+        async def send() -> None:
+            await self._nc.publish(reply_to, payload)
+            await self._nc.flush()
+        self._run(send())
+
+    def gather(self, subject: str, payload: bytes, expect: int, timeout: float) -> list[bytes]:
+        """Send one request and collect replies until `expect` came or `timeout` passed."""
+        async def ask() -> list[bytes]:
+            got: list[bytes] = []
+            enough = asyncio.Event()
+
+            async def take(msg: Any) -> None:
+                got.append(msg.data)
+                if len(got) >= expect:
+                    enough.set()
+            inbox = self._nc.new_inbox()
+            sub = await self._nc.subscribe(inbox, cb=take)
+            await self._nc.publish(subject, payload, reply=inbox)
+            try:
+                await asyncio.wait_for(enough.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            await sub.unsubscribe()
+            return got
+        return self._run(ask(), timeout + self.timeout + 5)
 
     # --- node registry ---------------------------------------------------------------------------
 

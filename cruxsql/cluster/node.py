@@ -1,41 +1,25 @@
 """The long-running node: keeps its data directory mirrored with the stream (so reads on this host see
-the fleet's facts within moments) and reports itself in the group's node registry for `cluster status`."""
+the fleet's facts within moments), reports itself in the group's node registry for `cluster status`,
+and answers `verify --erasure --cluster` with its own directory's proof."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import CruxsqlError
 from .config import ClusterConfig, read_config, write_config
 from .link import ClusterUnavailable
+from .proofs import answer_proof_requests, proof_subject
+from .status import NodeReport
 from .store import ClusterStore
 
 POLL_SECONDS = 0.05
 REPORT_SECONDS = 1.0
-
-
-@dataclass
-class NodeReport:
-    node: str
-    host: str
-    pid: int
-    position: int
-    reported_at: float
-
-    def encode(self) -> bytes:
-        return json.dumps(self.__dict__).encode()
-
-    @classmethod
-    def decode(cls, raw: bytes) -> "NodeReport":
-        obj = json.loads(raw)
-        return cls(obj["node"], obj["host"], int(obj["pid"]), int(obj["position"]), float(obj["reported_at"]))
 
 
 def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
@@ -56,6 +40,7 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
     (e.g. a stream the cluster cannot host) and for a local failure."""
     bind(data_dir, config)
     store = ClusterStore(data_dir, config, **options)
+    store.link.serve(proof_subject(config.group))
     if on_ready:
         on_ready()
     try:
@@ -67,6 +52,7 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
                 if now_at != position and on_position:
                     on_position(now_at)
                 position = now_at
+                answer_proof_requests(store.link, store, config.node)
                 if time.monotonic() - reported >= REPORT_SECONDS:
                     store.link.report_node(config.node, NodeReport(config.node, host, os.getpid(), position,
                                                                    time.time()).encode(), config.replicas)

@@ -1,15 +1,35 @@
 """`cruxsql cluster status`: the stream (last sequence, leader, replicas) and every node that reported
-itself, with how far behind the stream its mirror is."""
+itself in the registry, with how far behind the stream its mirror is."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from .config import ClusterConfig
 from .link import ClusterLink
-from .node import NodeReport
+
+
+@dataclass
+class NodeReport:
+    """What a node puts in the registry bucket each second."""
+
+    node: str
+    host: str
+    pid: int
+    position: int
+    reported_at: float
+
+    def encode(self) -> bytes:
+        return json.dumps(self.__dict__).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "NodeReport":
+        obj = json.loads(raw)
+        return cls(obj["node"], obj["host"], int(obj["pid"]), int(obj["position"]), float(obj["reported_at"]))
+
 
 STALE_AFTER_SECONDS = 5.0
 """A node that has not reported for this long is shown as down (nodes report every second)."""
