@@ -130,7 +130,10 @@ class DenseIndex:
         if unit is None:
             return out
         for base, vectors in self._parts:
-            out[base:base + len(vectors)] = np.clip(vectors @ unit, F32(0.0), F32(1.0))
+            # einsum, not `@`: numpy's own single-threaded loop. BLAS's threaded matrix-vector product waits for
+            # its worker threads, which on a busy machine costs milliseconds per query (median 0.29 ms vs 27-36 ms
+            # for 5,183 × 384 with other jobs running; on an idle machine BLAS takes 0.06 ms).
+            out[base:base + len(vectors)] = np.clip(np.einsum("ij,j->i", vectors, unit), F32(0.0), F32(1.0))
         out[~self.has_vector] = np.nan
         return out
 

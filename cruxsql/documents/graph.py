@@ -124,9 +124,9 @@ class DocumentGraph:
         if not self._has_links:
             return len(self._entities())
         linked = self._db.execute(
-            "SELECT COUNT(*) FROM (SELECT c.document_id FROM document_links l JOIN document_chunks c "
+            "SELECT COUNT(*) FROM (SELECT c.document_id FROM document_links l CROSS JOIN document_chunks c "
             "USING (segment_seq, doc_id) WHERE c.tenant_id = ?1 UNION SELECT l.target_document_id "
-            "FROM document_links l JOIN document_chunks c USING (segment_seq, doc_id) WHERE c.tenant_id = ?1)",
+            "FROM document_links l CROSS JOIN document_chunks c USING (segment_seq, doc_id) WHERE c.tenant_id = ?1)",
             (self._tenant,)).fetchone()[0]
         return len(self._entities()) + linked
 
@@ -167,7 +167,9 @@ class DocumentGraph:
         edges = []
         for seed in seeds:
             rows = self._db.execute(
-                "SELECT c.segment_seq, c.doc_id FROM document_links l JOIN document_chunks c "
+                # CROSS JOIN fixes the order: the seed's few links first, then their chunks by index (left
+                # to itself, SQLite walks every chunk of the tenant: 2.5 ms per seed on SciFact).
+                "SELECT c.segment_seq, c.doc_id FROM document_links l CROSS JOIN document_chunks c "
                 "ON c.document_id = l.target_document_id AND c.tenant_id = ? "
                 "WHERE l.segment_seq = ? AND l.doc_id = ? ORDER BY c.segment_seq, c.doc_id",
                 (self._tenant, index_to_seq[seed[0]], seed[1]))
