@@ -1,6 +1,8 @@
 """Dense re-rank (§6.6, §17.3), vector sidecars, fused retrieval with graph boost (§7), RRF, loud model failure."""
 
 import json
+import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -195,6 +197,18 @@ def test_a_selected_model_that_is_missing_fails_loudly(tmp_path, monkeypatch):
                                 env={"CRUXSQL_DATA_DIR": str(tmp_path / "d"), "CRUXSQL_EMBEDDER": "minilm"})
     assert result.exit_code == 1 and result.output.startswith("Error: embedder 'minilm' needs")
     assert not (tmp_path / "d" / "segments").exists()
+
+
+def test_a_missing_runtime_names_the_extra(tmp_path, monkeypatch):
+    from cruxsql.embeddings import minilm
+
+    monkeypatch.setattr(minilm.importlib.util, "find_spec",
+                        lambda name: SimpleNamespace(submodule_search_locations=[str(tmp_path)]))
+    monkeypatch.setitem(sys.modules, "torch", None)      # `import torch` fails as if it were not installed
+    with pytest.raises(InvalidInput) as raised:
+        minilm.MiniLmEmbedder.load()
+    assert str(raised.value) == ("embedder 'minilm' needs the Python package 'torch'; install it with: "
+                                 "pip install 'cruxsql[semantic]'")
 
 
 def test_model_files_are_checked_against_the_pinned_hash(tmp_path, monkeypatch):

