@@ -41,6 +41,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cruxsql  # noqa: E402
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane  # noqa: E402
@@ -48,8 +49,11 @@ from cruxsql.documents.analyzer import analyze  # noqa: E402
 from cruxsql.documents.fusion import FusionWeights  # noqa: E402
 from cruxsql.documents.sources import batches  # noqa: E402
 from cruxsql.embeddings import embedder_named  # noqa: E402
+from vector_cache import VectorCache  # noqa: E402
 
-DEFAULT_SCIFACT = REPO.parent / "shared" / "data" / "scifact"
+# ../shared beside the main checkout, or beside the folder of worktrees
+DEFAULT_SCIFACT = next((base / "shared" / "data" / "scifact" for base in REPO.parents
+                        if (base / "shared" / "data" / "scifact").exists()), REPO.parent / "shared" / "data" / "scifact")
 TOP_K = 10
 SLOW_PASS_S = 10.0
 _FTS_WORD = re.compile(r"\w+")
@@ -72,6 +76,7 @@ class EngineRun:
     qps: float
     rankings: dict[str, list[tuple[str, float]]]
     note: str = ""
+    qps_given_vector: Optional[float] = None   # semantic rows: queries/s with the query vectors computed beforehand
 
 
 # ---- corpora -----------------------------------------------------------------------------------------
@@ -192,35 +197,80 @@ def run_cruxsql(corpus: Corpus, workdir: Path, repeat: int) -> list[EngineRun]:
             EngineRun("cruxsql (warm cache)", build, warm_qps, rankings, "same queries again on the same lane")]
 
 
-def run_semantic(corpus: Corpus, workdir: Path, repeat: int, name: str, plain_build_s: float) -> list[EngineRun]:
-    """The dense, fused and RRF rows for one embedder, on a store sealed with its vectors."""
-    embedder = embedder_named(name)
+def _cached(embedder: Any, name: str, corpus: Corpus, cache_dir: Optional[Path]) -> tuple[Any, float, float]:
+    """The embedder to seal with, its measured chunks/s, and the embedding seconds a seal from the cache skips.
+
+    Without a cache directory the real embedder seals (its time is inside the build). With one, the corpus is
+    embedded once into the cache (progress on stderr) and every seal reads the vectors back; the embedding
+    seconds measured when the cache was filled are then added to the seal time.
+    """
+    if cache_dir is None:
+        return embedder, float("nan"), 0.0
+    cache = VectorCache(embedder, cache_dir / f"{corpus.name}-{name}")
+    missing = len(cache.missing(corpus.texts))
+    if missing:
+        print(f"({name}: embedding {missing:,} texts into {cache_dir}, kept for later runs)", file=sys.stderr)
+        cache.fill(corpus.texts, progress=lambda line: print(f"  {name}: {line}", file=sys.stderr, flush=True))
+    share = len(corpus.texts) / len(cache)
+    return cache, cache.chunks_per_second(), cache.embed_seconds * share
+
+
+class _GivenQueryVectors:
+    """The embedder with every benchmark query embedded beforehand (in one batch): times retrieval alone."""
+
+    def __init__(self, embedder: Any, queries: Sequence[str]) -> None:
+        self._embedder = embedder
+        self._vectors = {text: embedder.embed_one(text) for text in queries}
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self._vectors[text]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+
+def run_semantic(corpus: Corpus, workdir: Path, repeat: int, name: str, plain_build_s: float,
+                 cache_dir: Optional[Path] = None) -> list[EngineRun]:
+    """The re-rank, dense, fused and RRF rows for one embedder, on a store sealed with its vectors."""
+    embedder, cached_rate, skipped_s = _cached(embedder_named(name), name, corpus, cache_dir)
     data_dir = workdir / f"cruxsql-{corpus.name}-{name}"
+    queries = [text for _, text in corpus.queries]
     with cruxsql.open(data_dir) as store:
         lane = DocumentLane(store, embedder=embedder)
         started = time.perf_counter()
         for request in batches(_documents(corpus)):
             lane.ingest(request)
-        build = time.perf_counter() - started
+        build = time.perf_counter() - started + skipped_s
         offsets = np.cumsum([0] + [s.chunk_count for s in lane.segments()])
-        rate = len(corpus.ids) / max(build - plain_build_s, 1e-9)
-        print(f"({name}: sealed {len(corpus.ids):,} chunks with vectors in {build:.1f}s vs {plain_build_s:.1f}s "
-              f"without: {rate:,.0f} chunks/s embedded and written)")
+        rate = cached_rate if cache_dir is not None else len(corpus.ids) / max(build - plain_build_s, 1e-9)
+        source = "measured when the vector cache was filled" if cache_dir is not None else "seal time difference"
+        print(f"({name}: seal with vectors {build:.1f}s vs {plain_build_s:.1f}s without; embedding "
+              f"{rate:,.1f} chunks/s ({source}))")
+        started = time.perf_counter()
+        for text in queries[:30]:
+            embedder.embed_one(text)
+        one_ms = (time.perf_counter() - started) / 30 * 1000
+        given = DocumentLane(store, embedder=_GivenQueryVectors(embedder, queries))
+        print(f"({name}: embedding one query takes {one_ms:.2f} ms, the first 30 queries one at a time)")
 
         def ids(hits: Sequence[Any]) -> Ranking:
             return [(corpus.ids[int(offsets[h.segment_index]) + h.doc_id], h.score) for h in hits]
 
-        searches: dict[str, Callable[[str], Ranking]] = {
-            f"BM25 + {name} re-rank": lambda text: ids(lane.ranked_search(text, "default", TOP_K)[0].hits),
-            f"{name} dense alone": lambda text: ids(lane.fused_search(
-                text, "default", TOP_K, weights=FusionWeights(0.0, 0.0, 1.0, 0.0)).hits),
-            f"fused weighted ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K).hits),
-            f"RRF ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K, mode="rrf").hits),
-        }
+        def rows(lane: DocumentLane) -> dict[str, Callable[[str], Ranking]]:
+            return {
+                f"BM25 + {name} re-rank": lambda text: ids(lane.ranked_search(text, "default", TOP_K)[0].hits),
+                f"{name} dense alone": lambda text: ids(lane.fused_search(
+                    text, "default", TOP_K, weights=FusionWeights(0.0, 0.0, 1.0, 0.0)).hits),
+                f"fused weighted ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K).hits),
+                f"RRF ({name})": lambda text: ids(lane.fused_search(text, "default", TOP_K, mode="rrf").hits),
+            }
         runs = []
-        for row, search in searches.items():
+        for (row, search), given_search in zip(rows(lane).items(), rows(given).values()):
             qps, rankings = _timed_queries(corpus, search, repeat)
-            runs.append(EngineRun(row, build, qps, rankings, f"{embedder.model()} vectors in .ccxv sidecars"))
+            given_qps, given_rankings = _timed_queries(corpus, given_search, repeat)
+            assert ndcg_at_10(given_rankings, corpus.qrels) == ndcg_at_10(rankings, corpus.qrels)
+            runs.append(EngineRun(row, build, qps, rankings, f"{embedder.model()} vectors in .ccxv sidecars",
+                                  given_qps))
     return runs
 
 
@@ -336,6 +386,10 @@ def report(corpus: Corpus, runs: Sequence[EngineRun], batched_bm25s: Optional[fl
         if corpus.qrels:
             row["ndcg_at_10"] = round(ndcg_at_10(run.rankings, corpus.qrels), 4)
             line += f" {row['ndcg_at_10']:>8.4f}"
+        if run.qps_given_vector is not None:
+            row["qps_given_query_vector"] = round(run.qps_given_vector, 1)
+            line += (f"   {run.qps / base.qps:.3f} of BM25's queries/s; with the query vector given "
+                     f"{run.qps_given_vector:,.1f}/s = {run.qps_given_vector / base.qps:.3f} of BM25's")
         print(line + f"   {run.note}")
         rows.append(row)
     if batched_bm25s is not None:
@@ -352,10 +406,11 @@ def report(corpus: Corpus, runs: Sequence[EngineRun], batched_bm25s: Optional[fl
             "bm25s_batched_qps": None if batched_bm25s is None else round(batched_bm25s, 1)}
 
 
-def bench(corpus: Corpus, workdir: Path, bm25s: Any, repeat: int, semantic: Sequence[str] = ()) -> dict[str, Any]:
+def bench(corpus: Corpus, workdir: Path, bm25s: Any, repeat: int, semantic: Sequence[str] = (),
+          cache_dir: Optional[Path] = None) -> dict[str, Any]:
     runs = run_cruxsql(corpus, workdir, repeat)
     for name in semantic:
-        runs.extend(run_semantic(corpus, workdir, repeat, name, runs[0].build_s))
+        runs.extend(run_semantic(corpus, workdir, repeat, name, runs[0].build_s, cache_dir))
     batched = None
     if bm25s is not None:
         runs.append(run_bm25s(corpus, bm25s, own_tokens=False, repeat=repeat))
@@ -376,7 +431,12 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON")
     parser.add_argument("--semantic", default="hash,minilm",
                         help="embedders for the dense/fused rows on SciFact (comma-separated; empty for none)")
+    parser.add_argument("--vector-cache", type=Path, metavar="DIR",
+                        help="embed the corpus once into DIR and seal from there on later runs (the embedding time "
+                             "measured when DIR was filled is added to the seal time)")
     args = parser.parse_args()
+    if args.vector_cache:
+        args.vector_cache.mkdir(parents=True, exist_ok=True)
     try:
         import bm25s
     except ImportError:
@@ -387,7 +447,8 @@ def main() -> None:
     try:
         if (args.scifact / "corpus.jsonl.gz").exists():
             semantic = [name for name in args.semantic.split(",") if name]
-            results.append(bench(load_scifact(args.scifact), workdir, bm25s, args.repeat, semantic))
+            results.append(bench(load_scifact(args.scifact), workdir, bm25s, args.repeat, semantic,
+                                 args.vector_cache))
         else:
             print(f"SciFact not found at {args.scifact}: quality benchmark skipped")
         if args.synthetic_chunks > 0:
