@@ -15,7 +15,7 @@ from cruxsql.documents.bm25 import Bm25Hit
 from cruxsql.documents.dense import dense_rerank
 from cruxsql.documents.fusion import FusionWeights, Lanes, effective_weights, fuse
 from cruxsql.documents.graph import EntityMatch, RelationEdge, apply_graph_boost, document_links, graph_boosts
-from cruxsql.embeddings import LocalHashEmbedder
+from cruxsql.embeddings import LocalHashEmbedder, SemanticProfile
 from cruxsql.errors import InvalidInput
 
 F32 = np.float32
@@ -60,6 +60,52 @@ def test_search_reranks_by_default_and_labels_it(store):
     assert {r["result_id"]: r["score"] for r in fused["results"]} == pytest.approx(
         {k: float(v) for k, v in expected.items()}, abs=1e-6)
     assert DocumentLane(store, embedder=None).query("alpha", contract="legacy")["meta"]["score_space"] == "bm25_lexical"
+
+
+class PlantedEmbedder:
+    """Vectors chosen by the test: every text in `vectors` maps to its own vector."""
+
+    def __init__(self, vectors):
+        self.vectors = {text: np.asarray(vector, dtype=F32) for text, vector in vectors.items()}
+
+    def embed_batch(self, texts):
+        return np.stack([self.vectors[text] for text in texts])
+
+    def embed_one(self, text):
+        return self.vectors[text]
+
+    def dimensions(self):
+        return 2
+
+    def model(self):
+        return "planted"
+
+    def semantic_profile(self):
+        return SemanticProfile("planted", 2, "none", "none", "l2")
+
+    def runs_locally(self):
+        return True
+
+
+def test_rerank_depth_lifts_a_hit_from_below_the_limit(store, tmp_path):
+    texts = {"a": "alpha alpha alpha", "b": "alpha alpha beta", "c": "alpha beta gamma"}
+    embedder = PlantedEmbedder({texts["a"]: [0, 1], texts["b"]: [0, 1], texts["c"]: [1, 0], "alpha": [1, 0]})
+    lane = DocumentLane(store, embedder=embedder)
+    lane.ingest([doc(name, text) for name, text in texts.items()])
+    bm25 = lane.search("alpha", top_k=3).hits
+    assert [h.result_id for h in bm25] == ["0:0", "0:1", "0:2"]
+    crux, _ = lane.ranked_search("alpha", top_k=1)           # Crux: only the hit it returns is re-ranked
+    assert [(h.result_id, h.score) for h in crux.hits] == [("0:0", float(F32(0.7)))]
+    deep, ranking = lane.ranked_search("alpha", top_k=1, rerank_depth=3)
+    c_score = F32(0.7) * (F32(bm25[2].score) / F32(bm25[0].score)) + F32(0.3)   # tf 1 vs 3: 1/1.571 of a's
+    assert [(h.result_id, h.score) for h in deep.hits] == [("0:2", float(c_score))]
+    assert ranking.score_space == "bm25_dense_fused"
+    assert lane.ranked_search("alpha", top_k=1, rerank_depth=3, dense=False)[0].hits == bm25[:1]
+    with pytest.raises(InvalidInput, match="re-rank depth 0 must be at least 1"):
+        lane.ranked_search("alpha", top_k=1, rerank_depth=0)
+    result = CliRunner().invoke(main, ["search", "alpha", "--rerank-depth", "0"],
+                                env={"CRUXSQL_DATA_DIR": str(tmp_path / "data")})
+    assert (result.exit_code, result.output) == (1, "Error: re-rank depth 0 must be at least 1\n")
 
 
 def test_segments_of_another_profile_are_left_out_and_reported(store):
