@@ -114,13 +114,15 @@ class DenseIndex:
         unit = self._unit_query(query)
         if unit is None:
             return out
-        bases = [base for base, _ in self._parts]
-        for i, gid in enumerate(gids):
-            part = int(np.searchsorted(bases, gid, side="right")) - 1
-            if part >= 0 and self.has_vector[gid]:
-                base, vectors = self._parts[part]
-                if gid - base < len(vectors):
-                    out[i] = min(max(F32(np.dot(vectors[gid - base], unit)), F32(0.0)), F32(1.0))
+        wanted = np.asarray(gids, dtype=np.int64)
+        parts = np.searchsorted([base for base, _ in self._parts], wanted, side="right") - 1
+        for part in np.unique(parts[parts >= 0]).tolist():
+            base, vectors = self._parts[part]
+            rows = np.flatnonzero(parts == part)
+            local = wanted[rows] - base
+            keep = (local < len(vectors)) & self.has_vector[wanted[rows]]
+            rows, local = rows[keep], local[keep]
+            out[rows] = np.clip(np.einsum("ij,j->i", vectors[local], unit), F32(0.0), F32(1.0))
         return out
 
     def scores(self, query: np.ndarray) -> np.ndarray:
