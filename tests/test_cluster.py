@@ -532,3 +532,59 @@ def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_clust
         assert [_files_holding(d, value) for d in stores] == [[], [], []]
     finally:
         close_all(nodes)
+
+
+def test_a_cross_chain_supersede_built_before_another_nodes_write_is_built_again(nats_cluster, tmp_path):
+    """A supersede naming two chains goes on the multi subject expecting the stream's last sequence it was
+    built on: a consolidation of the target landing from another node in between refuses the publish,
+    and the rebuilt supersede meets the consolidation guard instead of breaking the consolidation."""
+    from cruxsql.curation.consolidation import ConsolidationRequest, consolidate_facts_v1
+    from cruxsql.errors import Conflict
+    a, b = open_nodes(nats_cluster, tmp_path, "multi-race", 2)
+    try:
+        target = a.store("plan", "phase", "draft", confidence=0.5)
+        by = a.store("plan", "phase-final", "final")
+        b.refresh()
+        real_publish, published = a.link.publish, []
+
+        def publish_after_b_consolidates(*args, **kwargs):
+            if not published:  # b's write reaches the stream between a's build and a's publish
+                consolidate_facts_v1(b, ConsolidationRequest("c-1", "plan", "phase", "merged", [target.fact_id]))
+            published.append(args[0])
+            return real_publish(*args, **kwargs)
+
+        a.link.publish = publish_after_b_consolidates
+        with pytest.raises(Conflict, match="is a consolidation member"):
+            a.supersede(target.fact_id, by.fact_id)
+        assert published == ["cruxsql.multi-race.multi"]  # refused by the stream; the rebuild meets the guard
+        for node in (a, b):
+            node.refresh()
+            canonical = node.db.execute("SELECT superseded_by FROM facts WHERE fact_id = ?", (target.fact_id,)).fetchone()
+            assert node.db.execute("SELECT value FROM facts WHERE fact_id = ?", canonical).fetchone() == ("merged",)
+        assert journal_bytes(a) == journal_bytes(b)
+        assert [json.loads(line)["op"] for line in journal_bytes(a).decode().splitlines()] == ["store", "store", "consolidate"]
+    finally:
+        close_all([a, b])
+
+
+def test_a_write_after_another_nodes_compaction_is_stored_once(nats_cluster, tmp_path):
+    """The writer mirrors the other node's generation (its journal rewritten, shorter) before its own
+    message: whether the message was applied is asked of the view by fact id, not of the old offset."""
+    a, b = open_nodes(nats_cluster, tmp_path, "compact-race", 2)
+    try:
+        for i in range(6):
+            doomed = a.store("scratch", f"k{i}", f"bulky value that compaction drops {i} " + "x" * 200)
+            a.delete(doomed.fact_id)
+        b.refresh()
+        done = subprocess.run(CLI + ["compact", "--data-dir", str(tmp_path / "node1")], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        fact = a.store("deploy", "strategy", "canary")  # a has not mirrored the generation yet
+        for node in (a, b):
+            node.refresh()
+            assert [(f.version, f.value) for f in node.history("deploy", "strategy")] == [(1, "canary")]
+            assert node.get(fact.fact_id).value == "canary"
+        assert journal_bytes(a) == journal_bytes(b)
+        assert journal_bytes(a).count(b'"op":"store"') == 1
+    finally:
+        close_all([a, b])

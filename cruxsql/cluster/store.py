@@ -88,39 +88,49 @@ class ClusterStore(Store):
         for _ in range(MAX_ATTEMPTS):
             with self.writer_lock():
                 Store.refresh(self)
+                through = 0
                 if caught_up:
-                    self.mirror.catch_up(self)
+                    through = self.link.last_seq()
+                    self.mirror.catch_up(self, until=through)
                 pos = self.mirror.position(self)
                 events = build()
                 lines = [codec.encode_event(e) for e in events]
                 subject = self._subject(lines)
-                expected = None
+                expected_chain = expected_stream = None
                 if ".chain." in subject:
-                    expected = self.link.last_subject_seq(subject)
-                    if expected > pos.seq:
-                        self.mirror.catch_up(self, until=expected)
+                    expected_chain = self.link.last_subject_seq(subject)
+                    if expected_chain > pos.seq:
+                        self.mirror.catch_up(self, until=expected_chain)
                         continue  # the chain moved since this node last mirrored: build again
                 elif not caught_up:
                     caught_up = True
                     continue
+                else:
+                    # built on the whole stream up to `through` (the position stays before a trailing
+                    # incomplete generation): a message landing in between refuses the publish
+                    expected_stream = through
             payload = "".join(line + "\n" for line in lines).encode("utf-8")
             try:
-                seq: Optional[int] = self._publish(subject, payload, expected)
+                seq: Optional[int] = self._publish(subject, payload, expected_chain, expected_stream)
             except ChainMoved:
-                seq = None  # lost the race, or an earlier attempt of this very publish landed: look
+                seq = None  # lost the race: the stream moved since the build
                 caught_up = True
             with self.writer_lock():
                 self.mirror.catch_up(self, until=seq)
-                if self._journaled(payload, pos.journal_offset):
+                if self._applied(lines, seq):
                     return events
         raise Conflict(f"gave up after {MAX_ATTEMPTS} attempts: other nodes keep writing the same facts")
 
-    def _journaled(self, payload: bytes, since: int) -> bool:
-        """Whether `payload` was mirrored into the journal past `since` (a store that lost its version
-        race is in the stream but in no node's journal)."""
-        with open(self.journal.path, "rb") as fh:
-            fh.seek(since)
-            return payload in fh.read()
+    def _applied(self, lines: list[str], seq: Optional[int]) -> bool:
+        """Whether the mutation published at `seq` (None: refused) is in this node's view, asked by identity,
+        not by journal offset (a generation mirrored meanwhile rewrites the journal). A mutation that stores
+        no fact is applied by every node once in the stream; one that stores facts is applied unless its
+        versions lost their race, and its new fact ids (fresh for every build) say which."""
+        facts = stored_facts(lines)
+        if not facts:
+            return seq is not None
+        row = self.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (facts[0].fact_id,)).fetchone()
+        return row is not None
 
     def _rewrite_as_generation(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
         """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
@@ -141,10 +151,12 @@ class ClusterStore(Store):
         self.link.purge_before(first)
         return path, size
 
-    def _publish(self, subject: str, payload: bytes, expected: Optional[int]) -> int:
+    def _publish(self, subject: str, payload: bytes, expected_chain: Optional[int],
+                 expected_stream: Optional[int]) -> int:
         """Publish until acknowledged (the link retries through a leader election); a retry after a lost
         acknowledgement reuses the message id, so the stream stores the mutation once."""
-        return self.link.publish(subject, payload, blake3.blake3(payload).hexdigest(), expected)
+        return self.link.publish(subject, payload, blake3.blake3(payload).hexdigest(), expected_chain,
+                                 expected_stream)
 
     def _subject(self, lines: list[str]) -> str:
         """The chain subject when every fact the mutation names is in one version chain, else multi."""
