@@ -588,3 +588,63 @@ def test_a_write_after_another_nodes_compaction_is_stored_once(nats_cluster, tmp
         assert journal_bytes(a).count(b'"op":"store"') == 1
     finally:
         close_all([a, b])
+
+
+def test_documents_ingested_on_one_node_are_searched_on_every_node_verified_and_erased_fleet_wide(
+        nats_cluster, tmp_path):
+    """Sealed segments and sidecars go to the object store, the manifest (with their BLAKE3) to the
+    fleet's bucket; every node fetches, verifies and indexes them. Erasure removes the objects' bytes from
+    every server's object store (Raft logs aside, as for facts); a tampered object is refused."""
+    from cruxsql.cluster.documents import FleetSegments
+    from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
+    from cruxsql.documents.segments import SegmentError
+    secret = b"zanzibar-credential-771"
+    a, b, c = open_nodes(nats_cluster, tmp_path, "docs")
+    try:
+        DocumentLane(a).ingest([DocumentInput("runbook.md", [
+            ChunkInput("runbook.md#0", "Terraform drift runs nightly on the ops cluster"),
+            ChunkInput("runbook.md#1", "Drift reports land in the ops channel")])], tenant="acme")
+        DocumentLane(b).ingest([DocumentInput("keys.md", [ChunkInput("keys.md#0", f"rotate {secret.decode()} weekly")])],
+                               tenant="gone")
+        # the same chunk id sent to another node is a no-op there too
+        again = DocumentLane(c).ingest([DocumentInput("runbook.md", [ChunkInput("runbook.md#0", "x")])], tenant="acme")
+        assert (again.ingested, again.duplicates, again.sealed) == (0, 1, False)
+        found = [[(h.result_id, h.score) for h in DocumentLane(n).search("terraform drift", "acme", 10).hits]
+                 for n in (a, b, c)]
+        assert found[0] == found[1] == found[2]
+        assert [result_id for result_id, _ in found[0]] == ["0:0", "0:1"]  # segment 1 (sealed on a), both chunks
+        manifests = [(tmp_path / f"node{i}" / "segments" / "MANIFEST.json").read_bytes() for i in range(3)]
+        assert manifests[0] == manifests[1] == manifests[2]
+        assert [s["segment_seq"] for s in json.loads(manifests[0])["segments"]] == [1, 2]
+        assert [h.result_id for h in DocumentLane(c).search("rotate weekly", "gone", 10).hits] == ["1:0"]
+
+        objects = [s.store_dir / "jetstream" / "$G" / "streams" / "OBJ_CRUXSQL_docs_DOCS" for s in nats_cluster.servers]
+        assert all(_files_holding(d, secret) for d in objects)  # the check below can fail
+        assert DocumentLane(c).erase_tenant("gone")["chunks_erased"] == 1
+        for node in (a, b, c):
+            assert DocumentLane(node).search("rotate weekly", "gone", 10).hits == []
+        assert _files_holding(tmp_path, secret) == []
+        assert [_files_holding(d, secret) for d in objects] == [[], [], []]
+
+        # a tampered object: a joining node refuses that segment (one error line) and indexes none of it
+        name = json.loads(manifests[0])["segments"][0]["file_name"]
+        FleetSegments(a.link, "docs", 3).upload(name, b'{"format":"cruxsql-segment-v1"}\n')
+        late_dir = tmp_path / "late"
+        bind(late_dir, ClusterConfig(nats_cluster.urls, "docs", 3, "late"))
+        with ClusterStore(late_dir, read_config_of(late_dir)) as late:
+            with pytest.raises(SegmentError, match=f"segment file {name} from the object store has BLAKE3 .* refused"):
+                DocumentLane(late)
+            assert late.db.execute("SELECT count(*) FROM document_chunks").fetchone() == (0,)
+        done = subprocess.run(CLI + ["search", "terraform", "--tenant", "acme", "--data-dir", str(late_dir)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: segment file {name}")
+        assert len(done.stderr.splitlines()) == 1
+    finally:
+        close_all([a, b, c])
+
+
+def read_config_of(data_dir: Path) -> ClusterConfig:
+    from cruxsql.cluster.config import read_config
+    config = read_config(data_dir)
+    assert config is not None
+    return config

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..documents import DocumentLane
+from ..documents.segments import SegmentError
 from ..errors import CruxsqlError
 from .config import ClusterConfig, read_config, write_config
 from .link import ClusterUnavailable
@@ -44,7 +47,7 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
     if on_ready:
         on_ready()
     try:
-        host, reported, position = socket.gethostname(), 0.0, -1
+        host, reported, position, refusal = socket.gethostname(), 0.0, -1, ""
         while not stop.is_set():
             try:
                 with store.writer_lock():
@@ -54,6 +57,7 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
                 position = now_at
                 answer_proof_requests(store.link, store, config.node)
                 if time.monotonic() - reported >= REPORT_SECONDS:
+                    refusal = _pull_documents(store, refusal)
                     store.link.report_node(config.node, NodeReport(config.node, host, os.getpid(), position,
                                                                    time.time()).encode(), config.replicas)
                     reported = time.monotonic()
@@ -63,3 +67,14 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
             stop.wait(POLL_SECONDS)
     finally:
         store.close()
+
+
+def _pull_documents(store: ClusterStore, said: str) -> str:
+    """Fetch, verify and index the fleet's new segments; a refusal goes to stderr once (until it changes)."""
+    try:
+        DocumentLane(store, embedder=None)
+    except SegmentError as exc:
+        if str(exc) != said:
+            print(f"Error: {exc}", file=sys.stderr, flush=True)
+        return str(exc)
+    return ""

@@ -20,6 +20,7 @@ from ..facts import codec, view
 from ..facts.journal import Journal
 from ..facts.store import Progress, Store
 from .config import ClusterConfig, read_config
+from .documents import FleetSegments
 from .link import ChainMoved, ClusterLink, ClusterUnavailable, subject_prefix
 from .generation import publish_generation
 from .mirror import Mirror, Position, chain_of, split_lines, stored_facts
@@ -61,6 +62,7 @@ class ClusterStore(Store):
             self.link = ClusterLink(config.urls, config.group)
             self.link.ensure_stream(config.replicas)
             self.mirror = Mirror(self.data_dir, self.link)
+            self.segment_replica = FleetSegments(self.link, config.group, config.replicas)
             with self.writer_lock():
                 self.mirror.catch_up(self, progress=progress)
         except BaseException:

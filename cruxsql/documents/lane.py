@@ -33,6 +33,7 @@ from .dense import (
 from .fusion import FUSION_MODES, FusedResult, FusionWeights, Lanes, fuse, fused_payload
 from .graph import DocumentGraph, document_links
 from .postings import QueryPostings, decode_array, encode_array, index_segment, postings_rows
+from .replica import ReplicaMoved, SegmentReplica
 from .search import (
     EMPTY_INDEX_QUERY,
     EMPTY_INDEX_SCAN,
@@ -57,6 +58,7 @@ from .segments import (
     read_segment,
     remove_segment_file,
     save_manifest,
+    segment_files,
     segments_dir,
     stray_files,
     write_segment,
@@ -75,6 +77,7 @@ MAX_DOCUMENTS = 4096
 MAX_CHUNKS = 65_536
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 TENANT_CORPORA = 8  # tenant-statistics corpora kept at once
+MAX_REPLICA_ATTEMPTS = 20  # cluster mode: seals lost to another node's before giving up
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,11 @@ class DocumentLane:
         self._dir: Path = segments_dir(Path(store.data_dir))
         self._corpus: Optional[tuple[tuple, Bm25Corpus]] = None
         self._tenant_corpora: dict[str, tuple[tuple, Bm25Corpus]] = {}  # --tenant-statistics, per tenant
+        self._replica: Optional[SegmentReplica] = getattr(store, "segment_replica", None)
+        if self._replica is not None:
+            with store.writer_lock():
+                self._pull()
+            return
         try:
             lagging = self._view_lags_manifest()
         except SegmentError:
@@ -178,6 +186,16 @@ class DocumentLane:
         if lagging:
             with store.writer_lock():
                 self._sync()
+
+    def _pull(self) -> None:
+        """Take the fleet's segments (cluster mode; the caller holds the writer lock), then index them."""
+        assert self._replica is not None
+        try:
+            dropped = self._replica.pull(self._dir)
+        finally:
+            self._sync()
+        if dropped:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # the dropped rows' WAL frames
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -187,8 +205,20 @@ class DocumentLane:
         tenant = _tenant(tenant)
         _validate(documents, corpus)
         corpus = corpus.strip()
+        for _ in range(MAX_REPLICA_ATTEMPTS):
+            try:
+                return self._ingest(documents, tenant, corpus, progress)
+            except ReplicaMoved:
+                continue    # another node sealed a segment meanwhile: take it, then seal again
+        raise ReplicaMoved(f"gave up sealing after {MAX_REPLICA_ATTEMPTS} attempts: other nodes keep ingesting")
+
+    def _ingest(self, documents: Sequence[DocumentInput], tenant: str, corpus: str,
+                progress: Progress) -> IngestReport:
         with self._store.writer_lock():
-            self._sync()
+            if self._replica is not None:
+                self._pull()
+            else:
+                self._sync()
             now = timestamps.format_event_time(time.time_ns())
             records: list[ChunkRecord] = []
             seen = self._stored_chunk_ids(tenant, corpus, [c.chunk_id for d in documents for c in d.chunks])
@@ -204,7 +234,15 @@ class DocumentLane:
                 return IngestReport(0, duplicates, len(documents), False, None, None, None, None)
             manifest = load_manifest(self._dir)
             sealed = self._with_vectors(write_segment(self._dir, manifest.next_seq, now, records))
-            save_manifest(self._dir, Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info]))
+            sealed_manifest = Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info])
+            if self._replica is not None:
+                try:
+                    self._replica.push(self._dir, sealed_manifest, [sealed.info], [])
+                except ReplicaMoved:
+                    for name in segment_files(sealed.info):
+                        remove_segment_file(self._dir, name)
+                    raise
+            save_manifest(self._dir, sealed_manifest)
             self._apply(sealed, progress)
         info = sealed.info
         return IngestReport(len(records), duplicates, len(documents), True, info.segment_seq, info.segment_id,
@@ -242,7 +280,10 @@ class DocumentLane:
         tenant = _tenant(tenant)
         counts = {"segments_rewritten": 0, "segments_removed": 0, "chunks_erased": 0}
         with self._store.writer_lock():
-            self._sync()
+            if self._replica is not None:
+                self._pull()
+            else:
+                self._sync()
             manifest = load_manifest(self._dir)
             affected = {row[0] for row in self._db.execute(
                 "SELECT DISTINCT segment_seq FROM document_chunks WHERE tenant_id = ?", (tenant,))}
@@ -264,6 +305,9 @@ class DocumentLane:
                 replaced.append((info, new))
             if not replaced:
                 return counts
+            if self._replica is not None:   # a node meanwhile: nothing changed here; the caller runs it again
+                self._replica.push(self._dir, Manifest(manifest.next_seq, kept),
+                                   [new.info for _, new in replaced if new is not None], [old for old, _ in replaced])
             save_manifest(self._dir, Manifest(manifest.next_seq, kept))
             for old_info, new in replaced:
                 self._drop_from_view(old_info.segment_seq)

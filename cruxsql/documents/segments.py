@@ -199,14 +199,19 @@ def load_manifest(directory: Path) -> Manifest:
     path = directory / MANIFEST_NAME
     if not path.exists():
         return Manifest(next_seq=1, segments=[])
+    return parse_manifest(path.read_bytes(), str(path))
+
+
+def parse_manifest(data: bytes, where: str) -> Manifest:
+    """A manifest from its bytes (`where` names their origin in the error)."""
     try:
-        raw = json.loads(path.read_bytes())
+        raw = json.loads(data)
         if raw.get("format") != MANIFEST_FORMAT:
-            raise SegmentError(f"{path}: unknown manifest format {raw.get('format')!r}")
+            raise SegmentError(f"{where}: unknown manifest format {raw.get('format')!r}")
         segments = sorted((SegmentInfo(**entry) for entry in raw["segments"]), key=lambda s: s.segment_seq)
         return Manifest(next_seq=int(raw["next_seq"]), segments=segments)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise SegmentError(f"{path} is malformed: {exc}") from None
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise SegmentError(f"{where} is malformed: {exc}") from None
 
 
 def _entry(info: SegmentInfo) -> dict[str, Any]:
@@ -219,9 +224,22 @@ def _entry(info: SegmentInfo) -> dict[str, Any]:
 def save_manifest(directory: Path, manifest: Manifest) -> None:
     """Replace the manifest atomically (the commit point of a seal, a rewrite or a removal)."""
     directory.mkdir(parents=True, exist_ok=True)
+    _write_atomically(directory / MANIFEST_NAME, encode_manifest(manifest))
+
+
+def encode_manifest(manifest: Manifest) -> bytes:
     body = {"format": MANIFEST_FORMAT, "next_seq": manifest.next_seq,
             "segments": [_entry(info) for info in sorted(manifest.segments, key=lambda s: s.segment_seq)]}
-    _write_atomically(directory / MANIFEST_NAME, json.dumps(body, indent=2).encode("utf-8") + b"\n")
+    return json.dumps(body, indent=2).encode("utf-8") + b"\n"
+
+
+def segment_files(info: SegmentInfo) -> dict[str, str]:
+    """Every file a manifest entry names (the segment and its vector sidecars) -> its BLAKE3."""
+    files = {info.file_name: info.blake3}
+    if info.vectors:
+        files[info.vectors["file_name"]] = info.vectors["blake3"]
+        files[info.vectors["profile_file_name"]] = info.vectors["profile_blake3"]
+    return files
 
 
 def remove_segment_file(directory: Path, file_name: str) -> None:
