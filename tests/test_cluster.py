@@ -617,14 +617,28 @@ def test_documents_ingested_on_one_node_are_searched_on_every_node_verified_and_
         assert manifests[0] == manifests[1] == manifests[2]
         assert [s["segment_seq"] for s in json.loads(manifests[0])["segments"]] == [1, 2]
         assert [h.result_id for h in DocumentLane(c).search("rotate weekly", "gone", 10).hits] == ["1:0"]
+        runner_manifest = tmp_path / "runner" / "segments" / "MANIFEST.json"
+        runner = _node_process(nats_cluster, tmp_path / "runner", "docs", "runner")  # pulls every second
 
-        objects = [s.store_dir / "jetstream" / "$G" / "streams" / "OBJ_CRUXSQL_docs_DOCS" for s in nats_cluster.servers]
-        assert all(_files_holding(d, secret) for d in objects)  # the check below can fail
-        assert DocumentLane(c).erase_tenant("gone")["chunks_erased"] == 1
-        for node in (a, b, c):
-            assert DocumentLane(node).search("rotate weekly", "gone", 10).hits == []
-        assert _files_holding(tmp_path, secret) == []
-        assert [_files_holding(d, secret) for d in objects] == [[], [], []]
+        def runner_has(manifest: bytes) -> bool:
+            return runner_manifest.exists() and runner_manifest.read_bytes() == manifest
+        try:
+            wait_until(lambda: runner_has(manifests[0]), what="a running node pulling the segments")
+
+            objects = [s.store_dir / "jetstream" / "$G" / "streams" / "OBJ_CRUXSQL_docs_DOCS"
+                       for s in nats_cluster.servers]
+            assert all(_files_holding(d, secret) for d in objects)  # the check below can fail
+            assert DocumentLane(c).erase_tenant("gone")["chunks_erased"] == 1
+            for node in (a, b, c):
+                assert DocumentLane(node).search("rotate weekly", "gone", 10).hits == []
+            wait_until(lambda: runner_has((tmp_path / "node2" / "segments" / "MANIFEST.json").read_bytes())
+                       and not _files_holding(tmp_path / "runner", secret),
+                       what="the running node dropping the erased segment")
+            assert _files_holding(tmp_path, secret) == []   # every node's files, the running one's included
+            assert [_files_holding(d, secret) for d in objects] == [[], [], []]
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            runner.wait(10)
 
         # a tampered object: a joining node refuses that segment (one error line) and indexes none of it
         name = json.loads(manifests[0])["segments"][0]["file_name"]
