@@ -8,7 +8,8 @@ Rows: store() latency p50/p95 (cluster vs a local store, interleaved call by cal
 1/4/16 concurrent writers spread over the nodes (vs the same writers on one local store); catch-up time
 of a node that was down for N events (vs a local rebuild of the same journal); failover time after
 SIGKILL of the stream leader (the longest gap between acknowledged writes across the kill, vs the longest
-gap before it).
+gap before it); a ~1 MB document's ingest on one node and the time until a search on another finds it
+(vs the same ingest on a single-node store; `--documents-only` for just these rows).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -31,6 +33,8 @@ from cruxsql.cluster.link import subject_prefix  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore  # noqa: E402
+from cruxsql.documents import DocumentInput, DocumentLane  # noqa: E402
+from cruxsql.documents.sources import chunk_document  # noqa: E402
 from cruxsql.facts import codec, timestamps  # noqa: E402
 
 
@@ -171,12 +175,56 @@ def bench_failover(cluster: LoopbackCluster, nodes: list[ClusterStore]) -> None:
     cluster.start(index)
 
 
+def _megabyte_document(doc_id: str, megabytes: float) -> DocumentInput:
+    """A plain-text document of about `megabytes` MB, chunked as `cruxsql ingest` chunks it."""
+    words = ["terraform", "drift", "runbook", "rotation", "incident", "canary", "quorum", "replica", "segment"]
+    lines, size, i = [], 0, 0
+    while size < megabytes * 1_000_000:
+        line = f"line {i} " + " ".join(words[(i * 7 + j) % len(words)] + str((i + j) % 97) for j in range(12)) + "\n"
+        lines.append(line)
+        size += len(line)
+        i += 1
+    lines.append("needle-zephyr-4242 marks the end\n")
+    return chunk_document(doc_id, "".join(lines), markdown=False)
+
+
+def bench_documents(cluster: LoopbackCluster, work: Path, megabytes: float, rounds: int = 3) -> None:
+    """A ~1 MB document ingested on node A (sealed, uploaded, manifest replaced), then found by a search on
+    node B (pull: fetch, BLAKE3 check, index); baseline: the same ingest into a single-node store."""
+    nodes = open_nodes(cluster, work, "documents")
+    ingest_ms, visible_ms, local_ms = [], [], []
+    try:
+        with cruxsql.open(work / "local-documents") as local:
+            for r in range(rounds):
+                document = _megabyte_document(f"big-{r}.txt", megabytes)
+                started = time.perf_counter()
+                DocumentLane(local).ingest([document], tenant=f"t{r}")
+                local_ms.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                DocumentLane(nodes[0]).ingest([document], tenant=f"t{r}")
+                ingest_ms.append((time.perf_counter() - started) * 1000)
+                hits = DocumentLane(nodes[1]).search("needle-zephyr-4242", f"t{r}", 1).hits
+                visible_ms.append((time.perf_counter() - started) * 1000)
+                if not hits:
+                    raise SystemExit("bench_documents: node B did not find the document node A ingested")
+        chunks = len(document.chunks)
+        row(f"ingest a {megabytes:g} MB document ({chunks} chunks), median ms", statistics.median(ingest_ms),
+            statistics.median(local_ms), "ms")
+        row("  ... until a search on another node finds it, median ms", statistics.median(visible_ms),
+            statistics.median(local_ms), "ms")
+    finally:
+        for node in nodes:
+            node.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=3.0, help="per throughput row")
     parser.add_argument("--catchup-events", type=int, default=100_000)
     parser.add_argument("--workdir", type=Path, default=None, help="kept; default: a temp dir, removed")
+    parser.add_argument("--document-mb", type=float, default=1.0, help="size of the replicated document")
+    parser.add_argument("--documents-only", action="store_true", help="only the document replication rows")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cruxsql-bench-cluster-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -184,6 +232,9 @@ def main() -> None:
     cluster = LoopbackCluster(work / "nats", 3)
     cluster.start()
     try:
+        bench_documents(cluster, work, args.document_mb)
+        if args.documents_only:
+            return
         nodes = open_nodes(cluster, work, "latency")
         with cruxsql.open(work / "local") as local:
             bench_latency(nodes, local, args.writes)
