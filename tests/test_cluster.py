@@ -662,3 +662,35 @@ def read_config_of(data_dir: Path) -> ClusterConfig:
     config = read_config(data_dir)
     assert config is not None
     return config
+
+
+def test_two_nodes_sealing_at_once_get_distinct_segment_numbers_and_leave_no_orphan_object(nats_cluster, tmp_path):
+    """The loser of the manifest's compare-and-set deletes what it uploaded, takes the winner's segment
+    and seals again with the next number."""
+    from cruxsql.cluster.documents import FleetSegments
+    from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
+    from cruxsql.documents.segments import segment_files
+    a, b = open_nodes(nats_cluster, tmp_path, "docs-race", 2)
+    try:
+        lane_a, real_pull, pulls = DocumentLane(a), a.segment_replica.pull, []
+
+        def pull_then_b_seals(directory):
+            dropped = real_pull(directory)
+            if not pulls:  # b seals between a's pull and a's push
+                DocumentLane(b).ingest([DocumentInput("b.md", [ChunkInput("b#0", "written on b")])])
+            pulls.append(directory)
+            return dropped
+
+        a.segment_replica.pull = pull_then_b_seals
+        report = lane_a.ingest([DocumentInput("a.md", [ChunkInput("a#0", "written on a")])])
+        assert (report.segment_seq, len(pulls)) == (2, 2)  # the lost seal, then the second seal
+        manifest = json.loads((tmp_path / "node0" / "segments" / "MANIFEST.json").read_bytes())
+        assert [s["segment_seq"] for s in manifest["segments"]] == [1, 2]
+        DocumentLane(b)
+        assert (tmp_path / "node1" / "segments" / "MANIFEST.json").read_bytes() == \
+            (tmp_path / "node0" / "segments" / "MANIFEST.json").read_bytes()
+        from cruxsql.documents.segments import load_manifest
+        wanted = sorted(n for info in load_manifest(tmp_path / "node0" / "segments").segments for n in segment_files(info))
+        assert FleetSegments(a.link, "docs-race", 3).object_names() == wanted
+    finally:
+        close_all([a, b])

@@ -31,7 +31,7 @@ from ..documents.segments import (
     segment_files,
     write_sidecar,
 )
-from .link import WRONG_LAST_SEQUENCE, ClusterLink, ClusterRefused
+from .link import ClusterLink
 
 MANIFEST_KEY = "manifest"
 
@@ -86,6 +86,15 @@ class FleetSegments:
             return self.link._retry(get)
         except nats.js.errors.NotFoundError:
             raise SegmentError(f"segment file {name} is not in the object store {objects_bucket(self.group)}") from None
+
+    def object_names(self) -> list[str]:
+        """The files the fleet's object store holds (deleted objects left out), sorted."""
+        async def names() -> list[str]:
+            try:
+                return sorted(info.name for info in await (await self._objects()).list(ignore_deletes=True))
+            except nats.js.errors.NotFoundError:
+                return []
+        return self.link._retry(names)
 
     def upload(self, name: str, data: bytes) -> None:
         async def put() -> None:
@@ -161,16 +170,21 @@ class FleetSegments:
         body = encode_manifest(manifest)
 
         async def replace() -> int:
+            """The new revision, or 0 when the manifest is no longer the revision pulled."""
             kv = await self._manifests()
-            if self._revision == 0:
-                return await kv.create(MANIFEST_KEY, body)
-            return await kv.update(MANIFEST_KEY, body, last=self._revision)
-        try:
-            self._revision = self.link._run(replace())
-        except ClusterRefused as exc:
-            if exc.err_code in WRONG_LAST_SEQUENCE or "wrong last sequence" in str(exc):
-                raise ReplicaMoved(f"another node changed the fleet's manifest ({manifest_bucket(self.group)})") from None
-            raise
+            try:
+                if self._revision == 0:
+                    return await kv.create(MANIFEST_KEY, body)
+                return await kv.update(MANIFEST_KEY, body, last=self._revision)
+            except nats.js.errors.KeyWrongLastSequenceError:
+                return 0
+        revision = self.link._run(replace())
+        if revision == 0:
+            for info in added:  # named by no manifest (a fresh segment id): leave no orphan behind
+                for name in segment_files(info):
+                    self.erase(name)
+            raise ReplicaMoved(f"another node changed the fleet's manifest ({manifest_bucket(self.group)})")
+        self._revision = revision
         for info in removed:
             for name in segment_files(info):
                 self.erase(name)
