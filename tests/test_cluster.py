@@ -636,6 +636,10 @@ def test_documents_ingested_on_one_node_are_searched_on_every_node_verified_and_
                        what="the running node dropping the erased segment")
             assert _files_holding(tmp_path, secret) == []   # every node's files, the running one's included
             assert [_files_holding(d, secret) for d in objects] == [[], [], []]
+            kept = json.loads((tmp_path / "node2" / "segments" / "MANIFEST.json").read_bytes())["segments"]
+            assert [s["segment_seq"] for s in kept] == [1] and kept[0]["vectors"]
+            assert FleetSegments(a.link, "docs", 3).object_names() == sorted(  # the sidecars went too
+                [kept[0]["file_name"], kept[0]["vectors"]["file_name"], kept[0]["vectors"]["profile_file_name"]])
         finally:
             runner.send_signal(signal.SIGTERM)
             runner.wait(10)
