@@ -177,7 +177,7 @@ class DocumentLane:
         self._replica: Optional[SegmentReplica] = getattr(store, "segment_replica", None)
         if self._replica is not None:
             with store.writer_lock():
-                self._pull()
+                self._catch_up()
             return
         try:
             lagging = self._view_lags_manifest()
@@ -187,9 +187,12 @@ class DocumentLane:
             with store.writer_lock():
                 self._sync()
 
-    def _pull(self) -> None:
-        """Take the fleet's segments (cluster mode; the caller holds the writer lock), then index them."""
-        assert self._replica is not None
+    def _catch_up(self) -> None:
+        """Make the view list the manifest's segments, in cluster mode after taking the fleet's manifest
+        and files (the caller holds the writer lock)."""
+        if self._replica is None:
+            self._sync()
+            return
         try:
             dropped = self._replica.pull(self._dir)
         finally:
@@ -215,10 +218,7 @@ class DocumentLane:
     def _ingest(self, documents: Sequence[DocumentInput], tenant: str, corpus: str,
                 progress: Progress) -> IngestReport:
         with self._store.writer_lock():
-            if self._replica is not None:
-                self._pull()
-            else:
-                self._sync()
+            self._catch_up()
             now = timestamps.format_event_time(time.time_ns())
             records: list[ChunkRecord] = []
             seen = self._stored_chunk_ids(tenant, corpus, [c.chunk_id for d in documents for c in d.chunks])
@@ -280,10 +280,7 @@ class DocumentLane:
         tenant = _tenant(tenant)
         counts = {"segments_rewritten": 0, "segments_removed": 0, "chunks_erased": 0}
         with self._store.writer_lock():
-            if self._replica is not None:
-                self._pull()
-            else:
-                self._sync()
+            self._catch_up()
             manifest = load_manifest(self._dir)
             affected = {row[0] for row in self._db.execute(
                 "SELECT DISTINCT segment_seq FROM document_chunks WHERE tenant_id = ?", (tenant,))}
