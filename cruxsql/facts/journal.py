@@ -15,6 +15,7 @@ import os
 import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,25 @@ class Fingerprint:
     tail_hash: str
 
 
+class PendingAppend:
+    """Lines written to the journal whose fsync may still be running (see `Journal.write`)."""
+
+    def __init__(self, journal: "Journal", start: int, end: int, sync: Optional[Future]) -> None:
+        self.journal = journal
+        self.start = start
+        self.end = end
+        self._sync = sync
+
+    def wait(self) -> tuple[int, int]:
+        """Block until the lines are durable; (start offset, end offset). JournalPoisoned if the fsync failed."""
+        if self._sync is not None:
+            try:
+                self._sync.result()
+            except OSError as exc:
+                raise self.journal._poison(exc) from exc
+        return self.start, self.end
+
+
 class Journal:
     """The journal file of one data directory.
 
@@ -114,6 +134,8 @@ class Journal:
         self._lock_depth = 0
         self._thread_lock = threading.RLock()
         self._poisoned: Optional[str] = None
+        self._syncer: Optional[ThreadPoolExecutor] = None
+        self._syncer_pid = 0
 
     # --- locking ---------------------------------------------------------------------------------
 
@@ -189,7 +211,10 @@ class Journal:
         return sorted(pids)
 
     def close(self) -> None:
-        """Release the lock file descriptor."""
+        """Release the lock file descriptor and stop the sync thread."""
+        if self._syncer is not None and self._syncer_pid == os.getpid():
+            self._syncer.shutdown(wait=True)
+            self._syncer = None
         with self._thread_lock:
             if self._lock_fd is not None and self._lock_depth == 0:
                 os.close(self._lock_fd)
@@ -340,6 +365,16 @@ class Journal:
 
         The caller holds the lock. Raises JournalPoisoned after any failed write or fsync.
         """
+        return self.write(lines, sync_in_background=False).wait()
+
+    def write(self, lines: list[str], sync_in_background: bool = True) -> "PendingAppend":
+        """Write encoded events (all in one `write`) and start their fsync; `wait()` on the result
+        returns (start offset, end offset) once they are durable.
+
+        With `sync_in_background` the fsync runs on the journal's sync thread, so the caller can prepare
+        the view transaction while the disk works; it must not make anything visible before `wait()`
+        returns. The caller holds the lock. A failed write or fsync poisons the journal: JournalPoisoned.
+        """
         if self._poisoned:
             raise JournalPoisoned(
                 f"fact journal durable mutation plane is poisoned; reopen the store ({self._poisoned})"
@@ -361,18 +396,37 @@ class Journal:
             # Every line of the mutation in one write: a crash leaves all of it, none of it, or a prefix
             # that the next open quarantines (torn tail, then incomplete group).
             _write_all(fd, payload)
-            os.fsync(fd)  # durability of the event: acknowledged only after this returns
             end = os.fstat(fd).st_size
+        except OSError as exc:
+            os.close(fd)
+            raise self._poison(exc) from exc
+        if sync_in_background:
+            return PendingAppend(self, end - len(payload), end, self._sync_thread().submit(self._sync, fd, created))
+        pending = PendingAppend(self, end - len(payload), end, None)
+        try:
+            self._sync(fd, created)
+        except OSError as exc:
+            raise self._poison(exc) from exc
+        return pending
+
+    def _sync(self, fd: int, created: bool) -> None:
+        try:
+            os.fsync(fd)  # durability of the event: acknowledged only after this returns
             if created:
                 fsync_dir(self.data_dir)  # the new journal's name survives a crash too
-        except OSError as exc:
-            self._poisoned = f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}"
-            raise JournalPoisoned(
-                f"fact journal append durability is indeterminate; restart required: {exc.strerror}"
-            ) from exc
         finally:
             os.close(fd)
-        return end - len(payload), end
+
+    def _poison(self, exc: OSError) -> JournalPoisoned:
+        self._poisoned = f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}"
+        return JournalPoisoned(f"fact journal append durability is indeterminate; restart required: {exc.strerror}")
+
+    def _sync_thread(self) -> ThreadPoolExecutor:
+        """One thread per journal (and per process: a forked child starts its own) that runs fsyncs."""
+        if self._syncer is None or self._syncer_pid != os.getpid():
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-journal-fsync")
+            self._syncer_pid = os.getpid()
+        return self._syncer
 
     # --- read ------------------------------------------------------------------------------------
 

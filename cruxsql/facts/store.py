@@ -18,6 +18,7 @@ import apsw
 
 from ..errors import Conflict, InvalidInput, NotFound, ReadOnlyStore
 from . import codec, timestamps, view
+from .checkpointer import WalCheckpointer
 from .codec import Fact
 from .faults import crash_point
 from .journal import Journal
@@ -148,6 +149,10 @@ class Store:
         self.read_only = read_only
         self.policy = policy or global_policy()
         self.journal = Journal(self.data_dir, lock_timeout, on_lock_wait)
+        self.checkpointer: Optional[WalCheckpointer] = None
+        # What the view was last seen caught up with (see `refresh`): the journal's stat, the view's
+        # data_version and this connection's total_changes. None: check in full.
+        self._caught_up: Optional[tuple] = None
         if read_only:
             self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
             self.quarantined = None
@@ -158,6 +163,7 @@ class Store:
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
             self.db = view.open_connection(self.data_dir / view.DB_NAME)
+            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME)
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
@@ -165,6 +171,8 @@ class Store:
     # --- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self.db.close()
         self.journal.close()
 
@@ -191,18 +199,45 @@ class Store:
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
         """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
-        tail first so nothing is ever appended onto it."""
+        tail first so nothing is ever appended onto it.
+
+        Every write starts here, so the common case is cheap: when the journal's stat (inode, size,
+        mtime, ctime), the view's `data_version` (bumped by another connection's commit) and this
+        connection's `total_changes` are what they were when the view was last seen to end exactly at
+        the journal's end, nothing can have changed and the full check (checkpoint read, a hash of the
+        journal's last 4 KiB, torn-tail probe) is skipped."""
         with self.writer_lock():
-            if not self.read_only:
-                self._repair_journal()
-            return view.replay(self.db, self.journal, self.policy, progress)
+            if self.read_only:
+                return view.replay(self.db, self.journal, self.policy, progress)
+            if self._caught_up is not None and self._caught_up == self._sync_key():
+                return view.ReplayStats()
+            self._repair_journal()
+            stats = view.replay(self.db, self.journal, self.policy, progress)
+            self._note_caught_up()
+            return stats
 
     def rebuild(self, progress: Progress = None) -> view.ReplayStats:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
-            if not self.read_only:
-                self._repair_journal()
-            return view.rebuild(self.db, self.journal, self.policy, progress)
+            if self.read_only:
+                return view.rebuild(self.db, self.journal, self.policy, progress)
+            self._repair_journal()
+            stats = view.rebuild(self.db, self.journal, self.policy, progress)
+            self._note_caught_up()
+            return stats
+
+    def _sync_key(self) -> Optional[tuple]:
+        st = self.journal.stat()
+        if st is None:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes())
+
+    def _note_caught_up(self) -> None:
+        """Remember the state in which the view ends exactly at the journal's end (under the lock)."""
+        key = self._sync_key()
+        cp = view.read_checkpoint(self.db)
+        self._caught_up = key if key is not None and cp is not None and cp.byte_offset == key[1] else None
 
     def _repair_journal(self) -> Optional[Path]:
         """Quarantine what a crash left unacknowledged at the journal's end: a torn last line, then a
@@ -216,15 +251,26 @@ class Store:
 
     def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
         """The one write path: under the lock, catch up, call `build()` to make events from the current
-        state, append them durably, then replay them into the view. Returns the events."""
+        state, append them durably, and replay them into the view in a transaction committed after the
+        journal's fsync. Returns the events."""
         if self.read_only:
             raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
         with self.writer_lock():
             self.refresh()
             events = build()
-            self.journal.append([codec.encode_event(e) for e in events])
-            crash_point("store-after-append")
-            view.replay(self.db, self.journal, self.policy)
+            pending = self.journal.write([codec.encode_event(e) for e in events])
+            self._caught_up = None
+            try:
+                # One view transaction for the lines just written, prepared while the journal's fsync
+                # runs on its own thread and committed only once it has returned: nothing is visible
+                # before it is durable. A failed fsync raises JournalPoisoned here and rolls it back.
+                with self.db:
+                    view.replay(self.db, self.journal, self.policy)
+                    pending.wait()
+                    crash_point("store-after-append")
+            finally:
+                pending.wait()
+            self._note_caught_up()
             return events
 
     def _build_fact(self, req: StoreRequest, now: int) -> Fact:

@@ -101,6 +101,13 @@ def open_connection(path: Path) -> apsw.Connection:
     db = apsw.Connection(str(path))
     db.setbusytimeout(30_000)
     db.execute("PRAGMA journal_mode=WAL")
+    # The view's commits do not fsync (WAL + NORMAL: only checkpoints sync, and they run off the write
+    # path, see checkpointer.py). What that risks is losing the view's last transactions to a power cut
+    # or OS crash, never corrupting it; and nothing of value goes with them: every transaction carries
+    # the checkpoint row, so a lost one takes its checkpoint with it, and the next open replays those
+    # journal lines, which were fsynced before the transaction was even committed. The journal's fsync
+    # is the one durability step of a write. (synchronous=OFF would also skip the checkpoints' syncs,
+    # which can corrupt the database file on power loss: that is not a trade the view should make.)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA cache_size=-65536")  # 64 MiB: replay inserts into random-keyed B-trees
     db.execute("PRAGMA secure_delete=ON")

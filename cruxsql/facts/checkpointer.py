@@ -1,0 +1,81 @@
+"""WAL checkpoints of the view, taken off the write path by a background thread.
+
+The view runs in WAL mode: a commit appends its pages to `cruxsql.db-wal`, and a checkpoint copies
+them back into `cruxsql.db`, fsyncing the WAL before and the database after. SQLite's default
+auto-checkpoint runs inside whichever commit pushes the WAL past 1,000 pages: about one `store()` in a
+hundred paid for the copy and both fsyncs (at 1M facts that commit cost tens of milliseconds on a busy
+disk, and it was most of the mean commit time).
+
+Here the store's connection keeps auto-checkpoints off (its WAL hook replaces SQLite's) and, once the
+WAL passes `pages`, wakes a thread that runs a PASSIVE checkpoint on its own connection: PASSIVE never
+waits for or blocks a writer, and the next write transaction after a complete checkpoint restarts the
+WAL from its beginning, so the file stays about as small as before. Checkpoints are not a durability
+step for cruxsql (the journal is the truth and the view's checkpoint row says how far it got), so a
+checkpoint that finds the WAL busy is simply left to the next wake-up. The thread starts on the first
+wake-up, so a short-lived process (one CLI command) never starts it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Optional
+
+import apsw
+
+WAL_CHECKPOINT_PAGES = 1000  # SQLite's own auto-checkpoint threshold
+# A steady stream of commits can keep the background checkpoint from ever catching up with the WAL's
+# end, and only a checkpoint that does lets the next write restart the WAL: past this many times the
+# threshold, the committing connection checkpoints what is left itself (the thread copied the rest).
+INLINE_FACTOR = 10
+
+
+class WalCheckpointer:
+    """Checkpoints `path`'s WAL in a background thread whenever a commit on `db` leaves it past `pages`."""
+
+    def __init__(self, db: apsw.Connection, path: Path, pages: int = WAL_CHECKPOINT_PAGES) -> None:
+        self._path = path
+        self._pages = pages
+        self._wake = threading.Event()
+        self._closing = False
+        self._thread: Optional[threading.Thread] = None
+        self.checkpoints = 0
+        db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
+
+    def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
+        if name == "main" and pages >= self._pages * INLINE_FACTOR:
+            try:
+                db.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            except apsw.BusyError:
+                pass  # the thread is checkpointing: a later commit retries
+        elif name == "main" and pages >= self._pages and not self._closing:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cruxsql-wal-checkpoint", daemon=True)
+                self._thread.start()
+            self._wake.set()
+        return apsw.SQLITE_OK
+
+    def _run(self) -> None:
+        conn = apsw.Connection(str(self._path))
+        try:
+            conn.execute("PRAGMA synchronous=NORMAL")  # a checkpoint fsyncs the WAL, then the database
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._closing:
+                    return
+                try:
+                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                    self.checkpoints += 1
+                except apsw.BusyError:
+                    pass  # another connection is checkpointing: the next commit past the threshold retries
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Stop the thread (after the checkpoint it is running, if any)."""
+        self._closing = True
+        if self._thread is not None:
+            self._wake.set()
+            self._thread.join()
+            self._thread = None

@@ -1,0 +1,97 @@
+"""The store's write path: the journal's fsync overlaps the view transaction but precedes its commit;
+WAL checkpoints run off the write path; the catch-up before a write is a stat when nothing changed."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import apsw
+
+import cruxsql
+from cruxsql.facts import journal as journal_mod
+from cruxsql.facts import codec, view
+from cruxsql.facts.codec import Fact
+from cruxsql.facts.journal import Journal
+from cruxsql.facts.checkpointer import INLINE_FACTOR
+
+
+def _visible_elsewhere(data_dir: Path, value: str) -> int:
+    reader = apsw.Connection(str(data_dir / view.DB_NAME), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return reader.execute("SELECT count(*) FROM facts WHERE value = ?", (value,)).fetchone()[0]
+    finally:
+        reader.close()
+
+
+def test_nothing_is_visible_in_the_view_until_the_journal_fsync_returns(tmp_path: Path, monkeypatch) -> None:
+    store = cruxsql.open(tmp_path)
+    store.store("svc", "owner", "alice")
+    real_fsync = os.fsync
+    seen: list[tuple[str, int]] = []
+
+    def slow_fsync(fd: int) -> None:
+        # the fsync runs on the journal's sync thread; meanwhile the store prepares the view transaction
+        time.sleep(0.3)
+        seen.append((threading.current_thread().name, _visible_elsewhere(tmp_path, "bob")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(journal_mod.os, "fsync", slow_fsync)
+    fact = store.store("svc", "owner", "bob")
+    monkeypatch.setattr(journal_mod.os, "fsync", real_fsync)
+    assert len(seen) == 1 and seen[0][0].startswith("cruxsql-journal-fsync") and seen[0][1] == 0
+    assert _visible_elsewhere(tmp_path, "bob") == 1 and fact.version == 2
+    store.close()
+
+
+def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path: Path) -> None:
+    store = cruxsql.open(tmp_path)
+    checkpointer = store.checkpointer
+    checkpointer._pages = 40  # a small threshold so a few hundred stores cross it many times
+    wal = tmp_path / (view.DB_NAME + "-wal")
+    sizes = []
+    for i in range(300):
+        store.store(f"e{i % 7}", "k", f"v{i}")
+        sizes.append(wal.stat().st_size)
+    deadline = time.monotonic() + 10
+    while checkpointer.checkpoints == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert checkpointer.checkpoints >= 1
+    assert checkpointer._thread is not None and checkpointer._thread.name == "cruxsql-wal-checkpoint"
+    # the WAL restarts from its beginning after a complete checkpoint (at worst the committing connection
+    # completes one at INLINE_FACTOR x the threshold): it never grows with the number of commits
+    page = store.db.execute("PRAGMA page_size").fetchone()[0] + 24
+    assert max(sizes) < 2 * INLINE_FACTOR * checkpointer._pages * page
+    store.close()
+    assert checkpointer._thread is None
+    with cruxsql.open(tmp_path) as again:
+        assert again.counts()["live_facts"] == 7 and again.verify().ok
+
+
+def test_a_short_lived_store_starts_no_checkpoint_thread(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        store.store("svc", "owner", "alice")
+        assert store.checkpointer._thread is None
+        assert not [t for t in threading.enumerate() if t.name == "cruxsql-wal-checkpoint"]
+
+
+def test_the_catch_up_before_a_write_sees_lines_another_writer_appended(tmp_path: Path) -> None:
+    """The cheap catch-up (a stat when nothing changed) still sees a line appended by another writer
+    that did not touch the view (a Crux daemon sharing the directory), so the chain stays right."""
+    first = cruxsql.open(tmp_path)
+    alice = first.store("svc", "owner", "alice")
+    bob = Fact(fact_id="f_" + "b" * 32, tenant_hash="default", entity="svc", key="owner", value="bob", confidence=1.0,
+               stored_at=alice.stored_at + 1, tokens=codec.token_cost("bob"), version=2, supersedes=alice.fact_id,
+               horizon_class=alice.horizon_class)
+    daemon = Journal(tmp_path)
+    with daemon.lock():
+        daemon.append([codec.encode_event(codec.StoreEvent(bob)),
+                       codec.encode_event(codec.SupersedeEvent(alice.fact_id, bob.fact_id, "2026-11-30T12:00:00Z"))])
+    daemon.close()
+    carol = first.store("svc", "owner", "carol")
+    assert (carol.version, carol.supersedes) == (3, bob.fact_id)
+    assert [f.value for f in first.history("svc", "owner")] == ["alice", "bob", "carol"]
+    assert first.verify().ok
+    first.close()
