@@ -371,3 +371,31 @@ def test_cli_compact_then_verify_strict_is_clean(tmp_path):
     verify = json.loads(strict.output)
     assert verify["ok"] is True and verify["skipped_events"] == [] and verify["tombstones"] == 1
     assert verify["events_by_op"] == {"delete": 1, "store": 3}
+
+
+def test_compaction_leaves_the_known_at_timeline_current_and_equal_to_one_built_from_scratch(tmp_path) -> None:
+    from cruxsql.recall.fact_index import Timeline
+
+    store = Store(tmp_path)
+    a = store.store("svc", "owner", "alice")
+    b = store.store("svc", "owner", "bob")
+    c = store.store("svc", "region", "eu")
+    store.set_validity(c.fact_id, valid_from=a.stored_at)
+    store.delete(b.fact_id)
+    store.store_batch([StoreRequest(f"e{i}", "k", f"v{i}") for i in range(5)])
+    compaction.compact(store)
+    db = store.db
+    cp = view.read_checkpoint(db)
+    assert db.execute("SELECT generation, last_line FROM recall_timeline_state").fetchall() == \
+        [(cp.generation, cp.line_count)]
+    tables = ("recall_event_times", "recall_changes")
+    kept = {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
+    assert len(kept["recall_event_times"]) == cp.line_count
+    stored = dict(db.execute("SELECT line_no, stored_at_ns FROM facts"))
+    assert all(kept["recall_event_times"][i][1] == stored[line] for i, line in enumerate(sorted(stored)))
+    with db:
+        for t in (*tables, "recall_timeline_state"):
+            db.execute(f"DELETE FROM {t}")
+        Timeline(db, store.journal).catch_up()
+    assert {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall()) for t in tables} == kept
+    store.close()

@@ -76,3 +76,30 @@ def test_a_rebuild_starts_a_new_generation_and_a_full_reindex(tmp_path: Path) ->
         assert second[0] != first[0] and second[1] == first[1] == 4
         assert index.term_candidates("delta").tolist() == [1, 2, 3, 4]
         assert store.db.execute("SELECT count(*) FROM recall_text").fetchone()[0] == 4
+
+
+def test_timeline_event_times_are_the_parsed_event_times_by_either_route(tmp_path: Path, monkeypatch) -> None:
+    """Store lines take their time from the stored fact in SQL (by fact id for a few new lines, by a
+    scan of facts for many): both give exactly what parsing each line's event_at gives."""
+    from cruxsql.facts import timestamps
+    from cruxsql.recall import fact_index
+
+    store = cruxsql.open(tmp_path)
+    a = store.store("svc", "owner", "alice")
+    b = store.store("svc", "owner", "bob")
+    store.set_validity(a.fact_id, valid_from=a.stored_at)
+    store.delete(b.fact_id)
+    store.store_batch([cruxsql.StoreRequest(f"e{i}", "k", f"v{i}") for i in range(3)])
+    store.reverify(a.fact_id)
+    db = store.db
+    expected = sorted((line, timestamps.parse_ns(at)) for line, at in db.execute(
+        "SELECT line_no, event_at FROM journal_events"))
+    for threshold in (0, 10**9):
+        monkeypatch.setattr(fact_index, "_SCAN_FACTS_PAST", threshold)
+        with db:
+            for t in ("recall_event_times", "recall_changes", "recall_timeline_state"):
+                db.execute(f"DELETE FROM {t}")
+            fact_index.Timeline(db, store.journal).catch_up()
+        assert sorted(db.execute("SELECT line_no, at_ns FROM recall_event_times")) == expected
+        assert db.execute("SELECT count(*) FROM recall_changes WHERE attr = 'deleted' AND v_int = 1").fetchone()[0] == 1
+    store.close()

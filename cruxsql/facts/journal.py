@@ -480,8 +480,9 @@ class Journal:
 
     # --- rewrite ---------------------------------------------------------------------------------
 
-    def rewrite(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
-        """Atomically replace the journal with the lines `write_lines(emit)` emits.
+    def rewrite(self, write_lines: Callable[[Callable[[bytes], None]], None]) -> tuple[Path, int]:
+        """Atomically replace the journal with the bytes `write_lines(emit)` emits: whole lines, each
+        newline-terminated and within the record ceiling (the caller checks: it knows the lengths).
 
         Temp file `facts.jsonl.compact-<32hex>.tmp` in the same directory, fsync, rename over the
         journal (the commit point), fsync the directory. Returns (journal path, new size).
@@ -490,15 +491,7 @@ class Journal:
         tmp = self.data_dir / f"{JOURNAL_NAME}.compact-{uuid.uuid4().hex}.tmp"
         try:
             with open(tmp, "wb") as fh:
-                def emit(line: str) -> None:
-                    data = line.encode("utf-8")
-                    if len(data) > MAX_RECORD_BYTES:
-                        raise InvalidInput(
-                            f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling"
-                        )
-                    fh.write(data + b"\n")
-
-                write_lines(emit)
+                write_lines(fh.write)
                 fh.flush()
                 os.fsync(fh.fileno())
                 size = fh.tell()
@@ -508,4 +501,3 @@ class Journal:
             raise
         fsync_dir(self.data_dir)
         return self.path, size
-

@@ -205,6 +205,13 @@ def on_replay(hook: Callable[[apsw.Connection, Journal], None]) -> None:
         _REPLAY_HOOKS.append(hook)
 
 
+def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
+    """Run the `on_replay` hooks inside the caller's transaction, for a writer that fills the event
+    tables and the checkpoint itself instead of replaying (compaction), so derived tables keep up."""
+    for hook in _REPLAY_HOOKS:
+        hook(db, journal)
+
+
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
     for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from array import array
 from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from typing import Any, Callable, Iterator, Optional
@@ -45,7 +46,8 @@ import blake3
 from ..errors import Conflict, InvalidInput, JournalPoisoned
 from ..facts import codec, timestamps, view
 from ..facts.faults import crash_point
-from ..facts.journal import JOURNAL_NAME, Journal
+from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
+from ..recall.fact_index import Timeline
 from . import legal_holds
 
 Progress = Optional[Callable[[int, int], None]]
@@ -229,13 +231,9 @@ _LIVE = (f"SELECT {_FACT_SELECT_F}, f.rowid, f.seq FROM facts f WHERE f.deleted 
          "ORDER BY f.stored_at_ns, f.fact_id LIMIT {limit}")
 
 
-def _plan(db, applier: view.Applier, now_text: str, stats: CompactionReport, drop_sources: list[str],
-          chunk_done: Callable[[], None] = lambda: None) -> Iterator[tuple]:
-    """The compacted journal's lines, with the view rows a fresh replay derives from each.
-
-    Live facts are read in keyset-paginated chunks (no statement stays open across a chunk), and
-    `chunk_done` runs between chunks so the caller can update those rows.
-    """
+def _live_chunks(db) -> Iterator[list[tuple]]:
+    """The live facts in the compacted journal's order (`stored_at`, `fact_id`), as lists of view rows
+    (FACT_SELECT, then rowid and seq), keyset-paginated so no statement stays open across a chunk."""
     last = None
     while True:
         if last is None:
@@ -244,15 +242,20 @@ def _plan(db, applier: view.Applier, now_text: str, stats: CompactionReport, dro
             rows = db.execute(_LIVE.format(after="AND (f.stored_at_ns, f.fact_id) > (?, ?)", limit=_BATCH),
                               last).fetchall()
         if not rows:
-            break
-        for row in rows:
-            fid = row[0]
-            stats.facts_retained += 1
-            yield ('{"op":"store","fact":' + fact_json(row) + "}", "store", fid, row[7], True, None,
-                   ((fid, "stored"),), (row[26], row[27]))
+            return
         last = (rows[-1][8], rows[-1][0])
-        del rows
-        chunk_done()
+        yield rows
+
+
+def store_line(row: tuple) -> str:
+    """The compacted journal's `store` line of a live fact's view row."""
+    return '{"op":"store","fact":' + fact_json(row) + "}"
+
+
+def _tail_lines(db, applier: view.Applier, now_text: str, stats: CompactionReport,
+                drop_sources: list[str]) -> Iterator[tuple]:
+    """The lines after the live facts' `store` lines, with the view rows a fresh replay derives from each:
+    (text, op, fact_id, event_at, applied, skip_reason, [(fact_id, role)])."""
     canonicals = db.execute(
         "SELECT DISTINCT cs.canonical_fact_id, c.tenant_hash FROM consolidation_sources cs "
         "JOIN facts c ON c.fact_id = cs.canonical_fact_id WHERE c.deleted = 0 ORDER BY cs.canonical_fact_id"
@@ -266,13 +269,13 @@ def _plan(db, applier: view.Applier, now_text: str, stats: CompactionReport, dro
         if not applied:
             drop_sources.append(cid)
         stats.provenance_lines += 1
-        yield (codec.encode_event(event), "consolidation_provenance", cid, now_text, applied, reason, names, None)
+        yield (codec.encode_event(event), "consolidation_provenance", cid, now_text, applied, reason, names)
     tail = ',"deleted_at":' + _jstr(now_text) + "}"
     for (fid,) in db.execute("SELECT fact_id FROM facts WHERE deleted = 1 ORDER BY fact_id"):
         stats.facts_dropped += 1
         stats.tombstones_kept += 1
         yield ('{"op":"delete","fact_id":' + _jstr(fid) + tail, "delete", fid, now_text, False,
-               view.TOMBSTONE, ((fid, "deleted"),), None)
+               view.TOMBSTONE, ((fid, "deleted"),))
 
 
 def checkpoint_wal(db, attempts: int = 20) -> bool:
@@ -326,8 +329,9 @@ def estimate_bytes_after(store) -> int:
     stats = CompactionReport()
     now_text = timestamps.format_event_time(timestamps.now_ns())
     with store.db:  # the provenance check rewrites the rows it approves: roll that back
-        lines = _plan(store.db, view.Applier(store.db, store.policy, 0), now_text, stats, [])
-        size = sum(len(line[0].encode("utf-8")) + 1 for line in lines)
+        size = sum(len(store_line(row).encode("utf-8")) + 1 for rows in _live_chunks(store.db) for row in rows)
+        lines = _tail_lines(store.db, view.Applier(store.db, store.policy, 0), now_text, stats, [])
+        size += sum(len(line[0].encode("utf-8")) + 1 for line in lines)
         store.db.execute("SAVEPOINT keep_nothing")
         store.db.execute("ROLLBACK TO keep_nothing")
     return size
@@ -379,15 +383,25 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
         direct = view_update == "direct"
         report.view_update = view_update
         total = db.execute("SELECT count(*) FROM facts").fetchone()[0]
-        now_text = timestamps.format_event_time(timestamps.now_ns())
+        if progress is not None:
+            progress(0, total)  # the bar appears before the slow steps, not after them
+        now_ns = timestamps.now_ns()
+        now_text = timestamps.format_event_time(now_ns)
         hasher = blake3.blake3()
         drop_sources: list[str] = []
-        state = {"line_no": 0, "offset": 0}
+        state = {"line_no": 0, "offset": 0, "stores": 0}
         generation = uuid.uuid4().hex
         renamed = False
         try:
             dropped_indexes: list[str] = []
             if direct:
+                # Foreign keys off for this transaction (the pragma is a no-op inside one): with them on,
+                # emptying journal_events and journal_event_facts ran row by row, checking each line's
+                # references and journaling every page (at 1M events, most of compaction's time and
+                # gigabytes of temp-file writes); off, SQLite drops the tables' pages at once. The rows
+                # put back reference each other consistently by construction, and no other table of the
+                # fact view has a foreign key.
+                db.execute("PRAGMA foreign_keys=OFF")
                 db.execute("BEGIN IMMEDIATE")
                 # Bulk-load the event tables without their secondary indexes, then recreate them
                 # (a sort) from their own stored definitions: much cheaper than random index inserts.
@@ -400,49 +414,65 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                     db.execute(f"DELETE FROM {table}")
             events: list[tuple] = []
             names: list[tuple] = []
-            line_updates: list[tuple] = []
+            times = array("q")  # each new line's event time (ns), for the known_at timeline
             order = {"last_seq": None, "renumber": False}
 
             def flush() -> None:
-                view.record_events(db, events, names)
+                # plain INSERTs: the tables were emptied in this transaction
+                db.executemany("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, "
+                               "applied, skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+                db.executemany("INSERT INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", names)
                 events.clear()
                 names.clear()
 
-            def chunk_done() -> None:
-                if direct:
-                    flush()
-                    db.executemany("UPDATE facts SET line_no = ? WHERE rowid = ?", line_updates)
-                line_updates.clear()
-
-            def write_lines(emit: Callable[[str], None]) -> None:
-                n = state["line_no"]
-                offset = state["offset"]
+            def write_lines(emit: Callable[[bytes], None]) -> None:
+                n, offset = 0, 0
                 half = max(1, total // 2)
-                applier = view.Applier(db, store.policy, 0)
-                for text, op, fact_id, event_at, applied, reason, line_names, meta in _plan(
-                        db, applier, now_text, report, drop_sources, chunk_done):
-                    data = text.encode("utf-8")
-                    emit(text)
-                    hasher.update(data)
-                    hasher.update(b"\n")
-                    n += 1
-                    length = len(data) + 1
-                    if direct:
-                        events.append((n, offset, length, op, fact_id, event_at, int(applied), reason))
-                        names.extend((n, fid, role) for fid, role in line_names)
-                        if meta is not None:
-                            line_updates.append((n, meta[0]))
-                            if order["last_seq"] is not None and meta[1] <= order["last_seq"]:
+                # The live facts' store lines, a chunk at a time: one write and one hash per chunk. Their
+                # view rows: journal_events here, facts.line_no and journal_event_facts in SQL afterwards.
+                for rows in _live_chunks(db):
+                    texts = [store_line(row) for row in rows]
+                    blob = ("\n".join(texts) + "\n").encode("utf-8")
+                    emit(blob)
+                    hasher.update(blob)
+                    last_seq = order["last_seq"]
+                    for row, text in zip(rows, texts):
+                        n += 1
+                        length = (len(text) if text.isascii() else len(text.encode("utf-8"))) + 1
+                        if length > MAX_RECORD_BYTES:
+                            raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
+                                               f"ceiling (fact {row[0]})")
+                        if direct:
+                            events.append((n, offset, length, "store", row[0], row[7], 1, None))
+                            times.append(row[8])
+                            if last_seq is not None and row[27] <= last_seq:
                                 order["renumber"] = True
-                            order["last_seq"] = meta[1]
+                            last_seq = row[27]
+                        offset += length
+                    order["last_seq"] = last_seq
+                    report.facts_retained += len(rows)
+                    if direct:
+                        flush()
+                    if n >= half > n - len(rows):
+                        crash_point("compact-temp-partial")  # part of the temp file is on disk
+                    if progress is not None:
+                        progress(min(n, total), total)
+                stores = n
+                applier = view.Applier(db, store.policy, 0)
+                for text, op, fact_id, event_at, applied, reason, line_names in _tail_lines(
+                        db, applier, now_text, report, drop_sources):
+                    data = text.encode("utf-8") + b"\n"
+                    emit(data)
+                    hasher.update(data)
+                    n += 1
+                    if direct:
+                        events.append((n, offset, len(data), op, fact_id, event_at, int(applied), reason))
+                        times.append(now_ns)
+                        names.extend((n, fid, role) for fid, role in line_names)
                         if len(events) >= _BATCH:
                             flush()
-                    offset += length
-                    if n == half:
-                        crash_point("compact-temp-partial")  # part of the temp file is on disk
-                    if progress is not None and n % 10_000 == 0:
-                        progress(min(n, total), total)
-                state["line_no"], state["offset"] = n, offset
+                    offset += len(data)
+                state["line_no"], state["offset"], state["stores"] = n, offset, stores
                 if direct:
                     flush()
                 crash_point("compact-temp-complete")
@@ -457,6 +487,13 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             report.inode_after = new_st.st_ino if new_st else None
             report.generation = generation
             if direct:
+                # The live facts' lines are 1..stores in (stored_at, fact_id) order: number them in one
+                # statement (visiting the rows in rowid order), then name them in journal_event_facts.
+                db.execute("UPDATE facts SET line_no = w.n FROM (SELECT rid, n FROM (SELECT rowid AS rid, row_number() "
+                           "OVER (ORDER BY stored_at_ns, fact_id) AS n FROM facts WHERE deleted = 0) ORDER BY rid) AS w "
+                           "WHERE facts.rowid = w.rid")
+                db.execute("INSERT INTO journal_event_facts (line_no, fact_id, role) SELECT line_no, fact_id, 'stored' "
+                           "FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 ORDER BY stored_at_ns, fact_id")
                 db.execute("DELETE FROM facts WHERE deleted = 1")
                 next_seq = (cp.next_seq if cp else 1)
                 if order["renumber"]:
@@ -477,11 +514,18 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                     db.execute(sql)
                 view.write_checkpoint(db, journal, size, report.lines_after,
                                       max(next_seq, report.facts_retained + 1), generation)
+                # The known_at timeline follows the new journal in this transaction (not rebuilt by the
+                # first query): each line's time, known here; a compacted journal has no change events.
+                # Then whatever else replay keeps derived from the event tables.
+                Timeline(db, journal).restart(zip(range(1, len(times) + 1), times))
+                view.run_replay_hooks(db, journal)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
+                db.execute("PRAGMA foreign_keys=ON")
         except BaseException:
             if not db.getautocommit():
                 db.execute("ROLLBACK")
+            db.execute("PRAGMA foreign_keys=ON")
             if renamed:
                 # The new journal is committed; make the view match it now rather than at next open.
                 view.rebuild(db, journal, store.policy)

@@ -300,6 +300,11 @@ class TextIndex:
 
 _DELETING = {("delete", "deleted"), ("consolidate_undo", "canonical")}
 _SUPERSEDING = {"supersede", "consolidate", "clear_supersede", "consolidate_undo"}
+# Ops whose applied lines change an attribute the timeline tracks.
+_CHANGE_OPS = ("delete", "supersede", "consolidate", "clear_supersede", "consolidate_undo", "set_validity",
+               "set_horizon", "reverify")
+_SCAN_FACTS_PAST = 50_000  # new lines past which the store lines' times come from one scan of `facts`
+_UNPARSED = object()
 
 
 def _line_facts(raw: bytes, wanted: set[str]) -> dict[str, codec.Fact]:
@@ -359,30 +364,23 @@ class Timeline:
         max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
         if max_line <= last:
             return
+        self._event_times(last, max_line)
+        change_ops = ", ".join(f"'{op}'" for op in _CHANGE_OPS)
         events = db.execute(
-            "SELECT line_no, op, event_at, applied, byte_offset, byte_length FROM journal_events "
-            "WHERE line_no > ? ORDER BY line_no", (last,)).fetchall()
-        times = []
-        for line_no, op, event_at, applied, offset, length in events:
-            try:
-                at = timestamps.parse_ns(event_at) if event_at else None
-            except InvalidInput:
-                at = None
-            times.append((line_no, at))
-        db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
-        at_of = dict(times)
+            "SELECT e.line_no, e.op, t.at_ns, e.byte_offset, e.byte_length FROM journal_events e "
+            "JOIN recall_event_times t ON t.line_no = e.line_no "
+            f"WHERE e.line_no > ? AND e.applied = 1 AND e.op IN ({change_ops}) ORDER BY e.line_no", (last,)).fetchall()
         changes: list[tuple] = []
-        need_values = [(ln, off, n) for ln, op, _, applied, off, n in events
-                       if applied and op in ("set_validity", "set_horizon")]
+        need_values = [(ln, off, n) for ln, op, _, off, n in events if op in ("set_validity", "set_horizon")]
         payloads = {ln: codec.decode_event(raw) for ln, raw in self.journal.read_lines(need_values)}
         roles: dict[int, list[tuple[str, str]]] = {}
         for line_no, fact_id, role in db.execute(
                 "SELECT ef.line_no, ef.fact_id, ef.role FROM journal_event_facts ef JOIN journal_events e "
-                "ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 ORDER BY ef.line_no", (last,)):
+                f"ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 AND e.op IN ({change_ops}) "
+                "ORDER BY ef.line_no", (last,)):
             roles.setdefault(line_no, []).append((fact_id, role))
-        for line_no, op, _, applied, _, _ in events:
-            at = at_of.get(line_no)
-            if not applied or at is None:
+        for line_no, op, at, _, _ in events:
+            if at is None:
                 continue
             names = roles.get(line_no, [])
             for fact_id, role in names:
@@ -415,6 +413,55 @@ class Timeline:
             "VALUES (?, ?, ?, ?, ?, ?, ?)", changes)
         db.execute("INSERT OR REPLACE INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",
                    (generation, max_line))
+
+    def restart(self, times: Iterable[tuple[int, Optional[int]]]) -> None:
+        """Start the timeline over for a journal just rewritten without change events (a compaction: store
+        lines, provenance lines, tombstones), from its writer's `(line_no, at_ns)` of every line: no
+        attribute changes to record, and no line to read back. Inside the caller's transaction, after
+        the new checkpoint is written."""
+        db = self.db
+        for table in ("recall_event_times", "recall_changes", "recall_timeline_state"):
+            db.execute(f"DELETE FROM {table}")
+        db.executemany("INSERT INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
+        last = db.execute("SELECT max(line_no) FROM recall_event_times").fetchone()[0]
+        generation = _generation(db)
+        if generation is not None and last is not None:
+            db.execute("INSERT INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",
+                       (generation, last))
+
+    def _event_times(self, last: int, max_line: int) -> None:
+        """`recall_event_times` for lines (last, max_line]. A `store` line's time is the stored_at of the
+        fact it stored (the journal wrote its text from that very value, losslessly), so those come
+        from `facts` in SQL: from a scan of `facts` when most of the journal is new (a rebuild, a
+        compaction), else by fact id from the new lines. The other lines' text is parsed here."""
+        db = self.db
+        if max_line - last > _SCAN_FACTS_PAST:
+            db.execute(
+                "INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) SELECT f.line_no, f.stored_at_ns "
+                "FROM facts f JOIN journal_events e ON e.line_no = f.line_no "
+                "WHERE f.line_no > ? AND e.op = 'store' AND e.fact_id = f.fact_id AND e.event_at = f.stored_at",
+                (last,))
+        else:
+            db.execute(
+                "INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) SELECT e.line_no, f.stored_at_ns "
+                "FROM journal_events e JOIN facts f ON f.fact_id = e.fact_id "
+                "WHERE e.line_no > ? AND e.op = 'store' AND f.line_no = e.line_no AND e.event_at = f.stored_at",
+                (last,))
+        parsed: dict[str, Optional[int]] = {}
+        times = []
+        for line_no, event_at in db.execute(
+                "SELECT e.line_no, e.event_at FROM journal_events e WHERE e.line_no > ? AND NOT EXISTS "
+                "(SELECT 1 FROM recall_event_times t WHERE t.line_no = e.line_no)", (last,)):
+            at = parsed.get(event_at, _UNPARSED) if event_at else None
+            if at is _UNPARSED:
+                try:
+                    at = timestamps.parse_ns(event_at)
+                except InvalidInput:
+                    at = None
+                if len(parsed) < 65536:
+                    parsed[event_at] = at
+            times.append((line_no, at))
+        db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
 
     def _birth_rows(self, fact_ids: list[str]) -> list[tuple]:
         """Each fact's attribute values as the line that stored it wrote them (privacy aside)."""
