@@ -405,6 +405,10 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                 db.execute("BEGIN IMMEDIATE")
                 # Bulk-load the event tables without their secondary indexes, then recreate them
                 # (a sort) from their own stored definitions: much cheaper than random index inserts.
+                # These tables hold line numbers, offsets, fact ids and times, never a fact's content, so
+                # their pages are freed without secure_delete's zero-fill (a write of every page); it is
+                # back on before anything that held content (facts, recall's text) is deleted.
+                db.execute("PRAGMA secure_delete=OFF")
                 for name, sql in db.execute(
                         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                         "AND tbl_name IN ('journal_events', 'journal_event_facts')").fetchall():
@@ -412,6 +416,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                     dropped_indexes.append(sql)
                 for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines"):
                     db.execute(f"DELETE FROM {table}")
+                db.execute("PRAGMA secure_delete=ON")
             events: list[tuple] = []
             names: list[tuple] = []
             times = array("q")  # each new line's event time (ns), for the known_at timeline
@@ -526,6 +531,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             if not db.getautocommit():
                 db.execute("ROLLBACK")
             db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA secure_delete=ON")
             if renamed:
                 # The new journal is committed; make the view match it now rather than at next open.
                 view.rebuild(db, journal, store.policy)

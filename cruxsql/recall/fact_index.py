@@ -365,18 +365,20 @@ class Timeline:
         if max_line <= last:
             return
         self._event_times(last, max_line)
+        # `+e.op`: the line range is the selective term (not journal_events' op index, which would
+        # visit every line of those ops in the whole journal on each store)
         change_ops = ", ".join(f"'{op}'" for op in _CHANGE_OPS)
         events = db.execute(
             "SELECT e.line_no, e.op, t.at_ns, e.byte_offset, e.byte_length FROM journal_events e "
             "JOIN recall_event_times t ON t.line_no = e.line_no "
-            f"WHERE e.line_no > ? AND e.applied = 1 AND e.op IN ({change_ops}) ORDER BY e.line_no", (last,)).fetchall()
+            f"WHERE e.line_no > ? AND e.applied = 1 AND +e.op IN ({change_ops}) ORDER BY e.line_no", (last,)).fetchall()
         changes: list[tuple] = []
         need_values = [(ln, off, n) for ln, op, _, off, n in events if op in ("set_validity", "set_horizon")]
         payloads = {ln: codec.decode_event(raw) for ln, raw in self.journal.read_lines(need_values)}
         roles: dict[int, list[tuple[str, str]]] = {}
         for line_no, fact_id, role in db.execute(
                 "SELECT ef.line_no, ef.fact_id, ef.role FROM journal_event_facts ef JOIN journal_events e "
-                f"ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 AND e.op IN ({change_ops}) "
+                f"ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 AND +e.op IN ({change_ops}) "
                 "ORDER BY ef.line_no", (last,)):
             roles.setdefault(line_no, []).append((fact_id, role))
         for line_no, op, at, _, _ in events:
@@ -438,14 +440,14 @@ class Timeline:
         if max_line - last > _SCAN_FACTS_PAST:
             db.execute(
                 "INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) SELECT f.line_no, f.stored_at_ns "
-                "FROM facts f JOIN journal_events e ON e.line_no = f.line_no "
-                "WHERE f.line_no > ? AND e.op = 'store' AND e.fact_id = f.fact_id AND e.event_at = f.stored_at",
+                "FROM facts f CROSS JOIN journal_events e ON e.line_no = f.line_no "
+                "WHERE f.line_no > ? AND +e.op = 'store' AND e.fact_id = f.fact_id AND e.event_at = f.stored_at",
                 (last,))
         else:
             db.execute(
                 "INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) SELECT e.line_no, f.stored_at_ns "
                 "FROM journal_events e JOIN facts f ON f.fact_id = e.fact_id "
-                "WHERE e.line_no > ? AND e.op = 'store' AND f.line_no = e.line_no AND e.event_at = f.stored_at",
+                "WHERE e.line_no > ? AND +e.op = 'store' AND f.line_no = e.line_no AND e.event_at = f.stored_at",
                 (last,))
         parsed: dict[str, Optional[int]] = {}
         times = []
