@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
 import cruxsql
 from cruxsql.facts import journal as journal_mod
@@ -26,14 +27,17 @@ def _visible_elsewhere(data_dir: Path, value: str) -> int:
         reader.close()
 
 
-def test_nothing_is_visible_in_the_view_until_the_journal_fsync_returns(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("on_thread", [True, False])
+def test_nothing_is_visible_in_the_view_until_the_journal_fsync_returns(tmp_path: Path, monkeypatch,
+                                                                         on_thread: bool) -> None:
+    monkeypatch.setattr(journal_mod, "BACKGROUND_SYNC_ABOVE_S", -1.0 if on_thread else float("inf"))
     store = cruxsql.open(tmp_path)
     store.store("svc", "owner", "alice")
     real_fsync = os.fsync
     seen: list[tuple[str, int]] = []
 
     def slow_fsync(fd: int) -> None:
-        # the fsync runs on the journal's sync thread; meanwhile the store prepares the view transaction
+        # on the sync thread, the store prepares the view transaction meanwhile
         time.sleep(0.3)
         seen.append((threading.current_thread().name, _visible_elsewhere(tmp_path, "bob")))
         real_fsync(fd)
@@ -41,8 +45,38 @@ def test_nothing_is_visible_in_the_view_until_the_journal_fsync_returns(tmp_path
     monkeypatch.setattr(journal_mod.os, "fsync", slow_fsync)
     fact = store.store("svc", "owner", "bob")
     monkeypatch.setattr(journal_mod.os, "fsync", real_fsync)
-    assert len(seen) == 1 and seen[0][0].startswith("cruxsql-journal-fsync") and seen[0][1] == 0
+    assert len(seen) == 1 and seen[0][1] == 0
+    assert seen[0][0].startswith("cruxsql-journal-fsync") == on_thread
     assert _visible_elsewhere(tmp_path, "bob") == 1 and fact.version == 2
+    store.close()
+
+
+def test_the_fsync_moves_to_the_sync_thread_only_while_fsyncs_are_slow(tmp_path: Path, monkeypatch) -> None:
+    store = cruxsql.open(tmp_path)
+    store.store("e", "k", "first")  # creates the journal (whose directory is fsynced too)
+    real_fsync = os.fsync
+    threads: list[bool] = []
+    delay = {"s": 0.0}
+
+    def timed_fsync(fd: int) -> None:
+        threads.append(threading.current_thread().name.startswith("cruxsql-journal-fsync"))
+        time.sleep(delay["s"])
+        real_fsync(fd)
+
+    monkeypatch.setattr(journal_mod.os, "fsync", timed_fsync)
+    monkeypatch.setattr(journal_mod, "BACKGROUND_SYNC_ABOVE_S", 0.005)
+    for i in range(3):
+        store.store("e", "k", f"fast{i}")
+    assert threads == [False] * 3 and store.journal.recent_fsync_s < 0.005
+    delay["s"] = 0.05
+    for i in range(12):
+        store.store("e", "k", f"slow{i}")
+    assert threads[3] is False and threads[-1] is True  # once the average passes the threshold
+    delay["s"] = 0.0
+    for i in range(40):
+        store.store("e", "k", f"fast again {i}")
+    assert threads[-1] is False
+    assert len(store.history("e", "k")) == 56 and store.verify().ok
     store.close()
 
 

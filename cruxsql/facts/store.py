@@ -261,9 +261,10 @@ class Store:
             pending = self.journal.write([codec.encode_event(e) for e in events])
             self._caught_up = None
             try:
-                # One view transaction for the lines just written, prepared while the journal's fsync
-                # runs on its own thread and committed only once it has returned: nothing is visible
-                # before it is durable. A failed fsync raises JournalPoisoned here and rolls it back.
+                # One view transaction for the lines just written, committed only once the journal's
+                # fsync has returned: nothing is visible before it is durable. On a slow disk the fsync
+                # runs on the journal's thread while this transaction is prepared (see Journal.write).
+                # A failed fsync raises JournalPoisoned here and rolls the transaction back.
                 with self.db:
                     view.replay(self.db, self.journal, self.policy)
                     pending.wait()
