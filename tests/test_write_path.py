@@ -108,7 +108,6 @@ def test_a_short_lived_store_starts_no_checkpoint_thread(tmp_path: Path) -> None
     with cruxsql.open(tmp_path) as store:
         store.store("svc", "owner", "alice")
         assert store.checkpointer._thread is None
-        assert not [t for t in threading.enumerate() if t.name == "cruxsql-wal-checkpoint"]
 
 
 def test_the_catch_up_before_a_write_sees_lines_another_writer_appended(tmp_path: Path) -> None:
