@@ -134,13 +134,15 @@ class ClusterStore(Store):
         row = self.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (facts[0].fact_id,)).fetchone()
         return row is not None
 
-    def _rewrite_as_generation(self, write_lines: Callable[[Callable[[str], None]], None]) -> tuple[Path, int]:
+    def _rewrite_as_generation(self, write_lines: Callable[[Callable], None],
+                               whole_lines: bool = False) -> tuple[Path, int]:
         """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
         stream generation, then this node's journal is rewritten to the same bytes; the older messages
         holding lines the compaction dropped are securely deleted (bytes overwritten on every replica's
         stream store) and the rest purged. The caller holds the writer lock and has caught up."""
         data = bytearray()
-        write_lines(lambda line: data.extend(line.encode("utf-8") + b"\n"))
+        # `whole_lines`: emit takes bytes of newline-terminated lines (compaction), as in Journal.rewrite
+        write_lines(data.extend if whole_lines else lambda line: data.extend(line.encode("utf-8") + b"\n"))
         after = self.mirror.position(self).seq
         first, last = publish_generation(self.link, self.config.group, bytes(data), after)
         lines = split_lines(bytes(data))

@@ -490,9 +490,11 @@ class Journal:
 
     # --- rewrite ---------------------------------------------------------------------------------
 
-    def rewrite(self, write_lines: Callable[[Callable[[bytes], None]], None]) -> tuple[Path, int]:
-        """Atomically replace the journal with the bytes `write_lines(emit)` emits: whole lines, each
-        newline-terminated and within the record ceiling (the caller checks: it knows the lengths).
+    def rewrite(self, write_lines: Callable[[Callable], None], whole_lines: bool = False) -> tuple[Path, int]:
+        """Atomically replace the journal with the lines `write_lines(emit)` emits: `emit(line)` takes one
+        encoded event (str, without its newline; checked against the record ceiling here), or, with
+        `whole_lines`, bytes of any number of newline-terminated lines the caller has checked (compaction
+        writes a chunk of lines at a time).
 
         Temp file `facts.jsonl.compact-<32hex>.tmp` in the same directory, fsync, rename over the
         journal (the commit point), fsync the directory. Returns (journal path, new size).
@@ -501,7 +503,15 @@ class Journal:
         tmp = self.data_dir / f"{JOURNAL_NAME}.compact-{uuid.uuid4().hex}.tmp"
         try:
             with open(tmp, "wb") as fh:
-                write_lines(fh.write)
+                def emit(line: str) -> None:
+                    data = line.encode("utf-8")
+                    if len(data) > MAX_RECORD_BYTES:
+                        raise InvalidInput(
+                            f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling"
+                        )
+                    fh.write(data + b"\n")
+
+                write_lines(fh.write if whole_lines else emit)
                 fh.flush()
                 os.fsync(fh.fileno())
                 size = fh.tell()

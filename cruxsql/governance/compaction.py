@@ -482,7 +482,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                     flush()
                 crash_point("compact-temp-complete")
 
-            _, size = journal.rewrite(write_lines)
+            _, size = journal.rewrite(write_lines, whole_lines=True)
             renamed = True
             crash_point("compact-after-rename")
             report.bytes_after = size
