@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Optional
 import apsw
 
 from ..errors import ViewTooNew
-from . import codec, timestamps
+from . import bulk, codec, timestamps
 from .codec import CorruptLine, Event, Fact
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal, Record
@@ -25,7 +25,10 @@ from .privacy import PrivacyPolicy
 DB_NAME = "cruxsql.db"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _COMMIT_EVERY = 20_000
-_LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
+# A tail up to this size (what one store() or a few writes append) is applied row by row; a longer one,
+# and every full rebuild, by the bulk path (bulk.py).
+ROW_PATH_MAX_BYTES = 64 * 1024
+LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 # The skip reason of a `delete` naming a fact the journal does not hold: the value-free tombstone a
 # compaction writes for a deleted fact it dropped (a no-op in Crux too, where it raises no warning).
 TOMBSTONE = "tombstone (fact not in the journal)"
@@ -39,6 +42,7 @@ FACT_COLUMNS = (
 _INSERT_FACT = (
     f"INSERT OR IGNORE INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))})"
 )
+INSERT_NEW_FACT = f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))})"
 FACT_SELECT = ", ".join(FACT_COLUMNS[:26])
 
 
@@ -206,8 +210,8 @@ def on_replay(hook: Callable[[apsw.Connection, Journal], None]) -> None:
 
 
 def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
-    """Run the `on_replay` hooks inside the caller's transaction, for a writer that fills the event
-    tables and the checkpoint itself instead of replaying (compaction), so derived tables keep up."""
+    """Run the `on_replay` hooks inside the caller's transaction: replay's own batches, and a writer that
+    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
     for hook in _REPLAY_HOOKS:
         hook(db, journal)
 
@@ -285,7 +289,7 @@ class Applier:
         tenant = fact.tenant_hash or "default"
         if private != fact.private or tenant != fact.tenant_hash:
             fact = fact.copy(private=private, tenant_hash=tenant)
-        if (fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES)):
+        if (fact.private and fact.key == "content" and fact.entity.startswith(LATEST_ONLY_PREFIXES)):
             self.db.execute(
                 "DELETE FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ?",
                 (fact.tenant_hash, fact.entity, fact.key),
@@ -481,8 +485,6 @@ def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
         if cp.byte_offset < st.st_size:
             _replay_records(db, journal, policy, cp, stats, progress)
         return stats
-    with db:
-        reset_facts(db)
     stats.rebuilt = True
     _replay_records(db, journal, policy, None, stats, progress)
     return stats
@@ -507,21 +509,35 @@ def adopt_journal(db: apsw.Connection, journal: Journal) -> bool:
 
 
 def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
-            progress: Optional[Callable[[int, int], None]] = None) -> ReplayStats:
-    """Drop the fact tables and replay the whole journal. The caller holds the journal lock."""
-    with db:
-        reset_facts(db)
+            progress: Optional[Callable[[int, int], None]] = None, *, row_by_row: bool = False) -> ReplayStats:
+    """Drop the fact tables and replay the whole journal (in bulk, in one transaction; `row_by_row`:
+    through the Applier, one transaction per batch, as before the bulk path existed). The caller holds
+    the journal lock."""
     stats = ReplayStats(rebuilt=True)
-    if journal.stat() is not None:
-        _replay_records(db, journal, policy, None, stats, progress)
+    if journal.stat() is None:
+        with db:
+            reset_facts(db)
+    else:
+        _replay_records(db, journal, policy, None, stats, progress, row_by_row)
     return stats
 
 
 def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[Checkpoint],
-                    stats: ReplayStats, progress: Optional[Callable[[int, int], None]]) -> None:
+                    stats: ReplayStats, progress: Optional[Callable[[int, int], None]],
+                    row_by_row: bool = False) -> None:
+    """Replay past the checkpoint (`cp` None: everything, into emptied fact tables). A short tail, or
+    any replay with `row_by_row`, goes through the Applier one record at a time; the rest in bulk."""
     offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
     generation = cp.generation if cp else uuid.uuid4().hex
     applier = Applier(db, policy, seq)
+    if not row_by_row:
+        st = journal.stat()
+        if cp is None or (st is not None and st.st_size - offset > ROW_PATH_MAX_BYTES):
+            bulk.replay(db, journal, applier, stats, offset, line_no, generation, progress, full=cp is None)
+            return
+    if cp is None:
+        with db:
+            reset_facts(db)
     records = journal.records(offset, line_no, progress)
     sanitized = False
     while not sanitized:
@@ -537,8 +553,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 sanitized = True
             last = batch[-1]
             write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
-            for hook in _REPLAY_HOOKS:
-                hook(db, journal)
+            run_replay_hooks(db, journal)
             crash_point("replay-before-commit")
     if not sanitized:
         with db:
@@ -567,15 +582,23 @@ def _apply_record(db: apsw.Connection, applier: Applier, rec: Record, stats: Rep
         )
         stats.corrupt.append((rec.line_no, str(exc)))
         return
-    applied, reason, names = applier.apply(event, rec.line_no)
+    apply_event(applier, event, rec.line_no, rec.offset, rec.length, stats)
+
+
+def apply_event(applier: Applier, event: Event, line_no: int, offset: int, length: int,
+                stats: ReplayStats) -> list[tuple[str, str]]:
+    """Apply one decoded event, count it and buffer its journal_events rows; returns the (fact_id,
+    role) pairs it names."""
+    applied, reason, names = applier.apply(event, line_no)
     stats.events += 1
     if applied:
         stats.applied += 1
     else:
         stats.skipped += 1
-    applier.event_rows.append((rec.line_no, rec.offset, rec.length, event.op, names[0][0] if names else None,
+    applier.event_rows.append((line_no, offset, length, event.op, names[0][0] if names else None,
                                codec.event_time_text(event), int(applied), reason))
-    applier.event_fact_rows.extend((rec.line_no, fid, role) for fid, role in names)
+    applier.event_fact_rows.extend((line_no, fid, role) for fid, role in names)
+    return names
 
 
 def iter_facts(db: apsw.Connection, where: str = "", params: Iterable = ()) -> Iterator[Fact]:
