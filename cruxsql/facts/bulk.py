@@ -21,6 +21,7 @@ consolidation exists), latest-only control facts, and lines the fast decoder han
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -110,28 +111,32 @@ def _f32(x: object) -> float:
     return value
 
 
-def _opt_str(v: object) -> Optional[str]:
-    if v is not None and type(v) is not str:
-        raise _Slow
-    return v
-
-
 def _str(v: object) -> str:
     if type(v) is not str:
         raise _Slow
     return v
 
 
-def _uint(v: object, limit: int) -> int:
-    if type(v) is not int or v < 0 or v > limit:
-        raise _Slow
-    return v
+class _Missing:
+    """Marks a required fact field the object lacks (a type no accepted shape has)."""
 
 
-def _bool(v: object) -> bool:
-    if type(v) is not bool:
-        raise _Slow
-    return v
+_MISSING = _Missing()
+_NONE, _STR, _INT, _BOOL = type(None), str, int, bool
+# The Fact fields in reading order, the value serde uses when each is absent, and the types it accepts.
+_FACT_FIELDS = (
+    ("fact_id", _MISSING, (_STR,)), ("tenant_hash", "default", (_STR,)), ("entity", _MISSING, (_STR,)),
+    ("key", _MISSING, (_STR,)), ("value", _MISSING, (_STR,)), ("source_receipt", None, (_NONE, _STR)),
+    ("confidence", _MISSING, (float, _INT)), ("stored_at", _MISSING, (_STR,)), ("tokens", _MISSING, (_INT,)),
+    ("deleted", _MISSING, (_BOOL,)), ("version", 1, (_INT,)), ("supersedes", None, (_NONE, _STR)),
+    ("private", False, (_BOOL,)), ("horizon_class", "none", (_STR,)), ("reverified_at", None, (_NONE, _STR)),
+    ("superseded_by", None, (_NONE, _STR)), ("actor", None, (_NONE, _STR)), ("valid_from", None, (_NONE, _STR)),
+    ("valid_to", None, (_NONE, _STR)), ("access_count", 0, (_INT,)), ("last_accessed_at", None, (_NONE, _STR)),
+)
+_FACT_KEYS = tuple(name for name, _, _ in _FACT_FIELDS)
+_FACT_DEFAULTS = tuple(default for _, default, _ in _FACT_FIELDS)
+# Every combination of accepted types (512): one set lookup checks all 21 fields' types at once.
+_FACT_SHAPES = frozenset(itertools.product(*(types for _, _, types in _FACT_FIELDS)))
 
 
 def fact_values(f: object) -> tuple:
@@ -139,23 +144,20 @@ def fact_values(f: object) -> tuple:
     privacy and the tenant default), checked like `codec.fact_from_obj`; `_Slow` on any doubt."""
     if type(f) is not dict:
         raise _Slow
-    g = f.get
-    horizon = g("horizon_class", "none")
-    if type(horizon) is not str or horizon not in _HORIZONS:
+    (fact_id, tenant, entity, key, value, receipt, confidence, stored_at, tokens, deleted, version, supersedes,
+     private, horizon, reverified_at, superseded_by, actor, valid_from, valid_to, access_count,
+     accessed_at) = values = tuple(map(f.get, _FACT_KEYS, _FACT_DEFAULTS))
+    if (tuple(map(type, values)) not in _FACT_SHAPES or horizon not in _HORIZONS or not 0 <= tokens <= _TOKENS_MAX
+            or not 0 <= version <= _U32_MAX or not 0 <= access_count <= _U32_MAX):
         raise _Slow
-    stored_at, stored_ns = _fact_time(f["stored_at"])
-    reverified_at, reverified_ns = _opt_fact_time(g("reverified_at"))
-    valid_from, valid_from_ns = _opt_fact_time(g("valid_from"))
-    valid_to, valid_to_ns = _opt_fact_time(g("valid_to"))
-    accessed_at, accessed_ns = _opt_fact_time(g("last_accessed_at"))
-    return (
-        _str(f["fact_id"]), _str(g("tenant_hash", "default")), _str(f["entity"]), _str(f["key"]),
-        _str(f["value"]), _opt_str(g("source_receipt")), _f32(f["confidence"]), stored_at, stored_ns,
-        _uint(f["tokens"], _TOKENS_MAX), int(_bool(f["deleted"])), _uint(g("version", 1), _U32_MAX),
-        _opt_str(g("supersedes")), int(_bool(g("private", False))), horizon, reverified_at, reverified_ns,
-        _opt_str(g("superseded_by")), _opt_str(g("actor")), valid_from, valid_from_ns, valid_to, valid_to_ns,
-        _uint(g("access_count", 0), _U32_MAX), accessed_at, accessed_ns,
-    )
+    stored_at, stored_ns = _fact_time(stored_at)
+    reverified_at, reverified_ns = _opt_fact_time(reverified_at)
+    valid_from, valid_from_ns = _opt_fact_time(valid_from)
+    valid_to, valid_to_ns = _opt_fact_time(valid_to)
+    accessed_at, accessed_ns = _opt_fact_time(accessed_at)
+    return (fact_id, tenant, entity, key, value, receipt, _f32(confidence), stored_at, stored_ns, tokens, int(deleted),
+            version, supersedes, int(private), horizon, reverified_at, reverified_ns, superseded_by, actor,
+            valid_from, valid_from_ns, valid_to, valid_to_ns, access_count, accessed_at, accessed_ns)
 
 
 def decode_fast(raw: bytes) -> tuple[str, object]:
@@ -348,29 +350,30 @@ class BulkApplier:
             self._by_applier(item, known)
             return
         if op in ("store", "store_batch"):
-            facts = []
-            for v in payload:
-                private = self.policy.enforce(v[2], bool(v[13]))
-                if v[1] and private == bool(v[13]):
-                    facts.append(v)
-                else:
-                    facts.append((v[0], v[1] or "default", *v[2:13], int(private), *v[14:]))
-            if any(v[13] and v[3] == "content" and v[2].startswith(view.LATEST_ONLY_PREFIXES) for v in facts):
-                # a latest-only control fact removes its whole (tenant, entity, key) chain
-                self._by_applier(item, known)
-                return
-            results = []
+            facts = payload
+            for i, v in enumerate(payload):
+                if not v[1] or (not v[13] and self.policy.is_always_private(v[2])):
+                    if facts is payload:
+                        facts = list(payload)
+                    facts[i] = (v[0], v[1] or "default", *v[2:13], int(self.policy.enforce(v[2], bool(v[13]))),
+                                *v[14:])
+                    v = facts[i]
+                if v[13] and v[3] == "content" and v[2].startswith(view.LATEST_ONLY_PREFIXES):
+                    # a latest-only control fact removes its whole (tenant, entity, key) chain
+                    self._by_applier(item, known)
+                    return
+            fresh = 0
+            seq = self.applier.next_seq
             for v in facts:
-                fresh = v[0] not in known
-                if fresh:
+                if v[0] not in known:
                     known[v[0]] = v[1]
-                    self._fact_rows.append((*v, self.applier.next_seq, line_no))
-                    self.applier.next_seq += 1
-                results.append(fresh)
+                    self._fact_rows.append((*v, seq, line_no))
+                    seq += 1
+                    fresh += 1
+            self.applier.next_seq = seq
             names = [(v[0], "stored") for v in facts]
-            ok = all(results)
-            applied = any(results) or not results
-            reason = None if ok else "duplicate fact_id"
+            applied = fresh > 0 or not facts
+            reason = None if fresh == len(facts) else "duplicate fact_id"
             event_at = facts[0][7] if facts else None
         else:
             fact_id = payload[0]
@@ -484,16 +487,7 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
     bulk = BulkApplier(applier, stats)
     batches = read_lines(journal, offset, progress)
     if full:
-        with db:
-            bulk.defer_indexes()
-            view.reset_facts(db)
-            for lines in batches:
-                offset, line_no = bulk.apply(lines, offset, line_no)
-                view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
-                view.run_replay_hooks(db, journal)
-            bulk.restore_indexes()
-            applier.sanitize_links()
-            crash_point("replay-before-commit")
+        _rebuild(db, journal, applier, bulk, batches, offset, line_no, generation)
         return
     lines = next(batches, None)
     while lines is not None:
@@ -506,3 +500,17 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
             view.run_replay_hooks(db, journal)
             crash_point("replay-before-commit")
         lines = following
+
+
+def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bulk: BulkApplier,
+             batches: Iterator[list[bytes]], offset: int, line_no: int, generation: str) -> None:
+    with db:
+        bulk.defer_indexes()
+        view.reset_facts(db)
+        for lines in batches:
+            offset, line_no = bulk.apply(lines, offset, line_no)
+            view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
+            view.run_replay_hooks(db, journal)
+        applier.sanitize_links()  # before the indexes exist: its updates maintain none of them
+        bulk.restore_indexes()
+        crash_point("replay-before-commit")

@@ -37,6 +37,12 @@ _RFC3339 = re.compile(
 )
 
 
+# The two forms chrono itself writes (AutoSi fraction; `Z` or `+00:00`): parsed without the general regex.
+_CANONICAL = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                        r"(?:\.([0-9]{3}|[0-9]{6}|[0-9]{9}))?(?:Z|\+00:00)")
+_FRACTION_SCALE = {3: 1_000_000, 6: 1_000, 9: 1}
+
+
 def _days_from_civil(y: int, m: int, d: int) -> int:
     y -= m <= 2
     era = (y if y >= 0 else y - 399) // 400
@@ -83,6 +89,18 @@ def parse_ns(text: str) -> int:
 
     Raises InvalidInput naming the text when it is not a valid timestamp.
     """
+    fast = _CANONICAL.fullmatch(text) if type(text) is str else None
+    if fast is not None:
+        y, mo, d, hh, mi, ss, frac = fast.groups()
+        try:
+            days = _date_days(int(y), int(mo), int(d))
+        except ValueError:
+            raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}") from None
+        h, m_, s = int(hh), int(mi), int(ss)
+        if h > 23 or m_ > 59 or s > 60:
+            raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
+        nanos = int(frac) * _FRACTION_SCALE[len(frac)] if frac else 0
+        return check_range((days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + nanos, text)
     m = _RFC3339.match(text) if isinstance(text, str) else None
     if m is None:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")

@@ -446,21 +446,25 @@ class Applier:
         s = self.first_seq
         if self.next_seq == s:
             return
-        # CROSS JOIN and INDEXED BY keep SQLite on the seq range: only this pass's facts are visited.
+        # CROSS JOIN and INDEXED BY keep SQLite on the seq range: only this pass's facts are visited. When
+        # every fact is this pass's (a rebuild), the pairs seen from the referring end are all the pairs,
+        # and the referred-to end (which needs the supersedes / superseded_by indexes) adds nothing.
+        referred = s > 1
         self.db.execute(
             "UPDATE facts SET supersedes = NULL WHERE fact_id IN ("
             " SELECT a.fact_id FROM facts a INDEXED BY facts_seq CROSS JOIN facts b ON b.fact_id = a.supersedes"
             "  WHERE a.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)"
-            " UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.supersedes = b.fact_id"
-            "  WHERE b.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key))",
+            + (" UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.supersedes = b.fact_id"
+               "  WHERE b.seq >= ?1 AND (a.tenant_hash != b.tenant_hash OR a.entity != b.entity OR a.key != b.key)"
+               if referred else "") + ")",
             (s,),
         )
         self.db.execute(
             "UPDATE facts SET superseded_by = NULL WHERE fact_id IN ("
             " SELECT a.fact_id FROM facts a INDEXED BY facts_seq CROSS JOIN facts b ON b.fact_id = a.superseded_by"
             "  WHERE a.seq >= ?1 AND a.tenant_hash != b.tenant_hash"
-            " UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.superseded_by = b.fact_id"
-            "  WHERE b.seq >= ?1 AND a.tenant_hash != b.tenant_hash)",
+            + (" UNION SELECT a.fact_id FROM facts b INDEXED BY facts_seq CROSS JOIN facts a ON a.superseded_by = b.fact_id"
+               "  WHERE b.seq >= ?1 AND a.tenant_hash != b.tenant_hash" if referred else "") + ")",
             (s,),
         )
 

@@ -307,15 +307,21 @@ _SCAN_FACTS_PAST = 50_000  # new lines past which the store lines' times come fr
 _UNPARSED = object()
 
 
-def _line_facts(raw: bytes, wanted: set[str]) -> dict[str, codec.Fact]:
-    """The `wanted` facts of a journal line that replay applied (so serde's checks already passed),
-    decoding only those: a store_batch line carries a thousand facts, and the full decoder's nesting
-    check alone cost a batch that superseded the previous one a third of its time."""
+def _opt_ns(text: Optional[str]) -> Optional[int]:
+    return None if text is None else timestamps.parse_ns(text)
+
+
+def _birth_values(raw: bytes, wanted: set[str]) -> dict[str, tuple]:
+    """(deleted, superseded_by, valid_from, valid_to, horizon_class, reverified_at) of the `wanted` facts
+    of a journal line that replay applied (so serde's checks already passed), reading only those
+    attributes: a store_batch line carries a thousand facts."""
     obj = json.loads(raw)
     op = obj["op"]
     carried = {"store": ("fact",), "replace_latest": ("fact",), "consolidate": ("canonical",)}.get(op, ())
     objs = [obj[k] for k in carried] if op != "store_batch" else obj["facts"]
-    return {o["fact_id"]: codec.fact_from_obj(o) for o in objs if o.get("fact_id") in wanted}
+    return {o["fact_id"]: (int(o["deleted"]), o.get("superseded_by"), _opt_ns(o.get("valid_from")),
+                           _opt_ns(o.get("valid_to")), o.get("horizon_class", "none"), _opt_ns(o.get("reverified_at")))
+            for o in objs if o.get("fact_id") in wanted}
 
 
 def _keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
@@ -384,7 +390,7 @@ class Timeline:
         for line_no, op, at, _, _ in events:
             if at is None:
                 continue
-            names = roles.get(line_no, [])
+            names = roles[line_no]
             for fact_id, role in names:
                 if (op, role) in _DELETING:
                     changes.append((fact_id, "deleted", line_no, at, 1, None, None))
@@ -482,17 +488,18 @@ class Timeline:
             at = meta[line_no][2]
             if at is None:
                 continue
-            by_id = _line_facts(raw, set(lines[line_no]))
+            by_id = _birth_values(raw, set(lines[line_no]))
             for fact_id in lines[line_no]:
-                f = by_id.get(fact_id)
-                if f is None:
+                values = by_id.get(fact_id)
+                if values is None:
                     continue
+                deleted, superseded_by, valid_from, valid_to, horizon, reverified_at = values
                 rows += [
-                    (fact_id, "deleted", line_no, at, int(f.deleted), None, None),
-                    (fact_id, "superseded_by", line_no, at, None, None, f.superseded_by),
-                    (fact_id, "validity", line_no, at, f.valid_from, f.valid_to, None),
-                    (fact_id, "horizon", line_no, at, None, None, f.horizon_class),
-                    (fact_id, "reverified", line_no, at, f.reverified_at, None, None),
+                    (fact_id, "deleted", line_no, at, deleted, None, None),
+                    (fact_id, "superseded_by", line_no, at, None, None, superseded_by),
+                    (fact_id, "validity", line_no, at, valid_from, valid_to, None),
+                    (fact_id, "horizon", line_no, at, None, None, horizon),
+                    (fact_id, "reverified", line_no, at, reverified_at, None, None),
                 ]
         return rows
 
