@@ -7,6 +7,7 @@ release. An event that is not durable in the journal is never visible in the vie
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from contextlib import contextmanager
@@ -274,17 +275,27 @@ class Store:
             self._note_caught_up()
             return events
 
-    def _build_fact(self, req: StoreRequest, now: int) -> Fact:
-        req.check()
+    def _chain_key(self, req: StoreRequest) -> tuple[str, str, str]:
+        """The (tenant, entity, key) chain a request stores into."""
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
         entity = agent_private_entity(req.agent, req.entity) if req.private and req.agent else req.entity
+        return tenant, entity, req.key
+
+    def _chain_heads(self, chains: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[str, int]]:
+        """(fact_id, version) of the newest undeleted fact of each chain that has one, in one query (a
+        1,000-fact batch asked once per fact spent more time looking than writing)."""
+        rows = self.db.execute(
+            "SELECT c.value ->> 0, c.value ->> 1, c.value ->> 2, f.fact_id, f.version FROM json_each(?) c "
+            "JOIN facts f ON f.seq = (SELECT seq FROM facts WHERE tenant_hash = c.value ->> 0 AND entity = c.value ->> 1 "
+            "AND key = c.value ->> 2 AND deleted = 0 ORDER BY seq DESC LIMIT 1)",
+            (json.dumps(sorted(set(chains)), ensure_ascii=False),))
+        return {(t, e, k): (fact_id, version) for t, e, k, fact_id, version in rows}
+
+    def _build_fact(self, req: StoreRequest, now: int, prev: Optional[tuple[str, int]]) -> Fact:
+        """The fact a (checked) request stores, after `prev` (its chain's head) if any."""
+        tenant, entity, _ = self._chain_key(req)
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
             else codec.default_horizon_for_entity(req.entity)
-        prev = self.db.execute(
-            "SELECT fact_id, version FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0 "
-            "ORDER BY seq DESC LIMIT 1",
-            (tenant, entity, req.key),
-        ).fetchone()
         return Fact(
             fact_id="f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=entity, key=req.key, value=req.value,
             source_receipt=req.source_receipt, confidence=check_confidence(req.confidence), stored_at=now,
@@ -316,14 +327,23 @@ class Store:
 
         def build() -> list[codec.Event]:
             now = timestamps.now_ns()
-            facts = [self._build_fact(r, now) for r in requests]
+            for req in requests:
+                req.check()
+            chains = [self._chain_key(r) for r in requests]
+            heads = self._chain_heads(chains)
+            facts = [self._build_fact(r, now, heads.get(c)) for r, c in zip(requests, chains)]
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
 
         events = self.commit(build)
         facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
-        return [self.get(f.fact_id) for f in facts]
+        stored = {f.fact_id: f for f in view.iter_facts(
+            self.db, "WHERE fact_id IN carray(?)", (apsw.carray(tuple(f.fact_id for f in facts)),))}
+        missing = [f.fact_id for f in facts if f.fact_id not in stored]
+        if missing:
+            raise NotFound(f"unknown fact id {missing[0]!r}")
+        return [stored[f.fact_id] for f in facts]
 
     def _require(self, fact_id: str, tenant: Optional[str]) -> tuple:
         """(tenant_hash, deleted, superseded_by, entity) of a fact; NotFound names the id."""

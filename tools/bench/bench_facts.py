@@ -1,8 +1,10 @@
-"""Fact substrate benchmark: rebuild vs parse-only, open+query vs rebuild, store vs bare write+fsync.
+"""Fact substrate benchmark: rebuild vs parse-only (and vs the row-by-row replay), open+query vs
+rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same bytes.
 
     python tools/bench/bench_facts.py                 # 1,000,000 events (a few minutes)
     python tools/bench/bench_facts.py --events 100000 # quicker
     python tools/bench/bench_facts.py --store-latency-only DIR --stores 1000  # store() rows only
+    python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -23,8 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from journal_gen import generate  # noqa: E402
 
+import apsw  # noqa: E402
+
 import cruxsql  # noqa: E402
-from cruxsql.facts import codec, timestamps  # noqa: E402
+from cruxsql.facts import codec, privacy, timestamps, view  # noqa: E402
+from cruxsql.facts.journal import Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
 
@@ -43,15 +49,118 @@ def bench_parse(journal: Path) -> float:
     return time.perf_counter() - started
 
 
-def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int]:
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
+    """A full rebuild (the first open of the journal, bulk path): seconds, data dir, events, and how
+    much it raised the process's peak RSS (MiB)."""
     data = work / "rebuild"
     shutil.rmtree(data, ignore_errors=True)
     data.mkdir(parents=True)
     shutil.copy(journal, data / "facts.jsonl")
+    peak = peak_rss_mib()
     started = time.perf_counter()
     with cruxsql.open(data) as store:
         events = store.last_replay.events
-    return time.perf_counter() - started, data, events
+    return time.perf_counter() - started, data, events, peak_rss_mib() - peak
+
+
+def bench_rebuild_paths(journal: Path, work: Path, events: int) -> tuple[float, float, int]:
+    """The first `events` lines rebuilt by the bulk path and by the row-by-row Applier (what every
+    rebuild used before), each into a fresh view: (bulk seconds, row seconds, events)."""
+    src = work / f"paths-{events}.jsonl"
+    if not src.exists():
+        with open(journal, "rb") as fh, open(src, "wb") as out:
+            for _, line in zip(range(events), fh):
+                out.write(line)
+    times = []
+    for row_by_row in (False, True):
+        data = work / f"paths-{'rows' if row_by_row else 'bulk'}"
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        shutil.copy(src, data / "facts.jsonl")
+        db = view.open_connection(data / view.DB_NAME)
+        started = time.perf_counter()
+        stats = view.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
+        times.append(time.perf_counter() - started)
+        db.close()
+    return times[0], times[1], stats.events
+
+
+class _SyncCounter(apsw.VFS):
+    """The default VFS, counting the syncs SQLite asks of it (registered before the store opens)."""
+
+    syncs = 0
+
+    def __init__(self) -> None:
+        self.base = apsw.vfs_names()[0]  # the default before this one replaces it
+        super().__init__("bench-sync-counter", base=self.base, makedefault=True)
+
+    def xOpen(self, name, flags):  # noqa: N802 (apsw's name)
+        return _SyncCountingFile(self.base, name, flags)
+
+
+class _SyncCountingFile(apsw.VFSFile):
+
+    def xSync(self, flags: int) -> None:  # noqa: N802
+        _SyncCounter.syncs += 1
+        super().xSync(flags)
+
+
+def bench_store_batch(work: Path, batches: int, size: int) -> tuple[list[float], list[float], float]:
+    """`store_batch` of `size` facts into a store that keeps growing, against one buffered write + fsync
+    of the same bytes (what the batch appended), interleaved call by call; then the syncs one
+    `store_batch` makes (journal fsyncs + SQLite syncs), counted in a second pass through a counting VFS."""
+    data = work / "store-batch"
+    shutil.rmtree(data, ignore_errors=True)
+    bare_path = work / "bare-batch.jsonl"
+    ours: list[float] = []
+    bare: list[float] = []
+
+    def requests(round_: int) -> list[cruxsql.StoreRequest]:
+        return [cruxsql.StoreRequest(f"svc{i % 300}", ("owner", "status", "region")[i % 3],
+                                     f"deploy canary {round_} {i}", confidence=0.9) for i in range(size)]
+
+    with cruxsql.open(data) as store:
+        for round_ in range(batches):
+            reqs = requests(round_)
+            before = store.journal.stat().st_size if store.journal.stat() else 0
+            started = time.perf_counter()
+            store.store_batch(reqs)
+            ours.append(time.perf_counter() - started)
+            with open(store.journal.path, "rb") as fh:
+                fh.seek(before)
+                payload = fh.read()
+            bare_path.unlink(missing_ok=True)
+            started = time.perf_counter()
+            with open(bare_path, "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            bare.append(time.perf_counter() - started)
+    counter = _SyncCounter()
+    real_fsync = os.fsync
+    fsyncs = 0
+
+    def counting_fsync(fd: int) -> None:
+        nonlocal fsyncs
+        fsyncs += 1
+        real_fsync(fd)
+
+    os.fsync = counting_fsync
+    try:
+        with cruxsql.open(data) as store:
+            calls = 3
+            _SyncCounter.syncs = fsyncs = 0
+            for round_ in range(calls):
+                store.store_batch(requests(batches + round_))
+            syncs = (fsyncs + _SyncCounter.syncs) / calls
+    finally:
+        os.fsync = real_fsync
+        counter.unregister()
+    return ours, bare, syncs
 
 
 def bench_open_and_query(data: Path, repeats: int = 7) -> tuple[float, int]:
@@ -104,7 +213,13 @@ def report_store_latency(data: Path, work: Path, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--events-10m", action="store_true",
+                        help="only the rebuild (and parse baseline) of a 10,000,000-event journal: time and peak memory")
     parser.add_argument("--stores", type=int, default=300, help="store() calls for the latency figure")
+    parser.add_argument("--batches", type=int, default=20, help="store_batch calls of --batch-size facts")
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--row-path-events", type=int, default=100_000,
+                        help="events rebuilt by both the bulk and the row-by-row path, side by side (0: skip)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "cruxsql-bench-facts")
     parser.add_argument("--store-latency-only", type=Path, metavar="DATA_DIR",
                         help="only the store() latency rows, into the store already built in DATA_DIR")
@@ -114,6 +229,8 @@ def main() -> None:
     if args.store_latency_only:
         report_store_latency(args.store_latency_only, work, args.stores)
         return
+    if args.events_10m:
+        args.events = 10_000_000
     journal = work / f"journal-{args.events}.jsonl"
     if not journal.exists():
         started = time.perf_counter()
@@ -122,25 +239,39 @@ def main() -> None:
               f"in {time.perf_counter() - started:.1f}s")
 
     parse_s = bench_parse(journal)
-    rebuild_s, data, events = bench_rebuild(journal, work)
+    rebuild_s, data, events, rss_growth = bench_rebuild(journal, work)
     open_s, rows = bench_open_and_query(data)
-    ours, bare = bench_store_latency(data, work, args.stores)
+    summary: dict = {"events": events, "rebuild_s": rebuild_s, "parse_s": parse_s, "rebuild_peak_rss_growth_mib":
+                     rss_growth, "open_query_s": open_s, "query_rows": rows}
 
     print(f"\njournal: {events:,} events, {journal.stat().st_size / 2**20:.0f} MiB")
-    print(f"{'measure':<44}{'cruxsql':>14}{'baseline':>14}{'ratio':>10}")
-    print(f"{'rebuild throughput, events/s (vs json parse)':<44}{events / rebuild_s:>14,.0f}"
+    print(f"{'measure':<48}{'cruxsql':>14}{'baseline':>14}{'ratio':>10}")
+    print(f"{'rebuild throughput, events/s (vs json parse)':<48}{events / rebuild_s:>14,.0f}"
           f"{events / parse_s:>14,.0f}{parse_s / rebuild_s:>10.3f}")
-    print(f"{'open + 1 SQL query, s (vs full rebuild)':<44}{open_s:>14.4f}{rebuild_s:>14.2f}"
+    print(f"{'rebuild time, s; peak RSS growth, MiB':<48}{rebuild_s:>14.1f}{rss_growth:>14.0f}")
+    print(f"{'open + 1 SQL query, s (vs full rebuild)':<48}{open_s:>14.4f}{rebuild_s:>14.2f}"
           f"{rebuild_s / open_s:>9.0f}x")
-    for p in (50, 95):
-        o, b = percentile(ours, p), percentile(bare, p)
-        print(f"{f'store() latency p{p}, ms (vs write+fsync)':<44}{o * 1000:>14.3f}{b * 1000:>14.3f}{o / b:>10.2f}")
-    summary = {
-        "events": events, "rebuild_s": rebuild_s, "parse_s": parse_s, "open_query_s": open_s, "query_rows": rows,
-        "store_p50_ms": percentile(ours, 50) * 1000, "store_p95_ms": percentile(ours, 95) * 1000,
-        "bare_p50_ms": percentile(bare, 50) * 1000, "bare_p95_ms": percentile(bare, 95) * 1000,
-        "measured_at": timestamps.format_event_time(timestamps.now_ns()),
-    }
+    if not args.events_10m:
+        if args.row_path_events:
+            bulk_s, rows_s, n = bench_rebuild_paths(journal, work, min(args.row_path_events, events))
+            print(f"{f'rebuild of {n:,} events, s (vs row-by-row path)':<48}{bulk_s:>14.2f}{rows_s:>14.2f}"
+                  f"{rows_s / bulk_s:>9.1f}x")
+            summary.update(paths_events=n, paths_bulk_s=bulk_s, paths_rows_s=rows_s)
+        ours, bare = bench_store_latency(data, work, args.stores)
+        for p in (50, 95):
+            o, b = percentile(ours, p), percentile(bare, p)
+            print(f"{f'store() latency p{p}, ms (vs write+fsync)':<48}{o * 1000:>14.3f}{b * 1000:>14.3f}{o / b:>10.2f}")
+        batch_ours, batch_bare, syncs = bench_store_batch(work, args.batches, args.batch_size)
+        o, b = statistics.median(batch_ours), statistics.median(batch_bare)
+        print(f"{f'store_batch of {args.batch_size:,}, facts/s (vs write+fsync)':<48}{args.batch_size / o:>14,.0f}"
+              f"{args.batch_size / b:>14,.0f}{b / o:>10.3f}")
+        print(f"{'syncs per store_batch (journal + SQLite)':<48}{syncs:>14.1f}")
+        summary.update(
+            store_p50_ms=percentile(ours, 50) * 1000, store_p95_ms=percentile(ours, 95) * 1000,
+            bare_p50_ms=percentile(bare, 50) * 1000, bare_p95_ms=percentile(bare, 95) * 1000,
+            store_batch_facts_per_s=args.batch_size / o, store_batch_bare_facts_per_s=args.batch_size / b,
+            store_batch_syncs=syncs)
+    summary["measured_at"] = timestamps.format_event_time(timestamps.now_ns())
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
     (out / f"facts-{events}.json").write_text(json.dumps(summary, indent=2) + "\n")
