@@ -367,7 +367,8 @@ def rebuild(data_dir: Path) -> None:
     lane from segments/."""
     started = time.perf_counter()
     with open_store(data_dir, "write") as s:
-        stats = s.rebuild(progress=progress_callback("rebuilding facts"))
+        # An open that found no usable view has just rebuilt it from the journal: once is enough.
+        stats = s.last_replay if s.last_replay.rebuilt else s.rebuild(progress=progress_callback("rebuilding facts"))
         segments = DocumentLane(s).rebuild(progress=progress_callback("re-indexing segments"))
     secs = time.perf_counter() - started
     click.echo(f"rebuilt from {stats.events} events ({stats.applied} applied, {stats.skipped} skipped by replay "

@@ -224,15 +224,13 @@ def decode_fast(raw: bytes) -> tuple[str, object]:
 def read_lines(journal: Journal, offset: int, progress: Progress) -> Iterator[list[bytes]]:
     """The journal's newline-terminated lines from `offset`, without their newlines, in batches of at
     most BATCH_LINES (an unterminated last line is not committed and not returned). Progress is
-    reported before the first batch and after each chunk read."""
+    reported after each chunk read."""
     try:
         fh = open(journal.path, "rb")
     except FileNotFoundError:
         return
     with fh:
         total = os.fstat(fh.fileno()).st_size
-        if progress is not None:
-            progress(0, total - offset)
         fh.seek(offset)
         done = offset
         pending = b""
@@ -484,6 +482,9 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
     batch, each advancing the checkpoint, the last one also sanitising the links (as the row path).
     Replay hooks run after every batch, inside its transaction.
     """
+    if progress is not None:  # the bar appears before the old rows are cleared (seconds on a big view)
+        st = journal.stat()
+        progress(0, (st.st_size if st else 0) - offset)
     bulk = BulkApplier(applier, stats)
     batches = read_lines(journal, offset, progress)
     if full:
