@@ -267,3 +267,29 @@ def test_a_rebuild_reports_progress_before_it_clears_the_old_view(tmp_path: Path
         # the bar starts while the old rows are still there (clearing a big view takes seconds)
         assert calls[0] == (0, size, 50)
         assert calls[-1][:2] == (size, size) and stats.events == 1
+
+
+def test_a_time_is_taken_as_is_exactly_when_chrono_would_write_it_so() -> None:
+    rng = random.Random(3)
+    for _ in range(5000):
+        text = "".join((rng.choice(("2026", "1677", "2262", "1999")), "-", rng.choice(("01", "02", "13")), "-",
+                        rng.choice(("01", "29", "31", "00")), rng.choice(("T", "t", " ")),
+                        rng.choice(("00", "23", "24")), ":", rng.choice(("00", "59", "60")), ":",
+                        rng.choice(("00", "59", "60")),
+                        rng.choice(("", ".5", ".123", ".000", ".120", ".123400", ".123000", ".000000001", ".100000000")),
+                        rng.choice(("Z", "Z", "+00:00", "z"))))
+        try:
+            parsed = timestamps.parse_ns(text)
+            canonical = timestamps.format_fact_time(parsed) == text
+        except cruxsql.InvalidInput:
+            canonical = False
+        ns = timestamps.canonical_fact_time_ns(text)
+        assert (ns is not None) == canonical, text
+        assert ns is None or ns == parsed
+        if text.endswith(("Z", "+00:00")):  # parse_ns's own fast path agrees with its general one
+            general = text.removesuffix("Z").removesuffix("+00:00") + " UTC"
+            try:
+                assert timestamps.parse_ns(text) == timestamps.parse_ns(general)
+            except cruxsql.InvalidInput:
+                with pytest.raises(cruxsql.InvalidInput):
+                    timestamps.parse_ns(general)

@@ -25,6 +25,7 @@ import itertools
 import math
 import os
 import re
+from functools import lru_cache
 from json import JSONDecoder
 from typing import Callable, Iterator, Optional
 
@@ -50,10 +51,6 @@ _CONSOLIDATION_CHECKED = frozenset({"delete", "supersede", "clear_supersede"})
 _HORIZONS = frozenset(codec.HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
 _TOKENS_MAX = 2**63 - 1
-# chrono's own rendering of a fact time (AutoSi fraction, `Z`): such a text is its own canonical form.
-_FACT_TIME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
-                        r"(?:\.([0-9]{3}|[0-9]{6}|[0-9]{9}))?Z")
-_FRACTION_SCALE = {3: 1_000_000, 6: 1_000, 9: 1}
 _json = JSONDecoder(parse_constant=codec._reject_constant)
 _QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
 
@@ -62,35 +59,18 @@ class _Slow(Exception):
     """The fast decoder is not sure: let `codec.decode_event` decide (and give the exact reason)."""
 
 
-_day_cache: dict[str, int] = {}
-_f32_cache: dict[float, float] = {}
-
-
 def _fact_time(text: object) -> tuple[str, int]:
     """(text, epoch ns) of a fact time already in chrono's canonical form, else `_Slow`."""
-    m = _FACT_TIME.fullmatch(text) if type(text) is str else None
-    if m is None:
-        raise _Slow
-    date, hh, mi, ss, frac = m.groups()
-    days = _day_cache.get(date)
-    if days is None:
-        try:
-            days = timestamps._date_days(int(date[:4]), int(date[5:7]), int(date[8:]))
-        except ValueError:
-            raise _Slow from None
-        _day_cache[date] = days
-    h, m_, s = int(hh), int(mi), int(ss)
-    if h > 23 or m_ > 59 or s > 59:  # a leap second is written as :59 plus the fraction: not canonical
-        raise _Slow
-    nanos = 0
-    if frac is not None:
-        if frac.endswith("000"):  # AutoSi would have written fewer digits
-            raise _Slow
-        nanos = int(frac) * _FRACTION_SCALE[len(frac)]
-    ns = ((days * 86_400 + h * 3600 + m_ * 60 + s) * 1_000_000_000) + nanos
-    if not timestamps.MIN_NS <= ns <= timestamps.MAX_NS:
+    ns = timestamps.canonical_fact_time_ns(text)
+    if ns is None:
         raise _Slow
     return text, ns
+
+
+@lru_cache(maxsize=4096)
+def _finite_f32(x: float) -> Optional[float]:
+    value = codec.to_f32(x)
+    return value if math.isfinite(value) else None
 
 
 def _opt_fact_time(text: object) -> tuple[Optional[str], Optional[int]]:
@@ -101,13 +81,10 @@ def _f32(x: object) -> float:
     """The confidence as the codec reads it (an f32), or `_Slow` for anything it would reject."""
     if type(x) is not float and type(x) is not int:
         raise _Slow
-    value = _f32_cache.get(x) if x else None  # 0.0 and -0.0 are equal keys but different f32s
+    # 0.0 and -0.0 are one key to a cache but two f32s
+    value = _finite_f32(x) if x else codec.to_f32(x)
     if value is None:
-        value = codec.to_f32(x)
-        if not math.isfinite(value):
-            raise _Slow
-        if x and len(_f32_cache) < 4096:
-            _f32_cache[x] = value
+        raise _Slow
     return value
 
 

@@ -123,6 +123,24 @@ def parse_ns(text: str) -> int:
     return check_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
 
 
+def canonical_fact_time_ns(text: object) -> Optional[int]:
+    """Epoch ns of a fact time written exactly as chrono writes one (AutoSi fraction, `Z`), so that
+    `format_fact_time` gives the same text back; None for any other text (valid or not)."""
+    m = _CANONICAL.fullmatch(text) if type(text) is str and text.endswith("Z") else None
+    if m is None:
+        return None
+    y, mo, d, hh, mi, ss, frac = m.groups()
+    h, m_, s = int(hh), int(mi), int(ss)
+    if h > 23 or m_ > 59 or s > 59 or (frac is not None and frac.endswith("000")):
+        return None  # a leap second is written as :59 plus the fraction; AutoSi drops trailing zero triples
+    try:
+        days = _date_days(int(y), int(mo), int(d))
+    except ValueError:
+        return None
+    ns = (days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + (int(frac) * _FRACTION_SCALE[len(frac)] if frac else 0)
+    return ns if MIN_NS <= ns <= MAX_NS else None
+
+
 def check_range(ns: int, what: object) -> int:
     """`ns` itself, or InvalidInput when it does not fit the view's 64-bit nanosecond columns."""
     if not MIN_NS <= ns <= MAX_NS:
