@@ -256,7 +256,7 @@ def test_the_fast_decoder_hands_every_doubt_to_the_codec() -> None:
 
 def test_a_rebuild_reports_progress_before_it_clears_the_old_view(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
-        store.store_batch([cruxsql.StoreRequest(f"e{i}", "k", f"v{i}") for i in range(50)])
+        store.store_batch([cruxsql.StoreRequest(f"e{i}", "k", f"v{i}") for i in range(400)])  # > 64 KiB: bulk
         calls: list[tuple[int, int, int]] = []
 
         def progress(done: int, total: int) -> None:
@@ -265,7 +265,7 @@ def test_a_rebuild_reports_progress_before_it_clears_the_old_view(tmp_path: Path
         stats = store.rebuild(progress)
         size = (tmp_path / "facts.jsonl").stat().st_size
         # the bar starts while the old rows are still there (clearing a big view takes seconds)
-        assert calls[0] == (0, size, 50)
+        assert calls[0] == (0, size, 400)
         assert calls[-1][:2] == (size, size) and stats.events == 1
 
 

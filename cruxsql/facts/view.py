@@ -25,8 +25,9 @@ from .privacy import PrivacyPolicy
 DB_NAME = "cruxsql.db"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _COMMIT_EVERY = 20_000
-# A tail up to this size (what one store() or a few writes append) is applied row by row; a longer one,
-# and every full rebuild, by the bulk path (bulk.py).
+# A replay of up to this many journal bytes (what one store() or a few writes append, or the rebuild of
+# a small journal) is applied row by row; a longer one by the bulk path (bulk.py), whose rebuild drops
+# and recreates every secondary index (DDL a store's first write should not pay).
 ROW_PATH_MAX_BYTES = 64 * 1024
 LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 # The skip reason of a `delete` naming a fact the journal does not hold: the value-free tombstone a
@@ -529,14 +530,14 @@ def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
 def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[Checkpoint],
                     stats: ReplayStats, progress: Optional[Callable[[int, int], None]],
                     row_by_row: bool = False) -> None:
-    """Replay past the checkpoint (`cp` None: everything, into emptied fact tables). A short tail, or
+    """Replay past the checkpoint (`cp` None: everything, into emptied fact tables). A short replay, or
     any replay with `row_by_row`, goes through the Applier one record at a time; the rest in bulk."""
     offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
     generation = cp.generation if cp else uuid.uuid4().hex
     applier = Applier(db, policy, seq)
     if not row_by_row:
         st = journal.stat()
-        if cp is None or (st is not None and st.st_size - offset > ROW_PATH_MAX_BYTES):
+        if st is not None and st.st_size - offset > ROW_PATH_MAX_BYTES:
             bulk.replay(db, journal, applier, stats, offset, line_no, generation, progress, full=cp is None)
             return
     if cp is None:
