@@ -291,7 +291,7 @@ def test_integer_options_are_range_checked(tmp_path, template):
                 result = invoke(data_dir, name, [*args, param.opts[0], HUGE], stdin)
                 assert result.exit_code == 1, (name, result.output)
                 assert result.stderr.startswith(f"Error: Invalid value for '{param.opts[0]}': {HUGE} is not in the "
-                                                f"range 0<=x<="), (name, result.stderr)
+                                                f"range {param.type.min}<=x<="), (name, result.stderr)
                 assert len(result.stderr.splitlines()) == 1
                 checked.append(f"{name} {param.opts[0]}")
     assert journal_bytes(data_dir) == before

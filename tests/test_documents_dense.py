@@ -1,6 +1,8 @@
 """Dense re-rank (§6.6, §17.3), vector sidecars, fused retrieval with graph boost (§7), RRF, loud model failure."""
 
 import json
+import os
+import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -103,9 +105,27 @@ def test_rerank_depth_lifts_a_hit_from_below_the_limit(store, tmp_path):
     assert lane.ranked_search("alpha", top_k=1, rerank_depth=3, dense=False)[0].hits == bm25[:1]
     with pytest.raises(InvalidInput, match="re-rank depth 0 must be at least 1"):
         lane.ranked_search("alpha", top_k=1, rerank_depth=0)
-    result = CliRunner().invoke(main, ["search", "alpha", "--rerank-depth", "0"],
-                                env={"CRUXSQL_DATA_DIR": str(tmp_path / "data")})
-    assert (result.exit_code, result.output) == (1, "Error: re-rank depth 0 must be at least 1\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rerank-depth", "0"], "Invalid value for '--rerank-depth': 0 is not in the range 1<=x<=2147483647."),
+    (["--rerank-depth", "abc"], "Invalid value for '--rerank-depth': 'abc' is not a valid integer range."),
+    (["--rerank-depth", "5", "--no-dense"],
+     "--rerank-depth re-ranks BM25 hits with the dense lane; it does not go with --no-dense"),
+    (["--rerank-depth", "5", "--fused"],
+     "--rerank-depth re-ranks BM25 hits with the dense lane; it does not go with --fused"),
+])
+def test_search_refuses_a_rerank_depth_it_would_not_use(tmp_path, args, message):
+    data = tmp_path / "data"
+    (tmp_path / "a.md").write_text("alpha beta")
+    CliRunner().invoke(main, ["ingest", str(tmp_path / "a.md")],
+                       env={"CRUXSQL_DATA_DIR": str(data)}, catch_exceptions=False)
+    before = sorted((p.name, p.read_bytes()) for p in data.rglob("*") if p.is_file() and p.name != "LOCK")
+    done = subprocess.run([sys.executable, "-m", "cruxsql", "search", "alpha", *args],
+                          env={**os.environ, "CRUXSQL_DATA_DIR": str(data)}, capture_output=True, text=True)
+    expected = f"Error: {message} (see `python -m cruxsql search --help`)\n"
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", expected)
+    assert sorted((p.name, p.read_bytes()) for p in data.rglob("*") if p.is_file() and p.name != "LOCK") == before
 
 
 def test_segments_of_another_profile_are_left_out_and_reported(store):

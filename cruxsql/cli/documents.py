@@ -171,7 +171,7 @@ def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusio
                    "tenants, which lets scores hint at other tenants' corpora).")
 @click.option("--no-dense", "no_dense", is_flag=True,
               help="Plain BM25: skip the 0.7·BM25 + 0.3·cosine re-rank that runs when vectors exist.")
-@click.option("--rerank-depth", type=COUNT, default=None,
+@click.option("--rerank-depth", type=click.IntRange(1, COUNT.max), default=None,
               help="cruxsql option: re-rank the best N BM25 hits 0.7/0.3, then keep --limit (Crux re-ranks "
                    "only the --limit hits it returns; with MiniLM on SciFact, N = 50 lifts nDCG@10 0.689 -> 0.701).")
 @click.option("--fused", is_flag=True,
@@ -191,6 +191,9 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
     The embedder is CRUXSQL_EMBEDDER (hash by default, minilm with the [semantic] extra, none).
     `meta.score_space` says what ran: bm25_lexical or bm25_dense_fused. --fused ranks with all lanes.
     """
+    if rerank_depth is not None and (fused or no_dense):
+        raise click.UsageError(f"--rerank-depth re-ranks BM25 hits with the dense lane; it does not go with "
+                               f"{'--fused' if fused else '--no-dense'}")
     with open_store(data_dir, "read") as store:
         lane = DocumentLane(store)
         if fused:
