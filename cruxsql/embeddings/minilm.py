@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -57,16 +57,41 @@ def verified_bytes(path: Path) -> bytes:
     return data
 
 
+def load_tokenizer() -> Any:
+    """The model's WordPiece tokenizer (a `tokenizers.Tokenizer`) from the verified tokenizer.json: truncated
+    at MAX_TOKENS and never padded (`token_batches` pads, with a mask, so padding is never pooled)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(verified_bytes(model_dir() / "tokenizer.json").decode("utf-8"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def token_batches(tokenizer: Any, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """`texts` tokenized, in batches of BATCH_SIZE taken in order of token count (batches of similar length
+    waste less work on padding): (the batch's indexes into `texts`, token ids, attention mask), both int64
+    arrays of batch × the batch's longest text, zero-padded."""
+    encodings = tokenizer.encode_batch(list(texts))
+    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+    for start in range(0, len(order), BATCH_SIZE):
+        rows = order[start:start + BATCH_SIZE]
+        length = max(len(encodings[i].ids) for i in rows)
+        ids = np.zeros((len(rows), length), dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        for r, i in enumerate(rows):
+            n = len(encodings[i].ids)
+            ids[r, :n] = encodings[i].ids
+            mask[r, :n] = 1
+        yield rows, ids, mask
+
+
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings, computed with torch on the CPU."""
 
-    def __init__(self, weights: dict[str, Any], tokenizer_json: str) -> None:
-        from tokenizers import Tokenizer
-
+    def __init__(self, weights: dict[str, Any], tokenizer: Any) -> None:
         self._w = {name.removeprefix("bert."): value for name, value in weights.items()}
-        self._tokenizer = Tokenizer.from_str(tokenizer_json)
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
+        self._tokenizer = tokenizer
 
     @classmethod
     def load(cls) -> "MiniLmEmbedder":
@@ -79,7 +104,7 @@ class MiniLmEmbedder:
         except ImportError as exc:
             raise InvalidInput(f"embedder 'minilm' needs the Python package {exc.name!r}; {EXTRA_HINT}") from None
         weights = load_safetensors(verified_bytes(directory / "model.safetensors"))
-        return cls(weights, verified_bytes(directory / "tokenizer.json").decode("utf-8"))
+        return cls(weights, load_tokenizer())
 
     def _encode(self, ids: Any, mask: Any) -> Any:
         """Mean-pooled, L2-normalised sentence vectors of a padded batch (torch tensors, batch × length)."""
@@ -119,20 +144,9 @@ class MiniLmEmbedder:
         import torch
 
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        # Batches of similar length waste less work on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         with torch.inference_mode():
-            for start in range(0, len(order), BATCH_SIZE):
-                rows = order[start:start + BATCH_SIZE]
-                length = max(len(encodings[i].ids) for i in rows)
-                ids = torch.zeros((len(rows), length), dtype=torch.long)
-                mask = torch.zeros((len(rows), length), dtype=torch.long)
-                for r, i in enumerate(rows):
-                    n = len(encodings[i].ids)
-                    ids[r, :n] = torch.tensor(encodings[i].ids, dtype=torch.long)
-                    mask[r, :n] = 1
-                out[rows] = self._encode(ids, mask).numpy()
+            for rows, ids, mask in token_batches(self._tokenizer, texts):
+                out[rows] = self._encode(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
         return out
 
     def embed_one(self, text: str) -> np.ndarray:

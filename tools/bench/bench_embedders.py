@@ -75,10 +75,9 @@ def load_sentence_transformers(threads: Optional[int]) -> Embed:
 def load_onnxruntime(threads: Optional[int]) -> Embed:
     import onnxruntime
     import torch
-    from tokenizers import Tokenizer
     from transformers import BertModel
 
-    from cruxsql.embeddings.minilm import MAX_TOKENS, model_dir
+    from cruxsql.embeddings.minilm import DIMENSIONS, load_tokenizer, model_dir, token_batches
     bert = BertModel.from_pretrained(str(model_dir())).eval()
 
     class Encoder(torch.nn.Module):
@@ -102,22 +101,11 @@ def load_onnxruntime(threads: Optional[int]) -> Embed:
     if threads:
         options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    tokenizer.enable_truncation(MAX_TOKENS)
-    tokenizer.no_padding()        # tokenizer.json pads to the longest text, and padding would be pooled
+    tokenizer = load_tokenizer()
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        encodings = tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
-            length = max(len(encodings[i].ids) for i in rows)
-            ids = np.zeros((len(rows), length), dtype=np.int64)
-            mask = np.zeros((len(rows), length), dtype=np.int64)
-            for r, i in enumerate(rows):
-                ids[r, :len(encodings[i].ids)] = encodings[i].ids
-                mask[r, :len(encodings[i].ids)] = 1
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for rows, ids, mask in token_batches(tokenizer, texts):
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
             out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -183,12 +171,8 @@ def main() -> None:
             best[name] = min(best[name], time.perf_counter() - started)
     rows = [(name, installed_mib(packages), load_seconds(name, args.threads), len(texts) / best[name])
             for name, (_, packages) in RUNTIMES.items()]
-    from tokenizers import Tokenizer
-
-    from cruxsql.embeddings.minilm import MAX_TOKENS, model_dir
-    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    tokenizer.enable_truncation(MAX_TOKENS)
-    tokens = np.mean([len(e.ids) for e in tokenizer.encode_batch(texts)])
+    from cruxsql.embeddings.minilm import load_tokenizer
+    tokens = np.mean([len(e.ids) for e in load_tokenizer().encode_batch(texts)])
     print(f"all-MiniLM-L6-v2 on {len(texts)} SciFact abstracts ({tokens:.0f} tokens each on average), "
           f"threads: {args.threads or 'library default'}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'runtime':<36} {'packages MiB':>12} {'load s':>7} {'chunks/s':>9} {'vs numpy':>9} "

@@ -11,12 +11,12 @@ from typing import Sequence
 import numpy as np
 
 from cruxsql.embeddings.minilm import (
-    BATCH_SIZE,
     DIMENSIONS,
     HEADS,
     LAYERS,
-    MAX_TOKENS,
+    load_tokenizer,
     model_dir,
+    token_batches,
     verified_bytes,
 )
 
@@ -45,16 +45,13 @@ class NumpyMiniLm:
 
     def __init__(self) -> None:
         from safetensors.numpy import load
-        from tokenizers import Tokenizer
 
         weights = load(verified_bytes(model_dir() / "model.safetensors"))
         # Dense layers' weights are kept transposed (in × out, contiguous) so each layer is one BLAS matmul.
         self._w = {name.removeprefix("bert."): np.ascontiguousarray(
                        value.T if value.ndim == 2 and "embeddings" not in name else value, dtype=np.float32)
                    for name, value in weights.items()}
-        self._tokenizer = Tokenizer.from_str(verified_bytes(model_dir() / "tokenizer.json").decode("utf-8"))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
+        self._tokenizer = load_tokenizer()
 
     def _encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         w = self._w
@@ -96,16 +93,6 @@ class NumpyMiniLm:
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), BATCH_SIZE):
-            rows = order[start:start + BATCH_SIZE]
-            length = max(len(encodings[i].ids) for i in rows)
-            ids = np.zeros((len(rows), length), dtype=np.int64)
-            mask = np.zeros((len(rows), length), dtype=np.int64)
-            for r, i in enumerate(rows):
-                n = len(encodings[i].ids)
-                ids[r, :n] = encodings[i].ids
-                mask[r, :n] = 1
+        for rows, ids, mask in token_batches(self._tokenizer, texts):
             out[rows] = self._encode(ids, mask)
         return out
