@@ -52,10 +52,14 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str =
         time.sleep(0.05)
 
 
-def open_nodes(cluster: LoopbackCluster, base: Path, group: str, n: int = 3) -> list[ClusterStore]:
+def open_nodes(cluster: LoopbackCluster, base: Path, group: str, n: int = 3,
+               see_servers: bool = False) -> list[ClusterStore]:
+    """`see_servers`: the nodes are bound with the servers' storage directories, so an erasure waits
+    until no file in them (Raft logs included) holds the erased entries."""
+    dirs = tuple(str(s.store_dir) for s in cluster.servers) if see_servers else ()
     stores = []
     for i in range(n):
-        config = bind(base / f"node{i}", ClusterConfig(cluster.urls, group, 3, f"node{i}"))
+        config = bind(base / f"node{i}", ClusterConfig(cluster.urls, group, 3, f"node{i}", dirs))
         stores.append(ClusterStore(base / f"node{i}", config))
     return stores
 
@@ -422,7 +426,9 @@ def test_compaction_is_a_new_stream_generation_that_every_node_applies(nats_clus
         assert done.returncode == 0, done.stderr
         a.refresh()
         state = a.link.state()
-        assert state.first_seq == last_before + 1 and state.last_seq == last_before + 1  # one part, older purged
+        # one part, older purged; then the Raft log scrub: its marker (erased), 9 filler messages (purged)
+        # and its empty end mark, the one message after the part
+        assert (state.first_seq, state.last_seq, state.messages) == (last_before + 1, last_before + 12, 2)
         assert b"to-be-compacted-away-987" not in journal_bytes(a)
         for node in (b, c):
             node.refresh()
@@ -468,32 +474,53 @@ def test_a_legal_hold_blocks_fleet_compaction_and_a_write_meanwhile_makes_it_cha
 
 
 def _files_holding(root: Path, needle: bytes) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes())
+    found = []
+    for path in sorted(root.rglob("*")):
+        try:
+            if path.is_file() and needle in path.read_bytes():
+                found.append(str(path.relative_to(root)))
+        except FileNotFoundError:  # a Raft log block removed by a compaction meanwhile
+            continue
+    return found
+
+
+def _server_files_holding(cluster: LoopbackCluster, needle: bytes) -> list[list[str]]:
+    """Per NATS server, every file under its storage directory holding `needle` (stream stores, Raft
+    logs of streams, key-value and object stores, the meta log)."""
+    return [_files_holding(s.store_dir, needle) for s in cluster.servers]
+
+
+def _in_stream_store_and_raft_log(files: list[str]) -> bool:
+    return any(f.startswith("jetstream/$G/streams/") for f in files) and \
+        any(f.startswith("jetstream/$SYS/_js_/S-R3F-") for f in files)
 
 
 def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_cluster, tmp_path):
     """`cruxsql erase` on one node: the deletion goes through the stream, the compaction becomes a new
     generation, the old messages holding the value are securely deleted (overwritten on every replica's
-    stream store) and purged, every node rewrites its journal and scrubs its view, and
-    `verify --erasure --cluster` collects every running node's proof of its own directory. (Each replica's Raft log keeps the bytes until JetStream compacts it: see
-    the README; those files are outside this check.)"""
+    stream store) and purged, every replica's Raft log is compacted past them (the erasure returns once
+    no file under any server's storage directory holds them), every node rewrites its journal and scrubs
+    its view, and `verify --erasure --cluster` collects every running node's proof of its own directory."""
     value = b"erase-me-please-31337@example.org"
-    nodes = open_nodes(nats_cluster, tmp_path, "erasure")
+    nodes = open_nodes(nats_cluster, tmp_path, "erasure", see_servers=True)
     try:
         person = nodes[0].store("person", "email", value.decode())
         for i in range(4):
             nodes[i % 3].store("other", f"k{i}", f"kept value {i}")
         for node in nodes:
             node.refresh()
-        stores = [s.store_dir / "jetstream" / "$G" / "streams" / "CRUXSQL_erasure" for s in nats_cluster.servers]
-        assert all(_files_holding(d, value) for d in stores)  # the check below can fail
+        assert all(_in_stream_store_and_raft_log(files) for files in _server_files_holding(nats_cluster, value))
         done = subprocess.run(CLI + ["erase", "--fact-id", person.fact_id, "--reason", "data-subject request",
                                      "--json", "--data-dir", str(tmp_path / "node0")],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["ok"] is True
+        assert done.stderr == ""  # the directories were checked: no note that they were not
+        assert _server_files_holding(nats_cluster, value) == [[], [], []]  # Raft logs included
         for node in nodes:
             node.refresh()
+            # the scrub's filler was purged and its empty end mark ends the stream: every node reaches it
+            assert node.mirror.position(node).seq == node.link.last_seq()
             assert node.db.execute("SELECT count(*) FROM facts WHERE fact_id = ?", (person.fact_id,)).fetchone() == (0,)
             assert [v for (v,) in node.db.execute("SELECT value FROM live_facts WHERE entity = 'other' ORDER BY key")] \
                 == [f"kept value {i}" for i in range(4)]
@@ -529,9 +556,33 @@ def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_clust
                 daemon.send_signal(signal.SIGTERM)
             for daemon in daemons:
                 daemon.wait(10)
-        assert [_files_holding(d, value) for d in stores] == [[], [], []]
+        assert _server_files_holding(nats_cluster, value) == [[], [], []]
     finally:
         close_all(nodes)
+
+
+def test_a_node_mirroring_while_the_raft_log_scrub_filler_is_in_the_stream_skips_it(nats_cluster, tmp_path):
+    """The filler (random bytes, not journal lines) sits in the stream until it is purged: a node catching
+    up meanwhile passes over it, and writes go on."""
+    import asyncio
+    from cruxsql.cluster.link import scrub_subject
+    a, b = open_nodes(nats_cluster, tmp_path, "scrub-skip", 2)
+    try:
+        a.store("deploy", "strategy", "canary")
+
+        async def filler() -> None:
+            for _ in range(10):
+                await a.link._js.publish(scrub_subject("scrub-skip"), b"\xff\xfe" + os.urandom(64),
+                                         stream=a.link.stream)
+        asyncio.run_coroutine_threadsafe(filler(), a.link._loop).result(10)
+        b.refresh()
+        assert b.mirror.position(b).seq == b.link.last_seq() == 11
+        b.store("deploy", "owner", "ops")
+        a.refresh()
+        assert journal_bytes(a) == journal_bytes(b)
+        assert [v for (v,) in a.db.execute("SELECT value FROM live_facts ORDER BY key")] == ["ops", "canary"]
+    finally:
+        close_all([a, b])
 
 
 def test_a_cross_chain_supersede_built_before_another_nodes_write_is_built_again(nats_cluster, tmp_path):
@@ -579,6 +630,10 @@ def test_a_write_after_another_nodes_compaction_is_stored_once(nats_cluster, tmp
         done = subprocess.run(CLI + ["compact", "--data-dir", str(tmp_path / "node1")], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
+        # the servers' directories are not bound to these nodes: the Raft log scrub says it did not check them
+        assert done.stderr.startswith("note: Raft logs of stream CRUXSQL_compact-race: 9 MB of filler made every ")
+        assert done.stderr.endswith("the NATS servers' storage directories were not checked (not visible here: "
+                                    "bind them with `cruxsql node --server-store-dir`)\n")
         fact = a.store("deploy", "strategy", "canary")  # a has not mirrored the generation yet
         for node in (a, b):
             node.refresh()
@@ -594,12 +649,13 @@ def test_documents_ingested_on_one_node_are_searched_on_every_node_verified_and_
         nats_cluster, tmp_path):
     """Sealed segments and sidecars go to the object store, the manifest (with their BLAKE3) to the
     fleet's bucket; every node fetches, verifies and indexes them. Erasure removes the objects' bytes from
-    every server's object store (Raft logs aside, as for facts); a tampered object is refused."""
+    every file under every server's storage directory, the object store's Raft logs included; a tampered
+    object is refused."""
     from cruxsql.cluster.documents import FleetSegments
     from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
     from cruxsql.documents.segments import SegmentError
     secret = b"zanzibar-credential-771"
-    a, b, c = open_nodes(nats_cluster, tmp_path, "docs")
+    a, b, c = open_nodes(nats_cluster, tmp_path, "docs", see_servers=True)
     try:
         DocumentLane(a).ingest([DocumentInput("runbook.md", [
             ChunkInput("runbook.md#0", "Terraform drift runs nightly on the ops cluster"),
@@ -625,17 +681,15 @@ def test_documents_ingested_on_one_node_are_searched_on_every_node_verified_and_
         try:
             wait_until(lambda: runner_has(manifests[0]), what="a running node pulling the segments")
 
-            objects = [s.store_dir / "jetstream" / "$G" / "streams" / "OBJ_CRUXSQL_docs_DOCS"
-                       for s in nats_cluster.servers]
-            assert all(_files_holding(d, secret) for d in objects)  # the check below can fail
+            assert all(_in_stream_store_and_raft_log(files) for files in _server_files_holding(nats_cluster, secret))
             assert DocumentLane(c).erase_tenant("gone")["chunks_erased"] == 1
+            assert _server_files_holding(nats_cluster, secret) == [[], [], []]  # Raft logs included
             for node in (a, b, c):
                 assert DocumentLane(node).search("rotate weekly", "gone", 10).hits == []
             wait_until(lambda: runner_has((tmp_path / "node2" / "segments" / "MANIFEST.json").read_bytes())
                        and not _files_holding(tmp_path / "runner", secret),
                        what="the running node dropping the erased segment")
             assert _files_holding(tmp_path, secret) == []   # every node's files, the running one's included
-            assert [_files_holding(d, secret) for d in objects] == [[], [], []]
             kept = json.loads((tmp_path / "node2" / "segments" / "MANIFEST.json").read_bytes())["segments"]
             assert [s["segment_seq"] for s in kept] == [1] and kept[0]["vectors"]
             assert FleetSegments(a.link, "docs", 3).object_names() == sorted(  # the sidecars went too

@@ -17,7 +17,7 @@ CLUSTER_ENV = "CRUXSQL_CLUSTER"
 
 
 def _config(data_dir: Path, urls: Optional[str], group: Optional[str], replicas: Optional[int],
-            node_name: Optional[str]):
+            node_name: Optional[str], store_dirs: tuple[Path, ...] = ()):
     from ..cluster.config import ClusterConfig, default_node_name, parse_urls, read_config
     check_directory(data_dir)
     bound = read_config(data_dir)
@@ -26,7 +26,9 @@ def _config(data_dir: Path, urls: Optional[str], group: Optional[str], replicas:
     return ClusterConfig(parse_urls(urls) if urls is not None else bound.urls,
                          group or (bound.group if bound else "default"),
                          replicas or (bound.replicas if bound else 3),
-                         node_name or (bound.node if bound else default_node_name())).check()
+                         node_name or (bound.node if bound else default_node_name()),
+                         tuple(str(d.resolve()) for d in store_dirs) if store_dirs
+                         else (bound.server_store_dirs if bound else ())).check()
 
 
 cluster_option = click.option(
@@ -40,10 +42,14 @@ cluster_option = click.option(
 @click.option("--replicas", type=click.Choice(["1", "3", "5"]), default=None,
               help="Copies of the stream, when this node creates it [default: 3; 1 for a single server].")
 @click.option("--node-name", callback=reject_empty, help="This node's name in `cluster status` [default: hostname].")
+@click.option("--server-store-dir", "store_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A NATS server's JetStream storage directory visible on this host (repeatable): erasure then "
+                   "waits until no file in it, Raft logs included, holds the erased entries [default: not checked].")
 @data_dir_option
 @fails_cleanly
 def node(urls: Optional[str], group: Optional[str], replicas: Optional[str], node_name: Optional[str],
-         data_dir: Path) -> None:
+         store_dirs: tuple[Path, ...], data_dir: Path) -> None:
     """Run a cluster node: mirror the group's JetStream stream into DATA_DIR until stopped (SIGTERM/Ctrl-C).
 
     The first run binds DATA_DIR to the cluster (DATA_DIR/cluster.json); from then on every cruxsql
@@ -55,7 +61,7 @@ def node(urls: Optional[str], group: Optional[str], replicas: Optional[str], nod
                    --data-dir /var/lib/cruxsql --node-name host1
     """
     from ..cluster.node import run_node
-    config = _config(data_dir, urls, group, int(replicas) if replicas else None, node_name)
+    config = _config(data_dir, urls, group, int(replicas) if replicas else None, node_name, store_dirs)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

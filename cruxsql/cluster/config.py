@@ -26,6 +26,12 @@ class ClusterConfig:
     group: str = "default"
     replicas: int = 3
     node: str = ""
+    server_store_dirs: tuple[str, ...] = ()
+    """The NATS servers' storage directories, when this host sees them (a loopback trial, one host, or
+    shared mounts): erasure then checks that their files, Raft logs included, no longer hold the bytes."""
+
+    def store_paths(self) -> list[Path]:
+        return [Path(d) for d in self.server_store_dirs]
 
     def check(self) -> "ClusterConfig":
         if not self.urls:
@@ -60,7 +66,8 @@ def read_config(data_dir: Path) -> Optional[ClusterConfig]:
     except (ValueError, UnicodeError) as exc:
         raise InvalidInput(f"{path}: not a cluster configuration ({exc})") from None
     try:
-        return ClusterConfig(list(obj["urls"]), obj["group"], int(obj["replicas"]), obj["node"]).check()
+        return ClusterConfig(list(obj["urls"]), obj["group"], int(obj["replicas"]), obj["node"],
+                             tuple(str(d) for d in obj.get("server_store_dirs", []))).check()
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"{path}: not a cluster configuration ({exc})") from None
 

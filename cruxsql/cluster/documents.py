@@ -7,7 +7,8 @@ still the revision the node pulled (so two nodes never hand out one segment numb
 the winner's segment and seals again. Every node pulls before it reads or writes documents: it fetches
 the files it lacks, checks each against the manifest's BLAKE3 and refuses (never indexes) one that does
 not match. Erasure pushes a manifest without the erased segments, then deletes their objects with every
-chunk message securely deleted (bytes overwritten on every replica's store).
+chunk message securely deleted (bytes overwritten on every replica's store), and gets every replica's
+Raft log of the object store's stream past them (raftlog.py).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from ..documents.segments import (
     write_sidecar,
 )
 from .link import ClusterLink
+from .raftlog import note, scrub_raft_logs
 
 MANIFEST_KEY = "manifest"
+SCRUB_OBJECT = "raft-scrub"
+"""The chunk subject `$O.<bucket>.C.raft-scrub` carries the Raft log scrub's filler: no object's chunks
+(an object's chunk subject ends with its NUID)."""
 
 
 def objects_bucket(group: str) -> str:
@@ -47,8 +52,8 @@ def manifest_bucket(group: str) -> str:
 class FleetSegments:
     """A node's SegmentReplica (see `cruxsql.documents.replica`)."""
 
-    def __init__(self, link: ClusterLink, group: str, replicas: int) -> None:
-        self.link, self.group, self.replicas = link, group, replicas
+    def __init__(self, link: ClusterLink, group: str, replicas: int, store_dirs: Optional[list[Path]] = None) -> None:
+        self.link, self.group, self.replicas, self.store_dirs = link, group, replicas, store_dirs or []
         self._revision = 0      # of the fleet's manifest at this node's last pull (0: none yet)
 
     # --- buckets ---------------------------------------------------------------------------------
@@ -188,3 +193,6 @@ class FleetSegments:
         for info in removed:
             for name in segment_files(info):
                 self.erase(name)
+        if removed:  # their chunks' bytes out of every replica's Raft log too
+            bucket = objects_bucket(self.group)
+            note(scrub_raft_logs(self.link, f"OBJ_{bucket}", f"$O.{bucket}.C.{SCRUB_OBJECT}", self.store_dirs))

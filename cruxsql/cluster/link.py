@@ -2,7 +2,8 @@
 background thread; every method submits a coroutine there and waits for its result.
 
 Stream layout of one tenant group `G`: stream `CRUXSQL_G` on subjects `cruxsql.G.>`; a mutation that
-touches one version chain goes on `cruxsql.G.chain.<digest>`, any other on `cruxsql.G.multi`. Nodes
+touches one version chain goes on `cruxsql.G.chain.<digest>`, any other on `cruxsql.G.multi`; the Raft log scrub's filler goes on
+`cruxsql.G.scrub`, which no node applies. Nodes
 report themselves in the key-value bucket `CRUXSQL_G_NODES`.
 """
 
@@ -68,6 +69,11 @@ def stream_name(group: str) -> str:
 
 def subject_prefix(group: str) -> str:
     return f"cruxsql.{group}"
+
+
+def scrub_subject(group: str) -> str:
+    """The stream's subject for the Raft log scrub's filler (see raftlog.py): no node applies it."""
+    return f"{subject_prefix(group)}.scrub"
 
 
 class ClusterLink:

@@ -25,7 +25,7 @@ from ..facts import codec, view
 from ..facts.journal import Journal
 from ..facts.store import Store
 from .generation import Collector, parse_part
-from .link import ClusterLink
+from .link import ClusterLink, scrub_subject
 
 POSITION_NAME = "cluster-position.json"
 FLUSH_EVERY = 2000
@@ -134,7 +134,11 @@ class Mirror:
         dirty = False  # a pending non-store event may have changed a chain's head
         seq = first = pos.seq
         parts = Collector(self.link.group)
+        scrub = scrub_subject(self.link.group)
         for msg in self.link.messages(pos.seq + 1, last):
+            if msg.subject == scrub:  # the Raft log scrub's filler and end mark: no journal lines
+                seq = msg.seq
+                continue
             generation = parts.offer(msg)
             if parse_part(self.link.group, msg.subject) is not None:
                 if generation is not None:  # it replaces everything before it, pending lines included

@@ -21,9 +21,10 @@ from ..facts.journal import Journal
 from ..facts.store import Progress, Store
 from .config import ClusterConfig, read_config
 from .documents import FleetSegments
-from .link import ChainMoved, ClusterLink, ClusterUnavailable, subject_prefix
+from .link import ChainMoved, ClusterLink, ClusterUnavailable, scrub_subject, subject_prefix
 from .generation import publish_generation
 from .mirror import Mirror, Position, chain_of, split_lines, stored_facts
+from .raftlog import note, scrub_raft_logs
 
 MAX_ATTEMPTS = 50
 
@@ -62,7 +63,8 @@ class ClusterStore(Store):
             self.link = ClusterLink(config.urls, config.group)
             self.link.ensure_stream(config.replicas)
             self.mirror = Mirror(self.data_dir, self.link)
-            self.segment_replica = FleetSegments(self.link, config.group, config.replicas)
+            self.segment_replica = FleetSegments(self.link, config.group, config.replicas,
+                                                 config.store_paths())
             with self.writer_lock():
                 self.mirror.catch_up(self, progress=progress)
         except BaseException:
@@ -139,7 +141,7 @@ class ClusterStore(Store):
         """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
         stream generation, then this node's journal is rewritten to the same bytes; the older messages
         holding lines the compaction dropped are securely deleted (bytes overwritten on every replica's
-        stream store) and the rest purged. The caller holds the writer lock and has caught up."""
+        stream store), the rest purged, and every replica's Raft log compacted past them (raftlog.py). The caller holds the writer lock and has caught up."""
         data = bytearray()
         # `whole_lines`: emit takes bytes of newline-terminated lines (compaction), as in Journal.rewrite
         write_lines(data.extend if whole_lines else lambda line: data.extend(line.encode("utf-8") + b"\n"))
@@ -148,11 +150,15 @@ class ClusterStore(Store):
         lines = split_lines(bytes(data))
         path, size = Journal.rewrite(self.journal, lambda emit: [emit(line) for line in lines])
         self.mirror.advance(Position(last, size))
-        kept = set(lines)
+        kept, erased = set(lines), 0
         for msg in self.link.messages(1, first - 1):
             if any(line not in kept for line in split_lines(msg.payload)):
                 self.link.erase(msg.seq)  # it carries what the compaction dropped: overwrite its bytes
+                erased += 1
         self.link.purge_before(first)
+        if erased:  # ... and in every replica's Raft log
+            note(scrub_raft_logs(self.link, self.link.stream, scrub_subject(self.config.group),
+                                 self.config.store_paths()))
         return path, size
 
     def _publish(self, subject: str, payload: bytes, expected_chain: Optional[int],

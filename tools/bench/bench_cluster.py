@@ -9,7 +9,10 @@ Rows: store() latency p50/p95 (cluster vs a local store, interleaved call by cal
 of a node that was down for N events (vs a local rebuild of the same journal); failover time after
 SIGKILL of the stream leader (the longest gap between acknowledged writes across the kill, vs the longest
 gap before it); a ~1 MB document's ingest on one node and the time until a search on another finds it
-(vs the same ingest on a single-node store; `--documents-only` for just these rows).
+(vs the same ingest on a single-node store; `--documents-only` for just these rows); the seconds until
+no file under any server's storage directory (Raft logs included) holds an erased message's bytes, with
+cruxsql's Raft log scrub vs left to JetStream's own compaction timer (`--raft-scrub-only`: just this row,
+which waits minutes for its baseline).
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import cruxsql  # noqa: E402
 from cruxsql.cluster.config import ClusterConfig  # noqa: E402
-from cruxsql.cluster.link import subject_prefix  # noqa: E402
+from cruxsql.cluster.link import ClusterLink, scrub_subject, subject_prefix  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
+from cruxsql.cluster.raftlog import files_holding, scrub_raft_logs  # noqa: E402
 from cruxsql.cluster.store import ClusterStore  # noqa: E402
 from cruxsql.documents import DocumentInput, DocumentLane  # noqa: E402
 from cruxsql.documents.sources import chunk_document  # noqa: E402
@@ -217,6 +221,42 @@ def bench_documents(cluster: LoopbackCluster, work: Path, megabytes: float, roun
             node.close()
 
 
+def _erased_secret(cluster: LoopbackCluster, group: str) -> tuple[ClusterLink, bytes]:
+    """A stream with a message holding a fresh secret among others, that message securely deleted."""
+    link = ClusterLink(cluster.urls, group)
+    link.ensure_stream(3)
+    secret = f"bench-secret-{uuid.uuid4().hex}".encode()
+    for i in range(20):
+        link.publish(f"{subject_prefix(group)}.multi", b"kept %d\n" % i, f"{group}-{i}", None)
+    seq = link.publish(f"{subject_prefix(group)}.multi", b"x " + secret + b"\n", f"{group}-s", None)
+    link.publish(f"{subject_prefix(group)}.multi", b"after\n", f"{group}-a", None)
+    dirs = [s.store_dir for s in cluster.servers]
+    deadline = time.monotonic() + 10
+    while len(files_holding(dirs, secret)) < 6 and time.monotonic() < deadline:  # 3 stream stores + 3 Raft logs
+        time.sleep(0.05)
+    link.erase(seq)
+    return link, secret
+
+
+def bench_raft_scrub(cluster: LoopbackCluster, cap: float = 400.0) -> None:
+    dirs = [s.store_dir for s in cluster.servers]
+    alone, alone_secret = _erased_secret(cluster, "scrub-alone")
+    alone_started = time.monotonic()
+    scrubbed, secret = _erased_secret(cluster, "scrub-on")
+    started = time.monotonic()
+    scrub_raft_logs(scrubbed, scrubbed.stream, scrub_subject("scrub-on"), dirs)
+    with_scrub = time.monotonic() - started
+    assert files_holding(dirs, secret) == []
+    while files_holding(dirs, alone_secret) and time.monotonic() - alone_started < cap:
+        time.sleep(0.5)
+    left_alone = time.monotonic() - alone_started
+    if files_holding(dirs, alone_secret):
+        print(f"(left alone, the Raft logs still held the bytes after {cap:.0f} s)")
+    row("erased bytes out of every server file, s (vs left alone)", with_scrub, left_alone, "s")
+    alone.close()
+    scrubbed.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=300)
@@ -225,6 +265,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="kept; default: a temp dir, removed")
     parser.add_argument("--document-mb", type=float, default=1.0, help="size of the replicated document")
     parser.add_argument("--documents-only", action="store_true", help="only the document replication rows")
+    parser.add_argument("--raft-scrub-only", action="store_true", help="only the Raft log scrub row (minutes)")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cruxsql-bench-cluster-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -232,6 +273,9 @@ def main() -> None:
     cluster = LoopbackCluster(work / "nats", 3)
     cluster.start()
     try:
+        if args.raft_scrub_only:
+            bench_raft_scrub(cluster)
+            return
         bench_documents(cluster, work, args.document_mb)
         if args.documents_only:
             return
@@ -241,6 +285,7 @@ def main() -> None:
             bench_throughput(nodes, local, args.seconds)
         bench_catchup(cluster, work, args.catchup_events)
         bench_failover(cluster, nodes)
+        bench_raft_scrub(cluster)
         for node in nodes:
             node.close()
     finally:
