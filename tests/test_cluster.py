@@ -585,6 +585,34 @@ def test_a_node_mirroring_while_the_raft_log_scrub_filler_is_in_the_stream_skips
         close_all([a, b])
 
 
+def test_the_raft_log_scrub_waits_a_bounded_time_and_names_the_files_still_holding_entries(
+        nats_cluster, tmp_path, monkeypatch):
+    """Filler below nats-server's 8 MiB threshold compacts no Raft log: the scrub gives up after its wait
+    with one error naming each server's Raft log block that still holds the marker."""
+    from cruxsql.cluster import raftlog
+    from cruxsql.cluster.link import scrub_subject
+    monkeypatch.setattr(raftlog, "FILLER_MESSAGE_BYTES", 100_000)
+    monkeypatch.setattr(raftlog, "FILLER_ROUND_BYTES", 200_000)
+    monkeypatch.setattr(raftlog, "ROUND_WAIT_SECONDS", 0.5)
+    (a,) = open_nodes(nats_cluster, tmp_path, "scrub-short", 1)
+    try:
+        a.store("deploy", "strategy", "canary")
+        dirs = [s.store_dir for s in nats_cluster.servers]
+        started = time.monotonic()
+        with pytest.raises(raftlog.RaftLogsNotScrubbed, match=r"after 2 s and \d round\(s\) of filler, these NATS "
+                           r"server files still hold Raft log entries of stream CRUXSQL_scrub-short from before"):
+            raftlog.scrub_raft_logs(a.link, a.link.stream, scrub_subject("scrub-short"), dirs, wait=2.0)
+        assert 2.0 <= time.monotonic() - started < 6.0
+        try:
+            raftlog.scrub_raft_logs(a.link, a.link.stream, scrub_subject("scrub-short"), dirs, wait=2.0)
+        except raftlog.RaftLogsNotScrubbed as exc:
+            named = str(exc).split(": ", 1)[1].split(", ")
+        assert len(named) == 3 and all("/jetstream/$SYS/_js_/S-R3F-" in f and f.endswith(".blk") for f in named)
+        assert a.link.state().messages == 2  # the store, and the end mark: the filler was purged
+    finally:
+        a.close()
+
+
 def test_a_cross_chain_supersede_built_before_another_nodes_write_is_built_again(nats_cluster, tmp_path):
     """A supersede naming two chains goes on the multi subject expecting the stream's last sequence it was
     built on: a consolidation of the target landing from another node in between refuses the publish,
