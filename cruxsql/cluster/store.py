@@ -141,7 +141,8 @@ class ClusterStore(Store):
         """Journal.rewrite on a node (compaction, erasure, retention): the new journal is published as a new
         stream generation, then this node's journal is rewritten to the same bytes; the older messages
         holding lines the compaction dropped are securely deleted (bytes overwritten on every replica's
-        stream store), the rest purged, and every replica's Raft log compacted past them (raftlog.py). The caller holds the writer lock and has caught up."""
+        stream store), the rest purged, and every replica's Raft log compacted past them (raftlog.py).
+        The caller holds the writer lock and has caught up."""
         data = bytearray()
         # `whole_lines`: emit takes bytes of newline-terminated lines (compaction), as in Journal.rewrite
         write_lines(data.extend if whole_lines else lambda line: data.extend(line.encode("utf-8") + b"\n"))
