@@ -44,7 +44,7 @@ def test_sync_indexes_new_facts_by_appending_to_their_block(tmp_path: Path) -> N
         assert _state(store) == (generation, 8)
 
 
-def test_a_compaction_rewrite_is_caught_up_from_scratch(tmp_path: Path) -> None:
+def test_a_compaction_rewrite_carries_the_index_over(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         facts = [store.store(f"e{i}", "k", f"value gamma {i}") for i in range(6)]
         for f in facts[:3]:
@@ -55,10 +55,11 @@ def test_a_compaction_rewrite_is_caught_up_from_scratch(tmp_path: Path) -> None:
         report = compaction.compact(store)
         assert report.seq_renumbered is False
         new_generation = store.db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
-        assert new_generation != old_generation and not index.is_current()
-        # the deleted facts' seqs (1..3) are gone from the view; the index starts over and never returns them
-        assert index.sync() == 3
+        # the deleted facts' seqs (1..3) left the index with them; the rest is kept, nothing to re-index
+        assert new_generation != old_generation and index.is_current()
+        assert index.sync() == 0
         assert _state(store) == (new_generation, 6)
+        assert [r[0] for r in store.db.execute("SELECT seq FROM recall_text ORDER BY seq")] == [4, 5, 6]
         assert index.term_candidates("gamma").tolist() == _expected(store, "gamma") == [4, 5, 6]
 
 

@@ -217,6 +217,35 @@ def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
         hook(db, journal)
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """An in-place rewrite of the fact tables (a compaction) inside its transaction, before it drops the
+    facts with `deleted = 1`: every other fact row is kept as is (its seq too when `seqs_kept`), and the
+    checkpoint moves from generation `previous` to `generation` at `line_count` lines."""
+
+    previous: Optional[str]
+    generation: str
+    line_count: int
+    seqs_kept: bool
+
+
+# Derived tables that can follow a rewrite instead of starting over on its new generation.
+_REWRITE_HOOKS: list[Callable[[apsw.Connection, Rewrite], None]] = []
+
+
+def on_rewrite(hook: Callable[[apsw.Connection, Rewrite], None]) -> None:
+    """Run `hook(db, rewrite)` when a compaction rewrites the fact tables (registered once, at import)."""
+    if hook not in _REWRITE_HOOKS:
+        _REWRITE_HOOKS.append(hook)
+
+
+def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
+    """Let derived tables carry themselves over to `rewrite.generation` (inside the caller's transaction,
+    while the facts about to be dropped are still there, deleted = 1)."""
+    for hook in _REWRITE_HOOKS:
+        hook(db, rewrite)
+
+
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
     for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",

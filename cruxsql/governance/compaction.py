@@ -499,6 +499,9 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                            "WHERE facts.rowid = w.rid")
                 db.execute("INSERT INTO journal_event_facts (line_no, fact_id, role) SELECT line_no, fact_id, 'stored' "
                            "FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 ORDER BY stored_at_ns, fact_id")
+                # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
+                view.run_rewrite_hooks(db, view.Rewrite(cp.generation if cp else None, generation,
+                                                        state["line_no"], not order["renumber"]))
                 db.execute("DELETE FROM facts WHERE deleted = 1")
                 next_seq = (cp.next_seq if cp else 1)
                 if order["renumber"]:

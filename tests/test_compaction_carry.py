@@ -1,0 +1,171 @@
+"""Derived tables a compaction carries over instead of starting over on its new generation (issue 15):
+`fact_norms` (curation.exact_duplicates) and the recall trigram text index (recall.fact_index). After a
+compaction, an erasure and a retention run (which compact), each must hold exactly what a from-scratch
+build over the compacted view holds, without having been rebuilt."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+
+from cruxsql.curation import exact_duplicates
+from cruxsql.facts.store import Store, StoreRequest
+from cruxsql.governance import compaction, erasure, retention
+from cruxsql.recall import fact_index
+from cruxsql.recall.fact_index import BLOCK_BITS, TextIndex
+
+TERMS = ("same value", "ÉTÉ", "gone", "kept", "alpha", "agent", "dup", "xyz")
+
+
+def populate(store: Store) -> None:
+    for i, v in enumerate(("Same Value", "same value ", "DUP one", "dup ONE")):
+        store.store("svc", f"a{i}", v)
+    store.store("svc", "b", "Été à Paris")
+    store.store("svc", "p", "same value", private=True)
+    store.store("notes", "n", "private note of ALPHA", private=True, agent="bot")
+    for i in range(30):
+        store.store(f"kept:{i % 4}", f"k{i}", f"KEPT value {i} alpha {i * 7}")
+    gone = [store.store("gone:x", f"g{i}", f"GONE_Marker_{i} alpha dup one").fact_id for i in range(8)]
+    gone.append(store.store("gone:y", "g", "dup one").fact_id)  # its group keeps one member
+    for fid in gone[:5]:
+        store.delete(fid)
+    store.store("old", "k", "v1")
+    store.store("old", "k", "V1")  # supersedes the first
+
+
+def postings(db: apsw.Connection) -> set[tuple[int, int]]:
+    out = set()
+    for gram, block, blob in db.execute("SELECT gram, block, seqs FROM recall_grams"):
+        out.update((gram, int(s) + (block << BLOCK_BITS)) for s in np.frombuffer(blob, dtype="<u2"))
+    return out
+
+
+def index_snapshot(db: apsw.Connection) -> tuple:
+    index = TextIndex(db)
+    text = sorted(tuple(r) for r in db.execute("SELECT * FROM recall_text"))
+    return text, postings(db), {t: index.candidates([t.lower()]).tolist() for t in TERMS}
+
+
+def norms_snapshot(db: apsw.Connection) -> tuple:
+    return (sorted(tuple(r) for r in db.execute("SELECT * FROM fact_norms")),
+            [tuple(r) for r in db.execute("SELECT * FROM duplicate_candidates")])
+
+
+def from_scratch(db: apsw.Connection) -> tuple:
+    """The index and fact_norms built anew over the same view (then put back as they were)."""
+    db.execute("SAVEPOINT scratch")
+    try:
+        for table in ("recall_text", "recall_grams", "recall_index_state"):
+            db.execute(f"DELETE FROM {table}")
+        TextIndex(db).sync()
+        exact_duplicates.recompute(db)
+        return index_snapshot(db), norms_snapshot(db)
+    finally:
+        db.execute("ROLLBACK TO scratch")
+        db.execute("RELEASE scratch")
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch):
+    with Store(tmp_path / "data") as s:
+        populate(s)
+        TextIndex(s.db).sync()  # the index exists before the rewrite
+        yield s
+
+
+def assert_carried(store: Store, monkeypatch) -> None:
+    db = store.db
+    generation = db.execute("SELECT generation FROM journal_checkpoint").fetchone()[0]
+    assert db.execute("SELECT generation FROM recall_index_state").fetchone()[0] == generation
+    assert db.execute("SELECT generation FROM fact_norms_state").fetchone()[0] == generation
+    # the first read indexes only what was stored after the rewrite (an erasure's or retention's
+    # report fact), it does not start over
+    last_seq = db.execute("SELECT last_seq FROM recall_index_state").fetchone()[0]
+    pending = db.execute("SELECT count(*) FROM facts WHERE seq > ?", (last_seq,)).fetchone()[0]
+    assert pending <= 1 and TextIndex(db).sync() == pending
+    assert index_snapshot(db) == from_scratch(db)[0]
+    assert norms_snapshot(db) == from_scratch(db)[1]
+    # only the facts still in the view keep their text and postings
+    live = db.execute("SELECT seq, lower(value) FROM facts WHERE value LIKE 'GONE_Marker%' ORDER BY seq").fetchall()
+    assert db.execute("SELECT seq, lc_value FROM recall_text WHERE lc_value LIKE 'gone_marker%' ORDER BY seq"
+                      ).fetchall() == live
+    assert TextIndex(db).candidates(["gone_marker"]).tolist() == [r[0] for r in live]
+    # the carried state keeps up with what comes next, by replay as usual
+    monkeypatch.setattr(exact_duplicates, "recompute", lambda db: pytest.fail("fact_norms recomputed"))
+    store.store("svc", "z", "SAME VALUE")
+    store.store("fresh", "f", "GONE_Marker_new")
+    assert TextIndex(db).sync() == 2  # only the two new facts
+    assert TextIndex(db).candidates(["gone_marker"]).size == len(live) + 1
+    monkeypatch.undo()
+    assert index_snapshot(db) == from_scratch(db)[0]
+    assert norms_snapshot(db) == from_scratch(db)[1]
+
+
+def _no_recompute(monkeypatch) -> list[int]:
+    """Fail on a fact_norms recompute; count the facts the text index (re)indexes meanwhile."""
+    monkeypatch.setattr(exact_duplicates, "recompute", lambda db: pytest.fail("fact_norms recomputed"))
+    indexed: list[int] = []
+    original = TextIndex._index_rows
+    monkeypatch.setattr(TextIndex, "_index_rows", lambda self, rows, mode: (indexed.append(len(rows)),
+                                                                            original(self, rows, mode))[1])
+    return indexed
+
+
+def test_compaction_carries_both_over(store: Store, monkeypatch) -> None:
+    before = len(postings(store.db))
+    indexed = _no_recompute(monkeypatch)
+    report = compaction.compact(store)
+    monkeypatch.undo()
+    assert indexed == []
+    assert report.facts_dropped == 5 and not report.seq_renumbered
+    assert len(postings(store.db)) < before
+    assert_carried(store, monkeypatch)
+
+
+def test_erasure_carries_both_over(store: Store, monkeypatch) -> None:
+    indexed = _no_recompute(monkeypatch)
+    erasure.erase(store, erasure.Selection(entity_prefixes=("gone:x",)), reason="test")
+    monkeypatch.undo()
+    assert sum(indexed) <= 1  # erasure's own sync: at most its receipt, never the whole index
+    assert store.db.execute("SELECT count(*) FROM facts WHERE entity = 'gone:x'").fetchone()[0] == 0
+    assert_carried(store, monkeypatch)
+
+
+def test_retention_carries_both_over(store: Store, monkeypatch) -> None:
+    time.sleep(1.1)
+    store.store("recent", "r", "recent DUP one")
+    indexed = _no_recompute(monkeypatch)
+    applied = retention.apply(store, "1s")
+    monkeypatch.undo()
+    assert sum(indexed) <= 2  # the fact stored after the index was built, and a receipt at most
+    assert applied["counts"]["facts_deleted_now"] > 0
+    assert store.db.execute("SELECT count(*) FROM facts WHERE entity = 'recent'").fetchone()[0] == 1
+    assert_carried(store, monkeypatch)
+
+
+def test_renumbered_seqs_or_a_stale_index_start_the_index_over(store: Store, monkeypatch) -> None:
+    # same stored_at for a batch: a fresh replay numbers it by fact id, so compaction renumbers
+    stored = store.store_batch([StoreRequest("tie", f"t{i}", f"TIE value {i}") for i in range(20)])
+    assert len({f.stored_at for f in stored}) == 1
+    TextIndex(store.db).sync()
+    report = compaction.compact(store)
+    assert report.seq_renumbered
+    assert store.db.execute("SELECT count(*) FROM recall_index_state").fetchone()[0] in (0, 1)
+    assert TextIndex(store.db).sync() > 0  # started over (its seqs no longer name the same facts)
+    assert index_snapshot(store.db) == from_scratch(store.db)[0]
+
+
+def test_a_rebuild_still_recomputes_fact_norms(store: Store) -> None:
+    calls = []
+    original = exact_duplicates.recompute
+    exact_duplicates.recompute = lambda db: (calls.append(1), original(db))[1]
+    try:
+        store.rebuild()
+    finally:
+        exact_duplicates.recompute = original
+    assert calls
+    assert norms_snapshot(store.db) == from_scratch(store.db)[1]
