@@ -37,7 +37,9 @@ import time
 import uuid
 from array import array
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate, repeat
 from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
+from operator import itemgetter, lt
 from typing import Any, Callable, Iterator, Optional
 
 import apsw
@@ -249,7 +251,16 @@ def _live_chunks(db) -> Iterator[list[tuple]]:
 
 def store_line(row: tuple) -> str:
     """The compacted journal's `store` line of a live fact's view row."""
-    return '{"op":"store","fact":' + fact_json(row) + "}"
+    return _STORE_HEAD + fact_json(row) + "}"
+
+
+_STORE_HEAD = '{"op":"store","fact":'
+# A chunk of store lines is one join: each line is _STORE_HEAD + fact + "}" + "\n".
+_STORE_BETWEEN = "}\n" + _STORE_HEAD
+_STORE_WRAP = len(_STORE_BETWEEN)
+_FACT_ID, _STORED_AT, _STORED_AT_NS, _SEQ = itemgetter(0), itemgetter(7), itemgetter(8), itemgetter(27)
+_INSERT_EVENT = ("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+                 "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _tail_lines(db, applier: view.Applier, now_text: str, stats: CompactionReport,
@@ -424,8 +435,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
 
             def flush() -> None:
                 # plain INSERTs: the tables were emptied in this transaction
-                db.executemany("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, "
-                               "applied, skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+                db.executemany(_INSERT_EVENT, events)
                 db.executemany("INSERT INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", names)
                 events.clear()
                 names.clear()
@@ -433,31 +443,40 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             def write_lines(emit: Callable[[bytes], None]) -> None:
                 n, offset = 0, 0
                 half = max(1, total // 2)
-                # The live facts' store lines, a chunk at a time: one write and one hash per chunk. Their
-                # view rows: journal_events here, facts.line_no and journal_event_facts in SQL afterwards.
+                # The live facts' store lines, a chunk at a time: one write and one hash per chunk, the
+                # `{"op":"store","fact":...}` wrapping done by the join, and each line's bookkeeping
+                # (offsets, event rows, times, the seq order check) by C-level iterators over the chunk
+                # rather than a Python loop per line. Their view rows: journal_events here,
+                # facts.line_no and journal_event_facts in SQL afterwards.
                 for rows in _live_chunks(db):
-                    texts = [store_line(row) for row in rows]
-                    blob = ("\n".join(texts) + "\n").encode("utf-8")
+                    texts = [fact_json(row) for row in rows]
+                    joined = _STORE_HEAD + _STORE_BETWEEN.join(texts) + "}\n"
+                    blob = joined.encode("utf-8")
+                    if len(blob) == len(joined):  # all ASCII: a line's bytes are its characters
+                        lengths = [len(t) + _STORE_WRAP for t in texts]
+                    else:
+                        lengths = [len(t.encode("utf-8")) + _STORE_WRAP for t in texts]
+                    longest = max(lengths)
+                    if longest > MAX_RECORD_BYTES:
+                        row = rows[lengths.index(longest)]
+                        raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
+                                           f"ceiling (fact {row[0]})")
                     emit(blob)
                     hasher.update(blob)
-                    last_seq = order["last_seq"]
-                    for row, text in zip(rows, texts):
-                        n += 1
-                        length = (len(text) if text.isascii() else len(text.encode("utf-8"))) + 1
-                        if length > MAX_RECORD_BYTES:
-                            raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
-                                               f"ceiling (fact {row[0]})")
-                        if direct:
-                            events.append((n, offset, length, "store", row[0], row[7], 1, None))
-                            times.append(row[8])
-                            if last_seq is not None and row[27] <= last_seq:
-                                order["renumber"] = True
-                            last_seq = row[27]
-                        offset += length
-                    order["last_seq"] = last_seq
-                    report.facts_retained += len(rows)
+                    starts = list(accumulate(lengths, initial=offset))
                     if direct:
-                        flush()
+                        db.executemany(_INSERT_EVENT, zip(range(n + 1, n + len(rows) + 1), starts, lengths,
+                                                          repeat("store"), map(_FACT_ID, rows),
+                                                          map(_STORED_AT, rows), repeat(1), repeat(None)))
+                        times.extend(map(_STORED_AT_NS, rows))
+                        seqs = list(map(_SEQ, rows))
+                        chain = seqs if order["last_seq"] is None else [order["last_seq"], *seqs]
+                        if not all(map(lt, chain, chain[1:])):  # replay order changed: renumber below
+                            order["renumber"] = True
+                        order["last_seq"] = seqs[-1]
+                    n += len(rows)
+                    offset = starts[-1]
+                    report.facts_retained += len(rows)
                     if n >= half > n - len(rows):
                         crash_point("compact-temp-partial")  # part of the temp file is on disk
                     if progress is not None:
