@@ -3,6 +3,8 @@
     python tools/bench/bench_compaction.py                  # 1,000,000 events (several minutes)
     python tools/bench/bench_compaction.py --events 100000  # quicker
     python tools/bench/bench_compaction.py --from-store DIR  # a copy of a store built earlier
+    ... --code OLD_CHECKOUT   # time another checkout's cruxsql on the same store (before/after a change)
+    ... --no-hooks            # without the replay hooks (other packages' derived tables)
 
 Steps: generate a realistic journal with the codec (tools/bench/journal_gen.py: stores with version
 chains, supersedes, ~6% deletes, validity changes), open it once so the view is built (setup, timed
@@ -23,6 +25,7 @@ a compaction that "just replays afterwards" would cost on top of its write.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import shutil
 import subprocess
@@ -51,6 +54,8 @@ def status(field):
                 return int(line.split()[1]) / 1024  # MiB
     return None
 
+if os.environ.get("BENCH_NO_HOOKS"):  # compaction without the replay hooks' derived tables
+    view._REPLAY_HOOKS.clear()
 store = cruxsql.open(data)
 out["rss_before_mib"] = status("VmRSS")
 try:  # reset the peak so it measures the operation (ru_maxrss would include the parent's, inherited)
@@ -106,9 +111,14 @@ print(json.dumps(out))
 """
 
 
+CODE = HERE.parent.parent  # the checkout whose cruxsql the children import (--code)
+HOOKS = True
+
+
 def child(mode: str, data: Path, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(data), str(HERE.parent.parent), *extra],
-                          capture_output=True, text=True, check=False)
+    env = dict(os.environ, BENCH_NO_HOOKS="" if HOOKS else "1")
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(data), str(CODE), *extra],
+                          capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{mode} child failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -152,7 +162,16 @@ def main() -> None:
     ap.add_argument("--carry-baseline", action="store_true",
                     help="Also compact a copy with the carry-over hooks off (fact_norms and the text index start "
                          "over, as before issue 15) and compare compaction time and the first known_at query.")
+    ap.add_argument("--code", type=Path, metavar="CHECKOUT",
+                    help="Run the timed children with the cruxsql of another checkout (e.g. main, for the code "
+                         "before a change) against the same store.")
+    ap.add_argument("--no-hooks", action="store_true",
+                    help="Compact without the replay hooks (the derived tables other packages keep), to time "
+                         "compaction's own work apart from theirs.")
     args = ap.parse_args()
+    global CODE, HOOKS
+    CODE = (args.code or CODE).resolve()
+    HOOKS = not args.no_hooks
 
     from journal_gen import generate
 
