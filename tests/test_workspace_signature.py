@@ -65,3 +65,11 @@ def test_an_approximate_outline_keeps_its_source_lines(wide):
     wide.index(wide.root)
     lines = wide.call("s", "ctx_read", path="pkg/tool.rb", mode="signatures").text.splitlines()
     assert lines[1:3] == ["(approximate regex outline)", f"{ruby}  L1-3"]
+
+
+def test_context_definitions_keep_an_approximate_outlines_source_line(wide):
+    ruby = "def configure(name, options = {}, retries = 3, timeout = 30, verbose = false, logger = nil, hooks = [])"
+    (wide.root / "pkg/tool.rb").write_text(f"{ruby}\n  name\nend\n", encoding="utf-8")
+    wide.index(wide.root)
+    text = wide.call("s", "ctx_context", task="what does configure do", token_budget=2000).text
+    assert f"pkg/tool.rb:1 {ruby}  L1-3  pkg/tool.rb#configure@L1" in text.splitlines()

@@ -20,7 +20,7 @@ from .handles import content_handle, symbolic_handle
 from .ranking import RankingConfig
 from .reply import LINE_CAP, Reply, trim
 from .search import WorkspaceBm25, line_hits
-from .signature import shorten
+from .signature import outline_signature
 from .snapshot import load
 
 MIN_BUDGET = 100
@@ -84,7 +84,7 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
         for path, qualname, start, end, signature in definitions:
             indexed = load(db, root, path)
             body = indexed.lines[start:min(end, start + BODY_LINES)]
-            line = f"{path}:{start} {trim(shorten(signature))}  L{start}-{end}"
+            line = f"{path}:{start} {trim(outline_signature(signature, indexed.approx))}  L{start}-{end}"
             rich.append(f"{line}  {symbolic_handle(path, qualname, start)}")
             rich += [f"    {line.rstrip()[:LINE_CAP]}" for line in body if line.strip()]
             if end > start + BODY_LINES:

@@ -20,7 +20,7 @@ from .budget import estimate_tokens
 from .modes import ModeKind, ReadMode, resolve_auto
 from .reply import LINE_CAP, Reply, thousands, trim
 from .outline import Symbol
-from .signature import shorten
+from .signature import outline_signature
 from .snapshot import IndexedFile, load
 
 
@@ -76,7 +76,7 @@ def _outline(db: apsw.Connection, indexed: IndexedFile, mode: ReadMode, head: st
                 lines += _constants_lines(constants)
             continue
         exact = _without_self(s)
-        compact = exact if indexed.approx else shorten(exact)     # regex outlines hold source lines, not Python
+        compact = outline_signature(exact, indexed.approx)
         if compact != exact:
             shortened.append(s)
         lines.append(f"{'  ' * s.depth}{trim(compact)}  {_span(s)}")

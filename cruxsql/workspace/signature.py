@@ -23,6 +23,12 @@ DEFAULT_CAP = 12
 _DEF = re.compile(r"^((?:@\S+ )*)((?:async )?def .*)$")
 
 
+def outline_signature(signature: str, approx: str) -> str:
+    """How an outline shows a symbol's signature: shortened when the outline is exact Python; a regex
+    outline's line (`approx` says why it is approximate) is source text and stays as written."""
+    return signature if approx else shorten(signature)
+
+
 def shorten(signature: str, width: int = WIDTH) -> str:
     """`signature` (as the index stores it: decorators, then `def name(args) -> ret`) fitted to `width`."""
     match = _DEF.match(signature)
