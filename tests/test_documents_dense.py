@@ -306,3 +306,24 @@ def test_bootstrap_ranks_by_fact_embeddings_as_crux_does(store):
     assert store.db.execute("SELECT COUNT(*) FROM fact_embeddings").fetchone()[0] == 2
     store.delete(low.fact_id, owner=OWNER)
     assert store.db.execute("SELECT fact_id FROM fact_embeddings").fetchall() == [(high.fact_id,)]
+
+
+def test_cli_search_without_the_dense_lane_loads_no_embedder(tmp_path, monkeypatch):
+    """`--no-dense` with CRUXSQL_EMBEDDER=minilm and no [semantic] extra: plain BM25 needs no model, so it runs."""
+    import cruxsql.embeddings.minilm as minilm
+
+    def missing_extra():
+        raise InvalidInput("the minilm embedder needs the [semantic] extra")
+    monkeypatch.setattr(minilm.MiniLmEmbedder, "load", staticmethod(missing_extra))
+    runner = CliRunner()
+    env = {"CRUXSQL_DATA_DIR": str(tmp_path / "d"), "CRUXSQL_EMBEDDER": "none"}
+    (tmp_path / "n").mkdir()
+    (tmp_path / "n" / "a.md").write_text("alpha beta gamma\n")
+    assert runner.invoke(main, ["ingest", str(tmp_path / "n")], env=env).exit_code == 0
+    env["CRUXSQL_EMBEDDER"] = "minilm"
+    dense = runner.invoke(main, ["search", "alpha"], env=env)
+    assert (dense.exit_code, dense.output) == (1, "Error: the minilm embedder needs the [semantic] extra\n")
+    plain = runner.invoke(main, ["search", "alpha", "--json", "--contract", "legacy", "--no-dense"], env=env)
+    assert plain.exit_code == 0, plain.output
+    body = json.loads(plain.output)
+    assert [r["result_id"] for r in body["results"]] == ["0:0"] and body["meta"]["score_space"] == "bm25_lexical"

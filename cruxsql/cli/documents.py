@@ -195,7 +195,8 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         raise click.UsageError(f"--rerank-depth re-ranks BM25 hits with the dense lane; it does not go with "
                                f"{'--fused' if fused else '--no-dense'}")
     with open_store(data_dir, "read") as store:
-        lane = DocumentLane(store)
+        # --no-dense needs no embedder: a configured one that cannot load (minilm without the extra) is not loaded
+        lane = DocumentLane(store, embedder=None) if no_dense else DocumentLane(store)
         if fused:
             _fused_search(lane, query, tenant, limit, fusion, not no_dense, as_json)
             return
