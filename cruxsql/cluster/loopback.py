@@ -7,6 +7,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import json
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -97,6 +98,33 @@ class LoopbackCluster:
                     raise CruxsqlError(f"nats-server {server.name} did not start; see "
                                        f"{self.base_dir / (server.name + '.log')}")
                 time.sleep(0.05)
+        if len(self.servers) > 1:
+            self._wait_for_meta_group(deadline)
+
+    def _jsz(self, server: LoopbackServer) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.monitor_port}/jsz", timeout=1) as r:
+            return json.loads(r.read()).get("meta_cluster") or {}
+
+    def _wait_for_meta_group(self, deadline: float) -> None:
+        """Wait until every running server sees the same meta leader and the leader sees every other running
+        server current: before that, creating a replicated stream can fail with "no suitable peers for placement"."""
+        running = [s for s in self.servers if s.process is not None and s.process.poll() is None]
+        while True:
+            try:
+                metas = [self._jsz(s) for s in running]
+                leaders = {m.get("leader") for m in metas}
+                if len(leaders) == 1 and None not in leaders and "" not in leaders:
+                    leader = next(m for s, m in zip(running, metas) if s.name in leaders)
+                    current = {p["name"] for p in leader.get("replicas") or []
+                               if p.get("current") and not p.get("offline")}
+                    if {s.name for s in running} - leaders <= current:
+                        return
+            except (OSError, ValueError, StopIteration):
+                pass
+            if time.monotonic() > deadline:
+                raise CruxsqlError(f"the loopback NATS servers elected no meta leader with every peer current; "
+                                   f"see the logs in {self.base_dir}")
+            time.sleep(0.05)
 
     def kill(self, index: int) -> None:
         """SIGKILL one server (no clean shutdown)."""
