@@ -362,6 +362,48 @@ def test_cli_refusals_are_one_error_line(nats_cluster, tmp_path):
     assert len(write.stderr.splitlines()) == 1 and (node_dir / "facts.jsonl").read_bytes() == before
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "CRUXSQL_CLUSTER": ""})
+
+
+@pytest.mark.parametrize("url", ["nats://127.0.0.1:abc", "nats://127.0.0.1:99999"])
+@pytest.mark.parametrize("command", [["node"], ["cluster", "status"]])
+def test_a_url_with_a_bad_port_is_one_error_line_naming_it(tmp_path, command, url):
+    out = _cli(*command, "--cluster", url, "--data-dir", str(tmp_path / "d"))
+    assert (out.returncode, out.stderr) == (1, f"Error: --cluster: {url!r} has no valid port (1-65535)\n")
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_failed_start_leaves_the_directory_unbound_and_unchanged(tmp_path):
+    empty, missing = tmp_path / "empty", tmp_path / "missing"
+    empty.mkdir()
+    for data_dir in (empty, missing):
+        out = _cli("node", "--cluster", "nats://127.0.0.1:1", "--group", "typo", "--data-dir", str(data_dir))
+        assert out.returncode == 1 and len(out.stderr.splitlines()) == 1
+        assert out.stderr.startswith("Error: the NATS cluster at nats://127.0.0.1:1 did not answer")
+    assert (list(empty.iterdir()), missing.exists()) == ([], False)
+    # the typo did not stick: the directory is still a plain local store
+    assert _cli("store", "e", "k", "v", "--data-dir", str(empty)).returncode == 0
+
+
+@pytest.mark.parametrize("command", [["node"], ["cluster", "status"]])
+def test_credentials_in_a_url_are_redacted_in_error_lines(tmp_path, command):
+    out = _cli(*command, "--cluster", "nats://alice:s3cret@127.0.0.1:1,nats://t0ken@127.0.0.1:2",
+               "--data-dir", str(tmp_path / "d"))
+    assert out.returncode == 1 and "s3cret" not in out.stderr and "t0ken" not in out.stderr
+    assert out.stderr.startswith("Error: the NATS cluster at nats://***@127.0.0.1:1,nats://***@127.0.0.1:2 did not")
+    bad = _cli(*command, "--cluster", "nats://alice:s3cret@127.0.0.1:abc", "--data-dir", str(tmp_path / "d"))
+    assert bad.stderr == "Error: --cluster: 'nats://***@127.0.0.1:abc' has no valid port (1-65535)\n"
+
+
+def test_a_cluster_json_without_a_key_names_the_missing_key(tmp_path):
+    (tmp_path / "cluster.json").write_text(json.dumps({"urls": ["nats://127.0.0.1:1"], "replicas": 3, "node": "n"}))
+    out = _cli("cluster", "status", "--data-dir", str(tmp_path))
+    assert (out.returncode, out.stderr) == (
+        1, f"Error: {tmp_path / 'cluster.json'}: not a cluster configuration: the key 'group' is missing\n")
+
+
 def test_an_mcp_server_on_a_node_writes_and_reads_through_the_cluster(nats_cluster, tmp_path):
     """`cruxsql mcp` on a bound directory: the agent's store goes through the cluster to the other nodes,
     and its recall sees what another node wrote (identity still from the connection)."""

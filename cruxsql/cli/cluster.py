@@ -60,6 +60,7 @@ def node(urls: Optional[str], group: Optional[str], replicas: Optional[str], nod
       cruxsql node --cluster nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 \\
                    --data-dir /var/lib/cruxsql --node-name host1
     """
+    from ..cluster.config import redact_all
     from ..cluster.node import run_node
     config = _config(data_dir, urls, group, int(replicas) if replicas else None, node_name, store_dirs)
     stop = threading.Event()
@@ -67,7 +68,7 @@ def node(urls: Optional[str], group: Optional[str], replicas: Optional[str], nod
         signal.signal(sig, lambda *_: stop.set())
     def ready() -> None:
         click.echo(f"node {config.node}: mirroring stream CRUXSQL_{config.group} into {data_dir} "
-                   f"(R{config.replicas}, {','.join(config.urls)})", err=True)
+                   f"(R{config.replicas}, {redact_all(config.urls)})", err=True)
 
     run_node(data_dir, config, stop, on_ready=ready, progress=progress_callback("catching up with the cluster"))
     click.echo(f"node {config.node}: stopped", err=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
@@ -37,8 +38,7 @@ class ClusterConfig:
         if not self.urls:
             raise InvalidInput("--cluster: give at least one nats:// URL")
         for url in self.urls:
-            if not url.startswith(("nats://", "tls://")) or len(url.split("://", 1)[1]) == 0:
-                raise InvalidInput(f"--cluster: {url!r} is not a nats:// URL")
+            check_url(url)
         if not _GROUP.match(self.group):
             raise InvalidInput(f"--group: {self.group!r} must be 1-64 letters, digits, _ or -")
         if self.replicas not in (1, 3, 5):
@@ -46,6 +46,35 @@ class ClusterConfig:
         if not _GROUP.match(self.node):
             raise InvalidInput(f"--node-name: {self.node!r} must be 1-64 letters, digits, _ or -")
         return self
+
+
+def redact(url: str) -> str:
+    """`url` with its credentials (user, password or token before `@`) replaced by `***`, for messages."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}{sep}***@{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def redact_all(urls: list[str]) -> str:
+    return ",".join(redact(u) for u in urls)
+
+
+def check_url(url: str) -> None:
+    """A nats:// (or tls://) URL with a host and, if given, a port 1-65535; else InvalidInput naming it."""
+    shown = redact(url)
+    if not url.startswith(("nats://", "tls://")) or len(url.split("://", 1)[1]) == 0:
+        raise InvalidInput(f"--cluster: {shown!r} is not a nats:// URL")
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        raise InvalidInput(f"--cluster: {shown!r} has no valid port (1-65535)")
+    if not parts.hostname:
+        raise InvalidInput(f"--cluster: {shown!r} names no host")
 
 
 def parse_urls(text: str) -> list[str]:
@@ -68,7 +97,9 @@ def read_config(data_dir: Path) -> Optional[ClusterConfig]:
     try:
         return ClusterConfig(list(obj["urls"]), obj["group"], int(obj["replicas"]), obj["node"],
                              tuple(str(d) for d in obj.get("server_store_dirs", []))).check()
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:
+        raise InvalidInput(f"{path}: not a cluster configuration: the key {exc.args[0]!r} is missing") from None
+    except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{path}: not a cluster configuration ({exc})") from None
 
 

@@ -21,11 +21,14 @@ import nats.errors
 import nats.js.errors
 from nats.js import api
 
-from ..errors import CruxsqlError
+from ..errors import CruxsqlError, InvalidInput
+from .config import redact_all
 
 T = TypeVar("T")
 WRONG_LAST_SEQUENCE = (10071,)
 """JetStream's error codes for an expected last (subject) sequence that is not the last one."""
+NO_SUITABLE_PEERS = 10005
+"""JetStream's "no suitable peers for placement": also answered while a peer is offline or catching up."""
 DUPLICATE_WINDOW_SECONDS = 120.0
 FETCH_BATCH = 512
 
@@ -96,6 +99,9 @@ class ClusterLink:
                                               error_cb=self._quiet, disconnected_cb=self._none,
                                               reconnected_cb=self._none, closed_cb=self._none),
                                   2.0 * len(urls) + 3)
+        except nats.errors.Error as exc:  # a URL nats-py cannot use (config.check_url catches the known ones)
+            self._stop_loop()
+            raise InvalidInput(f"--cluster: {redact_all(urls)}: {exc}") from None
         except BaseException:
             self._stop_loop()
             raise
@@ -118,7 +124,7 @@ class ClusterLink:
                 nats.errors.ConnectionClosedError, nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError,
                 nats.js.errors.ServiceUnavailableError, ConnectionError, OSError) as exc:
             future.cancel()
-            raise ClusterUnavailable(f"the NATS cluster at {','.join(self.urls)} did not answer: "
+            raise ClusterUnavailable(f"the NATS cluster at {redact_all(self.urls)} did not answer: "
                                      f"{type(exc).__name__} {exc}".rstrip()) from None
         except nats.js.errors.NotFoundError:
             raise
@@ -171,11 +177,17 @@ class ClusterLink:
                 await self._js.stream_info(self.stream)
             except nats.js.errors.NotFoundError:
                 await self._js.add_stream(config)
-        try:
-            self._retry(ensure)
-        except ClusterRefused as exc:
-            raise ClusterRefused(f"cannot create the stream {self.stream} with {replicas} replica(s): {exc} "
-                                 f"(a single server takes --replicas 1)", exc.err_code) from None
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                self._retry(ensure)
+                return
+            except ClusterRefused as exc:
+                if exc.err_code == NO_SUITABLE_PEERS and time.monotonic() < deadline:
+                    time.sleep(0.25)  # a peer (re)joining the meta group is not yet current: placement waits
+                    continue
+                raise ClusterRefused(f"cannot create the stream {self.stream} with {replicas} replica(s): {exc} "
+                                     f"(a single server takes --replicas 1)", exc.err_code) from None
 
     def publish(self, subject: str, payload: bytes, msg_id: str, expected_subject_seq: Optional[int],
                 expected_last_seq: Optional[int] = None) -> int:

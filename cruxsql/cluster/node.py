@@ -16,7 +16,7 @@ from ..documents import DocumentLane
 from ..documents.segments import SegmentError
 from ..errors import CruxsqlError
 from .config import ClusterConfig, read_config, write_config
-from .link import ClusterUnavailable
+from .link import ClusterLink, ClusterUnavailable
 from .proofs import answer_proof_requests, proof_subject
 from .status import NodeReport
 from .store import ClusterStore
@@ -25,12 +25,17 @@ POLL_SECONDS = 0.05
 REPORT_SECONDS = 1.0
 
 
-def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
-    """Bind `data_dir` to `config`'s cluster, or check it is bound to the same group already."""
+def check_binding(data_dir: Path, config: ClusterConfig) -> None:
+    """Refuse `config` when `data_dir` is bound to another group already (changes nothing)."""
     bound = read_config(data_dir)
     if bound is not None and bound.group != config.group:
         raise CruxsqlError(f"{data_dir} mirrors group {bound.group!r}, not {config.group!r}")
-    if bound != config:
+
+
+def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
+    """Bind `data_dir` to `config`'s cluster, or check it is bound to the same group already."""
+    check_binding(data_dir, config)
+    if read_config(data_dir) != config:
         write_config(data_dir, config)
     return config
 
@@ -41,8 +46,17 @@ def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
     """Mirror the stream into `data_dir` until `stop` is set; report to the registry every second.
     Rides out the cluster's outages once running (keeps retrying); raises for a refusal at start
     (e.g. a stream the cluster cannot host) and for a local failure."""
-    bind(data_dir, config)
-    store = ClusterStore(data_dir, config, **options)
+    # nothing is written until the cluster answered and holds the stream: a mistyped URL or a cluster
+    # that is down leaves the directory as it was (unbound, no view), and the next start may differ
+    check_binding(data_dir, config)
+    link = ClusterLink(config.urls, config.group)
+    try:
+        link.ensure_stream(config.replicas)
+        bind(data_dir, config)
+    except BaseException:
+        link.close()
+        raise
+    store = ClusterStore(data_dir, config, link=link, **options)
     store.link.serve(proof_subject(config.group))
     if on_ready:
         on_ready()

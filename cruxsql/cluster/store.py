@@ -53,14 +53,25 @@ class ClusterStore(Store):
     """The data directory of a cluster node; `cluster.json` in it says which cluster."""
 
     def __init__(self, data_dir: Path | str, config: ClusterConfig, progress: Progress = None,
-                 **options: Any) -> None:
-        super().__init__(data_dir, progress=progress, **options)
+                 link: Optional[ClusterLink] = None, **options: Any) -> None:
+        """`link`: a connection to `config`'s cluster already made (the store closes it), else one is made."""
+        try:
+            super().__init__(data_dir, progress=progress, **options)
+        except BaseException:
+            if link is not None:
+                link.close()
+            raise
         if self.read_only:
+            if link is not None:
+                link.close()
             raise ReadOnlyStore(f"{data_dir} is read-only: a cluster node mirrors the stream into it")
         self.config = config
         self.journal.rewrite = self._rewrite_as_generation  # type: ignore[method-assign]
+        if link is not None:
+            self.link = link
         try:
-            self.link = ClusterLink(config.urls, config.group)
+            if link is None:
+                self.link = ClusterLink(config.urls, config.group)
             self.link.ensure_stream(config.replicas)
             self.mirror = Mirror(self.data_dir, self.link)
             self.segment_replica = FleetSegments(self.link, config.group, config.replicas,
