@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("nats")
 
 from cruxsql.cluster.config import ClusterConfig  # noqa: E402
-from cruxsql.cluster.link import ClusterLink  # noqa: E402
+from cruxsql.cluster.link import ClusterLink, ClusterRefused  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster, server_binary  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore, chain_subject  # noqa: E402
@@ -220,6 +220,34 @@ def test_a_retried_publish_with_the_same_message_id_is_stored_once(nats_cluster)
         first = link.publish(subject, b"payload\n", "same-id", None)
         again = link.publish(subject, b"payload\n", "same-id", None)
         assert first == again == link.last_seq() == 1
+    finally:
+        link.close()
+
+
+def test_stream_creation_retries_no_suitable_peers_for_a_bounded_time(nats_cluster, monkeypatch):
+    """Error 10005 (no suitable peers for placement) answers while a peer is offline or not yet current:
+    the stream's creation retries it within the link's patience, then gives up with the refusal."""
+    link = ClusterLink(nats_cluster.urls, "placement", patience=1.0)
+    real, refusals = link._retry, []
+
+    def placement_fails_twice(make):
+        if len(refusals) < 2:
+            refusals.append(time.monotonic())
+            raise ClusterRefused("JetStream refused the request: no suitable peers for placement (error 10005)",
+                                 10005)
+        return real(make)
+    try:
+        monkeypatch.setattr(link, "_retry", placement_fails_twice)
+        link.ensure_stream(3)
+        assert len(refusals) == 2 and len(link.state().replicas) == 2  # R3: the leader and two followers
+        def placement_always_fails(make):
+            raise ClusterRefused("JetStream refused the request: no suitable peers for placement (error 10005)",
+                                 10005)
+        monkeypatch.setattr(link, "_retry", placement_always_fails)
+        started = time.monotonic()
+        with pytest.raises(ClusterRefused, match=r"cannot create the stream CRUXSQL_placement .*\(error 10005\)"):
+            link.ensure_stream(3)
+        assert 1.0 <= time.monotonic() - started < 3.0  # the link's patience bounds the wait
     finally:
         link.close()
 
