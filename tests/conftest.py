@@ -13,3 +13,12 @@ def _fresh_privacy_policy(monkeypatch: pytest.MonkeyPatch):
     privacy.install_global(None)
     yield
     privacy.install_global(None)
+
+
+@pytest.fixture(scope="module")
+def portal():
+    """One anyio portal per test module, for the MCP SDK's async clients driven from synchronous tests."""
+    from anyio.from_thread import start_blocking_portal
+
+    with start_blocking_portal() as p:
+        yield p

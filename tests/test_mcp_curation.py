@@ -9,7 +9,6 @@ from pathlib import Path
 import blake3
 import cbor2
 import pytest
-from anyio.from_thread import start_blocking_portal
 
 import cruxsql
 from cruxsql.curation.memory_panel import chrono_display
@@ -26,12 +25,6 @@ CURATION = ["memory_contradictions", "memory_consolidate", "memory_consolidate_u
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mcp-curation")
-
-
-@pytest.fixture(scope="module")
-def portal():
-    with start_blocking_portal() as p:
-        yield p
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from anyio.from_thread import start_blocking_portal
 
 from mcp_clients import HttpServer
 
@@ -27,12 +26,6 @@ def server(data_dir):
     srv = HttpServer(data_dir, {"CRUX_AGENT_TOKENS": tokens})
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def portal():
-    with start_blocking_portal() as p:
-        yield p
 
 
 def _post_initialize(url: str, token: str | None) -> httpx2.Response:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import apsw
 import pytest
-from anyio.from_thread import start_blocking_portal
 
 import cruxsql
 from cruxsql.facts import codec, timestamps
@@ -29,12 +28,6 @@ ALL += ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo"
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mcp-stdio")
-
-
-@pytest.fixture(scope="module")
-def portal():
-    with start_blocking_portal() as p:
-        yield p
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import apsw
 import pytest
-from anyio.from_thread import start_blocking_portal
 
 from cruxsql.workspace import Workspace
 from mcp_clients import CLI, server_env, stdio
@@ -27,12 +26,6 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                           env=server_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return root, data_dir
-
-
-@pytest.fixture(scope="module")
-def portal():
-    with start_blocking_portal() as p:
-        yield p
 
 
 @pytest.fixture(scope="module")
