@@ -169,3 +169,39 @@ def test_a_rebuild_still_recomputes_fact_norms(store: Store) -> None:
         exact_duplicates.recompute = original
     assert calls
     assert norms_snapshot(store.db) == from_scratch(store.db)[1]
+
+
+def test_drop_across_postings_blocks_leaves_what_a_fresh_index_of_the_rest_holds(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """`TextIndex.drop` (the carry-over's removal of dropped facts) over facts in several postings blocks,
+    sharing trigrams across blocks and within one, with a postings row left empty, its trigrams computed
+    in pieces: the index left equals one built from scratch over the remaining facts."""
+    from cruxsql.facts import view
+    monkeypatch.setattr(fact_index, "_DROP_PIECE", 1)
+
+    db = view.open_connection(tmp_path / view.DB_NAME)
+    seqs = [1, 2, 3, 65535, 65536, 65537, 70000, 131072, 131073, 200000]
+    values = ["alpha beta", "ALPHA gamma", "Été unique", "alpha beta", "beta only", "zzzuniq", "gamma alpha",
+              "alpha", "qqqsolo", "beta gamma"]
+    with db:
+        db.execute("INSERT INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
+                   "generation, updated_at_ns) VALUES (1, 1, 1, 1, 'x', 1, 'g1', 0)")
+        db.executemany(
+            "INSERT INTO facts (fact_id, tenant_hash, entity, key, value, confidence, stored_at, stored_at_ns, tokens, "
+            "deleted, version, private, horizon_class, seq, line_no) VALUES (?, 't', ?, 'k', ?, 1.0, 'x', 0, 1, 0, 1, "
+            "0, 'none', ?, ?)", [(f"f{s}", f"e{s % 3}", v, s, i + 1) for i, (s, v) in enumerate(zip(seqs, values))])
+    TextIndex(db).sync()
+    gone = {2, 3, 65536, 65537, 131073, 200000}
+    with db:
+        TextIndex(db).drop(db.execute("SELECT seq, entity, key, value FROM facts WHERE seq IN carray(?) ORDER BY seq",
+                                      (apsw.carray(np.array(sorted(gone), dtype=np.int64)),)).fetchall())
+        db.execute("DELETE FROM facts WHERE seq IN carray(?)", (apsw.carray(np.array(sorted(gone), dtype=np.int64)),))
+    dropped = sorted(tuple(r) for r in db.execute("SELECT * FROM recall_text")), postings(db)
+    with db:
+        for table in ("recall_text", "recall_grams", "recall_index_state"):
+            db.execute(f"DELETE FROM {table}")
+    TextIndex(db).sync()
+    assert dropped == (sorted(tuple(r) for r in db.execute("SELECT * FROM recall_text")), postings(db))
+    assert {s >> BLOCK_BITS for _, s in dropped[1]} == {0, 1, 2}
+    assert db.execute("SELECT count(*) FROM recall_grams WHERE block = 3").fetchone()[0] == 0  # emptied rows go
+    db.close()

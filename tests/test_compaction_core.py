@@ -235,18 +235,31 @@ def test_empty_store_compacts_to_empty_journal(tmp_path):
     assert store.verify().view_matches_replay
 
 
-def test_fast_row_serialiser_equals_fact_to_json(tmp_path):
+def test_sql_built_store_lines_equal_the_codec_encoding(tmp_path):
+    """Every live fact's compacted `store` line, built by SQLite, is byte for byte the codec's encoding of
+    the same fact: Crux-written lines, a random history, every optional field, confidences that need
+    f32 shortest-form rendering, and strings with quotes, backslashes, every control character,
+    U+2028, non-ASCII and astral text."""
     from cruxsql.facts import view
+    from cruxsql.governance import store_lines
     (tmp_path / "facts.jsonl").write_text("\n".join(CRUX_LINES) + "\n", encoding="utf-8")
     store = Store(tmp_path)
     random_history(store, 7, steps=150)
     for conf in (0.0, -0.0, 1e-7, 0.1, 0.333333343267, 1.0):
         f = store.store("conf", "k", "v", confidence=abs(conf) if conf else conf)
         store.set_validity(f.fact_id, 1, None)
-    rows = store.db.execute(f"SELECT {view.FACT_SELECT} FROM facts").fetchall()
-    assert len(rows) > 100
-    for row in rows:
-        assert compaction.fact_json(row) == view.fact_from_row(row).to_json()
+    odd = "".join(map(chr, range(32))) + '"\\/\u2028\u2029\x7f é 東京 \U0001f600 \\u0000'
+    store.store(odd, "k" + odd, "v" + odd, source_receipt="r" + odd, actor="a" + odd)
+    store.store("plain", "k", "v", source_receipt=None, actor=None, private=True, horizon_class="volatile")
+    store.db.execute("UPDATE facts SET access_count = 3, last_accessed_at = stored_at, "
+                     "last_accessed_at_ns = stored_at_ns WHERE rowid % 5 = 0")
+    expected = {r[0]: b'{"op":"store","fact":' + view.fact_from_row(r[1:]).to_json().encode() + b"}"
+                for r in store.db.execute(f"SELECT fact_id, {view.FACT_SELECT} FROM facts WHERE deleted = 0")}
+    got = {fid: line for rows in store_lines.live_chunks(store.db, 7) for line, fid, *_ in rows}
+    assert len(expected) > 80 and got == expected
+    assert any(b'"access_count":3' in line for line in got.values())
+    assert any(b"\\u001f" in line and b"\xe2\x80\xa8" in line for line in got.values())
+    assert store_lines.total_bytes(store.db) == sum(len(line) + 1 for line in got.values())
 
 
 def test_another_open_store_keeps_working_after_a_compaction(tmp_path):
@@ -313,7 +326,7 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
     random_history(store, 5, steps=60)
     state_before, journal_before = fact_state(store), journal_bytes(tmp_path)
     if fail_at == "writing":  # before the commit point: the old journal and the old view stay
-        monkeypatch.setattr(compaction, "fact_json", lambda row: (_ for _ in ()).throw(OSError("disk full")))
+        monkeypatch.setattr(compaction, "_live_chunks", lambda db: (_ for _ in ()).throw(OSError("disk full")))
     else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
         real = view.write_checkpoint
         calls = []

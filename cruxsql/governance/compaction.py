@@ -13,8 +13,8 @@ line: `verify --strict` is clean right after a compaction (tombstones are report
 lines are never dropped silently: compaction refuses while any exist, unless told to drop them, and
 then keeps them byte for byte in `facts.jsonl.corrupt.<32hex>` (mode 0600) first.
 
-Facts are re-serialised from the view with `Fact.to_json`, so a fact that did not change comes out
-byte-identical. The view's facts hold only what the journal said (access counts kept elsewhere by
+Facts are re-serialised from the view exactly as `Fact.to_json` writes them (by SQLite, `store_lines`),
+so a fact that did not change comes out byte-identical. The view's facts hold only what the journal said (access counts kept elsewhere by
 the salience lane are never baked in).
 
 Steps, all under the writer lock after catching the view up:
@@ -50,12 +50,11 @@ from ..facts import codec, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from ..recall.fact_index import Timeline
-from . import legal_holds
+from . import legal_holds, store_lines
 
 Progress = Optional[Callable[[int, int], None]]
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 _BATCH = 20_000
-_FACT_SELECT_F = ", ".join("f." + c for c in view.FACT_COLUMNS[:26])
 
 
 class LegalHoldBlocked(Conflict):
@@ -185,80 +184,12 @@ def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] =
 # --- the rewrite -----------------------------------------------------------------------------------
 
 
-# A planned line: (text, op, fact_id, event_at, applied, skip_reason, [(fact_id, role)], store_meta)
-# where store_meta is (rowid, old seq) for a live fact's `store` line and None otherwise.
-
-
-_CONFIDENCE_TEXT: dict[float, str] = {}
-
-
-def fact_json(r: tuple) -> str:
-    """`Fact.to_json()` of a view row (FACT_SELECT order), built from the row's own timestamp text.
-
-    The view keeps every timestamp as the text `format_fact_time` wrote, so nothing is re-formatted;
-    confidences are formatted once per distinct value. Tests hold it byte-equal to `Fact.to_json`.
-    """
-    c = r[6]
-    conf = _CONFIDENCE_TEXT.get(c) if c else None
-    if conf is None:
-        conf = codec.format_f32(c)
-        if c and len(_CONFIDENCE_TEXT) < 65536:
-            _CONFIDENCE_TEXT[c] = conf
-    parts = ['{"fact_id":', _jstr(r[0]), ',"tenant_hash":', _jstr(r[1]), ',"entity":', _jstr(r[2]), ',"key":',
-             _jstr(r[3]), ',"value":', _jstr(r[4]), ',"source_receipt":', "null" if r[5] is None else _jstr(r[5]),
-             ',"confidence":', conf, ',"stored_at":"', r[7], '","tokens":', str(r[9]), ',"deleted":',
-             "true" if r[10] else "false", ',"version":', str(r[11])]
-    if r[12] is not None:
-        parts += (',"supersedes":', _jstr(r[12]))
-    parts += (',"private":', "true" if r[13] else "false", ',"horizon_class":"', r[14], '"')
-    if r[15] is not None:
-        parts += (',"reverified_at":"', r[15], '"')
-    if r[17] is not None:
-        parts += (',"superseded_by":', _jstr(r[17]))
-    if r[18] is not None:
-        parts += (',"actor":', _jstr(r[18]))
-    if r[19] is not None:
-        parts += (',"valid_from":"', r[19], '"')
-    if r[21] is not None:
-        parts += (',"valid_to":"', r[21], '"')
-    if r[23]:
-        parts += (',"access_count":', str(r[23]))
-    if r[24] is not None:
-        parts += (',"last_accessed_at":"', r[24], '"')
-    parts.append("}")
-    return "".join(parts)
-
-
-_LIVE = (f"SELECT {_FACT_SELECT_F}, f.rowid, f.seq FROM facts f WHERE f.deleted = 0 {{after}} "
-         "ORDER BY f.stored_at_ns, f.fact_id LIMIT {limit}")
-
-
 def _live_chunks(db) -> Iterator[list[tuple]]:
-    """The live facts in the compacted journal's order (`stored_at`, `fact_id`), as lists of view rows
-    (FACT_SELECT, then rowid and seq), keyset-paginated so no statement stays open across a chunk."""
-    last = None
-    while True:
-        if last is None:
-            rows = db.execute(_LIVE.format(after="", limit=_BATCH)).fetchall()
-        else:
-            rows = db.execute(_LIVE.format(after="AND (f.stored_at_ns, f.fact_id) > (?, ?)", limit=_BATCH),
-                              last).fetchall()
-        if not rows:
-            return
-        last = (rows[-1][8], rows[-1][0])
-        yield rows
+    """The live facts' store lines in the compacted journal's order, a chunk at a time (`store_lines`)."""
+    return store_lines.live_chunks(db, _BATCH)
 
 
-def store_line(row: tuple) -> str:
-    """The compacted journal's `store` line of a live fact's view row."""
-    return _STORE_HEAD + fact_json(row) + "}"
-
-
-_STORE_HEAD = '{"op":"store","fact":'
-# A chunk of store lines is one join: each line is _STORE_HEAD + fact + "}" + "\n".
-_STORE_BETWEEN = "}\n" + _STORE_HEAD
-_STORE_WRAP = len(_STORE_BETWEEN)
-_FACT_ID, _STORED_AT, _STORED_AT_NS, _SEQ = itemgetter(0), itemgetter(7), itemgetter(8), itemgetter(27)
+_LINE, _FACT_ID, _STORED_AT, _STORED_AT_NS, _SEQ = (itemgetter(i) for i in range(5))
 _INSERT_EVENT = ("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
                  "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
@@ -340,7 +271,7 @@ def estimate_bytes_after(store) -> int:
     stats = CompactionReport()
     now_text = timestamps.format_event_time(timestamps.now_ns())
     with store.db:  # the provenance check rewrites the rows it approves: roll that back
-        size = sum(len(store_line(row).encode("utf-8")) + 1 for rows in _live_chunks(store.db) for row in rows)
+        size = store_lines.total_bytes(store.db)
         lines = _tail_lines(store.db, view.Applier(store.db, store.policy, 0), now_text, stats, [])
         size += sum(len(line[0].encode("utf-8")) + 1 for line in lines)
         store.db.execute("SAVEPOINT keep_nothing")
@@ -443,24 +374,20 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             def write_lines(emit: Callable[[bytes], None]) -> None:
                 n, offset = 0, 0
                 half = max(1, total // 2)
-                # The live facts' store lines, a chunk at a time: one write and one hash per chunk, the
-                # `{"op":"store","fact":...}` wrapping done by the join, and each line's bookkeeping
+                # The live facts' store lines, a chunk at a time, built by SQLite (`store_lines`): one write
+                # and one hash per chunk, and each line's bookkeeping
                 # (offsets, event rows, times, the seq order check) by C-level iterators over the chunk
                 # rather than a Python loop per line. Their view rows: journal_events here,
                 # facts.line_no and journal_event_facts in SQL afterwards.
                 for rows in _live_chunks(db):
-                    texts = [fact_json(row) for row in rows]
-                    joined = _STORE_HEAD + _STORE_BETWEEN.join(texts) + "}\n"
-                    blob = joined.encode("utf-8")
-                    if len(blob) == len(joined):  # all ASCII: a line's bytes are its characters
-                        lengths = [len(t) + _STORE_WRAP for t in texts]
-                    else:
-                        lengths = [len(t.encode("utf-8")) + _STORE_WRAP for t in texts]
+                    lines = list(map(_LINE, rows))
+                    blob = b"\n".join(lines) + b"\n"
+                    lengths = [n + 1 for n in map(len, lines)]
                     longest = max(lengths)
                     if longest > MAX_RECORD_BYTES:
                         row = rows[lengths.index(longest)]
                         raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
-                                           f"ceiling (fact {row[0]})")
+                                           f"ceiling (fact {row[1]})")
                     emit(blob)
                     hasher.update(blob)
                     starts = list(accumulate(lengths, initial=offset))

@@ -99,6 +99,20 @@ def _postings(strings: list[str], owners: np.ndarray) -> tuple[np.ndarray, np.nd
     return codes, seqs
 
 
+_DROP_PIECE = 2048
+
+
+def _row_grams(rows: Sequence[tuple]) -> np.ndarray:
+    """The distinct trigram codes of the indexed text of `rows` (seq, entity, key, value)."""
+    strings: list[str] = []
+    for seq, entity, key, value in rows:
+        t = text_row(seq, entity, key, value)
+        strings += (t[3] if t[3] is not None else value, t[4] if t[4] is not None else key,
+                    t[5] if t[5] is not None else entity)
+    codes, _ = _postings(strings, np.repeat(np.array([r[0] for r in rows], dtype=np.int64), 3))
+    return np.unique(codes)
+
+
 class TextIndex:
     """Lowercased text and trigram postings for the facts of one view."""
 
@@ -224,33 +238,27 @@ class TextIndex:
 
     def drop(self, rows: Sequence[tuple]) -> None:
         """Take the facts `rows` (seq, entity, key, value, as indexed) out of the index: their text row
-        and their seq from each of their trigrams' postings (an emptied postings row goes)."""
+        and their seq from each of their trigrams' postings (an emptied postings row goes). Each postings
+        block is read and rewritten once; the trigrams are computed _DROP_PIECE facts at a time, which
+        bounds the memory of their arrays."""
         db = self.db
         db.executemany("DELETE FROM recall_text WHERE seq = ?", [(r[0],) for r in rows])
-        strings: list[str] = []
-        for seq, entity, key, value in rows:
-            t = text_row(seq, entity, key, value)
-            strings += (t[3] if t[3] is not None else value, t[4] if t[4] is not None else key,
-                        t[5] if t[5] is not None else entity)
-        owners = np.repeat(np.array([r[0] for r in rows], dtype=np.int64), 3)
-        order = np.argsort(owners, kind="stable")
-        codes, seqs = _postings([strings[i] for i in order], owners[order])
-        blocks = seqs >> BLOCK_BITS
-        for block in np.unique(blocks).tolist():
-            sel = blocks == block
-            block_codes, gone = codes[sel], (seqs[sel] & (BLOCK_SIZE - 1)).astype("<u2")
-            starts = np.flatnonzero(np.r_[True, block_codes[1:] != block_codes[:-1]])
-            bounds = np.r_[starts, len(block_codes)]
-            grams = block_codes[starts]
-            existing = dict(db.execute("SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
-                                       (block, apsw.carray(np.ascontiguousarray(grams)))))
+        by_block: dict[int, list[tuple]] = {}
+        for row in rows:
+            by_block.setdefault(row[0] >> BLOCK_BITS, []).append(row)
+        for block, block_rows in sorted(by_block.items()):
+            # The dropped facts go whole, so a posting goes exactly when its seq is one of theirs.
+            gone = np.zeros(BLOCK_SIZE, dtype=bool)
+            gone[[r[0] & (BLOCK_SIZE - 1) for r in block_rows]] = True
+            grams = np.unique(np.concatenate([_row_grams(block_rows[i:i + _DROP_PIECE])
+                                              for i in range(0, len(block_rows), _DROP_PIECE)]))
             updates, deletes = [], []
-            for i, gram in enumerate(grams.tolist()):
-                blob = existing.get(gram)
-                if blob is None:
-                    continue
+            for gram, blob in db.execute("SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
+                                         (block, apsw.carray(grams))):
                 offsets = np.frombuffer(blob, dtype="<u2")
-                kept = offsets[~np.isin(offsets, gone[bounds[i]:bounds[i + 1]])]
+                kept = offsets[~gone[offsets]]
+                if len(kept) == len(offsets):
+                    continue
                 if len(kept):
                     updates.append((kept.tobytes(), gram, block))
                 else:
@@ -346,8 +354,7 @@ def _carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
     index = TextIndex(db)
     rows = db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq <= ? ORDER BY seq",
                       (state[1],)).fetchall()
-    for i in range(0, len(rows), 10_000):
-        index.drop(rows[i:i + 10_000])
+    index.drop(rows)
     # text rows of facts a replace_latest removed without a new generation (never re-checked again)
     db.execute("DELETE FROM recall_text WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.seq = recall_text.seq)")
     db.execute("UPDATE recall_index_state SET generation = ? WHERE id = 1", (rewrite.generation,))
@@ -492,8 +499,14 @@ class Timeline:
         attribute changes to record, and no line to read back. Inside the caller's transaction, after
         the new checkpoint is written."""
         db = self.db
-        for table in ("recall_event_times", "recall_changes", "recall_timeline_state"):
-            db.execute(f"DELETE FROM {table}")
+        # Line numbers, times and fact ids, never a fact's content: their pages are freed without
+        # secure_delete's zero-fill (a write of every page of a 1M-line timeline).
+        db.execute("PRAGMA secure_delete=OFF")
+        try:
+            for table in ("recall_event_times", "recall_changes", "recall_timeline_state"):
+                db.execute(f"DELETE FROM {table}")
+        finally:
+            db.execute("PRAGMA secure_delete=ON")
         db.executemany("INSERT INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
         last = db.execute("SELECT max(line_no) FROM recall_event_times").fetchone()[0]
         generation = _generation(db)
