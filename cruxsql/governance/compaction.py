@@ -471,7 +471,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                 # The known_at timeline follows the new journal in this transaction (not rebuilt by the
                 # first query): each line's time, known here; a compacted journal has no change events.
                 # Then whatever else replay keeps derived from the event tables.
-                Timeline(db, journal).restart(zip(range(1, len(times) + 1), times))
+                Timeline(db, journal).restart(times)
                 view.run_replay_hooks(db, journal)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")

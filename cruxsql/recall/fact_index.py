@@ -16,6 +16,7 @@ known_at timeline by replay itself.
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Iterable, Optional, Sequence
 
 import apsw
@@ -493,11 +494,12 @@ class Timeline:
         db.execute("INSERT OR REPLACE INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",
                    (generation, max_line))
 
-    def restart(self, times: Iterable[tuple[int, Optional[int]]]) -> None:
+    def restart(self, times: "array[int]") -> None:
         """Start the timeline over for a journal just rewritten without change events (a compaction: store
-        lines, provenance lines, tombstones), from its writer's `(line_no, at_ns)` of every line: no
-        attribute changes to record, and no line to read back. Inside the caller's transaction, after
-        the new checkpoint is written."""
+        lines, provenance lines, tombstones), from its writer's event time (ns) of every line, line 1
+        first (an `array('q')`, inserted by SQLite from the buffer: `carray`'s rowid is the 1-based
+        position): no attribute changes to record, and no line to read back. Inside the caller's
+        transaction, after the new checkpoint is written."""
         db = self.db
         # Line numbers, times and fact ids, never a fact's content: their pages are freed without
         # secure_delete's zero-fill (a write of every page of a 1M-line timeline).
@@ -507,7 +509,9 @@ class Timeline:
                 db.execute(f"DELETE FROM {table}")
         finally:
             db.execute("PRAGMA secure_delete=ON")
-        db.executemany("INSERT INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
+        if len(times):
+            db.execute("INSERT INTO recall_event_times (line_no, at_ns) SELECT rowid, value FROM carray(?)",
+                       (apsw.carray(times),))
         last = db.execute("SELECT max(line_no) FROM recall_event_times").fetchone()[0]
         generation = _generation(db)
         if generation is not None and last is not None:
