@@ -412,3 +412,15 @@ def test_compaction_leaves_the_known_at_timeline_current_and_equal_to_one_built_
         Timeline(db, store.journal).catch_up()
     assert {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall()) for t in tables} == kept
     store.close()
+
+
+def test_estimated_size_is_the_size_compaction_writes(tmp_path):
+    """`estimate_bytes_after` (retention's report) sums the SQL-built store lines and the tail lines
+    without writing anything: exactly the bytes the compaction then writes."""
+    store = Store(tmp_path)
+    random_history(store, 11, steps=120)
+    store.store("odd", "k\x01", "é \u2028 \"q\" \\ 東京")
+    before = journal_bytes(tmp_path)
+    estimate = compaction.estimate_bytes_after(store)
+    assert journal_bytes(tmp_path) == before
+    assert compaction.compact(store).bytes_after == estimate == len(journal_bytes(tmp_path))

@@ -13,9 +13,9 @@ line: `verify --strict` is clean right after a compaction (tombstones are report
 lines are never dropped silently: compaction refuses while any exist, unless told to drop them, and
 then keeps them byte for byte in `facts.jsonl.corrupt.<32hex>` (mode 0600) first.
 
-Facts are re-serialised from the view exactly as `Fact.to_json` writes them (by SQLite, `store_lines`),
-so a fact that did not change comes out byte-identical. The view's facts hold only what the journal said (access counts kept elsewhere by
-the salience lane are never baked in).
+Facts are re-serialised from the view exactly as `Fact.to_json` writes them (by SQLite: `store_lines`),
+so a fact that did not change comes out byte-identical. The view's facts hold only what the journal
+said (access counts kept elsewhere by the salience lane are never baked in).
 
 Steps, all under the writer lock after catching the view up:
 1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
