@@ -271,32 +271,38 @@ class BulkApplier:
         """Apply `lines` (each without its newline) starting at byte `offset`, line `line_no`; write
         every row they produce. Returns the (offset, line number) after the last line."""
         decoded = []
-        wanted: set[str] = set()
         for raw in lines:
             length = len(raw) + 1
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             if raw.strip(_ASCII_WS):
-                item = self._decode(raw, line_no, offset, length)
+                item = self.decode_line(raw, line_no, offset, length)
                 if item is not None:
                     decoded.append(item)
-                    op, payload = item[3], item[4]
-                    if op in ("store", "store_batch"):
-                        wanted.update(v[0] for v in payload)
-                    elif op == "supersede":
-                        wanted.add(payload[0])
-                        wanted.add(payload[1])
-                    elif op is not None:
-                        wanted.add(payload[0])
             offset += length
             line_no += 1
+        self.apply_decoded(decoded)
+        return offset, line_no
+
+    def apply_decoded(self, decoded: list[tuple]) -> None:
+        """Apply lines already decoded (as `_decode` returns them, in journal order) and write their rows:
+        the bulk path's own, and the store's write path with the events it just appended (no decoding)."""
+        wanted: set[str] = set()
+        for item in decoded:
+            op, payload = item[3], item[4]
+            if op in ("store", "store_batch"):
+                wanted.update(v[0] for v in payload)
+            elif op == "supersede":
+                wanted.add(payload[0])
+                wanted.add(payload[1])
+            elif op is not None:
+                wanted.add(payload[0])
         known = self._lookup(wanted)
         for item in decoded:
             self._walk(item, known)
         self.flush()
-        return offset, line_no
 
-    def _decode(self, raw: bytes, line_no: int, offset: int, length: int) -> Optional[tuple]:
+    def decode_line(self, raw: bytes, line_no: int, offset: int, length: int) -> Optional[tuple]:
         """(line_no, offset, length, op, payload, raw) for the fast path, (line_no, offset, length, None,
         event, raw) for the Applier, or None for a corrupt line (recorded)."""
         try:

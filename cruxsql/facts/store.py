@@ -19,6 +19,7 @@ import apsw
 
 from ..errors import Conflict, InvalidInput, NotFound, ReadOnlyStore
 from . import codec, timestamps, view
+from .appended import replay_appended
 from .checkpointer import WalCheckpointer
 from .codec import Fact
 from .faults import crash_point
@@ -259,15 +260,17 @@ class Store:
         with self.writer_lock():
             self.refresh()
             events = build()
-            pending = self.journal.write([codec.encode_event(e) for e in events])
+            lines = [codec.encode_event(e) for e in events]
+            pending = self.journal.write(lines)
             self._caught_up = None
             try:
                 # One view transaction for the lines just written, committed only once the journal's
                 # fsync has returned: nothing is visible before it is durable. On a slow disk the fsync
                 # runs on the journal's thread while this transaction is prepared (see Journal.write).
-                # A failed fsync raises JournalPoisoned here and rolls the transaction back.
+                # A failed fsync raises JournalPoisoned here and rolls the transaction back. The lines
+                # are replayed from the events in hand, not read back and decoded (appended.py).
                 with self.db:
-                    view.replay(self.db, self.journal, self.policy)
+                    replay_appended(self.db, self.journal, self.policy, events, lines, pending.start)
                     pending.wait()
                     crash_point("store-after-append")
             finally:
@@ -338,6 +341,12 @@ class Store:
 
         events = self.commit(build)
         facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
+        # What replay stored is what was built (privacy and the tenant default are applied when building,
+        # ids are fresh, and the batch's supersede lines only touch older facts), except where a
+        # latest-only control fact removed its chain, possibly a fact of this very batch: read those back.
+        if not any(f.private and f.key == "content" and f.entity.startswith(view.LATEST_ONLY_PREFIXES)
+                   for f in facts):
+            return facts
         stored = {f.fact_id: f for f in view.iter_facts(
             self.db, "WHERE fact_id IN carray(?)", (apsw.carray(tuple(f.fact_id for f in facts)),))}
         missing = [f.fact_id for f in facts if f.fact_id not in stored]
