@@ -173,3 +173,22 @@ def test_rust_lowercase_and_whitespace():
     assert scope.prefix_upper_bound("ab") == "ac"
     assert scope.prefix_upper_bound("a\U0010ffff") == "b"
     assert scope.prefix_upper_bound("") is None
+
+
+@pytest.mark.parametrize("query", ["de", "deploy"])  # a scan (under 3 characters), trigram candidates
+def test_ties_across_the_top_k_boundary_are_ranked_by_fact_id(tmp_path: Path, query: str) -> None:
+    from cruxsql.facts.store import Store, StoreRequest
+    from cruxsql.recall.queries import Recall
+
+    with Store(tmp_path) as store:
+        older = store.store("svc", "old", "deploy older but surer", confidence=1.0)
+        batch = store.store_batch([StoreRequest("svc", f"k{i}", f"deploy batch {i}", confidence=0.8)
+                                   for i in range(7)])
+        store.store("svc", "other", "unrelated words")
+        later = store.store("svc", "newest", "deploy newest, less sure", confidence=0.5)
+        ranked = [older.fact_id] + sorted(f.fact_id for f in batch) + [later.fact_id]
+        recall = Recall(store)
+        for top_k in range(0, 11):
+            res = recall.query_facts(query, top_k=top_k, contract="legacy", record_access=False)
+            assert [r["fact_id"] for r in res.rows] == ranked[:top_k], top_k
+            assert res.matched == 9
