@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import apsw
 import numpy as np
@@ -68,6 +68,8 @@ _TOPIC_ALIASES = {"doc": "doc", "docs": "doc", "pattern": "pattern", "patterns":
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # Above this share of all facts, trigram candidates cost more than a scan.
 _SCAN_SHARE = 0.3
+# How many of the newest facts a scan first ranks, to bound which matches it must keep (see _probe_bound).
+_PROBE_FACTS = 16_384
 
 ROW_KEYS = ("fact_id", "entity", "key", "value", "confidence", "effective_confidence", "horizon_class", "freshness",
             "age_hours", "superseded_by", "actor")
@@ -406,10 +408,29 @@ class Recall:
             eff, at = rows[top_k - 1][1:]
             rows = [r for r in rows if r[1:] > (eff, at)]
             rows += [r for r in self.db.execute(tied_sql, {**params, "tied_at": at}) if r[1] == eff]
+        return self._rank(rows, top_k)
+
+    def _rank(self, rows: list[tuple], top_k: int) -> list[tuple]:
+        """The first `top_k` of (seq, eff, stored_at_ns) rows in ranking order (eff, stored_at_ns
+        descending, then fact id), as (seq, eff, None)."""
         ids = dict(self.db.execute("SELECT seq, fact_id FROM facts WHERE seq IN carray(?)",
                                    (apsw.carray(np.array([r[0] for r in rows], dtype=np.int64)),))) if rows else {}
         rows.sort(key=lambda r: (-r[1], -r[2], ids[r[0]]))
         return [(seq, eff, None) for seq, eff, _ in rows[:top_k]]
+
+    def _probe_bound(self, matched_sql_where: Callable[[list[str]], str], plan: _Plan,
+                     top_k: int) -> Optional[tuple[float, int]]:
+        """A lower bound of the top_k-th best (eff, stored_at_ns) of a scan's matches: the top_k-th best
+        among the matches in the newest _PROBE_FACTS facts (a subset's k-th best never ranks above the
+        whole set's). None when those hold fewer than top_k matches. With it, a scan is one aggregate
+        pass (count, and the seqs at or above the bound) instead of a copy of every match to rank:
+        1.6x an instr() scan for a term in half of 1M facts before, ~1.3x after."""
+        newest = ("f.rowid IN (SELECT rowid FROM facts INDEXED BY facts_stored_at "
+                  "ORDER BY stored_at_ns DESC LIMIT :probe_facts)")
+        return self.db.execute(
+            f"SELECT eff, stored_at_ns FROM ({matched_sql_where(plan.where + [newest])}) "
+            f"ORDER BY eff DESC, stored_at_ns DESC LIMIT 1 OFFSET :probe_k",
+            {**plan.params, "probe_facts": _PROBE_FACTS, "probe_k": top_k - 1}).fetchone()
 
     # --- query_facts ------------------------------------------------------------------------------
 
@@ -489,7 +510,14 @@ class Recall:
         # row it was ~0.2x an instr() scan slower to write and sort at 1M facts; `_rank_ties` settles
         # the order among equals by fact id.
         below = "coalesce(sum(eff < :floor), 0)" if floor is not None else "0"
-        if legacy_budget:
+        bound = self._probe_bound(matched_sql_where, plan, top_k) if scan and not legacy_budget and top_k > 0 else None
+        if bound is not None:
+            # a scan: one aggregate pass counts every match and lists the few at or above the bound
+            plan.params["bound_eff"], plan.params["bound_at"] = bound
+            # (a row value names eff once: SQLite would compute the flattened expression per mention)
+            sql = (f"SELECT NULL, count(*), {below}, group_concat(seq) FILTER (WHERE (eff, stored_at_ns) >= "
+                   f"(:bound_eff, :bound_at)) FROM ({matched_sql})")
+        elif legacy_budget:
             plan.params["limit"] = -1
             sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns, fact_id, tokens FROM ({matched_sql})) "
                    f"SELECT NULL, count(*), {below} FROM m UNION ALL "
@@ -503,10 +531,17 @@ class Recall:
                    f"LIMIT :limit)")
         self.last_sql = (sql, plan.params)  # for EXPLAIN QUERY PLAN when tuning
         cursor = self.db.execute(sql, plan.params)
-        _, result.matched, result.filtered_below_threshold = next(cursor)
-        if legacy_budget:
-            ranked: Iterable[tuple] = cursor
+        if bound is not None:
+            _, result.matched, result.filtered_below_threshold, listed = next(cursor)
+            seqs = np.array([int(x) for x in listed.split(",")] if listed else [], dtype=np.int64)
+            ranked: Iterable[tuple] = self._rank(self.db.execute(
+                f"SELECT seq, eff, stored_at_ns FROM ({matched_sql_where(plan.where + ['f.seq IN carray(:listed)'])})",
+                {**plan.params, "listed": apsw.carray(seqs)}).fetchall() if len(seqs) else [], top_k)
+        elif legacy_budget:
+            _, result.matched, result.filtered_below_threshold = next(cursor)
+            ranked = cursor
         else:
+            _, result.matched, result.filtered_below_threshold = next(cursor)
             tied_sql = (f"SELECT seq, eff, stored_at_ns FROM "
                         f"({matched_sql_where(plan.where + ['f.stored_at_ns = :tied_at'])})")
             ranked = self._rank_ties(cursor, top_k, tied_sql, plan.params)
