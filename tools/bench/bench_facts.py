@@ -4,6 +4,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py                 # 1,000,000 events (a few minutes)
     python tools/bench/bench_facts.py --events 100000 # quicker
     python tools/bench/bench_facts.py --store-latency-only DIR --stores 1000  # store() rows only
+    python tools/bench/bench_facts.py --store-batch-from DIR --workdir W  # store_batch into a copy of DIR
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
@@ -109,12 +110,18 @@ class _SyncCountingFile(apsw.VFSFile):
         super().xSync(flags)
 
 
-def bench_store_batch(work: Path, batches: int, size: int) -> tuple[list[float], list[float], float]:
-    """`store_batch` of `size` facts into a store that keeps growing, against one buffered write + fsync
-    of the same bytes (what the batch appended), interleaved call by call; then the syncs one
-    `store_batch` makes (journal fsyncs + SQLite syncs), counted in a second pass through a counting VFS."""
+def bench_store_batch(work: Path, batches: int, size: int,
+                      source: Path | None = None) -> tuple[list[float], list[float], float]:
+    """`store_batch` of `size` facts into a store that keeps growing (from empty, or from a copy of the
+    store in `source`), against one buffered write + fsync of the same bytes (what the batch appended),
+    interleaved call by call; then the syncs one `store_batch` makes (journal fsyncs + SQLite syncs),
+    counted in a second pass through a counting VFS."""
     data = work / "store-batch"
     shutil.rmtree(data, ignore_errors=True)
+    if source is not None:
+        shutil.copytree(source, data)
+        with cruxsql.open(data) as store:  # adopt the copied journal (a new inode) outside the timing
+            store.counts()
     bare_path = work / "bare-batch.jsonl"
     ours: list[float] = []
     bare: list[float] = []
@@ -161,6 +168,19 @@ def bench_store_batch(work: Path, batches: int, size: int) -> tuple[list[float],
         os.fsync = real_fsync
         counter.unregister()
     return ours, bare, syncs
+
+
+def report_store_batch(source: Path, work: Path, batches: int, size: int) -> None:
+    """`--store-batch-from DIR`: the store_batch rows alone, into a copy of the store built in DIR."""
+    ours, bare, syncs = bench_store_batch(work, batches, size, source)
+    with cruxsql.open(work / "store-batch") as store:
+        facts = store.counts()["facts"]
+    o, b = statistics.median(ours), statistics.median(bare)
+    print(f"store_batch of {size:,} facts x {batches} into a copy of {source} (now {facts:,} facts), interleaved "
+          f"with one buffered write + fsync of the same bytes; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'measure':<48}{'cruxsql':>14}{'baseline':>14}{'ratio':>10}")
+    print(f"{f'store_batch of {size:,}, facts/s (vs write+fsync)':<48}{size / o:>14,.0f}{size / b:>14,.0f}{b / o:>10.3f}")
+    print(f"{'syncs per store_batch (journal + SQLite)':<48}{syncs:>14.1f}")
 
 
 def bench_open_and_query(data: Path, repeats: int = 7) -> tuple[float, int]:
@@ -223,9 +243,14 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "cruxsql-bench-facts")
     parser.add_argument("--store-latency-only", type=Path, metavar="DATA_DIR",
                         help="only the store() latency rows, into the store already built in DATA_DIR")
+    parser.add_argument("--store-batch-from", type=Path, metavar="DATA_DIR",
+                        help="only the store_batch rows, into a copy of the store built in DATA_DIR")
     args = parser.parse_args()
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
+    if args.store_batch_from:
+        report_store_batch(args.store_batch_from, work, args.batches, args.batch_size)
+        return
     if args.store_latency_only:
         report_store_latency(args.store_latency_only, work, args.stores)
         return
