@@ -493,8 +493,10 @@ def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bul
         view.reset_facts(db)
         for lines in batches:
             offset, line_no = bulk.apply(lines, offset, line_no)
-            view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
-            view.run_replay_hooks(db, journal)
+        view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
         applier.sanitize_links()  # before the indexes exist: its updates maintain none of them
         bulk.restore_indexes()
+        # once, over the whole journal: derived tables are built by a few sorted passes instead of
+        # being extended batch by batch (random inserts into ever larger B-trees)
+        view.run_replay_hooks(db, journal)
         crash_point("replay-before-commit")

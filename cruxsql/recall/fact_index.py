@@ -376,6 +376,7 @@ _SUPERSEDING = {"supersede", "consolidate", "clear_supersede", "consolidate_undo
 _CHANGE_OPS = ("delete", "supersede", "consolidate", "clear_supersede", "consolidate_undo", "set_validity",
                "set_horizon", "reverify")
 _SCAN_FACTS_PAST = 50_000  # new lines past which the store lines' times come from one scan of `facts`
+_WINDOW_LINES = 250_000  # journal lines the timeline takes in at a time
 _UNPARSED = object()
 
 
@@ -407,8 +408,9 @@ class Timeline:
 
     The state at T is the current view with every applied event later than T undone: facts stored
     after T are invisible; deletions, supersessions, validity, horizon and re-verification changes
-    after T are not yet applied. Each changed fact also gets a row with its values at birth (decoded
-    from the journal line that stored it), so "last change at or before T" is always defined.
+    after T are not yet applied. Each attribute that changed also gets a row with the fact's value at
+    birth (decoded from the journal line that stored it), so "last change at or before T" is defined
+    for it; an attribute that never changed has no row and reads the fact's current column.
     """
 
     def __init__(self, db: apsw.Connection, journal: Journal) -> None:
@@ -443,21 +445,30 @@ class Timeline:
         if max_line <= last:
             return
         self._event_times(last, max_line)
+        # the changes a window at a time: what one holds in memory (its change rows, the birth lines it
+        # reads back) stays bounded however long the journal a rebuild or compaction hands over
+        for start in range(last, max_line, _WINDOW_LINES):
+            self._add_changes(generation, start, min(start + _WINDOW_LINES, max_line))
+
+    def _add_changes(self, generation: str, last: int, max_line: int) -> None:
+        """The attribute changes of lines (last, max_line], and max_line recorded as seen."""
+        db = self.db
         # `+e.op`: the line range is the selective term (not journal_events' op index, which would
         # visit every line of those ops in the whole journal on each store)
         change_ops = ", ".join(f"'{op}'" for op in _CHANGE_OPS)
         events = db.execute(
             "SELECT e.line_no, e.op, t.at_ns, e.byte_offset, e.byte_length FROM journal_events e "
             "JOIN recall_event_times t ON t.line_no = e.line_no "
-            f"WHERE e.line_no > ? AND e.applied = 1 AND +e.op IN ({change_ops}) ORDER BY e.line_no", (last,)).fetchall()
+            f"WHERE e.line_no > ? AND e.line_no <= ? AND e.applied = 1 AND +e.op IN ({change_ops}) ORDER BY e.line_no",
+            (last, max_line)).fetchall()
         changes: list[tuple] = []
         need_values = [(ln, off, n) for ln, op, _, off, n in events if op in ("set_validity", "set_horizon")]
         payloads = {ln: codec.decode_event(raw) for ln, raw in self.journal.read_lines(need_values)}
         roles: dict[int, list[tuple[str, str]]] = {}
         for line_no, fact_id, role in db.execute(
                 "SELECT ef.line_no, ef.fact_id, ef.role FROM journal_event_facts ef JOIN journal_events e "
-                f"ON e.line_no = ef.line_no WHERE ef.line_no > ? AND e.applied = 1 AND +e.op IN ({change_ops}) "
-                "ORDER BY ef.line_no", (last,)):
+                f"ON e.line_no = ef.line_no WHERE ef.line_no > ? AND ef.line_no <= ? AND e.applied = 1 "
+                f"AND +e.op IN ({change_ops}) ORDER BY ef.line_no", (last, max_line)):
             roles.setdefault(line_no, []).append((fact_id, role))
         for line_no, op, at, _, _ in events:
             if at is None:
@@ -481,13 +492,26 @@ class Timeline:
                     changes.append((fact_id, "horizon", line_no, at, None, None, payloads[line_no].horizon_class))
                 elif op == "reverify" and role == "reverified":
                     changes.append((fact_id, "reverified", line_no, at, at, None, None))
+        # only the changes of a fact still in the view and stored no later than the change (not one
+        # removed since, nor an earlier fact of the same id); plus the value at birth of each attribute
+        # that changed, unless an earlier call recorded it
         touched = sorted({c[0] for c in changes})
-        born = set()
+        stored_on: dict[str, int] = {}
+        births: dict[str, set[str]] = {}
         for i in range(0, len(touched), 10_000):
-            born.update(r[0] for r in db.execute(
-                "SELECT DISTINCT c.fact_id FROM facts f JOIN recall_changes c ON c.fact_id = f.fact_id "
-                "AND c.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(touched[i:i + 10_000])),)))
-        changes.extend(self._birth_rows([f for f in touched if f not in born]))
+            ids = apsw.carray(tuple(touched[i:i + 10_000]))
+            stored_on.update(db.execute("SELECT fact_id, line_no FROM facts WHERE fact_id IN carray(?)", (ids,)))
+        changes = [c for c in changes if stored_on.get(c[0], c[2]) < c[2]]
+        for c in changes:
+            births.setdefault(c[0], set()).add(c[1])
+        born = list(births)
+        for i in range(0, len(born), 10_000):
+            for fact_id, attr in db.execute(
+                    "SELECT c.fact_id, c.attr FROM recall_changes c JOIN facts f ON f.fact_id = c.fact_id "
+                    "AND f.line_no = c.line_no WHERE c.fact_id IN carray(?)", (apsw.carray(tuple(born[i:i + 10_000])),)):
+                births[fact_id].discard(attr)
+        changes.extend(self._birth_rows({f: attrs for f, attrs in births.items() if attrs}))
+        changes.sort()  # in key order: appended B-tree pages instead of random ones
         db.executemany(
             "INSERT OR REPLACE INTO recall_changes (fact_id, attr, line_no, at_ns, v_int, v_int2, v_text) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", changes)
@@ -537,26 +561,30 @@ class Timeline:
                 "WHERE e.line_no > ? AND +e.op = 'store' AND f.line_no = e.line_no AND e.event_at = f.stored_at",
                 (last,))
         parsed: dict[str, Optional[int]] = {}
-        times = []
-        for line_no, event_at in db.execute(
-                "SELECT e.line_no, e.event_at FROM journal_events e WHERE e.line_no > ? AND NOT EXISTS "
-                "(SELECT 1 FROM recall_event_times t WHERE t.line_no = e.line_no)", (last,)):
-            at = parsed.get(event_at, _UNPARSED) if event_at else None
-            if at is _UNPARSED:
-                try:
-                    at = timestamps.parse_ns(event_at)
-                except InvalidInput:
-                    at = None
-                if len(parsed) < 65536:
-                    parsed[event_at] = at
-            times.append((line_no, at))
-        db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
+        for start in range(last, max_line, _WINDOW_LINES):  # the other lines' times, a window at a time
+            times = []
+            for line_no, event_at in db.execute(
+                    "SELECT e.line_no, e.event_at FROM journal_events e WHERE e.line_no > ? AND e.line_no <= ? "
+                    "AND NOT EXISTS (SELECT 1 FROM recall_event_times t WHERE t.line_no = e.line_no)",
+                    (start, start + _WINDOW_LINES)).fetchall():
+                at = parsed.get(event_at, _UNPARSED) if event_at else None
+                if at is _UNPARSED:
+                    try:
+                        at = timestamps.parse_ns(event_at)
+                    except InvalidInput:
+                        at = None
+                    if len(parsed) < 65536:
+                        parsed[event_at] = at
+                times.append((line_no, at))
+            db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
 
-    def _birth_rows(self, fact_ids: list[str]) -> list[tuple]:
-        """Each fact's attribute values as the line that stored it wrote them (privacy aside)."""
-        rows = []
+    def _birth_rows(self, births: dict[str, set[str]]) -> list[tuple]:
+        """The rows of each fact's `births` attributes with the values the line that stored it wrote
+        (privacy aside)."""
+        rows: list[tuple] = []
         lines: dict[int, list[str]] = {}
         meta = {}
+        fact_ids = list(births)
         for i in range(0, len(fact_ids), 10_000):
             chunk = fact_ids[i:i + 10_000]
             for fact_id, line_no, off, n, at in self.db.execute(
@@ -575,14 +603,10 @@ class Timeline:
                 if values is None:
                     continue
                 deleted, superseded_by, valid_from, valid_to, horizon, reverified_at = values
-                rows += [
-                    (fact_id, "deleted", line_no, at, deleted, None, None),
-                    (fact_id, "superseded_by", line_no, at, None, None, superseded_by),
-                    (fact_id, "validity", line_no, at, valid_from, valid_to, None),
-                    (fact_id, "horizon", line_no, at, None, None, horizon),
-                    (fact_id, "reverified", line_no, at, reverified_at, None, None),
-                ]
+                row = {"deleted": (deleted, None, None), "superseded_by": (None, None, superseded_by),
+                       "validity": (valid_from, valid_to, None), "horizon": (None, None, horizon),
+                       "reverified": (reverified_at, None, None)}
+                rows += [(fact_id, attr, line_no, at, *row[attr]) for attr in births[fact_id]]
         return rows
-
 
 view.on_replay(_keep_timeline_current)

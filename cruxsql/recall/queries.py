@@ -281,8 +281,9 @@ class Recall:
                     "valid_to": "f.valid_to_ns", "horizon": "f.horizon_class", "reverified": "f.reverified_at_ns"}
 
         def at_t(attr: str, col: str, current: str) -> str:
-            return (f"(CASE WHEN EXISTS (SELECT 1 FROM recall_changes c WHERE c.fact_id = f.fact_id) THEN "
-                    f"(SELECT c.{col} FROM recall_changes c WHERE c.fact_id = f.fact_id AND c.attr = '{attr}' "
+            # an attribute with no rows never changed: its current column is its value at every T
+            changes = f"FROM recall_changes c WHERE c.fact_id = f.fact_id AND c.attr = '{attr}'"
+            return (f"(CASE WHEN EXISTS (SELECT 1 {changes}) THEN (SELECT c.{col} {changes} "
                     f"AND c.at_ns <= :known_at ORDER BY c.line_no DESC LIMIT 1) ELSE {current} END)")
 
         # A compaction bakes `superseded_by` into the store line, so a fact can look superseded from
