@@ -51,7 +51,7 @@ _CONSOLIDATION_CHECKED = frozenset({"delete", "supersede", "clear_supersede"})
 _HORIZONS = frozenset(codec.HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
 _TOKENS_MAX = 2**63 - 1
-_json = JSONDecoder(parse_constant=codec._reject_constant)
+_scan = JSONDecoder(parse_constant=codec._reject_constant).scan_once
 _QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
 
 
@@ -145,10 +145,13 @@ def decode_fast(raw: bytes) -> tuple[str, object]:
     if b"\\u" in raw:  # a lone surrogate is only caught by the codec's own check
         raise _Slow
     try:
-        obj = _json.decode(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
+        text = raw.decode("utf-8")
+        # the C scanner itself: no whitespace around the object (the journal writes none; a line with
+        # some goes to the codec)
+        obj, end = _scan(text, 0)
+    except (ValueError, RecursionError, StopIteration):
         raise _Slow from None
-    if type(obj) is not dict:
+    if end != len(text) or type(obj) is not dict:
         raise _Slow
     op = obj.get("op")
     if type(op) is not str or op not in _FAST_OPS:

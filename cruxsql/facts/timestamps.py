@@ -40,6 +40,7 @@ _RFC3339 = re.compile(
 # The two forms chrono itself writes (AutoSi fraction; `Z` or `+00:00`): parsed without the general regex.
 _CANONICAL = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
                         r"(?:\.([0-9]{3}|[0-9]{6}|[0-9]{9}))?(?:Z|\+00:00)")
+_CANONICAL_MINUTE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):")
 _FRACTION_SCALE = {3: 1_000_000, 6: 1_000, 9: 1}
 
 
@@ -126,19 +127,35 @@ def parse_ns(text: str) -> int:
 def canonical_fact_time_ns(text: object) -> Optional[int]:
     """Epoch ns of a fact time written exactly as chrono writes one (AutoSi fraction, `Z`), so that
     `format_fact_time` gives the same text back; None for any other text (valid or not)."""
-    m = _CANONICAL.fullmatch(text) if type(text) is str and text.endswith("Z") else None
+    if type(text) is not str or not text.endswith("Z"):
+        return None
+    minute = _canonical_minute_ns(text[:17])  # "YYYY-MM-DDTHH:MM:", shared by many facts
+    seconds = text[17:19]
+    if minute is None or not (seconds.isascii() and seconds.isdigit()) or seconds > "59":
+        return None  # a leap second is written as :59 plus the fraction
+    ns = minute + int(seconds) * _NS
+    if len(text) != 20:
+        frac = text[20:-1]
+        if (text[19] != "." or len(frac) not in _FRACTION_SCALE or not (frac.isascii() and frac.isdigit())
+                or frac.endswith("000")):  # AutoSi drops trailing zero triples
+            return None
+        ns += int(frac) * _FRACTION_SCALE[len(frac)]
+    return ns if MIN_NS <= ns <= MAX_NS else None
+
+
+@lru_cache(maxsize=4096)
+def _canonical_minute_ns(prefix: str) -> Optional[int]:
+    m = _CANONICAL_MINUTE.fullmatch(prefix)
     if m is None:
         return None
-    y, mo, d, hh, mi, ss, frac = m.groups()
-    h, m_, s = int(hh), int(mi), int(ss)
-    if h > 23 or m_ > 59 or s > 59 or (frac is not None and frac.endswith("000")):
-        return None  # a leap second is written as :59 plus the fraction; AutoSi drops trailing zero triples
+    y, mo, d, hh, mi = map(int, m.groups())
+    if hh > 23 or mi > 59:
+        return None
     try:
-        days = _date_days(int(y), int(mo), int(d))
+        days = _date_days(y, mo, d)
     except ValueError:
         return None
-    ns = (days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + (int(frac) * _FRACTION_SCALE[len(frac)] if frac else 0)
-    return ns if MIN_NS <= ns <= MAX_NS else None
+    return (days * 86_400 + hh * 3600 + mi * 60) * _NS
 
 
 def check_range(ns: int, what: object) -> int:

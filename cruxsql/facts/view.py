@@ -248,8 +248,10 @@ def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
 
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
-    for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines", "consolidation_sources",
-                  "facts", "journal_checkpoint"):
+    # the checkpoint first: its delete trigger empties the tables derived from these, whose per-row
+    # triggers on `facts` then find nothing to follow
+    for table in ("journal_checkpoint", "journal_event_facts", "journal_events", "journal_corrupt_lines",
+                  "consolidation_sources", "facts"):
         db.execute(f"DELETE FROM {table}")
 
 
