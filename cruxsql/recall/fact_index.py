@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from operator import itemgetter
 from typing import Iterable, Optional, Sequence
 
 import apsw
@@ -384,16 +385,22 @@ def _opt_ns(text: Optional[str]) -> Optional[int]:
     return None if text is None else timestamps.parse_ns(text)
 
 
+# (v_int, v_int2, v_text) of each attribute's row, from a fact's `_birth_values` (index 6: None)
+_BIRTH_COLUMNS = {"deleted": itemgetter(0, 6, 6), "superseded_by": itemgetter(6, 6, 1), "validity": itemgetter(2, 3, 6),
+                  "horizon": itemgetter(6, 6, 4), "reverified": itemgetter(5, 6, 6)}
+
+
 def _birth_values(raw: bytes, wanted: set[str]) -> dict[str, tuple]:
-    """(deleted, superseded_by, valid_from, valid_to, horizon_class, reverified_at) of the `wanted` facts
-    of a journal line that replay applied (so serde's checks already passed), reading only those
+    """(deleted, superseded_by, valid_from, valid_to, horizon_class, reverified_at, None) of the `wanted`
+    facts of a journal line that replay applied (so serde's checks already passed), reading only those
     attributes: a store_batch line carries a thousand facts."""
     obj = json.loads(raw)
     op = obj["op"]
     carried = {"store": ("fact",), "replace_latest": ("fact",), "consolidate": ("canonical",)}.get(op, ())
     objs = [obj[k] for k in carried] if op != "store_batch" else obj["facts"]
     return {o["fact_id"]: (int(o["deleted"]), o.get("superseded_by"), _opt_ns(o.get("valid_from")),
-                           _opt_ns(o.get("valid_to")), o.get("horizon_class", "none"), _opt_ns(o.get("reverified_at")))
+                           _opt_ns(o.get("valid_to")), o.get("horizon_class", "none"), _opt_ns(o.get("reverified_at")),
+                           None)
             for o in objs if o.get("fact_id") in wanted}
 
 
@@ -496,21 +503,25 @@ class Timeline:
         # removed since, nor an earlier fact of the same id); plus the value at birth of each attribute
         # that changed, unless an earlier call recorded it
         touched = sorted({c[0] for c in changes})
-        stored_on: dict[str, int] = {}
-        births: dict[str, set[str]] = {}
+        stored: dict[str, tuple[int, int, int, Optional[int]]] = {}  # line, offset, length, time of its store line
         for i in range(0, len(touched), 10_000):
-            ids = apsw.carray(tuple(touched[i:i + 10_000]))
-            stored_on.update(db.execute("SELECT fact_id, line_no FROM facts WHERE fact_id IN carray(?)", (ids,)))
-        changes = [c for c in changes if stored_on.get(c[0], c[2]) < c[2]]
+            for fact_id, *line in db.execute(
+                    "SELECT f.fact_id, f.line_no, e.byte_offset, e.byte_length, t.at_ns FROM facts f "
+                    "JOIN journal_events e ON e.line_no = f.line_no LEFT JOIN recall_event_times t "
+                    "ON t.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(touched[i:i + 10_000])),)):
+                stored[fact_id] = tuple(line)
+        changes = [c for c in changes if c[0] in stored and stored[c[0]][0] < c[2]]
+        births: dict[str, set[str]] = {}
         for c in changes:
             births.setdefault(c[0], set()).add(c[1])
         born = list(births)
         for i in range(0, len(born), 10_000):
-            for fact_id, attr in db.execute(
-                    "SELECT c.fact_id, c.attr FROM recall_changes c JOIN facts f ON f.fact_id = c.fact_id "
-                    "AND f.line_no = c.line_no WHERE c.fact_id IN carray(?)", (apsw.carray(tuple(born[i:i + 10_000])),)):
-                births[fact_id].discard(attr)
-        changes.extend(self._birth_rows({f: attrs for f, attrs in births.items() if attrs}))
+            for fact_id, attr, line_no in db.execute(
+                    "SELECT fact_id, attr, line_no FROM recall_changes WHERE fact_id IN carray(?)",
+                    (apsw.carray(tuple(born[i:i + 10_000])),)):
+                if line_no == stored[fact_id][0]:
+                    births[fact_id].discard(attr)
+        changes.extend(self._birth_rows(births, stored))
         changes.sort()  # in key order: appended B-tree pages instead of random ones
         db.executemany(
             "INSERT OR REPLACE INTO recall_changes (fact_id, attr, line_no, at_ns, v_int, v_int2, v_text) "
@@ -578,35 +589,25 @@ class Timeline:
                 times.append((line_no, at))
             db.executemany("INSERT OR REPLACE INTO recall_event_times (line_no, at_ns) VALUES (?, ?)", times)
 
-    def _birth_rows(self, births: dict[str, set[str]]) -> list[tuple]:
-        """The rows of each fact's `births` attributes with the values the line that stored it wrote
-        (privacy aside)."""
+    def _birth_rows(self, births: dict[str, set[str]], stored: dict[str, tuple]) -> list[tuple]:
+        """The rows of each fact's `births` attributes with the values its `stored` line wrote (privacy
+        aside)."""
         rows: list[tuple] = []
         lines: dict[int, list[str]] = {}
-        meta = {}
-        fact_ids = list(births)
-        for i in range(0, len(fact_ids), 10_000):
-            chunk = fact_ids[i:i + 10_000]
-            for fact_id, line_no, off, n, at in self.db.execute(
-                    "SELECT f.fact_id, f.line_no, e.byte_offset, e.byte_length, t.at_ns FROM facts f "
-                    "JOIN journal_events e ON e.line_no = f.line_no LEFT JOIN recall_event_times t "
-                    "ON t.line_no = f.line_no WHERE f.fact_id IN carray(?)", (apsw.carray(tuple(chunk)),)):
+        spans = {}
+        for fact_id, attrs in births.items():
+            line_no, offset, length, at = stored[fact_id]
+            if attrs and at is not None:
                 lines.setdefault(line_no, []).append(fact_id)
-                meta[line_no] = (off, n, at)
-        for line_no, raw in self.journal.read_lines([(ln, m[0], m[1]) for ln, m in meta.items()]):
-            at = meta[line_no][2]
-            if at is None:
-                continue
+                spans[line_no] = (line_no, offset, length)
+        for line_no, raw in self.journal.read_lines(spans.values()):
+            at = stored[lines[line_no][0]][3]
             by_id = _birth_values(raw, set(lines[line_no]))
             for fact_id in lines[line_no]:
                 values = by_id.get(fact_id)
                 if values is None:
                     continue
-                deleted, superseded_by, valid_from, valid_to, horizon, reverified_at = values
-                row = {"deleted": (deleted, None, None), "superseded_by": (None, None, superseded_by),
-                       "validity": (valid_from, valid_to, None), "horizon": (None, None, horizon),
-                       "reverified": (reverified_at, None, None)}
-                rows += [(fact_id, attr, line_no, at, *row[attr]) for attr in births[fact_id]]
+                rows += [(fact_id, attr, line_no, at, *_BIRTH_COLUMNS[attr](values)) for attr in births[fact_id]]
         return rows
 
 view.on_replay(_keep_timeline_current)
