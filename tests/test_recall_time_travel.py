@@ -1,12 +1,14 @@
-"""known_at keeps answering the same after the journal is compacted."""
+"""known_at keeps answering the same after the journal is compacted, and answers for the fact in the view."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
+
 import cruxsql
-from cruxsql.facts import timestamps
+from cruxsql.facts import codec, timestamps
 from cruxsql.governance import compaction
 
 
@@ -23,3 +25,30 @@ def test_known_at_survives_a_compaction(tmp_path: Path) -> None:
         compaction.compact(store)
         after = [r["value"] for r in cruxsql.Recall(store).query_facts("status", known_at=t1).rows]
     assert (before, now, after) == (["alpha"], ["beta"], ["alpha"])
+
+
+T0 = 1_772_000_000_000_000_000
+S = 1_000_000_000
+
+
+def _status(fact_id: str, value: str, at: int) -> codec.Fact:
+    return codec.Fact(fact_id=fact_id, entity="svc", key="status", value=value, confidence=1.0, stored_at=at, tokens=1)
+
+
+@pytest.mark.parametrize("opened_after_each_line", [False, True])
+def test_a_fact_id_stored_again_after_a_replace_has_none_of_the_removed_facts_history(
+        tmp_path: Path, opened_after_each_line: bool) -> None:
+    # f1 is deleted, then hard-removed by a replace_latest, then a new fact with the same id is stored:
+    # the deletion belonged to the removed fact, not to the new one
+    lines = [codec.StoreEvent(_status("f1", "alpha", T0)),
+             codec.DeleteEvent("f1", timestamps.format_event_time(T0 + S)),
+             codec.ReplaceLatestEvent(_status("f2", "beta", T0 + 2 * S), ["f1"]),
+             codec.StoreEvent(_status("f1", "gamma", T0 + 3 * S))]
+    journal = tmp_path / "facts.jsonl"
+    for i, event in enumerate(lines):
+        with open(journal, "a", encoding="utf-8") as fh:
+            fh.write(codec.encode_event(event) + "\n")
+        if opened_after_each_line or i == len(lines) - 1:
+            with cruxsql.open(tmp_path) as store:
+                rows = cruxsql.Recall(store).query_facts("status", known_at=T0 + 4 * S, contract="legacy").rows
+    assert sorted(r["value"] for r in rows) == ["beta", "gamma"]
