@@ -37,7 +37,8 @@ from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal
 
 Progress = Optional[Callable[[int, int], None]]
-# Lines per batch: one known-facts query, one executemany per table, one checkpoint and hook call each.
+# Lines per batch: one known-facts query and one executemany per table (for a tail, also one transaction,
+# checkpoint and hook call each).
 BATCH_LINES = 20_000
 _READ_CHUNK = 4 << 20
 _ASCII_WS = b" \t\n\r\x0c"
@@ -466,7 +467,7 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
     `full` (a rebuild): one transaction that empties the fact tables, defers their secondary indexes
     and replays everything, so a crash anywhere leaves the previous view. Else one transaction per
     batch, each advancing the checkpoint, the last one also sanitising the links (as the row path).
-    Replay hooks run after every batch, inside its transaction.
+    Replay hooks run after every batch of a tail, inside its transaction; in a rebuild once, at the end.
     """
     if progress is not None:  # the bar appears before the old rows are cleared (seconds on a big view)
         st = journal.stat()

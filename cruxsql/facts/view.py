@@ -200,7 +200,8 @@ def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
 
 # Tables a feature derives from the journal_events rows and keeps in step with replay (recall's
 # known_at timeline): each hook runs inside every replay transaction, after the batch and its
-# checkpoint are written, so what it derives commits with the batch and is never behind the view.
+# checkpoint are written (a rebuild's one transaction: once, after its indexes are built), so what it
+# derives commits with the batch and is never behind the view.
 _REPLAY_HOOKS: list[Callable[[apsw.Connection, Journal], None]] = []
 
 
