@@ -473,10 +473,10 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
         st = journal.stat()
         progress(0, (st.st_size if st else 0) - offset)
     bulk = BulkApplier(applier, stats)
-    batches = read_lines(journal, offset, progress)
     if full:
-        _rebuild(db, journal, applier, bulk, batches, offset, line_no, generation)
+        _rebuild(db, journal, applier, bulk, offset, line_no, generation, progress)
         return
+    batches = read_lines(journal, offset, progress)
     lines = next(batches, None)
     while lines is not None:
         following = next(batches, None)
@@ -490,17 +490,40 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
         lines = following
 
 
-def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bulk: BulkApplier,
-             batches: Iterator[list[bytes]], offset: int, line_no: int, generation: str) -> None:
+def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bulk: BulkApplier, offset: int,
+             line_no: int, generation: str, progress: Progress) -> None:
+    bar = _RebuildBar(progress)
     with db:
         bulk.defer_indexes()
         view.reset_facts(db)
-        for lines in batches:
+        for lines in read_lines(journal, offset, bar.reading):
             offset, line_no = bulk.apply(lines, offset, line_no)
         view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
         applier.sanitize_links()  # before the indexes exist: its updates maintain none of them
+        bar.reached(0.55)
         bulk.restore_indexes()
+        bar.reached(0.7)
         # once, over the whole journal: derived tables are built by a few sorted passes instead of
         # being extended batch by batch (random inserts into ever larger B-trees)
         view.run_replay_hooks(db, journal)
         crash_point("replay-before-commit")
+    bar.reached(1.0)
+
+
+class _RebuildBar:
+    """A rebuild's progress: the journal bytes read fill the first half of the bar (about their share of
+    the time at 1M events), then the links, the deferred indexes and the replay hooks the rest, so the
+    bar does not sit at 100% while they run (minutes on a big journal)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.total = 0
+
+    def reading(self, done: int, total: int) -> None:
+        self.total = total
+        if self.progress is not None:
+            self.progress(done // 2, total)
+
+    def reached(self, share: float) -> None:
+        if self.progress is not None and self.total:
+            self.progress(int(self.total * share), self.total)
