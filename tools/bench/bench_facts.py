@@ -6,6 +6,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py --store-latency-only DIR --stores 1000  # store() rows only
     python tools/bench/bench_facts.py --store-batch-from DIR --workdir W  # store_batch into a copy of DIR
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
+    python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -18,6 +19,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -230,6 +232,49 @@ def report_store_latency(data: Path, work: Path, n: int) -> None:
         print(f"{f'store() latency p{p}, ms (vs write+fsync)':<44}{o * 1000:>14.3f}{b * 1000:>14.3f}{o / b:>10.2f}")
 
 
+_REBUILD_CHILD = r"""
+import json, resource, shutil, sys, time
+from pathlib import Path
+import cruxsql
+journal, data = Path(sys.argv[1]), Path(sys.argv[2])
+shutil.rmtree(data, ignore_errors=True)
+data.mkdir(parents=True)
+shutil.copy(journal, data / "facts.jsonl")
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.perf_counter()
+with cruxsql.open(data) as store:
+    events = store.last_replay.events
+rebuild_s = time.perf_counter() - started
+growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+started = time.perf_counter()
+with open(journal, "rb") as fh:
+    for line in fh:
+        json.loads(line)
+print(json.dumps({"events": events, "rebuild_s": rebuild_s, "parse_s": time.perf_counter() - started,
+                  "rss_growth_mib": growth, "code": cruxsql.__file__}))
+"""
+
+
+def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) -> None:
+    """A full rebuild of `journal` by this checkout's cruxsql and by `checkout`'s, alternately, each in a
+    fresh process and each beside `json.loads` of the same lines in that process (the machine's noise
+    moves both sides of a ratio together)."""
+    here = Path(__file__).resolve().parents[2]
+    print(f"{'rebuild of ' + format(sum(1 for _ in open(journal, 'rb')), ',') + ' events':<28}{'s':>8}"
+          f"{'events/s':>12}{'json.loads/s':>14}{'ratio':>8}{'RSS growth MiB':>16}")
+    for _ in range(rounds):
+        for name, code in (("this checkout", here), ("--rebuild-vs", checkout.resolve())):
+            # cwd: not a checkout (python -c puts it ahead of PYTHONPATH)
+            done = subprocess.run([sys.executable, "-c", _REBUILD_CHILD, str(journal), str(work / "rebuild-vs")],
+                                  env={**os.environ, "PYTHONPATH": str(code)}, cwd=work, capture_output=True,
+                                  text=True, check=True)
+            r = json.loads(done.stdout.splitlines()[-1])
+            name = f"{name} ({Path(r['code']).parents[1].name})"
+            print(f"{name:<28}{r['rebuild_s']:>8.1f}{r['events'] / r['rebuild_s']:>12,.0f}"
+                  f"{r['events'] / r['parse_s']:>14,.0f}{r['parse_s'] / r['rebuild_s']:>8.3f}"
+                  f"{r['rss_growth_mib']:>16.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -245,6 +290,9 @@ def main() -> None:
                         help="only the store() latency rows, into the store already built in DATA_DIR")
     parser.add_argument("--store-batch-from", type=Path, metavar="DATA_DIR",
                         help="only the store_batch rows, into a copy of the store built in DATA_DIR")
+    parser.add_argument("--rebuild-vs", type=Path, metavar="CHECKOUT",
+                        help="only the rebuild of --events, by this code and by CHECKOUT's alternately (before/after)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --rebuild-vs")
     args = parser.parse_args()
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -263,6 +311,9 @@ def main() -> None:
         print(f"generated {args.events:,} events ({journal.stat().st_size / 2**20:.0f} MiB) "
               f"in {time.perf_counter() - started:.1f}s")
 
+    if args.rebuild_vs:
+        report_rebuild_vs(journal, work, args.rebuild_vs, args.rounds)
+        return
     parse_s = bench_parse(journal)
     rebuild_s, data, events, rss_growth = bench_rebuild(journal, work)
     open_s, rows = bench_open_and_query(data)
