@@ -32,7 +32,7 @@ from journal_gen import generate  # noqa: E402
 import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
-from cruxsql.facts import codec, privacy, timestamps, view  # noqa: E402
+from cruxsql.facts import bulk, codec, privacy, timestamps, view  # noqa: E402
 from cruxsql.facts.journal import Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
@@ -58,15 +58,38 @@ def peak_rss_mib() -> float:
 
 def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     """A full rebuild (the first open of the journal, bulk path): seconds, data dir, events, and how
-    much it raised the process's peak RSS (MiB)."""
+    much it raised the process's peak RSS (MiB). Prints when each of its phases ended."""
     data = work / "rebuild"
     shutil.rmtree(data, ignore_errors=True)
     data.mkdir(parents=True)
     shutil.copy(journal, data / "facts.jsonl")
     peak = peak_rss_mib()
     started = time.perf_counter()
-    with cruxsql.open(data) as store:
-        events = store.last_replay.events
+    ends: list[tuple[str, float, float]] = []
+
+    def timed(name: str, fn):
+        def run(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            ends.append((name, time.perf_counter() - started, peak_rss_mib() - peak))
+            return result
+        return run
+
+    # when each phase of the rebuild ended: wrap the steps that end them (sanitize_links comes after
+    # the last line, restore_indexes next, the replay hooks last)
+    phases = [(view.Applier, "sanitize_links", "lines read and applied, links sanitised"),
+              (bulk.BulkApplier, "restore_indexes", "deferred indexes built"),
+              (view, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run")]
+    originals = [getattr(owner, name) for owner, name, _ in phases]
+    try:
+        for (owner, name, label), original in zip(phases, originals):
+            setattr(owner, name, timed(label, original))
+        with cruxsql.open(data) as store:
+            events = store.last_replay.events
+    finally:
+        for (owner, name, _), original in zip(phases, originals):
+            setattr(owner, name, original)
+    for label, at, growth in ends:
+        print(f"  rebuild phase: {label} at {at:.1f} s (peak RSS growth {growth:.0f} MiB)")
     return time.perf_counter() - started, data, events, peak_rss_mib() - peak
 
 
