@@ -289,7 +289,7 @@ class BulkApplier:
         return offset, line_no
 
     def apply_decoded(self, decoded: list[tuple]) -> None:
-        """Apply lines already decoded (as `_decode` returns them, in journal order) and write their rows:
+        """Apply lines already decoded (as `decode_line` returns them, in journal order) and write their rows:
         the bulk path's own, and the store's write path with the events it just appended (no decoding)."""
         wanted: set[str] = set()
         for item in decoded:

@@ -249,8 +249,8 @@ def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
 
 def reset_facts(db: apsw.Connection) -> None:
     """Empty every table derived from the journal (inside the caller's transaction)."""
-    # the checkpoint first: its delete trigger empties the tables derived from these, whose per-row
-    # triggers on `facts` then find nothing to follow
+    # the checkpoint first: its delete trigger empties the recall tables derived from these, so the
+    # known_at timeline's per-row trigger on `facts` then finds nothing to delete
     for table in ("journal_checkpoint", "journal_event_facts", "journal_events", "journal_corrupt_lines",
                   "consolidation_sources", "facts"):
         db.execute(f"DELETE FROM {table}")

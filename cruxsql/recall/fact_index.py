@@ -405,8 +405,9 @@ def _birth_values(raw: bytes, wanted: set[str]) -> dict[str, tuple]:
 
 
 def _keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
-    """Replay hook: extend the timeline with the batch just replayed, in replay's own transaction, so
-    that no `known_at` query ever has to build it (a full build at 1M events takes tens of seconds)."""
+    """Replay hook: extend the timeline with the lines just replayed (a batch of a tail, or a whole
+    rebuild), in replay's own transaction, so that no `known_at` query ever has to build it (a full build
+    at 1M events takes seconds)."""
     Timeline(db, journal).catch_up()
 
 
@@ -435,8 +436,8 @@ class Timeline:
 
     def catch_up(self) -> None:
         """Add the journal lines past the last one seen (start over after a rebuild); the caller holds
-        a write transaction. Replay calls this after every batch; `sync` only catches up views written
-        before that (or rewritten in place by a compaction)."""
+        a write transaction. Replay calls this after every batch of a tail and once at the end of a rebuild;
+        `sync` only catches up views written before that (or rewritten in place by a compaction)."""
         db = self.db
         generation = _generation(db)
         state = db.execute("SELECT generation, last_line FROM recall_timeline_state WHERE id = 1").fetchone()
