@@ -80,6 +80,24 @@ def test_the_fsync_moves_to_the_sync_thread_only_while_fsyncs_are_slow(tmp_path:
     store.close()
 
 
+def test_one_large_commit_leaves_its_checkpoint_to_the_background(tmp_path: Path) -> None:
+    # a store_batch of many facts writes far more pages than the inline bound by itself: the WAL held
+    # nothing before it, so its only sync is the journal's and the thread checkpoints the pages
+    store = cruxsql.open(tmp_path)
+    checkpointer = store.checkpointer
+    checkpointer._pages = 10
+    wal = tmp_path / (view.DB_NAME + "-wal")
+    page = store.db.execute("PRAGMA page_size").fetchone()[0] + 24
+    store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(600)])
+    assert wal.stat().st_size > INLINE_FACTOR * checkpointer._pages * page  # the commit alone passed the bound
+    assert checkpointer.inline_checkpoints == 0
+    deadline = time.monotonic() + 10
+    while checkpointer.checkpoints == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert checkpointer.checkpoints >= 1
+    store.close()
+
+
 def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path: Path) -> None:
     store = cruxsql.open(tmp_path)
     checkpointer = store.checkpointer

@@ -25,8 +25,11 @@ import apsw
 
 WAL_CHECKPOINT_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 # A steady stream of commits can keep the background checkpoint from ever catching up with the WAL's
-# end, and only a checkpoint that does lets the next write restart the WAL: past this many times the
-# threshold, the committing connection checkpoints what is left itself (the thread copied the rest).
+# end, and only a checkpoint that does lets the next write restart the WAL: when the WAL already held
+# this many times the threshold before a commit, the committing connection checkpoints what is left
+# itself (the thread copied the rest). Counting what was there before the commit, not after it, keeps
+# one large commit (a store_batch of 1,000 facts writes ~7,000 pages) from paying for a checkpoint
+# inline: its only sync stays the journal's, and the WAL stays bounded by this plus one commit.
 INLINE_FACTOR = 10
 
 
@@ -39,16 +42,23 @@ class WalCheckpointer:
         self._wake = threading.Event()
         self._closing = False
         self._thread: Optional[threading.Thread] = None
+        self._wal_pages = 0  # the WAL's length after this connection's last commit
         self.checkpoints = 0
+        self.inline_checkpoints = 0
         db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
 
     def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
-        if name == "main" and pages >= self._pages * INLINE_FACTOR:
+        if name != "main":
+            return apsw.SQLITE_OK
+        # shorter than after the last commit: the WAL restarted, so it held nothing before this one
+        before, self._wal_pages = (self._wal_pages if pages >= self._wal_pages else 0), pages
+        if before >= self._pages * INLINE_FACTOR:
             try:
                 db.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                self.inline_checkpoints += 1
             except apsw.BusyError:
                 pass  # the thread is checkpointing: a later commit retries
-        elif name == "main" and pages >= self._pages and not self._closing:
+        elif pages >= self._pages and not self._closing:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="cruxsql-wal-checkpoint", daemon=True)
                 self._thread.start()
