@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from functools import lru_cache
 from json import JSONDecoder
@@ -40,7 +39,6 @@ Progress = Optional[Callable[[int, int], None]]
 # Lines per batch: one known-facts query and one executemany per table (for a tail, also one transaction,
 # checkpoint and hook call each).
 BATCH_LINES = 20_000
-_READ_CHUNK = 4 << 20
 _ASCII_WS = b" \t\n\r\x0c"
 # Indexes a full rebuild keeps while it inserts: facts_seq grows at its right edge (cheap), and replay
 # hooks follow facts by seq.
@@ -206,29 +204,9 @@ def read_lines(journal: Journal, offset: int, progress: Progress) -> Iterator[li
     """The journal's newline-terminated lines from `offset`, without their newlines, in batches of at
     most BATCH_LINES (an unterminated last line is not committed and not returned). Progress is
     reported after each chunk read."""
-    try:
-        fh = open(journal.path, "rb")
-    except FileNotFoundError:
-        return
-    with fh:
-        total = os.fstat(fh.fileno()).st_size
-        fh.seek(offset)
-        done = offset
-        pending = b""
-        while True:
-            chunk = fh.read(_READ_CHUNK)
-            if not chunk:
-                return
-            buf = pending + chunk if pending else chunk
-            end = buf.rfind(b"\n") + 1
-            pending = buf[end:]
-            if end:
-                lines = buf[:end - 1].split(b"\n")
-                for i in range(0, len(lines), BATCH_LINES):
-                    yield lines[i:i + BATCH_LINES]
-            done += end
-            if progress is not None:
-                progress(done - offset, total - offset)
+    for lines in journal.line_chunks(offset, progress):
+        for i in range(0, len(lines), BATCH_LINES):
+            yield lines[i:i + BATCH_LINES]
 
 
 class BulkApplier:

@@ -30,7 +30,7 @@ JOURNAL_NAME = "facts.jsonl"
 LOCK_NAME = "LOCK"
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 FINGERPRINT_WINDOW = 4096
-_READ_CHUNK = 1 << 20
+_READ_CHUNK = 4 << 20
 _ASCII_WS = b" \t\n\r\x0c"
 LOCK_WAIT_NOTICE_SECONDS = 1.0
 # A write hands its fsync to the sync thread only while recent fsyncs took longer than this: the hand-off
@@ -440,12 +440,11 @@ class Journal:
 
     # --- read ------------------------------------------------------------------------------------
 
-    def records(self, offset: int = 0, line_no: int = 1,
-                progress: Optional[Callable[[int, int], None]] = None) -> Iterator[Record]:
-        """Stream newline-terminated records from `offset` (whose line number is `line_no`).
-
-        An unterminated final record is not committed and is not returned.
-        """
+    def line_chunks(self, offset: int = 0,
+                    progress: Optional[Callable[[int, int], None]] = None) -> Iterator[list[bytes]]:
+        """The newline-terminated lines from `offset`, without their newlines, a read chunk's worth at a
+        time; an unterminated final line is not committed and is not returned. Progress (bytes done,
+        bytes to do) is reported after each chunk's lines were taken."""
         try:
             fh = open(self.path, "rb")
         except FileNotFoundError:
@@ -454,26 +453,33 @@ class Journal:
             total = os.fstat(fh.fileno()).st_size
             fh.seek(offset)
             pending = b""
-            pos = offset
+            done = offset
             while True:
                 chunk = fh.read(_READ_CHUNK)
                 if not chunk:
-                    break
+                    return
                 buf = pending + chunk if pending else chunk
-                start = 0
-                while True:
-                    nl = buf.find(b"\n", start)
-                    if nl < 0:
-                        break
-                    raw = buf[start:nl]
-                    length = nl + 1 - start
-                    yield Record(line_no, pos, length, raw[:-1] if raw.endswith(b"\r") else raw)
-                    pos += length
-                    start = nl + 1
-                    line_no += 1
-                pending = buf[start:]
+                end = buf.rfind(b"\n") + 1
+                pending = buf[end:]
+                if end:
+                    yield buf[:end - 1].split(b"\n")
+                done += end
                 if progress is not None:
-                    progress(pos - offset, total - offset)
+                    progress(done - offset, total - offset)
+
+    def records(self, offset: int = 0, line_no: int = 1,
+                progress: Optional[Callable[[int, int], None]] = None) -> Iterator[Record]:
+        """Stream newline-terminated records from `offset` (whose line number is `line_no`).
+
+        An unterminated final record is not committed and is not returned.
+        """
+        pos = offset
+        for lines in self.line_chunks(offset, progress):
+            for raw in lines:
+                length = len(raw) + 1
+                yield Record(line_no, pos, length, raw[:-1] if raw.endswith(b"\r") else raw)
+                pos += length
+                line_no += 1
 
     def read_lines(self, spans: Iterable[tuple[K, int, int]]) -> Iterator[tuple[K, bytes]]:
         """The lines at `(key, byte_offset, byte_length)` spans (as `journal_events` records them), in
