@@ -264,29 +264,6 @@ def report_store_latency(data: Path, work: Path, n: int) -> None:
         print(f"{f'store() latency p{p}, ms (vs write+fsync)':<44}{o * 1000:>14.3f}{b * 1000:>14.3f}{o / b:>10.2f}")
 
 
-_REBUILD_CHILD = r"""
-import json, resource, shutil, sys, time
-from pathlib import Path
-import cruxsql
-journal, data = Path(sys.argv[1]), Path(sys.argv[2])
-shutil.rmtree(data, ignore_errors=True)
-data.mkdir(parents=True)
-shutil.copy(journal, data / "facts.jsonl")
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-started = time.perf_counter()
-with cruxsql.open(data) as store:
-    events = store.last_replay.events
-rebuild_s = time.perf_counter() - started
-growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
-started = time.perf_counter()
-with open(journal, "rb") as fh:
-    for line in fh:
-        json.loads(line)
-print(json.dumps({"events": events, "rebuild_s": rebuild_s, "parse_s": time.perf_counter() - started,
-                  "rss_growth_mib": growth, "code": cruxsql.__file__}))
-"""
-
-
 def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) -> None:
     """A full rebuild of `journal` by this checkout's cruxsql and by `checkout`'s, alternately, each in a
     fresh process and each beside `json.loads` of the same lines in that process (the machine's noise
@@ -296,10 +273,9 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
           f"{'events/s':>12}{'json.loads/s':>14}{'ratio':>8}{'RSS growth MiB':>16}")
     for _ in range(rounds):
         for name, code in (("this checkout", here), ("--rebuild-vs", checkout.resolve())):
-            # cwd: not a checkout (python -c puts it ahead of PYTHONPATH)
-            done = subprocess.run([sys.executable, "-c", _REBUILD_CHILD, str(journal), str(work / "rebuild-vs")],
-                                  env={**os.environ, "PYTHONPATH": str(code)}, cwd=work, capture_output=True,
-                                  text=True, check=True)
+            done = subprocess.run([sys.executable, __file__, "--rebuild-child", str(journal), str(work / "rebuild-vs")],
+                                  env={**os.environ, "PYTHONPATH": str(code)}, capture_output=True, text=True,
+                                  check=True)
             r = json.loads(done.stdout.splitlines()[-1])
             name = f"{name} ({Path(r['code']).parents[1].name})"
             print(f"{name:<28}{r['rebuild_s']:>8.1f}{r['events'] / r['rebuild_s']:>12,.0f}"
@@ -325,7 +301,13 @@ def main() -> None:
     parser.add_argument("--rebuild-vs", type=Path, metavar="CHECKOUT",
                         help="only the rebuild of --events, by this code and by CHECKOUT's alternately (before/after)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --rebuild-vs")
+    parser.add_argument("--rebuild-child", nargs=2, type=Path, metavar=("JOURNAL", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rebuild_child:  # one side of --rebuild-vs, with the cruxsql its PYTHONPATH names
+        rebuild_s, _, events, rss_growth = bench_rebuild(*args.rebuild_child)
+        print(json.dumps({"events": events, "rebuild_s": rebuild_s, "parse_s": bench_parse(args.rebuild_child[0]),
+                          "rss_growth_mib": rss_growth, "code": cruxsql.__file__}))
+        return
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     if args.store_batch_from:
