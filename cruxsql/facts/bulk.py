@@ -445,7 +445,8 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
     `full` (a rebuild): one transaction that empties the fact tables, defers their secondary indexes
     and replays everything, so a crash anywhere leaves the previous view. Else one transaction per
     batch, each advancing the checkpoint, the last one also sanitising the links (as the row path).
-    Replay hooks run after every batch of a tail, inside its transaction; in a rebuild once, at the end.
+    Replay hooks (then the bulk replay hooks) run after every batch of a tail, inside its transaction;
+    in a rebuild once, at the end.
     """
     if progress is not None:  # the bar appears before the old rows are cleared (seconds on a big view)
         st = journal.stat()
@@ -464,6 +465,7 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
                 applier.sanitize_links()
             view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
             view.run_replay_hooks(db, journal)
+            view.run_bulk_replay_hooks(db)
             crash_point("replay-before-commit")
         lines = following
 
@@ -484,6 +486,8 @@ def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bul
         # once, over the whole journal: derived tables are built by a few sorted passes instead of
         # being extended batch by batch (random inserts into ever larger B-trees)
         view.run_replay_hooks(db, journal)
+        bar.reached(0.8)
+        view.run_bulk_replay_hooks(db)
         crash_point("replay-before-commit")
     bar.reached(1.0)
 

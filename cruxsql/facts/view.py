@@ -218,6 +218,23 @@ def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
         hook(db, journal)
 
 
+# Derived tables a read catches up lazily (recall's text index: cheap for the few facts a write adds,
+# and a write should not pay for it), but that a replay bringing in many lines at once (a rebuild, a
+# long tail) builds itself, so that the first read after it does not stall for seconds.
+_BULK_REPLAY_HOOKS: list[Callable[[apsw.Connection], None]] = []
+
+
+def on_bulk_replay(hook: Callable[[apsw.Connection], None]) -> None:
+    """Run `hook(db)` at the end of every bulk replay transaction, after the `on_replay` hooks."""
+    if hook not in _BULK_REPLAY_HOOKS:
+        _BULK_REPLAY_HOOKS.append(hook)
+
+
+def run_bulk_replay_hooks(db: apsw.Connection) -> None:
+    for hook in _BULK_REPLAY_HOOKS:
+        hook(db)
+
+
 @dataclass(frozen=True)
 class Rewrite:
     """An in-place rewrite of the fact tables (a compaction) inside its transaction, before it drops the

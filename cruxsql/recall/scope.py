@@ -40,7 +40,7 @@ def rust_lower(text: str) -> str:
     patched here for the case pairs Unicode 16 added.
     """
     out = text.lower()
-    if _PATCH_CHARS is not None and _PATCH_CHARS.search(out):
+    if _PATCH_CHARS is not None and not out.isascii() and _PATCH_CHARS.search(out):
         out = out.translate(_PATCH_TABLE)
     return out
 
