@@ -439,21 +439,21 @@ class BulkApplier:
 
 
 def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats: "view.ReplayStats",
-           offset: int, line_no: int, generation: str, progress: Progress, full: bool) -> None:
+           offset: int, line_no: int, generation: str, progress: Progress, full: bool, derived: bool = True) -> None:
     """Replay the journal from `offset` (line `line_no`) with the bulk path.
 
     `full` (a rebuild): one transaction that empties the fact tables, defers their secondary indexes
     and replays everything, so a crash anywhere leaves the previous view. Else one transaction per
     batch, each advancing the checkpoint, the last one also sanitising the links (as the row path).
     Replay hooks (then the bulk replay hooks) run after every batch of a tail, inside its transaction;
-    in a rebuild once, at the end.
+    in a rebuild once, at the end; with `derived` False, not at all.
     """
     if progress is not None:  # the bar appears before the old rows are cleared (seconds on a big view)
         st = journal.stat()
         progress(0, (st.st_size if st else 0) - offset)
     bulk = BulkApplier(applier, stats)
     if full:
-        _rebuild(db, journal, applier, bulk, offset, line_no, generation, progress)
+        _rebuild(db, journal, applier, bulk, offset, line_no, generation, progress, derived)
         return
     batches = read_lines(journal, offset, progress)
     lines = next(batches, None)
@@ -464,14 +464,15 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
             if following is None:
                 applier.sanitize_links()
             view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
-            view.run_replay_hooks(db, journal)
-            view.run_bulk_replay_hooks(db)
+            if derived:
+                view.run_replay_hooks(db, journal)
+                view.run_bulk_replay_hooks(db)
             crash_point("replay-before-commit")
         lines = following
 
 
 def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bulk: BulkApplier, offset: int,
-             line_no: int, generation: str, progress: Progress) -> None:
+             line_no: int, generation: str, progress: Progress, derived: bool) -> None:
     bar = _RebuildBar(progress)
     with db:
         bulk.defer_indexes()
@@ -480,22 +481,24 @@ def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bul
             offset, line_no = bulk.apply(lines, offset, line_no)
         view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
         applier.sanitize_links()  # before the indexes exist: its updates maintain none of them
-        bar.reached(0.55)
+        bar.reached(0.48)
         bulk.restore_indexes()
-        bar.reached(0.7)
+        bar.reached(0.6)
         # once, over the whole journal: derived tables are built by a few sorted passes instead of
         # being extended batch by batch (random inserts into ever larger B-trees)
-        view.run_replay_hooks(db, journal)
-        bar.reached(0.8)
-        view.run_bulk_replay_hooks(db)
+        if derived:
+            view.run_replay_hooks(db, journal)
+            bar.reached(0.83)
+            view.run_bulk_replay_hooks(db)
         crash_point("replay-before-commit")
     bar.reached(1.0)
 
 
 class _RebuildBar:
-    """A rebuild's progress: the journal bytes read fill the first half of the bar (about their share of
-    the time at 1M events), then the links, the deferred indexes and the replay hooks the rest, so the
-    bar does not sit at 100% while they run (minutes on a big journal)."""
+    """A rebuild's progress: the journal bytes read fill the first 45% of the bar (about their share of
+    the time at 1M events), then the links, the deferred indexes, the replay hooks and the bulk replay
+    hooks the rest, each its share, so the bar does not sit at 100% while they run (minutes on a big
+    journal)."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
@@ -504,7 +507,7 @@ class _RebuildBar:
     def reading(self, done: int, total: int) -> None:
         self.total = total
         if self.progress is not None:
-            self.progress(done // 2, total)
+            self.progress(done * 45 // 100, total)
 
     def reached(self, share: float) -> None:
         if self.progress is not None and self.total:

@@ -515,7 +515,7 @@ class Store:
             fresh = apsw.Connection(":memory:")
             try:
                 view.migrate(fresh)
-                view.rebuild(fresh, self.journal, self.policy)
+                view.rebuild(fresh, self.journal, self.policy, derived=False)
                 self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
                 try:
                     with self.db.backup("fresh", fresh, "main") as copy:
@@ -530,7 +530,7 @@ class Store:
             try:
                 fresh = view.open_connection(fresh_path)
                 try:
-                    view.rebuild(fresh, self.journal, self.policy)
+                    view.rebuild(fresh, self.journal, self.policy, derived=False)
                 finally:
                     fresh.close()
                 crash_point("verify-fresh-replay-built")
