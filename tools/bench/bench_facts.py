@@ -76,10 +76,13 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
         return run
 
     # when each phase of the rebuild ended: wrap the steps that end them (sanitize_links comes after
-    # the last line, restore_indexes next, the replay hooks last)
+    # the last line, restore_indexes next, the replay hooks, then the bulk replay hooks: a checkout
+    # from before those existed has no such phase)
     phases = [(view.Applier, "sanitize_links", "lines read and applied, links sanitised"),
               (bulk.BulkApplier, "restore_indexes", "deferred indexes built"),
-              (view, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run")]
+              (view, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run"),
+              (view, "run_bulk_replay_hooks", "bulk replay hooks (recall's text index) run")]
+    phases = [phase for phase in phases if hasattr(phase[0], phase[1])]
     originals = [getattr(owner, name) for owner, name, _ in phases]
     try:
         for (owner, name, label), original in zip(phases, originals):
@@ -92,6 +95,15 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     for label, at, growth in ends:
         print(f"  rebuild phase: {label} at {at:.1f} s (peak RSS growth {growth:.0f} MiB)")
     return time.perf_counter() - started, data, events, peak_rss_mib() - peak
+
+
+def first_query(data: Path) -> float:
+    """Seconds the first recall over a just-rebuilt view takes (whatever the rebuild left to it)."""
+    from cruxsql.recall.queries import Recall
+    with cruxsql.open(data) as store:
+        started = time.perf_counter()
+        Recall(store, refresh=False).query_facts("canary", contract="legacy", record_access=False)
+        return time.perf_counter() - started
 
 
 def bench_rebuild_paths(journal: Path, work: Path, events: int) -> tuple[float, float, int]:
@@ -270,7 +282,7 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
     moves both sides of a ratio together)."""
     here = Path(__file__).resolve().parents[2]
     print(f"{'rebuild of ' + format(sum(1 for _ in open(journal, 'rb')), ',') + ' events':<28}{'s':>8}"
-          f"{'events/s':>12}{'json.loads/s':>14}{'ratio':>8}{'RSS growth MiB':>16}")
+          f"{'events/s':>12}{'json.loads/s':>14}{'ratio':>8}{'RSS growth MiB':>16}{'then 1st query s':>18}")
     for _ in range(rounds):
         for name, code in (("this checkout", here), ("--rebuild-vs", checkout.resolve())):
             done = subprocess.run([sys.executable, __file__, "--rebuild-child", str(journal), str(work / "rebuild-vs")],
@@ -280,7 +292,7 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
             name = f"{name} ({Path(r['code']).parents[1].name})"
             print(f"{name:<28}{r['rebuild_s']:>8.1f}{r['events'] / r['rebuild_s']:>12,.0f}"
                   f"{r['events'] / r['parse_s']:>14,.0f}{r['parse_s'] / r['rebuild_s']:>8.3f}"
-                  f"{r['rss_growth_mib']:>16.0f}")
+                  f"{r['rss_growth_mib']:>16.0f}{r['first_query_s']:>18.2f}")
 
 
 def main() -> None:
@@ -304,9 +316,10 @@ def main() -> None:
     parser.add_argument("--rebuild-child", nargs=2, type=Path, metavar=("JOURNAL", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rebuild_child:  # one side of --rebuild-vs, with the cruxsql its PYTHONPATH names
-        rebuild_s, _, events, rss_growth = bench_rebuild(*args.rebuild_child)
-        print(json.dumps({"events": events, "rebuild_s": rebuild_s, "parse_s": bench_parse(args.rebuild_child[0]),
-                          "rss_growth_mib": rss_growth, "code": cruxsql.__file__}))
+        rebuild_s, data, events, rss_growth = bench_rebuild(*args.rebuild_child)
+        print(json.dumps({"events": events, "rebuild_s": rebuild_s, "first_query_s": first_query(data),
+                          "parse_s": bench_parse(args.rebuild_child[0]), "rss_growth_mib": rss_growth,
+                          "code": cruxsql.__file__}))
         return
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
