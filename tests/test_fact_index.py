@@ -129,3 +129,23 @@ def test_a_bulk_rebuild_and_a_long_tail_leave_the_index_current(tmp_path: Path, 
         assert store.refresh().events > 10
         assert TextIndex(store.db).is_current()
         assert TextIndex(store.db).term_candidates("delta").tolist() == _expected(store, "delta")
+
+
+def test_an_index_built_in_many_batches_equals_one_built_in_one(tmp_path: Path) -> None:
+    # many batches: each batch's postings are computed on a worker thread while the next one is read,
+    # and must still be appended to their blocks in seq order
+    with cruxsql.open(tmp_path) as store:
+        store.store_batch([cruxsql.StoreRequest(f"svc{i % 7}", f"k{i % 3}", f"team Épsilon {i} ΣΑΣ {i * i}")
+                           for i in range(120)])
+        tables = []
+        for batch in (7, 1000):
+            store.db.execute("DELETE FROM recall_index_state")
+            assert TextIndex(store.db, batch=batch).sync() == 120
+            tables.append([store.db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                           for t in ("recall_text", "recall_grams")])
+        assert tables[0] == tables[1] and len(tables[0][1]) > 100
+        # candidates are a superset (recall re-checks them): every fact holding the term is among them
+        candidates = set(TextIndex(store.db).term_candidates("épsilon 11").tolist())
+        holding = {seq for seq, value in store.db.execute("SELECT seq, value FROM facts")
+                   if "épsilon 11" in value.lower()}
+        assert len(holding) == 11 and holding <= candidates

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from typing import Iterable, Optional, Sequence
 
@@ -141,27 +142,56 @@ class TextIndex:
                     (apsw.carray(chunk),)).fetchall()
                 done += self._index_rows(rows, mode="union")
         max_seq = db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        if max_seq - last > self.batch:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-text-index") as sorter:
+                done += self._index_range(last, max_seq, sorter)
+        elif last < max_seq:
+            done += self._index_range(last, max_seq, None)
+        db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
+                   (generation, max(max_seq, state[1] if state and state[0] == generation else 0)))
+        return done
+
+    def _index_range(self, last: int, max_seq: int, sorter: Optional[ThreadPoolExecutor]) -> int:
+        """Index the facts with seqs above `last` up to `max_seq`, a batch at a time. With a `sorter`, the
+        postings of one batch are computed on its thread (numpy's sorts release the GIL) while this one
+        reads and lowercases the next batch's text; postings are still written batch after batch."""
+        done = 0
+        pending: list[tuple[int, Future, str]] = []
         while last < max_seq:
             # batches never straddle a postings block, so a fresh block is written with plain inserts
             hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1, last + self.batch)
-            rows = db.execute(
+            rows = self.db.execute(
                 "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq", (last, hi)
             ).fetchall()
-            fresh_block = last == 0 or ((last + 1) & (BLOCK_SIZE - 1)) == 0
-            done += self._index_rows(rows, mode="insert" if fresh_block else "append")
+            mode = "insert" if last == 0 or ((last + 1) & (BLOCK_SIZE - 1)) == 0 else "append"
+            if sorter is None:
+                done += self._index_rows(rows, mode)
+            else:
+                computing = [(block, sorter.submit(trigrams.postings, strings, owners), mode)
+                             for block, strings, owners in self._add_text(rows)]
+                for block, future, block_mode in pending:
+                    self._write_block(block, *future.result(), block_mode)
+                pending = computing
+                done += len(rows)
             last = hi
-        db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
-                   (generation, max(last, state[1] if state and state[0] == generation else 0)))
+        for block, future, block_mode in pending:
+            self._write_block(block, *future.result(), block_mode)
         return done
 
     def _index_rows(self, rows: Sequence[tuple], mode: str) -> int:
         """Index `rows` (seq, entity, key, value). mode: `insert` (a block nobody wrote yet), `append`
         (seqs above every seq already in the block: concatenate in SQL), `union` (re-indexing)."""
+        for block, strings, owners in self._add_text(rows):
+            self._write_block(block, *trigrams.postings(strings, owners), mode)
+        return len(rows)
+
+    def _add_text(self, rows: Sequence[tuple]) -> list[tuple[int, list[str], np.ndarray]]:
+        """Write the `recall_text` rows of `rows` (seq, entity, key, value); return the strings to index
+        and their seqs, grouped by postings block (dirty re-indexing can span several)."""
         if not rows:
-            return 0
-        db = self.db
+            return []
         text_rows = [text_row(*r) for r in rows]
-        db.executemany(
+        self.db.executemany(
             "INSERT OR REPLACE INTO recall_text (seq, owner, visible_entity, lc_value, lc_key, lc_entity) "
             "VALUES (?, ?, ?, ?, ?, ?)", text_rows)
         strings: list[str] = []
@@ -173,12 +203,13 @@ class TextIndex:
             owners.extend((seq, seq, seq))
         owner_arr = np.array(owners, dtype=np.int64)
         blocks = owner_arr >> BLOCK_BITS
-        # group the strings by postings block (dirty re-indexing can span several)
+        if blocks[0] == blocks[-1]:
+            return [(int(blocks[0]), strings, owner_arr)]
+        groups = []
         for block in np.unique(blocks):
             sel = np.flatnonzero(blocks == block)
-            codes, seqs = trigrams.postings([strings[i] for i in sel], owner_arr[sel])
-            self._write_block(int(block), codes, seqs, mode)
-        return len(rows)
+            groups.append((int(block), [strings[i] for i in sel], owner_arr[sel]))
+        return groups
 
     def _write_block(self, block: int, codes: np.ndarray, seqs: np.ndarray, mode: str) -> None:
         if not len(codes):
