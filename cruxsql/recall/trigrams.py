@@ -47,8 +47,8 @@ def postings(strings: list[str], owners: np.ndarray) -> tuple[np.ndarray, np.nda
     used = np.zeros(_SEP, dtype=bool)
     used[cps] = True
     alphabet = np.flatnonzero(used)
-    first = int(owners[0])
-    if len(alphabet) < _NARROW and int(owners[-1]) - first <= _NARROW:
+    first = int(owners.min())
+    if len(alphabet) < _NARROW and int(owners.max()) - first <= _NARROW:
         return _narrow(cps, lengths, boundaries, alphabet, owners - first, first)
     return _wide(cps, lengths, boundaries, owners)
 
