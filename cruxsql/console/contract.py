@@ -76,8 +76,9 @@ VIEW_RELATIONS: tuple[Relation, ...] = (
              {c: _FACT_COLUMNS[c] for c in ("tenant_hash", "entity", "key", "version", "fact_id", "value",
                                             "stored_at", "deleted", "supersedes", "superseded_by")}),
     Relation("journal_events", "table", "Journal events", "applied journal line",
-             "`line_no`, `byte_offset`, `byte_length`, `op`, `fact_id` (the event's main fact), `event_at` (the "
-             "event's own timestamp text), `applied` (0 when the V-C replay rules skipped it) and `skip_reason`",
+             "`line_no`, `byte_offset`, `byte_length`, `op`, `fact_id` (the event's main fact; a fact's events are "
+             "found through `journal_event_facts`, which is indexed by fact), `event_at` (the event's own timestamp "
+             "text), `applied` (0 when the V-C replay rules skipped it) and `skip_reason`",
              {"line_no": "the journal line (1-based); primary key",
               "byte_offset": "where the line starts in facts.jsonl",
               "byte_length": "the line's length, newline included",
