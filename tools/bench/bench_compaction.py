@@ -183,6 +183,8 @@ def main() -> None:
 
     import cruxsql
 
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
     data = work / "data"
     data.mkdir()
