@@ -57,3 +57,19 @@ def test_a_view_from_a_newer_cruxsql_is_refused(tmp_path):
     assert (tmp_path / "facts.jsonl").read_bytes() == journal
     db = apsw.Connection(str(tmp_path / "cruxsql.db"), flags=apsw.SQLITE_OPEN_READONLY)
     assert db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 9999
+
+
+def test_a_facts_events_are_found_by_index_without_journal_events_fact(tmp_path):
+    # migration 0018 dropped journal_events' fact index; the README's fact-history query reads the
+    # one on journal_event_facts instead of scanning
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "owner", "alice")
+        store.delete(fact.fact_id)
+        indexes = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "journal_events_fact" not in indexes and "journal_event_facts_fact" in indexes
+        query = ("SELECT e.line_no, e.op, e.event_at, r.role FROM journal_event_facts r JOIN journal_events e "
+                 "USING (line_no) WHERE r.fact_id = ?")
+        plan = " ".join(r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + query, (fact.fact_id,)))
+        assert "journal_event_facts_fact" in plan and "SCAN" not in plan
+        assert [(op, role) for _, op, _, role in store.db.execute(query, (fact.fact_id,))] == [
+            ("store", "stored"), ("delete", "deleted")]
