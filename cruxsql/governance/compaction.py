@@ -470,9 +470,12 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                                       max(next_seq, report.facts_retained + 1), generation)
                 # The known_at timeline follows the new journal in this transaction (not rebuilt by the
                 # first query): each line's time, known here; a compacted journal has no change events.
-                # Then whatever else replay keeps derived from the event tables.
+                # Then whatever else replay keeps derived from the event tables, and what a bulk replay
+                # builds: recall's text index, carried over above unless the seqs were renumbered (then
+                # built here, not by the first read).
                 Timeline(db, journal).restart(times)
                 view.run_replay_hooks(db, journal)
+                view.run_bulk_replay_hooks(db)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
                 db.execute("PRAGMA foreign_keys=ON")
