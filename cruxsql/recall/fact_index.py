@@ -71,16 +71,22 @@ def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
             None if lc_entity == entity else lc_entity)
 
 
+def _indexed_strings(row: tuple, text: tuple) -> tuple[str, str, str]:
+    """The lowercased value, key and visible entity whose trigrams index the fact `row` (seq, entity, key,
+    value), from its `text_row` `text` (a NULL column: the stored text was already lowercase)."""
+    _, entity, key, value = row
+    return (text[3] if text[3] is not None else value, text[4] if text[4] is not None else key,
+            text[5] if text[5] is not None else entity)
+
+
 _DROP_PIECE = 2048
 
 
 def _row_grams(rows: Sequence[tuple]) -> np.ndarray:
     """The distinct trigram codes of the indexed text of `rows` (seq, entity, key, value)."""
     strings: list[str] = []
-    for seq, entity, key, value in rows:
-        t = text_row(seq, entity, key, value)
-        strings += (t[3] if t[3] is not None else value, t[4] if t[4] is not None else key,
-                    t[5] if t[5] is not None else entity)
+    for row in rows:
+        strings += _indexed_strings(row, text_row(*row))
     codes, _ = trigrams.postings(strings, np.repeat(np.array([r[0] for r in rows], dtype=np.int64), 3))
     return np.unique(codes)
 
@@ -196,11 +202,9 @@ class TextIndex:
             "VALUES (?, ?, ?, ?, ?, ?)", text_rows)
         strings: list[str] = []
         owners: list[int] = []
-        for (seq, entity, key, value), t in zip(rows, text_rows):
-            strings.append(t[3] if t[3] is not None else value)
-            strings.append(t[4] if t[4] is not None else key)
-            strings.append(t[5] if t[5] is not None else entity)
-            owners.extend((seq, seq, seq))
+        for row, t in zip(rows, text_rows):
+            strings += _indexed_strings(row, t)
+            owners += (row[0], row[0], row[0])
         owner_arr = np.array(owners, dtype=np.int64)
         blocks = owner_arr >> BLOCK_BITS
         if blocks[0] == blocks[-1]:
