@@ -122,6 +122,30 @@ def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path
         assert again.counts()["live_facts"] == 7 and again.verify().ok
 
 
+def test_the_checkpoint_thread_is_woken_per_threshold_of_pages_added_not_per_commit(tmp_path: Path) -> None:
+    # a steady stream of stores rarely lets the WAL restart: waking the thread on every commit while the
+    # WAL is past the threshold had it checkpointing (two fsyncs) after almost every store
+    store = cruxsql.open(tmp_path)
+    checkpointer = store.checkpointer
+    checkpointer._pages = 200
+    lengths = []
+
+    def committed(db, name, pages):
+        lengths.append(pages)
+        return checkpointer._committed(db, name, pages)
+
+    store.db.set_wal_hook(committed)
+    for i in range(300):
+        store.store(f"e{i % 7}", "k", f"v{i}")
+    added = sum(b - a if b >= a else b for a, b in zip([0, *lengths], lengths))
+    past_threshold = sum(1 for n in lengths if n >= checkpointer._pages)
+    assert past_threshold > 100  # most commits land on a WAL longer than the threshold
+    assert 1 <= checkpointer.wakeups <= added // checkpointer._pages + 1
+    store.close()
+    with cruxsql.open(tmp_path) as again:
+        assert again.counts()["live_facts"] == 7 and again.verify().ok
+
+
 def test_a_short_lived_store_starts_no_checkpoint_thread(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         store.store("svc", "owner", "alice")
