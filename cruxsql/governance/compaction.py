@@ -362,6 +362,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             events: list[tuple] = []
             names: list[tuple] = []
             times = array("q")  # each new line's event time (ns), for the known_at timeline
+            line_seqs = array("q")  # the seq of the fact each store line holds, line 1 first
             order = {"last_seq": None, "renumber": False}
 
             def flush() -> None:
@@ -397,6 +398,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
                                                           map(_STORED_AT, rows), repeat(1), repeat(None)))
                         times.extend(map(_STORED_AT_NS, rows))
                         seqs = list(map(_SEQ, rows))
+                        line_seqs.extend(seqs)
                         chain = seqs if order["last_seq"] is None else [order["last_seq"], *seqs]
                         if not all(map(lt, chain, chain[1:])):  # replay order changed: renumber below
                             order["renumber"] = True
@@ -438,11 +440,13 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             report.inode_after = new_st.st_ino if new_st else None
             report.generation = generation
             if direct:
-                # The live facts' lines are 1..stores in (stored_at, fact_id) order: number them in one
-                # statement (visiting the rows in rowid order), then name them in journal_event_facts.
-                db.execute("UPDATE facts SET line_no = w.n FROM (SELECT rid, n FROM (SELECT rowid AS rid, row_number() "
-                           "OVER (ORDER BY stored_at_ns, fact_id) AS n FROM facts WHERE deleted = 0) ORDER BY rid) AS w "
-                           "WHERE facts.rowid = w.rid")
+                # The live facts' lines are 1..stores, in the order written: number them in one statement
+                # from the seqs written (carray's rowid is the 1-based position, so the line number;
+                # ~0.6 s less at 1M facts than ranking the rows again with a window function), then name
+                # them in journal_event_facts.
+                if line_seqs:  # (carray refuses an empty buffer)
+                    db.execute("UPDATE facts SET line_no = c.rowid FROM carray(?) AS c WHERE facts.seq = c.value",
+                               (apsw.carray(line_seqs),))
                 db.execute("INSERT INTO journal_event_facts (line_no, fact_id, role) SELECT line_no, fact_id, 'stored' "
                            "FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 ORDER BY stored_at_ns, fact_id")
                 # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
