@@ -30,7 +30,6 @@ from ..facts import codec, timestamps, view
 from ..facts.journal import Journal
 from . import trigrams
 from .scope import rust_lower, split_private_entity
-from .trigrams import term_grams
 
 BLOCK_BITS = 16
 BLOCK_SIZE = 1 << BLOCK_BITS
@@ -308,7 +307,7 @@ class TextIndex:
         when the term is too short for trigrams or (with `limit`) its rarest trigram has more than
         `limit` postings, so that a scan is cheaper. Only the rarer trigrams are read: intersecting
         with very common ones prunes little, and every candidate is re-checked anyway."""
-        grams = term_grams(term)
+        grams = trigrams.term_grams(term)
         if grams is None:
             return None
         if len(grams) == 1 and limit is None:

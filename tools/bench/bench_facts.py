@@ -220,13 +220,20 @@ def report_store_batch(source: Path, work: Path, batches: int, size: int) -> Non
     ours, bare, syncs = bench_store_batch(work, batches, size, source)
     with cruxsql.open(work / "store-batch") as store:
         facts = store.counts()["facts"]
-    o, b = statistics.median(ours), statistics.median(bare)
     print(f"store_batch of {size:,} facts x {batches} into a copy of {source} (now {facts:,} facts), interleaved "
           f"with one buffered write + fsync of the same bytes; load average {os.getloadavg()[0]:.2f}")
     print(f"{'measure':<48}{'cruxsql':>14}{'baseline':>14}{'ratio':>10}")
+    print_store_batch_rows(size, ours, bare, syncs)
+
+
+def print_store_batch_rows(size: int, ours: list[float], bare: list[float],
+                           syncs: tuple[float, float]) -> tuple[float, float]:
+    """The store_batch throughput and sync rows; returns the median seconds of a call (ours, baseline)."""
+    o, b = statistics.median(ours), statistics.median(bare)
     print(f"{f'store_batch of {size:,}, facts/s (vs write+fsync)':<48}{size / o:>14,.0f}{size / b:>14,.0f}{b / o:>10.3f}")
     print(f"{'syncs in a store_batch call (journal + SQLite)':<48}{syncs[0]:>14.1f}")
     print(f"{'syncs per store_batch, background checkpointer':<48}{syncs[1]:>14.1f}")
+    return o, b
 
 
 def bench_open_and_query(data: Path, repeats: int = 7) -> tuple[float, int]:
@@ -365,11 +372,7 @@ def main() -> None:
             o, b = percentile(ours, p), percentile(bare, p)
             print(f"{f'store() latency p{p}, ms (vs write+fsync)':<48}{o * 1000:>14.3f}{b * 1000:>14.3f}{o / b:>10.2f}")
         batch_ours, batch_bare, syncs = bench_store_batch(work, args.batches, args.batch_size)
-        o, b = statistics.median(batch_ours), statistics.median(batch_bare)
-        print(f"{f'store_batch of {args.batch_size:,}, facts/s (vs write+fsync)':<48}{args.batch_size / o:>14,.0f}"
-              f"{args.batch_size / b:>14,.0f}{b / o:>10.3f}")
-        print(f"{'syncs in a store_batch call (journal + SQLite)':<48}{syncs[0]:>14.1f}")
-        print(f"{'syncs per store_batch, background checkpointer':<48}{syncs[1]:>14.1f}")
+        o, b = print_store_batch_rows(args.batch_size, batch_ours, batch_bare, syncs)
         summary.update(
             store_p50_ms=percentile(ours, 50) * 1000, store_p95_ms=percentile(ours, 95) * 1000,
             bare_p50_ms=percentile(bare, 50) * 1000, bare_p95_ms=percentile(bare, 95) * 1000,
