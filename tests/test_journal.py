@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -133,3 +136,42 @@ def test_every_line_of_a_mutation_goes_out_in_one_write(tmp_path: Path, monkeypa
     assert store_line["op"] == "store" and supersede_line == {
         "op": "supersede", "fact_id": first.fact_id, "by_fact_id": store_line["fact"]["fact_id"],
         "superseded_at": supersede_line["superseded_at"]}
+
+
+def test_lock_if_free_takes_the_writer_lock_only_when_nobody_holds_it(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.readline()", str(tmp_path / "LOCK")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with journal.lock_if_free() as by_another_process:
+            pass
+    finally:
+        holder.communicate("\n")
+    seen: list[bool] = []
+
+    def try_it() -> None:
+        with journal.lock_if_free() as got:
+            seen.append(got)
+
+    probe = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR)\n"
+             "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+             "except BlockingIOError:\n    print('held')")
+    with journal.lock():
+        with journal.lock_if_free() as by_this_thread:
+            pass
+        still = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "LOCK")], capture_output=True,
+                               text=True, check=True).stdout.strip()  # the outer hold survived the inner try
+        other = threading.Thread(target=try_it)
+        other.start()
+        other.join()
+    with journal.lock_if_free() as free:
+        other = threading.Thread(target=try_it)  # held by this thread now
+        other.start()
+        other.join()
+    with journal.lock_if_free() as free_again:  # and released again
+        pass
+    assert (by_another_process, by_this_thread, still, seen, free, free_again) == (
+        False, False, "held", [False, False], True, True)

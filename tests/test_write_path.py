@@ -177,3 +177,72 @@ def test_the_catch_up_before_a_write_sees_lines_another_writer_appended(tmp_path
     assert [f.value for f in first.history("svc", "owner")] == ["alice", "bob", "carol"]
     assert first.verify().ok
     first.close()
+
+
+class _SyncCounter(apsw.VFS):
+    """The default VFS, counting the syncs SQLite asks of it per thread (registered before a store opens)."""
+
+    def __init__(self) -> None:
+        self.base = apsw.vfs_names()[0]
+        self.syncs: dict[str, int] = {}
+        super().__init__("test-sync-counter", base=self.base, makedefault=True)
+
+    def xOpen(self, name, flags):  # noqa: N802 (apsw's name)
+        return _SyncCountingFile(self, name, flags)
+
+
+class _SyncCountingFile(apsw.VFSFile):
+    def __init__(self, vfs: _SyncCounter, name, flags) -> None:
+        self.vfs = vfs
+        super().__init__(vfs.base, name, flags)
+
+    def xSync(self, flags: int) -> None:  # noqa: N802
+        thread = threading.current_thread().name
+        self.vfs.syncs[thread] = self.vfs.syncs.get(thread, 0) + 1
+        super().xSync(flags)
+
+
+def test_after_a_complete_background_checkpoint_a_write_makes_no_sqlite_sync(tmp_path: Path) -> None:
+    # The first commit after a complete checkpoint restarts the WAL, and SQLite fsyncs the new WAL header
+    # even with synchronous=NORMAL: that was a second sync in a store() or store_batch after a pause. The
+    # checkpoint thread now restarts the WAL itself once it has copied all of it.
+    counter = _SyncCounter()
+    try:
+        store = cruxsql.open(tmp_path)
+        store.checkpointer._pages = 20
+        store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(300)])
+        deadline = time.monotonic() + 20
+        while store.checkpointer.wal_restarts == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        restarts = store.checkpointer.wal_restarts
+        counter.syncs.clear()
+        store.store("svc1", "owner", "team one")
+        in_the_call = counter.syncs.get(threading.current_thread().name, 0)
+        store.close()
+    finally:
+        counter.unregister()
+    assert restarts >= 1
+    assert in_the_call == 0  # the journal's fsync is os.fsync, not SQLite's: SQLite made none
+    with cruxsql.open(tmp_path) as again:
+        assert again.counts()["live_facts"] == 300 and again.verify().ok
+
+
+def test_the_wal_restart_skips_while_a_writer_holds_the_lock(tmp_path: Path) -> None:
+    # It is housekeeping: while a writer holds the writer lock the checkpoint thread skips it (the writer's
+    # own commit restarts the WAL), so it can never land inside that writer's transaction.
+    store = cruxsql.open(tmp_path)
+    store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(50)])
+    conn = apsw.Connection(str(tmp_path / view.DB_NAME))
+
+    def restart_on_another_thread() -> int:
+        thread = threading.Thread(target=store.checkpointer._restart_wal, args=(conn,))
+        thread.start()
+        thread.join()
+        return store.checkpointer.wal_restarts
+
+    with store.writer_lock():
+        while_held = restart_on_another_thread()
+    after = restart_on_another_thread()
+    conn.close()
+    store.close()
+    assert (while_held, after) == (0, 1)

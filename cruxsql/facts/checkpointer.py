@@ -19,13 +19,17 @@ a steady stream of `store()` calls the WAL rarely restarts (a checkpoint complet
 lands while it runs), and waking on every commit past the threshold had the thread checkpointing after
 almost every other `store()` at 1M facts, two fsyncs each, queued on the same disk as the journal's
 fsync: the store's own latency paid for them.
+
+After a checkpoint that copied the whole WAL, the thread also restarts the WAL itself (`_restart_wal`),
+when the writer lock is free: otherwise the next write restarted it, and SQLite's fsync of the new WAL
+header was a second sync in that `store()` or `store_batch`, after the journal's.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Callable, ContextManager, Optional
 
 import apsw
 
@@ -37,13 +41,18 @@ WAL_CHECKPOINT_PAGES = 1000  # SQLite's own auto-checkpoint threshold
 # one large commit (a store_batch of 1,000 facts writes ~7,000 pages) from paying for a checkpoint
 # inline: its only sync stays the journal's, and the WAL stays bounded by this plus one commit.
 INLINE_FACTOR = 10
+# How often, and for how long, the thread retries a WAL restart that found the writer lock held.
+RESTART_RETRY_S = 0.05
+RESTART_RETRIES = 20
 
 
 class WalCheckpointer:
     """Checkpoints `path`'s WAL in a background thread whenever a commit on `db` leaves it past `pages`."""
 
-    def __init__(self, db: apsw.Connection, path: Path, pages: int = WAL_CHECKPOINT_PAGES) -> None:
+    def __init__(self, db: apsw.Connection, path: Path, lock_if_free: Callable[[], ContextManager[bool]],
+                 pages: int = WAL_CHECKPOINT_PAGES) -> None:
         self._path = path
+        self._lock_if_free = lock_if_free  # the writer lock, when free (Journal.lock_if_free)
         self._pages = pages
         self._wake = threading.Event()
         self._closing = False
@@ -53,6 +62,7 @@ class WalCheckpointer:
         self.checkpoints = 0
         self.inline_checkpoints = 0
         self.wakeups = 0
+        self.wal_restarts = 0
         db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
 
     def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
@@ -67,32 +77,73 @@ class WalCheckpointer:
                 db.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                 self.inline_checkpoints += 1
             except apsw.BusyError:
-                pass  # the thread is checkpointing: a later commit retries
-        elif pages >= self._woken_at + self._pages and not self._closing:
+                return apsw.SQLITE_OK  # the thread is checkpointing: a later commit retries
+            self._wake_thread()  # it finds the WAL copied, and restarts it off the write path
+        elif pages >= self._woken_at + self._pages:
             self._woken_at = pages
             self.wakeups += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="cruxsql-wal-checkpoint", daemon=True)
-                self._thread.start()
-            self._wake.set()
+            self._wake_thread()
         return apsw.SQLITE_OK
+
+    def _wake_thread(self) -> None:
+        if self._closing:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="cruxsql-wal-checkpoint", daemon=True)
+            self._thread.start()
+        self._wake.set()
 
     def _run(self) -> None:
         conn = apsw.Connection(str(self._path))
         try:
             conn.execute("PRAGMA synchronous=NORMAL")  # a checkpoint fsyncs the WAL, then the database
+            retries = 0  # left to try the WAL restart while a writer holds the lock
             while True:
-                self._wake.wait()
+                self._wake.wait(RESTART_RETRY_S if retries else None)
                 self._wake.clear()
                 if self._closing:
                     return
                 try:
-                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                    log, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
                 except apsw.BusyError:
-                    pass  # another connection is checkpointing: the next commit past the threshold retries
+                    continue  # another connection is checkpointing: the next commit past the threshold retries
+                if not log or copied != log or self._restart_wal(conn):
+                    retries = 0  # restarted, or new frames: the checkpoint it needs comes with a later wake-up
+                else:
+                    retries = RESTART_RETRIES if not retries else retries - 1
         finally:
             conn.close()
+
+    def _restart_wal(self, conn: apsw.Connection) -> bool:
+        """Restart the WAL now that a checkpoint copied all of it, with a commit that changes nothing;
+        False when a writer holds the writer lock (the thread tries again shortly: the commit that woke it
+        is often still inside that writer's call).
+
+        The first commit after a complete checkpoint writes the WAL from its beginning again, under a new
+        header that SQLite fsyncs even with synchronous=NORMAL (without that sync, a power cut could
+        leave the old header beside the new frames). Left to the next writer, that sync was a second one
+        in a `store_batch` or `store()` that followed a pause, after the journal's own fsync. Done here,
+        it is off the write path. The commit rewrites `user_version` with its own value (page 1's header,
+        which holds nothing the view reads), under the writer lock: a write transaction opened without
+        it could land between a writer's first read and its first write, and fail that writer's
+        transaction (SQLITE_BUSY_SNAPSHOT)."""
+        with self._lock_if_free() as locked:
+            if not locked:
+                return False
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except apsw.BusyError:
+                return False  # a writer that takes no writer lock (salience, accounting) is in
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                conn.execute(f"PRAGMA user_version={int(version)}")
+                conn.execute("COMMIT")
+                self.wal_restarts += 1
+            except apsw.Error:  # housekeeping: the next writer restarts the WAL, and reports any error
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
+            return True
 
     def close(self) -> None:
         """Stop the thread (after the checkpoint it is running, if any)."""

@@ -159,6 +159,33 @@ class Journal:
                 if self._lock_depth == 0:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
+    @contextmanager
+    def lock_if_free(self) -> Iterator[bool]:
+        """The writer lock if nobody holds it right now (yields True, held until the block ends), else
+        nothing (yields False): for housekeeping that is better skipped than waited for."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            if self._lock_depth:  # this thread holds it already
+                yield False
+                return
+            if self._lock_fd is None:
+                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            os.ftruncate(self._lock_fd, 0)
+            os.pwrite(self._lock_fd, f"{os.getpid()}\n".encode(), 0)
+            try:
+                yield True
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
     def _acquire(self, fd: int) -> None:
         """flock LOCK, waiting at most `lock_timeout`; then record our pid in it for waiters to name."""
         if self.lock_timeout is None and self.on_lock_wait is None:

@@ -165,7 +165,7 @@ class Store:
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
             self.db = view.open_connection(self.data_dir / view.DB_NAME)
-            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME)
+            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME, self.journal.lock_if_free)
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)

@@ -4,6 +4,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py                 # 1,000,000 events (a few minutes)
     python tools/bench/bench_facts.py --events 100000 # quicker
     python tools/bench/bench_facts.py --store-latency-only DIR --stores 1000  # store() rows only
+    ... --store-latency-only DIR --pause-ms 20  # each store() after a pause (an agent's pace)
     python tools/bench/bench_facts.py --store-batch-from DIR --workdir W  # store_batch into a copy of DIR
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
     python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
@@ -154,13 +155,16 @@ class _SyncCountingFile(apsw.VFSFile):
         super().xSync(flags)
 
 
+PAUSE_S = 0.5  # between store_batch calls in the paced sync count
+
+
 def bench_store_batch(work: Path, batches: int, size: int,
-                      source: Path | None = None) -> tuple[list[float], list[float], tuple[float, float]]:
+                      source: Path | None = None) -> tuple[list[float], list[float], tuple[float, float, float]]:
     """`store_batch` of `size` facts into a store that keeps growing (from empty, or from a copy of the
     store in `source`), against one buffered write + fsync of the same bytes (what the batch appended),
     interleaved call by call; then the syncs one `store_batch` makes (journal fsyncs + SQLite syncs on the
-    calling thread; and those of the background checkpointer),
-    counted in a second pass through a counting VFS."""
+    calling thread; and those of the background checkpointer), counted in a second pass through a
+    counting VFS: calls back to back, then calls each after a pause (PAUSE_S)."""
     data = work / "store-batch"
     shutil.rmtree(data, ignore_errors=True)
     if source is not None:
@@ -208,7 +212,14 @@ def bench_store_batch(work: Path, batches: int, size: int,
             _SyncCounter.syncs = _SyncCounter.background = fsyncs = 0
             for round_ in range(calls):
                 store.store_batch(requests(batches + round_))
-            syncs = ((fsyncs + _SyncCounter.syncs) / calls, _SyncCounter.background / calls)
+            back_to_back = (fsyncs + _SyncCounter.syncs) / calls
+            background = _SyncCounter.background / calls
+            # an agent's pace: a batch per turn, with time between (the background checkpoint finishes)
+            _SyncCounter.syncs = fsyncs = 0
+            for round_ in range(calls):
+                time.sleep(PAUSE_S)
+                store.store_batch(requests(batches + calls + round_))
+            syncs = (back_to_back, background, (fsyncs + _SyncCounter.syncs) / calls)
     finally:
         os.fsync = real_fsync
         counter.unregister()
@@ -227,11 +238,12 @@ def report_store_batch(source: Path, work: Path, batches: int, size: int) -> Non
 
 
 def print_store_batch_rows(size: int, ours: list[float], bare: list[float],
-                           syncs: tuple[float, float]) -> tuple[float, float]:
+                           syncs: tuple[float, float, float]) -> tuple[float, float]:
     """The store_batch throughput and sync rows; returns the median seconds of a call (ours, baseline)."""
     o, b = statistics.median(ours), statistics.median(bare)
     print(f"{f'store_batch of {size:,}, facts/s (vs write+fsync)':<48}{size / o:>14,.0f}{size / b:>14,.0f}{b / o:>10.3f}")
     print(f"{'syncs in a store_batch call (journal + SQLite)':<48}{syncs[0]:>14.1f}")
+    print(f"{f'  in a call after a {PAUSE_S:g} s pause':<48}{syncs[2]:>14.1f}")
     print(f"{'syncs per store_batch, background checkpointer':<48}{syncs[1]:>14.1f}")
     return o, b
 
@@ -250,15 +262,18 @@ def bench_open_and_query(data: Path, repeats: int = 7) -> tuple[float, int]:
     return statistics.median(times), rows
 
 
-def bench_store_latency(data: Path, work: Path, n: int) -> tuple[list[float], list[float]]:
+def bench_store_latency(data: Path, work: Path, n: int, pause_s: float = 0.0) -> tuple[list[float], list[float]]:
     """store() into the big store against a bare append + fsync of a line of the same size, interleaved
-    call by call so both see the same disk (an fsync's cost depends on what else the machine writes)."""
+    call by call so both see the same disk (an fsync's cost depends on what else the machine writes);
+    with `pause_s`, each pair after that pause (an agent's pace: the background checkpoints finish)."""
     path = work / "bare.jsonl"
     path.unlink(missing_ok=True)
     ours: list[float] = []
     bare: list[float] = []
     with cruxsql.open(data) as store:
         for i in range(n):
+            if pause_s:
+                time.sleep(pause_s)
             started = time.perf_counter()
             fact = store.store(f"svc{i % 50}", "status", f"deploy canary {i}", confidence=0.9)
             ours.append(time.perf_counter() - started)
@@ -272,11 +287,13 @@ def bench_store_latency(data: Path, work: Path, n: int) -> tuple[list[float], li
     return ours, bare
 
 
-def report_store_latency(data: Path, work: Path, n: int) -> None:
+def report_store_latency(data: Path, work: Path, n: int, pause_s: float = 0.0) -> None:
     """`--store-latency-only DIR`: the store() rows alone, into a store an earlier run built (and adopted
     when copied), so they can be re-measured without a rebuild."""
-    ours, bare = bench_store_latency(data, work, n)
-    print(f"store() into {data} ({n} stores, interleaved with a bare append + fsync of the same line)")
+    ours, bare = bench_store_latency(data, work, n, pause_s)
+    paced = f", each pair after a {pause_s * 1000:g} ms pause" if pause_s else ""
+    print(f"store() into {data} ({n} stores, interleaved with a bare append + fsync of the same line{paced}; "
+          f"load average {os.getloadavg()[0]:.2f})")
     print(f"{'measure':<44}{'cruxsql':>14}{'baseline':>14}{'ratio':>10}")
     for p in (50, 95, 99):
         o, b = percentile(ours, p), percentile(bare, p)
@@ -308,6 +325,8 @@ def main() -> None:
     parser.add_argument("--events-10m", action="store_true",
                         help="only the rebuild (and parse baseline) of a 10,000,000-event journal: time and peak memory")
     parser.add_argument("--stores", type=int, default=300, help="store() calls for the latency figure")
+    parser.add_argument("--pause-ms", type=float, default=0.0,
+                        help="with --store-latency-only: a pause before each store() (an agent's pace)")
     parser.add_argument("--batches", type=int, default=20, help="store_batch calls of --batch-size facts")
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--row-path-events", type=int, default=100_000,
@@ -334,7 +353,7 @@ def main() -> None:
         report_store_batch(args.store_batch_from, work, args.batches, args.batch_size)
         return
     if args.store_latency_only:
-        report_store_latency(args.store_latency_only, work, args.stores)
+        report_store_latency(args.store_latency_only, work, args.stores, args.pause_ms / 1000)
         return
     if args.events_10m:
         args.events = 10_000_000
