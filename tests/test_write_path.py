@@ -232,17 +232,48 @@ def test_the_wal_restart_skips_while_a_writer_holds_the_lock(tmp_path: Path) -> 
     # own commit restarts the WAL), so it can never land inside that writer's transaction.
     store = cruxsql.open(tmp_path)
     store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(50)])
-    conn = apsw.Connection(str(tmp_path / view.DB_NAME))
+    conn = store.checkpointer._connect()
 
-    def restart_on_another_thread() -> int:
-        thread = threading.Thread(target=store.checkpointer._restart_wal, args=(conn,))
+    def restart_on_another_thread() -> tuple[bool, int]:
+        done: list[bool] = []
+        thread = threading.Thread(target=lambda: done.append(store.checkpointer._restart_wal(conn)))
         thread.start()
         thread.join()
-        return store.checkpointer.wal_restarts
+        return done[0], store.checkpointer.wal_restarts
 
     with store.writer_lock():
         while_held = restart_on_another_thread()
     after = restart_on_another_thread()
     conn.close()
     store.close()
-    assert (while_held, after) == (0, 1)
+    assert (while_held, after) == ((False, 0), (True, 1))
+
+
+def _wal_frames(path: Path) -> int:
+    probe = apsw.Connection(str(path))
+    try:
+        probe.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()  # opens the WAL
+        return probe.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)[0]
+    finally:
+        probe.close()
+
+
+def test_the_wal_restart_writes_nothing_while_a_reader_still_reads_from_the_wal(tmp_path: Path) -> None:
+    # A reader whose snapshot is in the WAL keeps SQLite from restarting it: a commit then would only
+    # append a frame, and that frame would keep the next writer from restarting the WAL as well.
+    store = cruxsql.open(tmp_path)
+    store.store("svc", "owner", "alice")
+    reader = apsw.Connection(str(tmp_path / view.DB_NAME))
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM facts").fetchall()
+    store.store("svc", "owner", "bob")
+    before = _wal_frames(tmp_path / view.DB_NAME)
+    conn = store.checkpointer._connect()
+    done = store.checkpointer._restart_wal(conn)
+    after = _wal_frames(tmp_path / view.DB_NAME)
+    reader.execute("COMMIT")
+    reader.close()
+    conn.close()
+    store.close()
+    assert before > 0
+    assert (done, after, store.checkpointer.wal_restarts) == (True, before, 0)

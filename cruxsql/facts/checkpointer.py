@@ -63,11 +63,14 @@ class WalCheckpointer:
         self.inline_checkpoints = 0
         self.wakeups = 0
         self.wal_restarts = 0
+        self._commits = 0  # commits on `db`: a pending WAL restart is retried only while none lands
+        self._own_wal_pages = 0  # the WAL's length after the thread's own last commit
         db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
 
     def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
         if name != "main":
             return apsw.SQLITE_OK
+        self._commits += 1
         # shorter than after the last commit: the WAL restarted, so it held nothing before this one
         before, self._wal_pages = (self._wal_pages if pages >= self._wal_pages else 0), pages
         if before == 0:
@@ -93,27 +96,40 @@ class WalCheckpointer:
             self._thread.start()
         self._wake.set()
 
-    def _run(self) -> None:
+    def _connect(self) -> apsw.Connection:
+        """The thread's own connection: no busy handler (it never waits), its commits' WAL lengths seen."""
         conn = apsw.Connection(str(self._path))
+        conn.execute("PRAGMA synchronous=NORMAL")  # a checkpoint fsyncs the WAL, then the database
+        conn.set_wal_hook(self._own_commit)
+        return conn
+
+    def _run(self) -> None:
+        conn = self._connect()
         try:
-            conn.execute("PRAGMA synchronous=NORMAL")  # a checkpoint fsyncs the WAL, then the database
-            retries = 0  # left to try the WAL restart while a writer holds the lock
+            retries = 0  # left to try a WAL restart that found the writer lock held
+            commits = 0  # `_commits` then: the retry is moot once the writer commits (it restarts the WAL)
             while True:
-                self._wake.wait(RESTART_RETRY_S if retries else None)
+                woken = self._wake.wait(RESTART_RETRY_S if retries else None)
                 self._wake.clear()
                 if self._closing:
                     return
+                if not woken:  # a retry: the restart alone, no new checkpoint (the WAL was all copied)
+                    retries = 0 if self._commits != commits or self._restart_wal(conn) else retries - 1
+                    continue
                 try:
                     log, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
                 except apsw.BusyError:
                     continue  # another connection is checkpointing: the next commit past the threshold retries
-                if not log or copied != log or self._restart_wal(conn):
-                    retries = 0  # restarted, or new frames: the checkpoint it needs comes with a later wake-up
-                else:
-                    retries = RESTART_RETRIES if not retries else retries - 1
+                retries, commits = 0, self._commits
+                if log and copied == log and not self._restart_wal(conn):
+                    retries = RESTART_RETRIES
         finally:
             conn.close()
+
+    def _own_commit(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        self._own_wal_pages = pages
+        return apsw.SQLITE_OK
 
     def _restart_wal(self, conn: apsw.Connection) -> bool:
         """Restart the WAL now that a checkpoint copied all of it, with a commit that changes nothing;
@@ -127,22 +143,27 @@ class WalCheckpointer:
         it is off the write path. The commit rewrites `user_version` with its own value (page 1's header,
         which holds nothing the view reads), under the writer lock: a write transaction opened without
         it could land between a writer's first read and its first write, and fail that writer's
-        transaction (SQLITE_BUSY_SNAPSHOT)."""
+        transaction (SQLITE_BUSY_SNAPSHOT). A RESTART checkpoint goes first: this connection has no busy
+        handler, so it fails at once while another connection still reads from the WAL, which would
+        keep the commit from restarting it (it would only append a frame, and keep the next writer from
+        restarting the WAL too). Errors are left to the next writer, which meets and reports them."""
         with self._lock_if_free() as locked:
             if not locked:
                 return False
             try:
+                conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
                 conn.execute("BEGIN IMMEDIATE")
-            except apsw.BusyError:
-                return False  # a writer that takes no writer lock (salience, accounting) is in
-            try:
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                conn.execute(f"PRAGMA user_version={int(version)}")
-                conn.execute("COMMIT")
+                try:
+                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                    conn.execute(f"PRAGMA user_version={int(version)}")
+                    conn.execute("COMMIT")
+                finally:
+                    if not conn.getautocommit():
+                        conn.execute("ROLLBACK")
+            except apsw.Error:
+                return True  # a reader or a lock-free writer is in, or an I/O error: not now
+            if self._own_wal_pages == 1:
                 self.wal_restarts += 1
-            except apsw.Error:  # housekeeping: the next writer restarts the WAL, and reports any error
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
             return True
 
     def close(self) -> None:

@@ -177,9 +177,9 @@ class Journal:
             except BlockingIOError:
                 yield False
                 return
-            os.ftruncate(self._lock_fd, 0)
-            os.pwrite(self._lock_fd, f"{os.getpid()}\n".encode(), 0)
             try:
+                os.ftruncate(self._lock_fd, 0)
+                os.pwrite(self._lock_fd, f"{os.getpid()}\n".encode(), 0)
                 yield True
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
