@@ -233,10 +233,12 @@ def test_the_wal_restart_skips_while_a_writer_holds_the_lock(tmp_path: Path) -> 
     store = cruxsql.open(tmp_path)
     store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(50)])
     conn = store.checkpointer._connect()
+    seen = conn.execute("PRAGMA data_version").fetchone()[0]
+    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)  # all copied: no reader, no writer
 
     def restart_on_another_thread() -> tuple[bool, int]:
         done: list[bool] = []
-        thread = threading.Thread(target=lambda: done.append(store.checkpointer._restart_wal(conn)))
+        thread = threading.Thread(target=lambda: done.append(store.checkpointer._restart_wal(conn, seen)))
         thread.start()
         thread.join()
         return done[0], store.checkpointer.wal_restarts
@@ -263,13 +265,13 @@ def test_the_wal_restart_writes_nothing_while_a_reader_still_reads_from_the_wal(
     # append a frame, and that frame would keep the next writer from restarting the WAL as well.
     store = cruxsql.open(tmp_path)
     store.store("svc", "owner", "alice")
+    store.store("svc", "owner", "bob")
     reader = apsw.Connection(str(tmp_path / view.DB_NAME))
     reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM facts").fetchall()
-    store.store("svc", "owner", "bob")
-    before = _wal_frames(tmp_path / view.DB_NAME)
+    reader.execute("SELECT count(*) FROM facts").fetchall()  # its snapshot ends at the WAL's last frame
+    before = _wal_frames(tmp_path / view.DB_NAME)  # and every frame is copied: only the reader holds it
     conn = store.checkpointer._connect()
-    done = store.checkpointer._restart_wal(conn)
+    done = store.checkpointer._restart_wal(conn, conn.execute("PRAGMA data_version").fetchone()[0])
     after = _wal_frames(tmp_path / view.DB_NAME)
     reader.execute("COMMIT")
     reader.close()
@@ -277,3 +279,30 @@ def test_the_wal_restart_writes_nothing_while_a_reader_still_reads_from_the_wal(
     store.close()
     assert before > 0
     assert (done, after, store.checkpointer.wal_restarts) == (True, before, 0)
+
+
+def test_the_wal_restart_copies_nothing_under_the_lock_after_another_commit(tmp_path: Path) -> None:
+    # Another connection (another process's writer) committed after the thread's checkpoint: that writer
+    # restarted the WAL, or left frames for a later checkpoint. Copying them here would sync the WAL and
+    # the database while holding the writer lock, the wait this restart exists to take off the write path.
+    counter = _SyncCounter()
+    try:
+        store = cruxsql.open(tmp_path)
+        store.store("svc", "owner", "alice")
+        conn = store.checkpointer._connect()
+        seen = conn.execute("PRAGMA data_version").fetchone()[0]
+        checkpointed = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        store.store("svc", "owner", "bob")  # a commit on another connection, after the checkpoint
+        done: list[bool] = []
+        thread = threading.Thread(target=lambda: done.append(store.checkpointer._restart_wal(conn, seen)),
+                                  name="restart-under-test")
+        counter.syncs.clear()
+        thread.start()
+        thread.join()
+        syncs = counter.syncs.get("restart-under-test", 0)
+        conn.close()
+        store.close()
+    finally:
+        counter.unregister()
+    assert checkpointed[0] == checkpointed[1] > 0
+    assert (done, syncs, store.checkpointer.wal_restarts) == ([True], 0, 0)

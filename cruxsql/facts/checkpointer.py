@@ -63,14 +63,12 @@ class WalCheckpointer:
         self.inline_checkpoints = 0
         self.wakeups = 0
         self.wal_restarts = 0
-        self._commits = 0  # commits on `db`: a pending WAL restart is retried only while none lands
         self._own_wal_pages = 0  # the WAL's length after the thread's own last commit
         db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
 
     def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
         if name != "main":
             return apsw.SQLITE_OK
-        self._commits += 1
         # shorter than after the last commit: the WAL restarted, so it held nothing before this one
         before, self._wal_pages = (self._wal_pages if pages >= self._wal_pages else 0), pages
         if before == 0:
@@ -107,22 +105,23 @@ class WalCheckpointer:
         conn = self._connect()
         try:
             retries = 0  # left to try a WAL restart that found the writer lock held
-            commits = 0  # `_commits` then: the retry is moot once the writer commits (it restarts the WAL)
+            seen = 0  # this connection's data_version before the checkpoint that found the WAL all copied
             while True:
-                woken = self._wake.wait(RESTART_RETRY_S if retries else None)
-                self._wake.clear()
+                if self._wake.wait(RESTART_RETRY_S if retries else None):
+                    self._wake.clear()  # (only when set: a wake landing after a timed-out wait is kept)
+                elif not self._closing:  # a retry: the restart alone, no new checkpoint (the WAL was all copied)
+                    retries = 0 if self._restart_wal(conn, seen) else retries - 1
+                    continue
                 if self._closing:
                     return
-                if not woken:  # a retry: the restart alone, no new checkpoint (the WAL was all copied)
-                    retries = 0 if self._commits != commits or self._restart_wal(conn) else retries - 1
-                    continue
                 try:
+                    seen = conn.execute("PRAGMA data_version").fetchone()[0]
                     log, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
-                except apsw.BusyError:
-                    continue  # another connection is checkpointing: the next commit past the threshold retries
-                retries, commits = 0, self._commits
-                if log and copied == log and not self._restart_wal(conn):
+                except apsw.Error:
+                    continue  # another connection is checkpointing, or an I/O error: a later wake-up retries
+                retries = 0
+                if log and copied == log and not self._restart_wal(conn, seen):
                     retries = RESTART_RETRIES
         finally:
             conn.close()
@@ -131,10 +130,10 @@ class WalCheckpointer:
         self._own_wal_pages = pages
         return apsw.SQLITE_OK
 
-    def _restart_wal(self, conn: apsw.Connection) -> bool:
-        """Restart the WAL now that a checkpoint copied all of it, with a commit that changes nothing;
-        False when a writer holds the writer lock (the thread tries again shortly: the commit that woke it
-        is often still inside that writer's call).
+    def _restart_wal(self, conn: apsw.Connection, seen: int) -> bool:
+        """Restart the WAL, which a checkpoint found all copied when this connection's data_version was
+        `seen`, with a commit that changes nothing; False when a writer holds the writer lock (the thread
+        tries again shortly: the commit that woke it is often still inside that writer's call).
 
         The first commit after a complete checkpoint writes the WAL from its beginning again, under a new
         header that SQLite fsyncs even with synchronous=NORMAL (without that sync, a power cut could
@@ -143,14 +142,21 @@ class WalCheckpointer:
         it is off the write path. The commit rewrites `user_version` with its own value (page 1's header,
         which holds nothing the view reads), under the writer lock: a write transaction opened without
         it could land between a writer's first read and its first write, and fail that writer's
-        transaction (SQLITE_BUSY_SNAPSHOT). A RESTART checkpoint goes first: this connection has no busy
-        handler, so it fails at once while another connection still reads from the WAL, which would
-        keep the commit from restarting it (it would only append a frame, and keep the next writer from
-        restarting the WAL too). Errors are left to the next writer, which meets and reports them."""
-        with self._lock_if_free() as locked:
-            if not locked:
-                return False
-            try:
+        transaction (SQLITE_BUSY_SNAPSHOT).
+
+        Under the lock, nothing is copied or synced but the restart's own header. A changed data_version
+        means another connection committed since that checkpoint (and restarted the WAL, or left frames a
+        later checkpoint copies): nothing to do. Otherwise a RESTART checkpoint finds nothing to copy, and,
+        as this connection has no busy handler, fails at once while another connection still reads from
+        the WAL, which would keep the commit from restarting it (it would only append a frame, and keep the
+        next writer from restarting the WAL too). Errors are left to the next writer, which meets and
+        reports them."""
+        try:
+            with self._lock_if_free() as locked:
+                if not locked:
+                    return False
+                if conn.execute("PRAGMA data_version").fetchone()[0] != seen:
+                    return True
                 conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -160,11 +166,11 @@ class WalCheckpointer:
                 finally:
                     if not conn.getautocommit():
                         conn.execute("ROLLBACK")
-            except apsw.Error:
-                return True  # a reader or a lock-free writer is in, or an I/O error: not now
-            if self._own_wal_pages == 1:
-                self.wal_restarts += 1
-            return True
+        except (apsw.Error, OSError):
+            return True  # a reader or a lock-free writer is in, or an I/O error: not now
+        if self._own_wal_pages == 1:
+            self.wal_restarts += 1
+        return True
 
     def close(self) -> None:
         """Stop the thread (after the checkpoint it is running, if any)."""

@@ -209,8 +209,12 @@ class Journal:
                     self.on_lock_wait(self.lock_holder())
                     told = True
                 time.sleep(_LOCK_POLL_SECONDS)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            fcntl.flock(fd, fcntl.LOCK_UN)  # not left held by a lock() that failed
+            raise
 
     def lock_holder(self) -> Optional[int]:
         """The pid the current (or last) holder of the writer lock wrote into LOCK, if any."""
