@@ -114,13 +114,13 @@ class WalCheckpointer:
                     continue
                 if self._closing:
                     return
+                retries = 0  # a new checkpoint: a pending restart is retried only after one that completes
                 try:
                     seen = conn.execute("PRAGMA data_version").fetchone()[0]
                     log, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
                 except apsw.Error:
                     continue  # another connection is checkpointing, or an I/O error: a later wake-up retries
-                retries = 0
                 if log and copied == log and not self._restart_wal(conn, seen):
                     retries = RESTART_RETRIES
         finally:
