@@ -48,6 +48,12 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _record_holder(fd: int) -> None:
+    """Write our pid into LOCK (held by us), for waiters to name the holder."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     """`os.write` until every byte is out (a regular file takes it in one call unless interrupted)."""
     view = memoryview(data)
@@ -148,9 +154,7 @@ class Journal:
         """The cross-process writer lock (flock on LOCK), re-entrant within this object."""
         with self._thread_lock:
             if self._lock_depth == 0:
-                if self._lock_fd is None:
-                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                self._acquire(self._lock_fd)
+                self._acquire(self._lock_file())
             self._lock_depth += 1
             try:
                 yield
@@ -170,19 +174,17 @@ class Journal:
             if self._lock_depth:  # this thread holds it already
                 yield False
                 return
-            if self._lock_fd is None:
-                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._lock_file()
             try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 yield False
                 return
             try:
-                os.ftruncate(self._lock_fd, 0)
-                os.pwrite(self._lock_fd, f"{os.getpid()}\n".encode(), 0)
+                _record_holder(fd)
                 yield True
             finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()
 
@@ -210,11 +212,16 @@ class Journal:
                     told = True
                 time.sleep(_LOCK_POLL_SECONDS)
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            _record_holder(fd)
         except OSError:
             fcntl.flock(fd, fcntl.LOCK_UN)  # not left held by a lock() that failed
             raise
+
+    def _lock_file(self) -> int:
+        """The descriptor of LOCK, opened (created if need be) on first use and kept."""
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._lock_fd
 
     def lock_holder(self) -> Optional[int]:
         """The pid the current (or last) holder of the writer lock wrote into LOCK, if any."""
