@@ -8,6 +8,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py --store-batch-from DIR --workdir W  # store_batch into a copy of DIR
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
     python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
+    python tools/bench/bench_facts.py --floor-only    # the least any rebuild does (decode, bare inserts)
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -96,6 +97,74 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     for label, at, growth in ends:
         print(f"  rebuild phase: {label} at {at:.1f} s (peak RSS growth {growth:.0f} MiB)")
     return time.perf_counter() - started, data, events, peak_rss_mib() - peak
+
+
+def bench_floor(journal: Path, work: Path) -> tuple[float, float, int]:
+    """The least any rebuild of `journal` does, in two timed steps: (1) the Crux-exact decode of every
+    line (the bulk path's decoder; the codec for what it hands over); (2) the insert of the fewest rows a
+    view of it holds (a facts row per stored fact, an event row per line, an event-fact row per fact a
+    line names) into tables with no index, no key and no constraint, with no replay rule applied and
+    no derived table (timeline, duplicates, text index) built. Returns (decode s, insert s, events)."""
+    path = work / "floor.db"
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+    db = apsw.Connection(str(path))
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"CREATE TABLE facts ({', '.join(view.FACT_COLUMNS)})")
+    db.execute("CREATE TABLE journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+               "skip_reason)")
+    db.execute("CREATE TABLE journal_event_facts (line_no, fact_id, role)")
+    facts_sql = f"INSERT INTO facts VALUES ({', '.join('?' * len(view.FACT_COLUMNS))})"
+    decode_s = insert_s = 0.0
+    line_no = offset = seq = 0
+    with db, open(journal, "rb") as fh:
+        while True:
+            lines = fh.readlines(1 << 23)
+            if not lines:
+                break
+            started = time.perf_counter()
+            decoded = []
+            for raw in lines:
+                try:
+                    decoded.append(bulk.decode_fast(raw.rstrip(b"\n")))
+                except bulk._Slow:
+                    decoded.append((codec.decode_event(raw.rstrip(b"\n")).op, None))
+            decode_s += time.perf_counter() - started
+            started = time.perf_counter()
+            facts, events, names = [], [], []
+            for raw, (op, payload) in zip(lines, decoded):
+                line_no += 1
+                if op in ("store", "store_batch"):
+                    for v in payload:
+                        seq += 1
+                        facts.append((*v, seq, line_no))
+                        names.append((line_no, v[0], "stored"))
+                    first = payload[0][0] if payload else None
+                else:
+                    first = payload[0] if payload else None
+                    if first is not None:
+                        names.append((line_no, first, op))
+                events.append((line_no, offset, len(raw), op, first, None, 1, None))
+                offset += len(raw)
+            db.executemany(facts_sql, facts)
+            db.executemany("INSERT INTO journal_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+            db.executemany("INSERT INTO journal_event_facts VALUES (?, ?, ?)", names)
+            insert_s += time.perf_counter() - started
+    started = time.perf_counter()
+    db.close()  # the commit's pages are written by `with db` above; closing checkpoints them
+    insert_s += time.perf_counter() - started
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        leftover.unlink(missing_ok=True)
+    return decode_s, insert_s, line_no
+
+
+def print_floor_rows(events: int, parse_s: float, decode_s: float, insert_s: float) -> None:
+    print(f"{'rebuild floor: decode alone, events/s':<48}{events / decode_s:>14,.0f}"
+          f"{events / parse_s:>14,.0f}{parse_s / decode_s:>10.3f}")
+    floor_s = decode_s + insert_s
+    print(f"{'rebuild floor: decode + bare inserts, events/s':<48}{events / floor_s:>14,.0f}"
+          f"{events / parse_s:>14,.0f}{parse_s / floor_s:>10.3f}")
 
 
 def first_query(data: Path) -> float:
@@ -339,6 +408,10 @@ def main() -> None:
     parser.add_argument("--rebuild-vs", type=Path, metavar="CHECKOUT",
                         help="only the rebuild of --events, by this code and by CHECKOUT's alternately (before/after)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of --rebuild-vs")
+    parser.add_argument("--floor-only", action="store_true",
+                        help="only the json parse of --events and the rebuild's floor: the Crux-exact decode of "
+                             "every line, then the insert of the fewest rows a view holds into tables without "
+                             "any index (no replay rule, no derived table)")
     parser.add_argument("--rebuild-child", nargs=2, type=Path, metavar=("JOURNAL", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.pause_ms < 0:
@@ -370,6 +443,11 @@ def main() -> None:
         report_rebuild_vs(journal, work, args.rebuild_vs, args.rounds)
         return
     parse_s = bench_parse(journal)
+    if args.floor_only:
+        decode_s, insert_s, events = bench_floor(journal, work)
+        print(f"{'measure':<48}{'floor':>14}{'json parse':>14}{'ratio':>10}")
+        print_floor_rows(events, parse_s, decode_s, insert_s)
+        return
     rebuild_s, data, events, rss_growth = bench_rebuild(journal, work)
     open_s, rows = bench_open_and_query(data)
     summary: dict = {"events": events, "rebuild_s": rebuild_s, "parse_s": parse_s, "rebuild_peak_rss_growth_mib":
@@ -383,6 +461,9 @@ def main() -> None:
     print(f"{'open + 1 SQL query, s (vs full rebuild)':<48}{open_s:>14.4f}{rebuild_s:>14.2f}"
           f"{rebuild_s / open_s:>9.0f}x")
     if not args.events_10m:
+        decode_s, insert_s, _ = bench_floor(journal, work)  # after the rebuild: its peak RSS is its own
+        print_floor_rows(events, parse_s, decode_s, insert_s)
+        summary.update(floor_decode_s=decode_s, floor_insert_s=insert_s)
         if args.row_path_events:
             bulk_s, rows_s, n = bench_rebuild_paths(journal, work, min(args.row_path_events, events))
             print(f"{f'rebuild of {n:,} events, s (vs row-by-row path)':<48}{bulk_s:>14.2f}{rows_s:>14.2f}"
