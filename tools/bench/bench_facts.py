@@ -416,6 +416,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.pause_ms < 0:
         parser.error(f"--pause-ms must be 0 or more, not {args.pause_ms:g}")
+    if args.events < 1:
+        parser.error(f"--events must be 1 or more, not {args.events}")
     if args.rebuild_child:  # one side of --rebuild-vs, with the cruxsql its PYTHONPATH names
         rebuild_s, data, events, rss_growth = bench_rebuild(*args.rebuild_child)
         print(json.dumps({"events": events, "rebuild_s": rebuild_s, "first_query_s": first_query(data),
