@@ -8,7 +8,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py --store-batch-from DIR --workdir W  # store_batch into a copy of DIR
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
     python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
-    python tools/bench/bench_facts.py --floor-only    # the least any rebuild does (decode, bare inserts)
+    python tools/bench/bench_facts.py --floor-only    # a lower bound for the rebuild (decode, bare inserts)
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -36,7 +36,7 @@ import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
 from cruxsql.facts import bulk, codec, privacy, timestamps, view  # noqa: E402
-from cruxsql.facts.journal import Journal  # noqa: E402
+from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
 
@@ -99,68 +99,104 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     return time.perf_counter() - started, data, events, peak_rss_mib() - peak
 
 
+# What the bulk path records for each fast-path op that names a stored fact: the role of the fact it
+# names first, and where its payload keeps the line's time (a supersede line also names its successor).
+_FLOOR_NAMES = {"delete": ("deleted", 1), "supersede": ("superseded", 2), "clear_supersede": ("cleared", 1),
+                "set_validity": ("validity", 5), "set_horizon": ("horizon", 2), "reverify": ("reverified", 1)}
+
+
+def _floor_decode(raw: bytes) -> tuple | None:
+    """One journal line decoded with the checks `BulkApplier.decode_line` makes: (op, payload, None) from
+    the bulk path's decoder, (op, None, event) from the codec, None for a blank or corrupt line."""
+    raw = raw[:-1] if raw.endswith(b"\n") else raw
+    raw = raw[:-1] if raw.endswith(b"\r") else raw
+    if not raw.strip(b" \t\n\r\x0c") or len(raw) > MAX_RECORD_BYTES:
+        return None
+    try:
+        try:
+            return (*bulk.decode_fast(raw), None)
+        except bulk._Slow:
+            event = codec.decode_event(raw)
+            return event.op, None, event
+    except codec.CorruptLine:
+        return None
+
+
 def bench_floor(journal: Path, work: Path) -> tuple[float, float, int]:
-    """The least any rebuild of `journal` does, in two timed steps: (1) the Crux-exact decode of every
-    line (the bulk path's decoder; the codec for what it hands over); (2) the insert of the fewest rows a
-    view of it holds (a facts row per stored fact, an event row per line, an event-fact row per fact a
-    line names) into tables with no index, no key and no constraint, with no replay rule applied and
-    no derived table (timeline, duplicates, text index) built. Returns (decode s, insert s, events)."""
+    """A lower bound for this design's rebuild of `journal`, in two timed steps: (1) read and decode every
+    line with the rebuild's own checks (`_floor_decode`); (2) insert the fewest rows the view holds (a
+    facts row per stored fact, an event row per line, an event-fact row per fact a line names, with the
+    roles and times the rebuild records) into tables with no index, no key and no constraint, applying
+    no replay rule and building no derived table, then commit and close (the WAL copied into the file,
+    as when a rebuilt store closes). Returns (decode s, insert s, lines)."""
     path = work / "floor.db"
-    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+    files = (path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+    for stale in files:
         stale.unlink(missing_ok=True)
     db = apsw.Connection(str(path))
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute(f"CREATE TABLE facts ({', '.join(view.FACT_COLUMNS)})")
-    db.execute("CREATE TABLE journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
-               "skip_reason)")
-    db.execute("CREATE TABLE journal_event_facts (line_no, fact_id, role)")
-    facts_sql = f"INSERT INTO facts VALUES ({', '.join('?' * len(view.FACT_COLUMNS))})"
-    decode_s = insert_s = 0.0
-    line_no = offset = seq = 0
-    with db, open(journal, "rb") as fh:
-        while True:
-            lines = fh.readlines(1 << 23)
-            if not lines:
-                break
-            started = time.perf_counter()
-            decoded = []
-            for raw in lines:
-                try:
-                    decoded.append(bulk.decode_fast(raw.rstrip(b"\n")))
-                except bulk._Slow:
-                    decoded.append((codec.decode_event(raw.rstrip(b"\n")).op, None))
-            decode_s += time.perf_counter() - started
-            started = time.perf_counter()
-            facts, events, names = [], [], []
-            for raw, (op, payload) in zip(lines, decoded):
-                line_no += 1
-                if op in ("store", "store_batch"):
-                    for v in payload:
-                        seq += 1
-                        facts.append((*v, seq, line_no))
-                        names.append((line_no, v[0], "stored"))
-                    first = payload[0][0] if payload else None
-                else:
-                    first = payload[0] if payload else None
-                    if first is not None:
-                        names.append((line_no, first, op))
-                events.append((line_no, offset, len(raw), op, first, None, 1, None))
-                offset += len(raw)
-            db.executemany(facts_sql, facts)
-            db.executemany("INSERT INTO journal_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
-            db.executemany("INSERT INTO journal_event_facts VALUES (?, ?, ?)", names)
-            insert_s += time.perf_counter() - started
-    started = time.perf_counter()
-    db.close()  # the commit's pages are written by `with db` above; closing checkpoints them
-    insert_s += time.perf_counter() - started
-    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        leftover.unlink(missing_ok=True)
-    return decode_s, insert_s, line_no
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"CREATE TABLE facts ({', '.join(view.FACT_COLUMNS)})")
+        db.execute("CREATE TABLE journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+                   "skip_reason)")
+        db.execute("CREATE TABLE journal_event_facts (line_no, fact_id, role)")
+        facts_sql = f"INSERT INTO facts VALUES ({', '.join('?' * len(view.FACT_COLUMNS))})"
+        decode_s = insert_s = 0.0
+        line_no = offset = seq = 0
+        db.execute("BEGIN")
+        with open(journal, "rb") as fh:
+            while True:
+                started = time.perf_counter()
+                lines = fh.readlines(1 << 23)
+                decoded = list(map(_floor_decode, lines))
+                decode_s += time.perf_counter() - started
+                if not lines:
+                    break
+                started = time.perf_counter()
+                facts, events, names = [], [], []
+                for raw, item in zip(lines, decoded):
+                    line_no += 1
+                    if item is not None:
+                        op, payload, event = item
+                        if event is not None:  # a line the codec decoded: the facts it carries
+                            carried = codec.event_facts(event)
+                            for fact in carried:
+                                seq += 1
+                                facts.append(view.fact_row(fact, seq, line_no))
+                                names.append((line_no, fact.fact_id, "stored"))
+                            first, at = carried[0].fact_id if carried else None, codec.event_time_text(event)
+                        elif op in ("store", "store_batch"):
+                            for v in payload:
+                                seq += 1
+                                facts.append((*v, seq, line_no))
+                                names.append((line_no, v[0], "stored"))
+                            first, at = (payload[0][0], payload[0][7]) if payload else (None, None)
+                        else:
+                            role, at_index = _FLOOR_NAMES[op]
+                            first, at = payload[0], payload[at_index]
+                            names.append((line_no, first, role))
+                            if op == "supersede":
+                                names.append((line_no, payload[1], "superseding"))
+                        events.append((line_no, offset, len(raw), op, first, at, 1, None))
+                    offset += len(raw)
+                db.executemany(facts_sql, facts)
+                db.executemany("INSERT INTO journal_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+                db.executemany("INSERT INTO journal_event_facts VALUES (?, ?, ?)", names)
+                insert_s += time.perf_counter() - started
+        started = time.perf_counter()
+        db.execute("COMMIT")
+        db.close()
+        insert_s += time.perf_counter() - started
+        return decode_s, insert_s, line_no
+    finally:
+        db.close()
+        for leftover in files:
+            leftover.unlink(missing_ok=True)
 
 
 def print_floor_rows(events: int, parse_s: float, decode_s: float, insert_s: float) -> None:
-    print(f"{'rebuild floor: decode alone, events/s':<48}{events / decode_s:>14,.0f}"
+    print(f"{'rebuild floor: read + decode, events/s':<48}{events / decode_s:>14,.0f}"
           f"{events / parse_s:>14,.0f}{parse_s / decode_s:>10.3f}")
     floor_s = decode_s + insert_s
     print(f"{'rebuild floor: decode + bare inserts, events/s':<48}{events / floor_s:>14,.0f}"
@@ -418,6 +454,8 @@ def main() -> None:
         parser.error(f"--pause-ms must be 0 or more, not {args.pause_ms:g}")
     if args.events < 1:
         parser.error(f"--events must be 1 or more, not {args.events}")
+    if args.floor_only and (args.rebuild_vs or args.store_latency_only or args.store_batch_from):
+        parser.error("--floor-only cannot be combined with --rebuild-vs, --store-latency-only or --store-batch-from")
     if args.rebuild_child:  # one side of --rebuild-vs, with the cruxsql its PYTHONPATH names
         rebuild_s, data, events, rss_growth = bench_rebuild(*args.rebuild_child)
         print(json.dumps({"events": events, "rebuild_s": rebuild_s, "first_query_s": first_query(data),
