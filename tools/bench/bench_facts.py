@@ -463,7 +463,10 @@ def main() -> None:
                           "code": cruxsql.__file__}))
         return
     work: Path = args.workdir
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--workdir {work}: {exc.strerror or exc}")
     if args.store_batch_from:
         report_store_batch(args.store_batch_from, work, args.batches, args.batch_size)
         return

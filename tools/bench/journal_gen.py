@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -14,13 +15,16 @@ WORDS = ("deploy canary rollout service owner alice bob carol database index lat
 
 
 def generate(path: Path, events: int, seed: int = 1, tenants: int = 4) -> int:
-    """Write `events` journal lines (stores with chains, supersedes, deletes, validity changes)."""
+    """Write `events` journal lines (stores with chains, supersedes, deletes, validity changes). They go to
+    a `.partial` file renamed to `path` once complete, so an interrupted run leaves no short journal
+    that a later run would take for a whole one."""
     rng = random.Random(seed)
     t0 = timestamps.parse_ns("2026-01-01T00:00:00Z")
     live: list[str] = []
     chains: dict[tuple[str, str, str], tuple[str, int]] = {}
     written = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as fh:
         while written < events:
             roll = rng.random()
             now = t0 + written * 1_000_003_217
@@ -52,4 +56,5 @@ def generate(path: Path, events: int, seed: int = 1, tenants: int = 4) -> int:
                 written += 1
             chains[(tenant, entity, key)] = (fact.fact_id, fact.version)
             live.append(fact.fact_id)
+    os.replace(partial, path)
     return written
