@@ -110,7 +110,7 @@ def _floor_decode(raw: bytes) -> tuple | None:
     the bulk path's decoder, (op, None, event) from the codec, None for a blank or corrupt line."""
     raw = raw[:-1] if raw.endswith(b"\n") else raw
     raw = raw[:-1] if raw.endswith(b"\r") else raw
-    if not raw.strip(b" \t\n\r\x0c") or len(raw) > MAX_RECORD_BYTES:
+    if not raw.strip(bulk._ASCII_WS) or len(raw) > MAX_RECORD_BYTES:
         return None
     try:
         try:
