@@ -175,6 +175,12 @@ def main() -> None:
                     help="Compact without the replay hooks (the derived tables other packages keep), to time "
                          "compaction's own work apart from theirs.")
     args = ap.parse_args()
+    if args.events < 1:
+        ap.error(f"--events must be 1 or more, not {args.events}")
+    if args.from_store and not (args.from_store / "facts.jsonl").is_file():
+        ap.error(f"--from-store {args.from_store}: no facts.jsonl in it (give a cruxsql data directory)")
+    if args.code and not (args.code / "cruxsql" / "__init__.py").is_file():
+        ap.error(f"--code {args.code}: not a cruxsql checkout (no cruxsql/__init__.py in it)")
     global CODE, HOOKS
     CODE = (args.code or CODE).resolve()
     HOOKS = not args.no_hooks
@@ -183,9 +189,12 @@ def main() -> None:
 
     import cruxsql
 
-    if args.workdir:
-        Path(args.workdir).mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
+    try:
+        if args.workdir:
+            args.workdir.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
+    except OSError as exc:
+        ap.error(f"--workdir {args.workdir or tempfile.gettempdir()}: {exc.strerror or exc}")
     data = work / "data"
     data.mkdir()
     try:

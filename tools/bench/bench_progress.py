@@ -33,7 +33,15 @@ def first_frame_s(argv: list[str], timeout: float = 60.0) -> float:
             ready, _, _ = select.select([master], [], [], timeout)
             if not ready:
                 raise SystemExit(f"no progress bar within {timeout:.0f} s from {' '.join(argv)}")
-            seen += os.read(master, 4096)
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the command exited and closed its end of the terminal
+                chunk = b""
+            if not chunk:
+                said = seen.decode("utf-8", "replace").strip().splitlines()
+                raise SystemExit(f"no progress bar from {' '.join(argv)}: it exited with code {proc.wait()}"
+                                 + (f" ({said[-1].strip()})" if said else ""))
+            seen += chunk
         return time.perf_counter() - started
     finally:
         proc.kill()

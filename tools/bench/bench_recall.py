@@ -353,9 +353,20 @@ def run_size(n: int, work: Path, queries_per_kind: int, scan_reps: int) -> list[
     return results
 
 
+def fact_counts(text: str) -> list[int]:
+    """`--sizes`: comma-separated fact counts, each 1 or more."""
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated fact counts, not {text!r}") from None
+    if min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"each fact count must be 1 or more, not {min(counts)}")
+    return counts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="100000,1000000", help="comma-separated fact counts")
+    ap.add_argument("--sizes", type=fact_counts, default="100000,1000000", help="comma-separated fact counts")
     ap.add_argument("--queries", type=int, default=20, help="distinct queries per kind (each timed 5 times)")
     ap.add_argument("--scan-queries", type=int, default=5, help="how many of them also run the Python scan")
     ap.add_argument("--workdir", help="where to build the stores and keep them for the next run (default: a temp "
@@ -364,16 +375,24 @@ def main() -> None:
                     help="only the term-under-3-characters goal, on the stores an earlier run left in --workdir")
     ap.add_argument("--short-reps", type=int, default=10, help="calls per word with --short-only")
     args = ap.parse_args()
+    for name in ("queries", "scan_queries", "short_reps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be 1 or more, not {getattr(args, name)}")
     if args.short_only:
         if not args.workdir:
-            raise SystemExit("Error: --short-only needs --workdir (where an earlier run built the stores)")
-        for n in (int(s) for s in args.sizes.split(",")):
+            ap.error("--short-only needs --workdir (where an earlier run built the stores)")
+        for n in args.sizes:
             short_term_only(n, Path(args.workdir), args.short_reps)
         return
+    if args.workdir:
+        try:
+            Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            ap.error(f"--workdir {args.workdir}: {exc.strerror or exc}")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         work = Path(args.workdir) if args.workdir else Path(tmp)
         all_rows = []
-        for n in (int(s) for s in args.sizes.split(",")):
+        for n in args.sizes:
             all_rows += run_size(n, work, args.queries, args.scan_queries)
     print("\nsummary (p50 ms; every answer identical across cruxsql, FTS5 reference and the Python scan):")
     print(f"  {'facts':>9}  {'query':22s} {'cruxsql':>8} {'FTS5':>8} {'scan':>9} {'vs FTS5':>8} {'scan/us':>8}")

@@ -1,0 +1,138 @@
+"""The benchmarks behind issue 15's figures still run, print consistent rows, and refuse bad input.
+
+Each runs as a user runs it (`python tools/bench/<name>.py`, in its own process) at the smallest size
+that exercises every row, so a change to the code they measure cannot leave them broken until the
+next time someone needs a figure. What is timed is not asserted (these machines are shared); what
+follows from the arithmetic is: each ratio is the quotient of the two columns beside it, a lower bound
+is not above what it bounds, a percentile is not below the median, byte counts match.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cruxsql
+from cruxsql.facts.store import StoreRequest
+
+BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench"
+NUMBER = r"[\d,]+(?:\.\d+)?"
+
+
+def run_bench(script: str, *args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH / script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def figures(output: str, label: str) -> list[float]:
+    """The numbers printed after `label` at the start of a row."""
+    match = re.search(rf"^{re.escape(label)}((?:\s+{NUMBER}x?)+)\s*$", output, re.M)
+    assert match, f"no row {label!r} in:\n{output}"
+    return [float(n.replace(",", "").rstrip("x")) for n in match.group(1).split()]
+
+
+def assert_ratio(ours: float, base: float, ratio: float, rounding: float) -> None:
+    assert ratio == pytest.approx(ours / base, rel=0.02, abs=rounding)
+
+
+def test_bench_facts_prints_every_row_with_ratios_of_its_columns(tmp_path):
+    result = run_bench("bench_facts.py", "--events", "1000", "--stores", "20", "--batches", "2", "--batch-size", "50",
+                       "--row-path-events", "200", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "journal: 1,000 events" in out
+    for label in ("rebuild throughput, events/s (vs json parse)", "rebuild floor: read + decode, events/s",
+                  "rebuild floor: decode + bare inserts, events/s", "store_batch of 50, facts/s (vs write+fsync)"):
+        ours, base, ratio = figures(out, label)
+        assert_ratio(ours, base, ratio, 0.002)
+    decode, _, _ = figures(out, "rebuild floor: read + decode, events/s")
+    floor, _, _ = figures(out, "rebuild floor: decode + bare inserts, events/s")
+    assert floor < decode  # the inserts come on top of the decode
+    p50 = figures(out, "store() latency p50, ms (vs write+fsync)")
+    p95 = figures(out, "store() latency p95, ms (vs write+fsync)")
+    assert p95[0] >= p50[0] and p95[1] >= p50[1]
+    assert_ratio(p50[0], p50[1], p50[2], 0.01)
+    rebuilt, row_path, _ = figures(out, "rebuild of 200 events, s (vs row-by-row path)")
+    assert rebuilt > 0 and row_path > 0
+    (syncs,) = figures(out, "syncs in a store_batch call (journal + SQLite)")
+    (paced,) = figures(out, "  in a call after a 0.5 s pause")
+    assert syncs >= 1.0 and paced >= 1.0  # at least the journal's own fsync in every call
+
+
+def test_bench_compaction_reports_what_the_compaction_wrote(tmp_path):
+    result = run_bench("bench_compaction.py", "--events", "2000", "--no-rebuild-baseline",
+                       "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    seconds, base_seconds, ratio = figures(out, "time (s)")
+    assert seconds > 0 and base_seconds >= 0
+    written, base_written = figures(out, "bytes written")
+    assert written == base_written > 0  # the baseline writes exactly what the compaction wrote
+    match = re.search(rf"journal ({NUMBER}) -> ({NUMBER}) bytes, ({NUMBER}) -> ({NUMBER}) lines; retained ({NUMBER}), "
+                      rf"dropped ({NUMBER}), tombstones ({NUMBER})", out)
+    assert match, out
+    before, after, lines_before, lines_after, retained, dropped, tombstones = (
+        int(g.replace(",", "")) for g in match.groups())
+    assert after == written < before  # the deleted facts' values are gone
+    assert lines_before == 2000
+    assert dropped == tombstones > 0
+    assert lines_after >= retained + tombstones
+    assert list(tmp_path.joinpath("work").iterdir()) == []  # its scratch store is removed
+
+
+def test_bench_recall_answers_match_both_references(tmp_path):
+    # The benchmark stops with MISMATCH when cruxsql's answers differ from the FTS5 reference or the scan.
+    result = run_bench("bench_recall.py", "--sizes", "400", "--queries", "2", "--scan-queries", "1",
+                       "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    goals = re.findall(r"^\s+400\s+(.+?)\s+" + NUMBER + r" \(max.*goal (.+)$", result.stdout, re.M)
+    kinds = [kind for kind, _ in goals]
+    assert kinds == ["memory_view, no entity", "known_at, one term (first + 9)", "known_at, first after a rebuild",
+                     "term under 3 characters"], result.stdout
+    assert (tmp_path / "work" / "n400" / "facts.jsonl").is_file()  # --workdir keeps the store for the next run
+
+
+def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
+    data = tmp_path / "data"
+    with cruxsql.open(data) as store:
+        for b in range(20):
+            store.store_batch([StoreRequest(f"svc:{b}:{i}", "status", f"deployed {i}") for i in range(50)])
+    result = run_bench("bench_progress.py", "rebuild", "--data-dir", str(data), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    bar, floor, ratio = figures(result.stdout, "first progress bar frame, s (vs --help)")
+    assert 0 < bar < 60 and floor > 0
+    assert_ratio(bar, floor, ratio, 0.01)
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("bench_facts.py", ["--events", "0"], "--events must be 1 or more, not 0"),
+    ("bench_facts.py", ["--workdir", "{file}/x"], "Not a directory"),
+    ("bench_compaction.py", ["--events", "-5"], "--events must be 1 or more, not -5"),
+    ("bench_compaction.py", ["--workdir", "{file}/x"], "Not a directory"),
+    ("bench_compaction.py", ["--from-store", "{tmp}/nowhere"], "no facts.jsonl in it"),
+    ("bench_compaction.py", ["--code", "{tmp}"], "not a cruxsql checkout"),
+    ("bench_recall.py", ["--sizes", "many"], "expected comma-separated fact counts, not 'many'"),
+    ("bench_recall.py", ["--sizes", "5,0"], "each fact count must be 1 or more, not 0"),
+    ("bench_recall.py", ["--scan-queries", "0"], "--scan-queries must be 1 or more, not 0"),
+    ("bench_recall.py", ["--workdir", "{file}/x"], "Not a directory"),
+    ("bench_recall.py", ["--short-only"], "--short-only needs --workdir"),
+])
+def test_bad_input_is_one_line_naming_it(tmp_path, script, args, message):
+    (tmp_path / "a-file").write_text("")
+    args = [a.format(file=tmp_path / "a-file", tmp=tmp_path) for a in args]
+    result = run_bench(script, *args, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_bench_progress_says_why_no_bar_came(tmp_path):
+    result = run_bench("bench_progress.py", "rebuild", "--data-dir", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("no progress bar from ") and "exited with code 1" in line and "no cruxsql store" in line
