@@ -159,6 +159,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--workdir", type=Path, default=None, help="Where to build the store (default: a temp dir).")
+    ap.add_argument("--json-dir", type=Path, default=HERE / "out",
+                    help="Where the figures are also written, as compaction-<events>.json (default: tools/bench/out).")
     ap.add_argument("--no-rebuild-baseline", dest="rebuild", action="store_false",
                     help="Skip timing a full view rebuild of the compacted journal.")
     ap.add_argument("--verify", action="store_true", help="Also check view == fresh replay after compacting (slow).")
@@ -190,6 +192,10 @@ def main() -> None:
     import cruxsql
 
     try:
+        args.json_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        ap.error(f"--json-dir {args.json_dir}: {exc.strerror or exc}")
+    try:
         if args.workdir:
             args.workdir.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="cruxsql-bench-compaction-", dir=args.workdir))
@@ -216,7 +222,9 @@ def main() -> None:
         print(f"generated {written:,} events, {journal_bytes / 2**20:,.1f} MiB in {gen_s:.1f} s", flush=True)
         t = time.perf_counter()
         with cruxsql.open(data) as store:
-            facts, deleted = store.db.execute("SELECT count(*), sum(deleted) FROM facts").fetchone()
+            facts, deleted = store.db.execute("SELECT count(*), coalesce(sum(deleted), 0) FROM facts").fetchone()
+        if not facts:
+            ap.error(f"--from-store {args.from_store}: its journal holds no facts to compact")
         open_s = time.perf_counter() - t
         print(f"setup: view built in {open_s:.1f} s ({facts:,} facts, {deleted:,} deleted)", flush=True)
 
@@ -279,9 +287,7 @@ def main() -> None:
         out = {"events": written, "journal_bytes": journal_bytes, "generate_s": gen_s, "setup_open_s": open_s,
                "idle": idle, "index": index, "compact": comp, "compact_nocarry": old, "baseline": base, "rebuild": rebuild, "time_ratio": ratio_t,
                "verified": verified, "scan": scan}
-        out_dir = HERE / "out"
-        out_dir.mkdir(exist_ok=True)
-        (out_dir / f"compaction-{args.events}.json").write_text(json.dumps(out, indent=1) + "\n")
+        (args.json_dir / f"compaction-{args.events}.json").write_text(json.dumps(out, indent=1) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

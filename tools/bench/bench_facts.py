@@ -437,6 +437,8 @@ def main() -> None:
     parser.add_argument("--row-path-events", type=int, default=100_000,
                         help="events rebuilt by both the bulk and the row-by-row path, side by side (0: skip)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "cruxsql-bench-facts")
+    parser.add_argument("--json-dir", type=Path, default=Path(__file__).resolve().parent / "out",
+                        help="where the figures are also written, as facts-<events>.json (default: tools/bench/out)")
     parser.add_argument("--store-latency-only", type=Path, metavar="DATA_DIR",
                         help="only the store() latency rows, into the store already built in DATA_DIR")
     parser.add_argument("--store-batch-from", type=Path, metavar="DATA_DIR",
@@ -463,10 +465,11 @@ def main() -> None:
                           "code": cruxsql.__file__}))
         return
     work: Path = args.workdir
-    try:
-        work.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"--workdir {work}: {exc.strerror or exc}")
+    for flag, folder in (("--workdir", work), ("--json-dir", args.json_dir)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"{flag} {folder}: {exc.strerror or exc}")
     if args.store_batch_from:
         report_store_batch(args.store_batch_from, work, args.batches, args.batch_size)
         return
@@ -524,9 +527,7 @@ def main() -> None:
             store_batch_facts_per_s=args.batch_size / o, store_batch_bare_facts_per_s=args.batch_size / b,
             store_batch_syncs=syncs[0], store_batch_background_syncs=syncs[1])
     summary["measured_at"] = timestamps.format_event_time(timestamps.now_ns())
-    out = Path(__file__).resolve().parent / "out"
-    out.mkdir(exist_ok=True)
-    (out / f"facts-{events}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (args.json_dir / f"facts-{events}.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -53,13 +52,18 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         return
-    cli = shutil.which("cruxsql") or os.path.join(os.path.dirname(sys.executable), "cruxsql")
+    # this interpreter's cruxsql, not whichever `cruxsql` comes first on PATH
+    cli = [sys.executable, "-m", "cruxsql"]
     started = time.perf_counter()
-    subprocess.run([cli, "--help"], stdout=subprocess.DEVNULL, check=True)
+    helped = subprocess.run([*cli, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     floor = time.perf_counter() - started
-    bar = first_frame_s([cli, *sys.argv[1:]])
+    if helped.returncode != 0:
+        said = helped.stderr.strip().splitlines()
+        raise SystemExit(f"`{' '.join(cli)} --help` exited with code {helped.returncode}"
+                         + (f" ({said[-1].strip()})" if said else ""))
+    bar = first_frame_s([*cli, *sys.argv[1:]])
     print(f"{'measure':<44}{'cruxsql':>10}{'baseline':>10}{'ratio':>8}")
-    print(f"{'first progress bar frame, s (vs --help)':<44}{bar:>10.2f}{floor:>10.2f}{bar / floor:>8.2f}")
+    print(f"{'first progress bar frame, s (vs --help)':<44}{bar:>10.3f}{floor:>10.3f}{bar / floor:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,10 @@ def generate(path: Path, n: int, seed: int = 7) -> None:
     agent-private and other-tenant facts, entities under a handful of prefixes."""
     rng = random.Random(seed)
     n_rare = max(100, n // 50)
-    with open(path, "w", encoding="utf-8") as fh:
+    # Written beside the journal and renamed when complete: an interrupted run leaves no short journal
+    # for the next run (which reuses a kept --workdir's journal) to measure under the full size's name.
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as fh:
         for i in range(n):
             words = [rng.choice(COMMON) for _ in range(rng.randint(3, 10))]
             words.insert(rng.randrange(len(words) + 1), rare_word(rng.randrange(n_rare)))
@@ -73,6 +76,7 @@ def generate(path: Path, n: int, seed: int = 7) -> None:
             fh.write(codec.encode_event(codec.StoreEvent(fact)) + "\n")
             if i % 25 == 24:  # a later change to an earlier fact: what `known_at` has to undo
                 _write_change(fh, rng, i, T0 + i * 1_000_000_007 + 500)
+    os.replace(partial, path)
 
 
 def _write_change(fh, rng: random.Random, i: int, at_ns: int) -> None:
@@ -360,7 +364,8 @@ def fact_counts(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated fact counts, not {text!r}") from None
     if min(counts) < 1:
-        raise argparse.ArgumentTypeError(f"each fact count must be 1 or more, not {min(counts)}")
+        raise argparse.ArgumentTypeError(f"each fact count must be 1 or more, not {min(counts)} (commas separate "
+                                         "counts: write 1000000, not 1,000,000)")
     return counts
 
 
