@@ -355,6 +355,13 @@ def _carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
     state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
     if (state is None or rewrite.previous is None or state[0] != rewrite.previous or not rewrite.seqs_kept
             or db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone() is not None):
+        # Not carried: emptied now, a statement per table, rather than by the new checkpoint's trigger
+        # (migration 0002's recall_generation_changed). Deleted inside that INSERT, every page of
+        # recall_text, the lower-cased values of the facts being erased among them, was first copied into
+        # the INSERT's statement journal: a temp file outside the data directory, where erasure cannot
+        # reach it (tests/test_compaction_temp_files.py).
+        for table in ("recall_text", "recall_grams", "recall_dirty", "recall_index_state"):
+            db.execute(f"DELETE FROM {table}")
         return
     index = TextIndex(db)
     rows = db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq <= ? ORDER BY seq",
