@@ -48,9 +48,11 @@ def temp_writes(tmp_path):
     try:
         # The recorder sees SQLite's temp files: a savepoint's changes to 100 existing pages are journaled
         # in a temp file (past the 64 KiB SQLite keeps in memory).
-        db = apsw.Connection(str(tmp_path / "probe.db"))
+        (tmp_path / "probe").mkdir()
+        db = apsw.Connection(str(tmp_path / "probe" / "probe.db"))
         db.execute("PRAGMA journal_mode=WAL")  # as the view
-        db.execute("CREATE TABLE t (x); INSERT INTO t SELECT randomblob(3000) FROM carray(?)", (apsw.carray(array("q", range(100))),))
+        db.execute("CREATE TABLE t (x); INSERT INTO t SELECT randomblob(3000) FROM carray(?)",
+                   (apsw.carray(array("q", range(100))),))
         db.execute("BEGIN; SAVEPOINT s; UPDATE t SET x = x || 'probe-f00d'; RELEASE s; COMMIT")
         db.close()
         assert sum(map(len, vfs.writes)) > 100 * 3000
@@ -67,7 +69,7 @@ def test_compaction_copies_no_erased_value_outside_the_data_directory(tmp_path, 
     # one per call, the order holds and the index is carried over with the erased facts taken out.
     requests = [StoreRequest(f"svc:{i}", "note", (MARK.decode() if i % 10 == 0 else "kept") + f" {i} " + "x" * 400)
                 for i in range(600)]  # more than SQLite keeps of a statement journal in memory (64 KiB)
-    with Store(tmp_path) as store:
+    with Store(tmp_path / "data") as store:
         facts = store.store_batch(requests) if batched else [store.store_batch([r])[0] for r in requests]
         # recall's text index holds the values too (lower-cased), a deleted fact's until a compaction
         recall = Recall(store)
