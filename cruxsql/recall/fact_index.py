@@ -352,7 +352,8 @@ def _carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
     instead of starting over at the next read (tens of seconds at 1M facts). It starts over as before
     when the seqs were renumbered, when it was not built for the generation being rewritten, or when
     facts await re-indexing after an in-place text change (their old postings cannot be told apart)."""
-    state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
+    index = TextIndex(db)
+    state = index._state()
     if (state is None or rewrite.previous is None or state[0] != rewrite.previous or not rewrite.seqs_kept
             or db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone() is not None):
         # Not carried: emptied now, a statement per table, rather than by the new checkpoint's trigger
@@ -360,10 +361,8 @@ def _carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
         # recall_text, the lower-cased values of the facts being erased among them, was first copied into
         # the INSERT's statement journal: a temp file outside the data directory, where erasure cannot
         # reach it (tests/test_compaction_temp_files.py).
-        for table in ("recall_text", "recall_grams", "recall_dirty", "recall_index_state"):
-            db.execute(f"DELETE FROM {table}")
+        index._wipe()
         return
-    index = TextIndex(db)
     rows = db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq <= ? ORDER BY seq",
                       (state[1],)).fetchall()
     index.drop(rows)
