@@ -1,4 +1,38 @@
-"""Exceptions raised by cruxsql. Every message names the input that caused it."""
+"""Exceptions raised by cruxsql. Every message names the input that caused it.
+
+Every error cruxsql raises on purpose is a `CruxsqlError`, so `except cruxsql.CruxsqlError` catches
+them all and `str(exc)` is one line to show a user. The base classes live here; a feature's own
+errors live beside the code that raises them and are exported from `cruxsql` (those of the CLI and
+the cluster from their packages). Where a built-in base is also listed, callers that catch it keep
+working (`except ValueError` still catches `InvalidInput`, `CorruptLine` and `VectorFileError`).
+
+    CruxsqlError
+    ├── InvalidInput (ValueError)              a malformed or out-of-range argument
+    │   ├── ReservedEntityPrefix               facts/privacy.py: creating under a reserved prefix
+    │   └── ReservedSupersedesTarget           facts/privacy.py: superseding a daemon-owned fact
+    ├── NotFound (LookupError)                 a record that does not exist or is not visible
+    ├── Conflict                               well-formed, but the current state forbids it
+    │   ├── LegalHoldBlocked                   governance/compaction.py: would erase held facts
+    │   └── CorruptLinesPresent                governance/compaction.py: would drop undecodable lines
+    ├── CapabilityDenied (PermissionError)     the caller may not do this to this record
+    │   └── ReservedTarget                     facts/privacy.py: changing a daemon-owned fact
+    ├── ReservedNamespace                      facts/privacy.py: base of the three Reserved* above
+    ├── JournalError (OSError)                 the journal could not be read or written
+    │   └── JournalPoisoned                    a write or fsync failed; reopen the store
+    ├── CorruptLine (ValueError)               facts/codec.py: a journal line serde would reject
+    ├── ViewTooNew                             the view was migrated by a newer cruxsql
+    ├── LockTimeout                            the writer lock stayed held too long
+    ├── ReadOnlyStore                          a write asked of a read-only store
+    ├── VectorFileError (ValueError)           embeddings/vectors.py: a malformed `.ccxv` file
+    ├── SegmentError                           documents/segments.py: a missing or mismatched segment
+    │   └── ReplicaMoved                       documents/replica.py: the fleet's manifest moved
+    ├── BackupError                            governance/backup.py: a backup or restore cannot proceed
+    ├── ConsolidationError                     curation/consolidation.py: a refused consolidation
+    ├── ToolError                              curation/tool_results.py: a JSON-RPC tool error
+    ├── DataDirError                           cli/data_dir.py: an unusable data directory (CLI)
+    └── ClusterUnavailable, ClusterRefused,    cluster/link.py, cluster/raftlog.py (cluster mode)
+        ChainMoved, RaftLogsNotScrubbed
+"""
 
 from __future__ import annotations
 

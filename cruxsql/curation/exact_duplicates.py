@@ -3,11 +3,11 @@ by replay so the `duplicate_candidates` view (migration 0016) reads only the dup
 
 The view's rows are pairs of live, non-private facts of one (tenant, entity) whose values are equal once
 lowercased and trimmed (SQLite's `lower(trim(value))`). Replay calls `keep_current` at the end of each of
-its transactions (`view.on_replay`): the facts named by the journal lines replayed since the last call
-(stored, deleted, superseded, restored, replaced...) are re-read, and the groups they left or joined get
-their `duplicated` flags recounted. A compaction carries the table over (`carry_over`, a
-`view.on_rewrite` hook: it drops only deleted facts, which have no row); any other new generation of
-the fact tables (a rebuild) is recomputed whole. Nothing here needs the fact tables' secondary indexes,
+its transactions (a replay hook in `view.DERIVED_TABLE_HOOKS`): the facts named by the journal lines
+replayed since the last call (stored, deleted, superseded, restored, replaced...) are re-read, and the
+groups they left or joined get their `duplicated` flags recounted. A compaction carries the table over
+(`carry_over`, a rewrite hook there: it drops only deleted facts, which have no row); any other new
+generation of the fact tables (a rebuild) is recomputed whole. Nothing here needs the fact tables' secondary indexes,
 which a bulk rebuild drops until its end: only `facts`' primary key and the `journal_event_facts` line range.
 """
 
@@ -88,6 +88,3 @@ def _refresh(db: apsw.Connection, ids: apsw.carray) -> None:
                    f"WHERE {_GROUP} AND duplicated != (SELECT count(*) > 1 FROM fact_norms WHERE {_GROUP})",
                    sorted(groups))
 
-
-view.on_replay(keep_current)
-view.on_rewrite(carry_over)

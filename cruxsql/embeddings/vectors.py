@@ -13,13 +13,15 @@ from typing import Union
 
 import numpy as np
 
+from ..errors import CruxsqlError
+
 CCXV_MAGIC = 0x56435843
 CCXV_VERSION = 1
 _HEADER = struct.Struct("<IHII")
 HEADER_BYTES = _HEADER.size
 
 
-class VectorFileError(ValueError):
+class VectorFileError(CruxsqlError, ValueError):
     """A `.ccxv` file whose header or length is not what the format says."""
 
 

@@ -18,7 +18,7 @@ from itertools import accumulate
 from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from typing import Any, Optional, Union
 
-from ..errors import InvalidInput
+from ..errors import CruxsqlError, InvalidInput
 from . import timestamps
 
 HORIZON_CLASSES = ("volatile", "medium", "stable", "none")
@@ -321,7 +321,7 @@ def encode_event(event: Event) -> str:
 # --- decoding -----------------------------------------------------------------------------------
 
 
-class CorruptLine(ValueError):
+class CorruptLine(CruxsqlError, ValueError):
     """A journal line that serde would reject; the reason names the problem."""
 
 

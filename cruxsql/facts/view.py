@@ -6,6 +6,8 @@ Replay follows the V-C rules of factstore spec §4.4. The store's write path use
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -198,43 +200,6 @@ def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
     return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
 
 
-# Tables a feature derives from the journal_events rows and keeps in step with replay (recall's
-# known_at timeline): each hook runs inside every replay transaction, after the batch and its
-# checkpoint are written (a rebuild's one transaction: once, after its indexes are built), so what it
-# derives commits with the batch and is never behind the view.
-_REPLAY_HOOKS: list[Callable[[apsw.Connection, Journal], None]] = []
-
-
-def on_replay(hook: Callable[[apsw.Connection, Journal], None]) -> None:
-    """Run `hook(db, journal)` at the end of every replay transaction (registered once, at import)."""
-    if hook not in _REPLAY_HOOKS:
-        _REPLAY_HOOKS.append(hook)
-
-
-def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
-    """Run the `on_replay` hooks inside the caller's transaction: replay's own batches, and a writer that
-    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
-    for hook in _REPLAY_HOOKS:
-        hook(db, journal)
-
-
-# Derived tables a read catches up lazily (recall's text index: cheap for the few facts a write adds,
-# and a write should not pay for it), but that a replay bringing in many lines at once (a rebuild, a
-# long tail) builds itself, so that the first read after it does not stall for seconds.
-_BULK_REPLAY_HOOKS: list[Callable[[apsw.Connection], None]] = []
-
-
-def on_bulk_replay(hook: Callable[[apsw.Connection], None]) -> None:
-    """Run `hook(db)` at the end of every bulk replay transaction, after the `on_replay` hooks."""
-    if hook not in _BULK_REPLAY_HOOKS:
-        _BULK_REPLAY_HOOKS.append(hook)
-
-
-def run_bulk_replay_hooks(db: apsw.Connection) -> None:
-    for hook in _BULK_REPLAY_HOOKS:
-        hook(db)
-
-
 @dataclass(frozen=True)
 class Rewrite:
     """An in-place rewrite of the fact tables (a compaction) inside its transaction, before it drops the
@@ -247,20 +212,60 @@ class Rewrite:
     seqs_kept: bool
 
 
-# Derived tables that can follow a rewrite instead of starting over on its new generation.
-_REWRITE_HOOKS: list[Callable[[apsw.Connection, Rewrite], None]] = []
+# The tables features derive from the fact tables and keep in step with them, all declared in this one
+# list (no module registers anything when it is imported). The features own them and sit in layers
+# above this one, so each hook is named here ("module:function") and imported when first needed.
+# - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
+#   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
+#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms);
+# - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
+#   tail): tables a read catches up lazily (recall's text index: cheap for the few facts a write adds,
+#   and a write should not pay for it) built there, so the first read after it does not stall;
+# - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
+#   of starting over on its new generation.
+DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
+    "replay": ("cruxsql.curation.exact_duplicates:keep_current",
+               "cruxsql.recall.fact_index:keep_timeline_current"),
+    "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
+    "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
+                "cruxsql.recall.fact_index:carry_text_index",
+                "cruxsql.recall.fact_index:forget_timeline_before_the_drop"),
+}
 
 
-def on_rewrite(hook: Callable[[apsw.Connection, Rewrite], None]) -> None:
-    """Run `hook(db, rewrite)` when a compaction rewrites the fact tables (registered once, at import)."""
-    if hook not in _REWRITE_HOOKS:
-        _REWRITE_HOOKS.append(hook)
+@dataclass(frozen=True)
+class DerivedTableHooks:
+    replay: list[Callable[[apsw.Connection, Journal], None]]
+    bulk_replay: list[Callable[[apsw.Connection], None]]
+    rewrite: list[Callable[[apsw.Connection, Rewrite], None]]
+
+
+@functools.cache
+def derived_table_hooks() -> DerivedTableHooks:
+    """The functions DERIVED_TABLE_HOOKS names, imported once (a benchmark may edit the lists it returns)."""
+    def resolve(name: str) -> Callable:
+        module, _, function = name.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+    return DerivedTableHooks(**{when: [resolve(n) for n in names] for when, names in DERIVED_TABLE_HOOKS.items()})
+
+
+def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
+    """Run the replay hooks inside the caller's transaction: replay's own batches, and a writer that
+    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
+    for hook in derived_table_hooks().replay:
+        hook(db, journal)
+
+
+def run_bulk_replay_hooks(db: apsw.Connection) -> None:
+    for hook in derived_table_hooks().bulk_replay:
+        hook(db)
 
 
 def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
     """Let derived tables carry themselves over to `rewrite.generation` (inside the caller's transaction,
     while the facts about to be dropped are still there, deleted = 1)."""
-    for hook in _REWRITE_HOOKS:
+    for hook in derived_table_hooks().rewrite:
         hook(db, rewrite)
 
 

@@ -6,12 +6,14 @@ long tail) and otherwise lazily (before each read), the known_at timeline by eve
   three or more characters into a small candidate set. Facts' entity, key and value never change after
   insert, so the index follows `facts.seq`: it indexes every seq above the last one it saw, and starts
   over when `journal_checkpoint.generation` says the fact tables were rebuilt. A compaction that keeps
-  the seqs carries it over instead (`view.on_rewrite`): only the dropped facts' rows and postings go.
+  the seqs carries it over instead (a rewrite hook in `view.DERIVED_TABLE_HOOKS`): only the dropped
+  facts' rows and postings go.
   Postings are a superset; recall re-checks every candidate against the real rows. The trigram codes
   and postings themselves come from `trigrams`.
 * `Timeline`: what `known_at` needs: event time per journal line, and the history of every mutable
-  attribute a later event changed. Replay extends it in each of its transactions (`view.on_replay`);
-  reads only catch up a view that was rewritten in place by a compaction or predates that hook.
+  attribute a later event changed. Replay extends it in each of its transactions (a replay hook in
+  `view.DERIVED_TABLE_HOOKS`); reads only catch up a view that was rewritten in place by a compaction
+  or predates that hook.
 """
 
 from __future__ import annotations
@@ -346,7 +348,7 @@ class TextIndex:
         return out[0] if len(out) == 1 else np.unique(np.concatenate(out))
 
 
-def _carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
+def carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
     """Rewrite hook: a compaction keeps every fact's seq and text but the deleted ones', so the index
     follows it to the new generation with only those facts taken out (they are still readable here),
     instead of starting over at the next read (tens of seconds at 1M facts). It starts over as before
@@ -383,7 +385,7 @@ def _empty_timeline(db: apsw.Connection) -> None:
         db.execute("PRAGMA secure_delete=ON")
 
 
-def _forget_timeline_before_the_drop(db: apsw.Connection, rewrite: view.Rewrite) -> None:
+def forget_timeline_before_the_drop(db: apsw.Connection, rewrite: view.Rewrite) -> None:
     """Rewrite hook: a compaction starts the timeline over after its new checkpoint (`Timeline.restart`),
     so empty it now, before the dropped facts go. Otherwise deleting each of them deletes its change rows
     one at a time (the recall_changes_follow_delete trigger: 0.75 s of a 1M-event compaction), and the
@@ -392,8 +394,6 @@ def _forget_timeline_before_the_drop(db: apsw.Connection, rewrite: view.Rewrite)
     _empty_timeline(db)
 
 
-view.on_rewrite(_carry_text_index)
-view.on_rewrite(_forget_timeline_before_the_drop)
 
 
 # --- transaction time ---------------------------------------------------------------------------
@@ -431,13 +431,13 @@ def _birth_values(raw: bytes, wanted: set[str]) -> dict[str, tuple]:
             for o in objs if o.get("fact_id") in wanted}
 
 
-def _keep_text_index_current(db: apsw.Connection) -> None:
+def keep_text_index_current(db: apsw.Connection) -> None:
     """Bulk replay hook: index what a rebuild or a long tail brought in, in its own transaction (at 1M
     facts the first read after a rebuild spent ~15 s doing it)."""
     TextIndex(db).sync()
 
 
-def _keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
+def keep_timeline_current(db: apsw.Connection, journal: Journal) -> None:
     """Replay hook: extend the timeline with the lines just replayed (a batch of a tail, or a whole
     rebuild), in replay's own transaction, so that no `known_at` query ever has to build it (a full build
     at 1M events takes ~10 s)."""
@@ -655,5 +655,3 @@ class Timeline:
                 rows += [(fact_id, attr, line_no, at, *_BIRTH_COLUMNS[attr](values)) for attr in births[fact_id]]
         return rows
 
-view.on_replay(_keep_timeline_current)
-view.on_bulk_replay(_keep_text_index_current)

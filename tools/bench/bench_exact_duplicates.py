@@ -48,7 +48,7 @@ def timed_hook(db, journal) -> None:
 @contextmanager
 def hook(enabled: bool) -> Iterator[None]:
     """Replay with the fact_norms hook (timed) or without it (the baseline arm)."""
-    hooks = view._REPLAY_HOOKS
+    hooks = view.derived_table_hooks().replay
     hooks.remove(exact_duplicates.keep_current)
     if enabled:
         hooks.append(timed_hook)
