@@ -1,8 +1,27 @@
+"""Fixtures shared by the whole suite: a data directory, a store on it, and the real CLI two ways.
+
+- `data_dir`: `tmp_path / "data"` (not created: the store or the CLI creates it, as a user's would be).
+- `store`: a `Store` open on `data_dir`, closed after the test.
+- `cli(*args, input=None, env=None, ok=True)`: click's CliRunner invoking the real `cruxsql` command with
+  `CRUXSQL_DATA_DIR=data_dir`; `ok` asserts exit code 0 and shows the output when it is not.
+- `run_cli(*args, input=None, env=None, ok=False, timeout=120)`: a real `sys.executable -m cruxsql`
+  process with `CRUXSQL_DATA_DIR=data_dir` (`cli_process.run_cruxsql`); `ok` asserts exit code 0.
+A module may override `data_dir` (or `store`, building on this one); `cli` and `run_cli` then use its.
+"""
+
 from __future__ import annotations
 
-import pytest
+import subprocess
+from pathlib import Path
+from typing import Callable, Iterator, Optional
 
+import pytest
+from click.testing import CliRunner, Result
+
+from cli_process import run_cruxsql
+from cruxsql.cli import main
 from cruxsql.facts import privacy
+from cruxsql.facts.store import Store
 
 
 @pytest.fixture(autouse=True)
@@ -22,3 +41,41 @@ def portal():
 
     with start_blocking_portal() as p:
         yield p
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[Store]:
+    with Store(data_dir) as opened:
+        yield opened
+
+
+@pytest.fixture
+def cli(data_dir: Path) -> Callable[..., Result]:
+    runner = CliRunner()
+
+    def invoke(*args: str, input: Optional[str] = None, env: Optional[dict[str, str]] = None,
+               ok: bool = True) -> Result:
+        result = runner.invoke(main, list(args), input=input,
+                               env={"CRUXSQL_DATA_DIR": str(data_dir), **(env or {})})
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return invoke
+
+
+@pytest.fixture
+def run_cli(data_dir: Path) -> Callable[..., subprocess.CompletedProcess]:
+    def run(*args: str, input: Optional[str] = None, env: Optional[dict[str, str]] = None, ok: bool = False,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        result = run_cruxsql(data_dir, *args, input=input, env=env, timeout=timeout)
+        if ok:
+            assert result.returncode == 0, f"cruxsql {' '.join(args)} failed: {result.stderr}"
+        return result
+
+    return run

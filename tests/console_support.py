@@ -18,6 +18,7 @@ import pytest
 import cruxsql
 from cruxsql.governance import erasure, legal_holds
 from journal_builders import fact_obj, line, write_journal
+from cli_process import run_cruxsql
 
 OLD_FACTS = [
     fact_obj("f_0000000000000000000000000000a001", entity="svc", key="owner", value="alice",
@@ -34,8 +35,7 @@ OLD_FACTS = [
 
 
 def cli(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir)}
-    result = subprocess.run([sys.executable, "-m", "cruxsql", *args], capture_output=True, text=True, env=env)
+    result = run_cruxsql(data_dir, *args)
     if check and result.returncode != 0:
         raise AssertionError(f"cruxsql {' '.join(args)} failed: {result.stderr}")
     return result

@@ -16,6 +16,7 @@ from cruxsql.facts import view
 from cruxsql.facts.store import Store
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
+from cli_process import run_cruxsql
 
 WRITER = r"""
 import sys, random
@@ -32,10 +33,6 @@ for i in range(100000):
                            tenant=rng.choice(["acme", "globex"])).fact_id)
     print(i, flush=True)
 """
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cruxsql", *args], capture_output=True, text=True, timeout=120)
 
 
 def _tables(path: Path) -> dict[str, list]:
@@ -55,7 +52,7 @@ def test_backup_during_a_write_loop_restores_exactly_the_snapshot(tmp_path):
     try:
         for _ in range(60):  # let the writer get going
             writer.stdout.readline()
-        result = _cli("backup", str(tmp_path / "bk"), "--json", "--data-dir", str(src))
+        result = run_cruxsql(None, "backup", str(tmp_path / "bk"), "--json", "--data-dir", str(src))
         assert result.returncode == 0, result.stderr
         written_during = 0
         for _ in range(30):  # and keep writing after the snapshot
@@ -70,7 +67,7 @@ def test_backup_during_a_write_loop_restores_exactly_the_snapshot(tmp_path):
     assert 0 < offset < len(journal), "the writer kept appending after the snapshot"
 
     restored = tmp_path / "restored"
-    assert _cli("restore", str(tmp_path / "bk"), str(restored)).returncode == 0
+    assert run_cruxsql(None, "restore", str(tmp_path / "bk"), str(restored)).returncode == 0
     assert (restored / "facts.jsonl").read_bytes() == journal[:offset]
     # The restored view is the view of exactly that prefix: equal to a rebuild from the prefix alone.
     fresh = tmp_path / "fresh"
@@ -120,7 +117,7 @@ def test_a_flipped_byte_is_refused_and_nothing_is_written(tmp_path, dest):
         with tarfile.open(path, "w:gz" if dest.endswith(".gz") else "w") as tar:
             for info, blob in members:
                 tar.addfile(info, io.BytesIO(blob))
-    result = _cli("restore", str(path), str(tmp_path / "target"))
+    result = run_cruxsql(None, "restore", str(path), str(tmp_path / "target"))
     assert result.returncode == 1
     assert result.stderr.strip() == f"Error: backup {path}: facts.jsonl does not match its checksum (damaged or altered)"
     assert not (tmp_path / "target").exists()
@@ -134,10 +131,10 @@ def test_restore_refuses_a_non_empty_store_without_force(tmp_path):
     with Store(tmp_path / "b") as store:
         store.store("svc", "owner", "from-b")
     before = (tmp_path / "b" / "facts.jsonl").read_bytes()
-    result = _cli("restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"))
+    result = run_cruxsql(None, "restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"))
     assert result.returncode == 1 and "is not empty; pass --force" in result.stderr
     assert (tmp_path / "b" / "facts.jsonl").read_bytes() == before
-    assert _cli("restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"), "--force").returncode == 0
+    assert run_cruxsql(None, "restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"), "--force").returncode == 0
     with Store(tmp_path / "b") as store:
         assert [f.value for f in store.history("svc", "owner")] == ["from-a"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "bk.tar"]
@@ -155,9 +152,9 @@ def test_backup_refuses_bad_destinations(tmp_path):
         str(tmp_path / "missing" / "bk.tar"): "does not exist",
     }
     for dest, message in cases.items():
-        result = _cli("backup", dest, "--data-dir", str(src))
+        result = run_cruxsql(None, "backup", dest, "--data-dir", str(src))
         assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr, dest
-    assert _cli("backup", str(tmp_path / "bk"), "--data-dir", str(tmp_path / "nostore")).stderr.startswith(
+    assert run_cruxsql(None, "backup", str(tmp_path / "bk"), "--data-dir", str(tmp_path / "nostore")).stderr.startswith(
         "Error: no cruxsql store at")
 
 
@@ -169,7 +166,7 @@ def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
         time.sleep(0.01)
         report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:42",)), reason="dsr 1")
     assert report["backups_still_holding"] == [str((tmp_path / "bk").resolve())]
-    result = _cli("verify", "--erasure", "--data-dir", str(src))
+    result = run_cruxsql(None, "verify", "--erasure", "--data-dir", str(src))
     assert result.returncode == 0
     assert f"backup {(tmp_path / 'bk').resolve()} was taken before the last erasure" in result.stdout
     assert b"someone-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()

@@ -8,23 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cruxsql.cli import main
 from journal_builders import fact_obj, line, write_journal
 
 
 @pytest.fixture
-def run(tmp_path: Path):
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None, ok: bool = True):
-        result = runner.invoke(main, list(args), input=input, env={"CRUXSQL_DATA_DIR": str(tmp_path / "data")})
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return invoke
+def run(cli):
+    """The shared CliRunner on the test's data directory (conftest.py), under this module's name."""
+    return cli
 
 
 def test_store_get_history_and_json(run) -> None:

@@ -70,11 +70,10 @@ def from_scratch(db: apsw.Connection) -> tuple:
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch):
-    with Store(tmp_path / "data") as s:
-        populate(s)
-        TextIndex(s.db).sync()  # the index exists before the rewrite
-        yield s
+def store(store: Store) -> Store:
+    populate(store)
+    TextIndex(store.db).sync()  # the index exists before the rewrite
+    return store
 
 
 def assert_carried(store: Store, monkeypatch) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import cruxsql
+from cli_process import run_cruxsql
 from cruxsql.facts.faults import CRASH_ENV
 
 WRITER = r"""
@@ -24,12 +25,6 @@ while True:
     print(fact.fact_id, flush=True)
     i += 1
 """
-
-
-def _cli(data_dir: Path, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "cruxsql", *args], capture_output=True, text=True, env=env,
-                          timeout=60)
 
 
 def _assert_consistent(data_dir: Path, acknowledged: list[str]) -> None:
@@ -71,8 +66,8 @@ def test_sigkill_during_a_stream_of_writes_loses_no_acknowledged_write(tmp_path:
 
 
 def test_crash_after_the_append_before_the_view_commit(tmp_path: Path) -> None:
-    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
-    crashed = _cli(tmp_path, "store", "svc", "owner", "bob", env_extra={CRASH_ENV: "store-after-append"})
+    assert run_cruxsql(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    crashed = run_cruxsql(tmp_path, "store", "svc", "owner", "bob", env={CRASH_ENV: "store-after-append"})
     assert crashed.returncode == -signal.SIGKILL and crashed.stdout == ""
     # the event was durable in the journal, so reopening applies it
     with cruxsql.open(tmp_path) as store:
@@ -81,8 +76,8 @@ def test_crash_after_the_append_before_the_view_commit(tmp_path: Path) -> None:
 
 
 def test_crash_inside_the_view_transaction(tmp_path: Path) -> None:
-    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
-    crashed = _cli(tmp_path, "store", "svc", "owner", "carol", env_extra={CRASH_ENV: "replay-before-commit"})
+    assert run_cruxsql(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    crashed = run_cruxsql(tmp_path, "store", "svc", "owner", "carol", env={CRASH_ENV: "replay-before-commit"})
     assert crashed.returncode == -signal.SIGKILL
     with cruxsql.open(tmp_path) as store:
         history = store.history("svc", "owner")
@@ -146,7 +141,7 @@ def test_kill_during_rebuild_reopens_to_a_full_replay(tmp_path: Path) -> None:
         store.store_batch([cruxsql.StoreRequest(f"e{i}", "k", f"v{i}") for i in range(3000)])
         for i in range(50):
             store.store(f"e{i}", "k", f"w{i}")
-    crashed = _cli(tmp_path, "rebuild", env_extra={CRASH_ENV: "replay-before-commit"})
+    crashed = run_cruxsql(tmp_path, "rebuild", env={CRASH_ENV: "replay-before-commit"})
     assert crashed.returncode == -signal.SIGKILL
     with cruxsql.open(tmp_path) as store:
         assert store.counts()["facts"] == 3050 and store.counts()["live_facts"] == 3000
@@ -156,17 +151,17 @@ def test_kill_during_rebuild_reopens_to_a_full_replay(tmp_path: Path) -> None:
 def test_a_killed_verify_leaves_no_copy_outside_the_data_directory(tmp_path: Path) -> None:
     data_dir, tmp_dir = tmp_path / "data", tmp_path / "tmp"
     tmp_dir.mkdir()
-    assert _cli(data_dir, "store", "__vault__::alice", "ssn", "078-05-1120 private").returncode == 0
-    crashed = _cli(data_dir, "verify", env_extra={CRASH_ENV: "verify-fresh-replay-built", "TMPDIR": str(tmp_dir)})
+    assert run_cruxsql(data_dir, "store", "__vault__::alice", "ssn", "078-05-1120 private").returncode == 0
+    crashed = run_cruxsql(data_dir, "verify", env={CRASH_ENV: "verify-fresh-replay-built", "TMPDIR": str(tmp_dir)})
     assert crashed.returncode == -signal.SIGKILL
     assert list(tmp_dir.iterdir()) == []
     # the fresh replay it was building sits where erasure scans, and the next command removes it
     leftovers = sorted(p.name for p in data_dir.glob("verify-replay-*"))
     assert leftovers and leftovers[0].endswith(".db")
     assert b"078-05-1120 private" in b"".join((data_dir / name).read_bytes() for name in leftovers)
-    assert _cli(data_dir, "query", "anything").returncode == 0
+    assert run_cruxsql(data_dir, "query", "anything").returncode == 0
     assert list(data_dir.glob("verify-replay-*")) == []
-    assert _cli(data_dir, "verify", "--strict").returncode == 0
+    assert run_cruxsql(data_dir, "verify", "--strict").returncode == 0
     assert list(data_dir.glob("verify-replay-*")) == []
 
 
@@ -215,8 +210,8 @@ def _assert_stored_exactly_once(data_dir: Path) -> None:
 
 def test_killed_after_the_journal_fsync_inside_the_view_transaction_stores_exactly_once(tmp_path: Path) -> None:
     """SIGKILL after the journal's fsync returned, with the view transaction open and not committed."""
-    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
-    crashed = _cli(tmp_path, "store", "svc", "owner", "bob", env_extra={CRASH_ENV: "store-after-append"})
+    assert run_cruxsql(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    crashed = run_cruxsql(tmp_path, "store", "svc", "owner", "bob", env={CRASH_ENV: "store-after-append"})
     assert crashed.returncode == -signal.SIGKILL and crashed.stdout == ""
     assert len(_journal_fact_ids(tmp_path)) == 2
     _assert_stored_exactly_once(tmp_path)
@@ -224,7 +219,7 @@ def test_killed_after_the_journal_fsync_inside_the_view_transaction_stores_exact
 
 def test_killed_inside_the_view_commit_stores_exactly_once(tmp_path: Path) -> None:
     """SIGKILL from SQLite's commit hook, i.e. inside COMMIT of the view transaction of a durable line."""
-    assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
+    assert run_cruxsql(tmp_path, "store", "svc", "owner", "alice").returncode == 0
     env = {**os.environ, "CRUXSQL_DATA_DIR": str(tmp_path)}
     crashed = subprocess.run([sys.executable, "-c", KILL_INSIDE_VIEW_COMMIT, "store", "svc", "owner", "bob"],
                              capture_output=True, text=True, env=env, timeout=60)

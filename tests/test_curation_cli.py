@@ -8,9 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cruxsql.cli import main
 from cruxsql.facts.store import Store, StoreRequest
 
 
@@ -20,16 +18,9 @@ def data(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run(data: Path):
-    runner = CliRunner()
-
-    def invoke(*args: str, ok: bool = True):
-        result = runner.invoke(main, list(args), env={"CRUXSQL_DATA_DIR": str(data)})
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return invoke
+def run(cli):
+    """The shared CliRunner on the test's data directory (conftest.py), under this module's name."""
+    return cli
 
 
 def seed(data: Path, *reqs: StoreRequest) -> list[str]:

@@ -14,12 +14,6 @@ from cruxsql.facts.privacy import NamespaceOwner
 from cruxsql.facts.store import Store, StoreRequest
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "data") as s:
-        yield s
-
-
 def both(store: Store, entity: str, key: str, *values: str, tenant: str = "default", owner=None, **kw) -> list[str]:
     """Store several live facts of one (entity, key) at once (a batch never supersedes within itself)."""
     facts = store.store_batch([StoreRequest(entity, key, v, tenant, **kw) for v in values], owner=owner)

@@ -4,7 +4,6 @@ the curation SQL views, on real data directories; plus the read paths never touc
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +15,6 @@ from cruxsql.curation.disagreements import actor_flip_flops, classify_pair, disa
 from cruxsql.curation.duplicates import lexical_duplicates, semantic_duplicates
 from cruxsql.curation.phrases import numeric_disagreement, phrase_polarity, polarity_disagreement
 from cruxsql.facts.store import Store, StoreRequest
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "data") as s:
-        yield s
 
 
 def batch(store: Store, entity: str, key: str, *values: str, **kw) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import cbor2
 import pytest
@@ -12,12 +11,6 @@ from cruxsql.curation.memory_panel import memory_pin
 from cruxsql.curation.tool_results import ToolError
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "data") as s:
-        yield s
 
 
 def holds_of(store: Store):

@@ -3,7 +3,6 @@ export / list_page paging, dedup_latest) on real data directories."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -17,12 +16,6 @@ from cruxsql.facts.codec import to_f32
 from cruxsql.facts.privacy import NamespaceOwner
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall.queries import Recall
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "data") as s:
-        yield s
 
 
 def test_edit_makes_next_version_with_reason_receipt_and_carries_pin(store: Store) -> None:

@@ -13,11 +13,11 @@ import pytest
 
 from cruxsql.facts.store import Store
 from cruxsql.governance import doctor
+from cli_process import run_cruxsql
 
 
 def _doctor(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cruxsql", "doctor", "--json", *args, "--data-dir", str(data_dir)],
-                          capture_output=True, text=True, timeout=60)
+    return run_cruxsql(data_dir, "doctor", "--json", *args)
 
 
 def _statuses(result: subprocess.CompletedProcess) -> dict[str, str]:

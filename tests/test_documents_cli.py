@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from cruxsql.cli import main
 
 
 @pytest.fixture
-def run(tmp_path):
-    runner = CliRunner()
-    data_dir = tmp_path / "data"
-
-    def invoke(*args: str, input: str | None = None):
-        return runner.invoke(main, [*args, "--data-dir", str(data_dir)], input=input)
-
-    return invoke
+def run(cli):
+    """The shared CliRunner on the test's data directory (conftest.py); each test checks the exit code."""
+    return functools.partial(cli, ok=False)
 
 
 @pytest.fixture

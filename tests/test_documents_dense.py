@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import cruxsql
 from cruxsql.cli import main
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.documents.bm25 import Bm25Hit
@@ -21,12 +20,6 @@ from cruxsql.embeddings import LocalHashEmbedder, SemanticProfile
 from cruxsql.errors import InvalidInput
 
 F32 = np.float32
-
-
-@pytest.fixture
-def store(tmp_path):
-    with cruxsql.open(tmp_path / "data") as opened:
-        yield opened
 
 
 def doc(doc_id, text):

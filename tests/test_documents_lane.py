@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -13,17 +12,6 @@ from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.documents.segments import ChunkRecord, Manifest, load_manifest, save_manifest, write_segment
 from cruxsql.documents.search import EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, wrap_crc_v1
 from cruxsql.errors import InvalidInput
-
-
-@pytest.fixture
-def data_dir(tmp_path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir):
-    with cruxsql.open(data_dir) as opened:
-        yield opened
 
 
 @pytest.fixture

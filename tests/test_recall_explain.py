@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -17,8 +15,8 @@ HOUR = 3_600_000_000_000
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path)
+def store(store: Store) -> Store:
+    s = store
     s.store("incident:1", "status", "deploy rolled back", horizon_class="volatile", confidence=0.8)  # stale at +30h
     s.store("deploy", "owner", "platform team", horizon_class="stable")
     s.store("deploy", "window", "mondays")
@@ -28,8 +26,7 @@ def store(tmp_path):
     s.store("notes", "deploy", "my private deploy note", private=True, agent="bob")   # only bob sees it
     s.store("deploy", "weak", "low confidence deploy hint", confidence=0.2)
     s.store("deploy", "x", "other tenant's deploy", tenant="globex")
-    yield s
-    s.close()
+    return s
 
 
 def test_explanation_of_a_hand_computed_case(store):
@@ -65,11 +62,9 @@ def test_bob_sees_his_note_and_explain_refuses_known_at(store):
         recall_explain.explain(recall, result, "private", known_at="2026-01-01T00:00:00Z")
 
 
-def test_cli_explain(store, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "cruxsql", "query", "team", "--explain", "--data-dir", str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+def test_cli_explain(store, run_cli):
+    out = run_cli("query", "team", "--explain", ok=True).stdout.splitlines()
     assert out[1] == '  why: "team" in value; 1.00 x 1 = 1.00 (fresh, stable 8760h)'
     assert out[-1] == "-- left out: nothing"
-    data = json.loads(subprocess.run([sys.executable, "-m", "cruxsql", "query", "deploy", "--explain", "--json",
-                                      "--data-dir", str(tmp_path)], capture_output=True, text=True, check=True).stdout)
+    data = json.loads(run_cli("query", "deploy", "--explain", "--json", ok=True).stdout)
     assert data["explain"]["left_out"] == {"deleted": 1, "superseded": 1, "not_visible_to_caller": 1}

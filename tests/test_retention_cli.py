@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from click.testing import CliRunner
 
-from cruxsql.cli import main
 from cruxsql.facts.store import Store
 from cruxsql.governance import erasure_proof
-
-
-@pytest.fixture()
-def cli():
-    runner = CliRunner()
-
-    def run(*args: str, ok: bool = True):
-        result = runner.invoke(main, list(args), catch_exceptions=False)
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return run
 
 
 def _seed(data_dir):
