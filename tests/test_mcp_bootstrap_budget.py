@@ -3,7 +3,6 @@ the best fact always, then each next one while it fits), not only through the Py
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -1,0 +1,160 @@
+"""The planted breaks: each a realistic defect in one mechanism the docs promise, and the tests that must
+catch it. A break is an exact text substitution whose anchor must occur exactly once in its file, so a
+change to the code around it makes the break fail loudly by name instead of planting nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Break:
+    name: str
+    what: str
+    path: str                 # relative to the repository root
+    anchor: str               # exact text, present exactly once in `path`
+    replacement: str
+    tests: tuple[str, ...]    # pytest paths or node ids (relative to the repository root)
+
+    def plant(self, source: str) -> str:
+        """`source` with the break planted; ValueError naming the break when its anchor is not there once."""
+        found = source.count(self.anchor)
+        if found != 1:
+            raise ValueError(f"{self.name}: the anchor occurs {found} times in {self.path} (expected once): "
+                             f"{self.anchor.strip().splitlines()[0]!r}")
+        return source.replace(self.anchor, self.replacement)
+
+
+def _identity_from_argument(name: str, field: str) -> str:
+    other = "identity.tenant" if field == "agent" else "identity.agent"
+    args = f"arguments.pop({name!r}), {other}" if field == "agent" else f"{other}, arguments.pop({name!r})"
+    return ("        identity = identity or self.identity\n"
+            f"        if {name!r} in arguments:  # planted: the identity taken from a tool argument\n"
+            "            arguments = dict(arguments)\n"
+            f"            identity = Identity({args})\n")
+
+
+_SCAN_FILES = "        if not path.is_file() or path.is_symlink():\n"
+_VIEW_SUPERSEDE = ("            db.execute(\"UPDATE facts SET superseded_by = ? WHERE fact_id = ?\", "
+                   "(event.by_fact_id, event.fact_id))\n")
+
+BREAKS: tuple[Break, ...] = (
+    Break("journal-fsync", "a journal append is acknowledged without its fsync",
+          "cruxsql/facts/journal.py",
+          "os.fsync(fd)  # durability of the event: acknowledged only after this returns",
+          "pass  # planted: no fsync",
+          ("tests/test_write_path.py::test_nothing_is_visible_in_the_view_until_the_journal_fsync_returns",)),
+    Break("directory-fsync", "creating facts.jsonl does not fsync the directory",
+          "cruxsql/facts/journal.py",
+          "            if created:\n                fsync_dir(self.data_dir)  # the new journal's name",
+          "            if False:  # planted\n                fsync_dir(self.data_dir)  # the new journal's name",
+          ("tests/test_journal_durability.py",)),
+    Break("supersession-replay", "replay skips a `supersede` line",
+          "cruxsql/facts/view.py", _VIEW_SUPERSEDE, "            pass  # planted: supersede not applied\n",
+          ("tests/test_view_replay.py", "tests/test_store.py")),
+    Break("tenant-scope", "query_facts reads every tenant's facts",
+          "cruxsql/recall/queries.py",
+          'plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant',
+          'plan.where.append(":tenant = :tenant")  # planted: no tenant filter',
+          ("tests/test_recall_scope.py",)),
+    Break("agent-scope", "query_facts shows every agent's private facts",
+          "cruxsql/recall/queries.py",
+          'plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")',
+          'plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner IS NOT NULL)")',
+          ("tests/test_recall_scope.py",)),
+    Break("sql-sandbox", "the console runs a statement that is not read-only (VACUUM INTO)",
+          "cruxsql/sql_console.py",
+          "        if not details.is_readonly:  # VACUUM asks the authorizer only when it runs",
+          "        if False:  # planted",
+          ("tests/test_sql_console.py::test_refused_statements_say_read_only_and_leave_every_file_alone",
+           "tests/test_sql_console.py::test_the_escape_from_the_issue_is_refused_before_anything_runs")),
+    Break("sql-attach", "the console lets ATTACH through",
+          "cruxsql/sql_console.py",
+          "        elif action == apsw.SQLITE_ATTACH:\n",
+          "        elif action == apsw.SQLITE_ATTACH:\n            return apsw.SQLITE_OK  # planted\n",
+          ("tests/test_sql_attach.py",)),
+    Break("torn-tail-quarantine", "opening a store leaves a torn last line in the journal",
+          "cruxsql/facts/store.py",
+          "        torn = self.journal.repair_torn_tail()\n",
+          "        torn = None  # planted: no quarantine\n",
+          ("tests/test_journal.py",)),
+    Break("legal-hold-guard", "compaction erases facts under an active legal hold",
+          "cruxsql/governance/compaction.py",
+          "            if covered:\n                hold_ids = sorted(",
+          "            if False:  # planted\n                hold_ids = sorted(",
+          ("tests/test_legal_holds_core.py",)),
+    Break("bm25-idf", "BM25's idf loses its +1 (Lucene's form)",
+          "cruxsql/documents/bm25.py",
+          "ratio = (n - d + F32(0.5)) / (d + F32(0.5)) + F32(1.0)",
+          "ratio = (n - d + F32(0.5)) / (d + F32(0.5))  # planted",
+          ("tests/test_documents_bm25.py",)),
+    Break("bootstrap-budget", "get_bootstrap ignores its token_budget",
+          "cruxsql/recall/queries.py",
+          "n = tokens.legacy_fill([r[7] for r in ranked], token_budget) if token_budget is not None else len(ranked)",
+          "n = len(ranked)  # planted: the budget ignored",
+          ("tests/test_mcp_bootstrap_budget.py",
+           "tests/test_recall_scope.py::test_get_bootstrap_budget_tenant_visibility")),
+    Break("backup-checksum", "restore accepts a member whose size matches but whose checksum does not",
+          "cruxsql/governance/backup.py",
+          'if size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:',
+          'if size != entry["bytes"]:  # planted: checksum not compared',
+          ("tests/test_backup.py::test_a_flipped_byte_is_refused_and_nothing_is_written",)),
+    Break("one-write-per-mutation", "a mutation's lines go out in one write() each",
+          "cruxsql/facts/journal.py",
+          "            _write_all(fd, payload)\n",
+          "            for piece in bytes(payload).splitlines(keepends=True):  # planted: split writes\n"
+          "                _write_all(fd, piece)\n",
+          ("tests/test_journal_durability.py::test_a_kill_right_after_the_journal_write_leaves_the_whole_mutation_in_the_file",)),
+    Break("reserved-prefix-typo", "a typo in the daemon-owned prefix list (`__legal_hold_::`)",
+          "cruxsql/facts/privacy.py",
+          '    "__gpu1_receipt__::", "__incident__::", "__legal_hold__::", "__legal_hold_receipt__::",',
+          '    "__gpu1_receipt__::", "__incident__::", "__legal_hold_::", "__legal_hold_receipt__::",',
+          ("tests/test_reserved_prefixes_pinned.py",)),
+    Break("identity-from-agent-argument", "the MCP server takes the agent from an `agent` argument",
+          "cruxsql/mcp/server.py",
+          "        identity = identity or self.identity\n", _identity_from_argument("agent", "agent"),
+          ("tests/test_mcp_identity_arguments.py",)),
+    Break("identity-from-tenant-argument", "the MCP server takes the tenant from a `tenant` argument",
+          "cruxsql/mcp/server.py",
+          "        identity = identity or self.identity\n", _identity_from_argument("tenant", "tenant"),
+          ("tests/test_mcp_identity_arguments.py",)),
+    Break("erasure-scan-skips-wal", "the erasure scan skips `-wal` files",
+          "cruxsql/governance/erasure_scan.py", _SCAN_FILES,
+          '        if not path.is_file() or path.is_symlink() or path.name.endswith("-wal"):  # planted\n',
+          ("tests/test_erasure_scan_reach.py",)),
+    Break("erasure-scan-skips-quarantine", "the erasure scan skips quarantined `.torn.` / `.corrupt.` files",
+          "cruxsql/governance/erasure_scan.py", _SCAN_FILES,
+          '        if not path.is_file() or path.is_symlink() or ".torn." in path.name or ".corrupt." in path.name:\n',
+          ("tests/test_erasure_scan_reach.py",)),
+)
+
+
+def check(root: Path) -> list[str]:
+    """Every break's problem against the tree at `root` (none: every anchor applies once, every test exists)."""
+    problems = []
+    names = [b.name for b in BREAKS]
+    problems += [f"{n}: named twice" for n in sorted({n for n in names if names.count(n) > 1})]
+    for b in BREAKS:
+        path = root / b.path
+        if not path.is_file():
+            problems.append(f"{b.name}: {b.path} does not exist")
+            continue
+        try:
+            planted = b.plant(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        if planted == path.read_text(encoding="utf-8"):
+            problems.append(f"{b.name}: planting changes nothing")
+        try:
+            compile(planted, b.path, "exec")
+        except SyntaxError as exc:
+            problems.append(f"{b.name}: the planted {b.path} does not compile: {exc}")
+        for test in b.tests:
+            file, _, function = test.partition("::")
+            if not (root / file).is_file():
+                problems.append(f"{b.name}: test file {file} does not exist")
+            elif function and f"def {function}(" not in (root / file).read_text(encoding="utf-8"):
+                problems.append(f"{b.name}: {file} has no test {function}")
+    return problems
