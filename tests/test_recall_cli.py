@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from cruxsql.cli import main
 from cruxsql.facts.store import Store
 from cruxsql.recall import bootstrap_seed
-
-
-@pytest.fixture
-def cli():
-    return main
 
 
 @pytest.fixture
@@ -29,7 +22,8 @@ def data_dir(tmp_path):
 
 
 def run(cli, *args):
-    return CliRunner().invoke(cli, [*args], catch_exceptions=False)
+    """The shared CliRunner (conftest.py); each test checks the exit code."""
+    return cli(*args, ok=False)
 
 
 def test_query_json_shape(cli, data_dir):
@@ -86,7 +80,7 @@ def test_query_readable_lines(cli, data_dir):
     (["--contract", "crc-v2"], "Invalid value for '--contract': 'crc-v2' is not one of"),
 ])
 def test_bad_input_is_one_line_naming_the_option(cli, data_dir, args, needle):
-    res = CliRunner().invoke(cli, ["query", "x", *args, "--data-dir", str(data_dir)])
+    res = cli("query", "x", *args, "--data-dir", str(data_dir), ok=False)
     assert res.exit_code != 0
     assert needle in res.output and len(res.output.strip().splitlines()) == 1
 
@@ -97,7 +91,7 @@ def test_bootstrap_and_view(cli, data_dir):
     assert [f["value"] for f in out["facts"]] == ["pip install cruxsql"] and out["prefix"] == "__bootstrap__::doc:"
     assert run(cli, "bootstrap", "--topic", "docs", "--data-dir", d).output.startswith(
         "[__bootstrap__::doc:setup] install = pip install cruxsql")
-    bad = CliRunner().invoke(cli, ["bootstrap", "--token-budget", "-1", "--data-dir", d])
+    bad = cli("bootstrap", "--token-budget", "-1", "--data-dir", d, ok=False)
     assert bad.exit_code != 0 and "--token-budget" in bad.output
     out = json.loads(run(cli, "view", "--entity", "svc", "--json", "--data-dir", d).output)
     assert [f["value"] for f in out["facts"]] == ["alice runs deploys", "Deploy is GREEN"]
