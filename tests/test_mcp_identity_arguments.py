@@ -85,8 +85,12 @@ def _walk(portal, data_dir: Path) -> dict[str, list[str]]:
     alice = stdio(portal, data_dir, "--agent", "alice")
     outcomes: dict[str, list[str]] = {}
     try:
-        listed = sorted(t.name for t in alice.tools())
+        tools = alice.tools()
+        listed = sorted(t.name for t in tools)
         assert listed == sorted(discover()), "the server lists a tool the registry does not hold, or misses one"
+        for t in tools:  # a new tool needs a call it would carry out, or it is only ever refused here
+            missing = set(t.input_schema.get("required", [])) - set(base_arguments(t.name, "f_x"))
+            assert not missing, f"base_arguments has no {sorted(missing)} for {t.name}"
         for tool in listed:
             for name, value in IDENTITY_ARGUMENTS:
                 target = targets["other"] if name in TENANT_NAMED else targets["bob"]
