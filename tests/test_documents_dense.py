@@ -1,4 +1,4 @@
-"""Dense re-rank (§6.6, §17.3), vector sidecars, fused retrieval with graph boost (§7), RRF, loud model failure."""
+"""Dense re-rank (query.rs), vector sidecars, fused retrieval with graph boost (fused.rs), RRF, loud model failure."""
 
 import json
 import os
