@@ -31,7 +31,7 @@ def test_unpaired_savings_match_the_spec_example():
 
 def test_arm_assignment_is_a_pure_function_of_the_arguments():
     buckets = {'{"query":"alpha","tenant_id":"t1"}': 0.43438015, "key-0": 0.49741513, "key-1": 0.74218615,
-               "query:alpha:500": 0.82437331}                           # the spec's vectors (§17.5)
+               "query:alpha:500": 0.82437331}                           # worked values (holdout.rs)
     assert {k: round((fnv1a(k) >> 11) / 2.0**53, 8) for k in buckets} == buckets
     # holdout.rs: control iff bucket < fraction (the spec's prose has the two arms the other way round)
     assert [is_control(k, 0.5) for k in buckets] == [True, True, False, False]

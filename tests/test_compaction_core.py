@@ -13,7 +13,7 @@ from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction
 
 CRUX_LINES = [
-    # as a Crux daemon writes them (factstore spec §2.2): ms / ns fractions, source receipts, actors
+    # as a Crux daemon writes them (serde_json's output of JournalEvent): ms / ns fractions, source receipts, actors
     '{"op":"store","fact":{"fact_id":"f_9b1c4e2a7d3f4b6e8a0c1d2e3f4a5b6c","tenant_hash":"default","entity":"deployment",'
     '"key":"strategy","value":"canary deployment with evaluator programme","source_receipt":"crx_123","confidence":0.95,'
     '"stored_at":"2026-05-27T10:11:12.123456789Z","tokens":11,"deleted":false,"version":1,"private":false,'

@@ -1,6 +1,6 @@
-"""The schema contract is the one source of the README's schema table and of the console's metadata.
+"""The schema contract is the one source of docs/sql.md's schema table and of the console's metadata.
 
-These need no Datasette: they compare the contract with the README, with a real view's schema and
+These need no Datasette: they compare the contract with that page, with a real view's schema and
 with a real audit export's schema.
 """
 
@@ -31,23 +31,23 @@ def schema_of(path: Path) -> dict[str, list[str]]:
         db.close()
 
 
-def test_readme_schema_table_is_generated_from_the_contract():
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_schema_table.py"), "--check"],
+def test_the_schema_table_is_generated_from_the_contract():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "schema_table.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert contract.render_readme_table() in readme
-    assert "| `document_terms` (view) | analyzed term | with its BM25 document frequency |\n" in readme
+    page = (ROOT / "docs" / "sql.md").read_text(encoding="utf-8")
+    assert contract.render_schema_table() in page
+    assert "| `document_terms` (view) | analyzed term | with its BM25 document frequency |\n" in page
 
 
-def test_a_drifted_readme_is_caught(tmp_path):
-    """The check must fail on a README edited by hand (a row's notes changed)."""
+def test_a_drifted_schema_table_is_caught(tmp_path):
+    """The check must fail on a table edited by hand (a row's notes changed)."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
-        import readme_schema_table as gen
+        import schema_table as gen
     finally:
         sys.path.pop(0)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "sql.md").read_text(encoding="utf-8")
     drifted = text.replace("| canonical → sources, in recorded order |", "| canonical to sources |")
     assert drifted != text
     assert gen.with_table(drifted) != drifted  # what --check reports

@@ -1,4 +1,4 @@
-"""Crux's contradiction scan and consolidation (factstore spec §8-9) on real data directories."""
+"""Crux's contradiction scan and consolidation (corecrux-memory/src/fact_store.rs) on real data directories."""
 
 from __future__ import annotations
 

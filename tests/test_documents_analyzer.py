@@ -1,4 +1,4 @@
-"""The BM25 analyzer (spec §2, §17.1) and the chunker (spec §1.4), against hand-computed values."""
+"""The BM25 analyzer (corecrux-index tokenizer.rs) and the chunker (local_ingest.rs), against hand-computed values."""
 
 from __future__ import annotations
 

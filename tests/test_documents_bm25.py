@@ -1,4 +1,4 @@
-"""BM25 scoring with Crux semantics (spec §5, §17.2-17.3), checked against hand-computed values and an oracle."""
+"""BM25 scoring with Crux semantics (corecrux-retrieval bm25.rs), checked against hand-computed values and an oracle."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_spec_dense_example_bm25_part(lane):
     ingest(lane, ["alpha " * 21, "alpha " * 20])
     hits = lane.search("alpha").hits
     # idf = ln(f32 1.2) correctly rounded to f32 = 0.18232159 (what glibc's logf, called by Rust's
-    # f32::ln, returns). Spec §17.3 prints 0.18232161 / 0.37905127 / 0.37879553: numpy's float32 log
+    # f32::ln, returns). A float32 restatement prints 0.18232161 / 0.37905127 / 0.37879553: numpy's float32 log
     # is one ulp high on this input. Order and ratio are unchanged.
     idf = F32(math.log(float(F32(0.5) / F32(2.5) + F32(1.0))))
     assert idf == F32(0.18232159)

@@ -132,7 +132,7 @@ def test_coverage_counts_only_the_callers_tenant(tmp_path: Path) -> None:
 
 
 def test_tenant_statistics_score_from_the_callers_documents_only(tmp_path: Path) -> None:
-    """Crux (retrieval spec §5) computes N, avgdl and df over every tenant: acme's score for `apple` moves
+    """Crux (corecrux-retrieval/src/bm25.rs) computes N, avgdl and df over every tenant: acme's score for `apple` moves
     when another tenant ingests. `--tenant-statistics` scores with acme's own N=2, df=1, avgdl=2."""
     data = _two_tenants(tmp_path)
     env = {"CRUXSQL_DATA_DIR": str(data)}

@@ -1,4 +1,4 @@
-"""Dense re-rank (§6.6, §17.3), vector sidecars, fused retrieval with graph boost (§7), RRF, loud model failure."""
+"""Dense re-rank (query.rs), vector sidecars, fused retrieval with graph boost (fused.rs), RRF, loud model failure."""
 
 import json
 import os
@@ -40,7 +40,7 @@ def test_search_reranks_by_default_and_labels_it(store):
     bm25 = lane.query("alpha", contract="legacy", dense=False)
     top, second = (F32(r["score"]) for r in bm25["results"])
     assert [r["result_id"] for r in bm25["results"]] == ["0:0", "0:1"]
-    assert (top, second) == pytest.approx((0.37905127, 0.37879553), abs=1e-7)   # §17.3 (idf rounding, README)
+    assert (top, second) == pytest.approx((0.37905127, 0.37879553), abs=1e-7)   # idf rounding: docs/documents.md
     assert bm25["meta"]["score_space"] == "bm25_lexical"
     assert bm25["meta"]["score_merge_rule"] == "single_score_space"
     fused = lane.query("alpha", contract="legacy")

@@ -1,4 +1,4 @@
-"""LocalHashEmbedder bit-exact with Crux (spec §6.2, golden values §17.4), profiles (§6.3), cosine, `.ccxv`."""
+"""LocalHashEmbedder bit-exact with Crux (corecrux-memory embeddings.rs), profiles (semantic.rs), cosine, `.ccxv`."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Legal holds (spec §5.2) and the compaction guard / override receipt (spec §5.1)."""
+"""Legal holds (legal_hold.rs) and the compaction guard / override receipt (`compact_journal`)."""
 
 from __future__ import annotations
 

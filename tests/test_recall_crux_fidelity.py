@@ -132,7 +132,7 @@ def test_age_hours_comes_from_the_nanosecond_difference(tmp_path: Path) -> None:
 
 def test_access_counts_survive_a_restart_but_never_reach_the_journal(tmp_path: Path, monkeypatch) -> None:
     """Crux `FactStore::record_access` bumps `access_count` in memory only, so a daemon restart resets
-    it. cruxsql keeps the counts in the view (`recall_salience`) across restarts, on purpose (README:
+    it. cruxsql keeps the counts in the view (`recall_salience`) across restarts, on purpose (docs/recall.md:
     every CLI call is a restart), and still never writes them to the journal."""
     monkeypatch.setenv("CORECRUXD_MEMORY_SALIENCE", "1")
     with Store(tmp_path) as store:

@@ -13,7 +13,7 @@ H = freshness.HOUR_MS
 D = freshness.DAY_MS
 
 
-# --- retrieval spec §12 estimators -----------------------------------------------------------------
+# --- token estimators (token_estimate.rs) -----------------------------------------------------------
 
 def test_estimators_fixtures():
     assert tokens.estimate_tokens(None) == 1
@@ -109,7 +109,7 @@ def test_crc_envelope_full_and_entity():
     assert not crc_v1.enabled(" Legacy ") and not crc_v1.enabled("off") and not crc_v1.enabled("v0")
 
 
-# --- freshness (factstore spec §7) -----------------------------------------------------------------
+# --- freshness (corecrux-projections decay.rs)--------------------------------------------------------
 
 def test_freshness_thresholds_and_boundaries():
     p = DecayPolicy()

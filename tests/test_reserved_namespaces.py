@@ -1,5 +1,5 @@
 """The reserved and daemon-owned namespace guard, enforced by `Store` on every write path (factstore
-spec §6.1-6.2), through the Python API and the real CLI, with Crux's error kinds."""
+corecrux-memory/src/fact_privacy.rs), through the Python API and the real CLI, with Crux's error kinds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retention (spec §5.3): eligibility rules, the report, apply; cutoff parsing."""
+"""Retention (Crux's mark_retention_eligible): eligibility rules, the report, apply; cutoff parsing."""
 
 from __future__ import annotations
 

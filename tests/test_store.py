@@ -48,7 +48,7 @@ def test_a_deleted_head_is_skipped_by_the_chain(tmp_path: Path) -> None:
         v2 = store.store("e", "k", "2")
         store.delete(v2.fact_id)
         v3 = store.store("e", "k", "3")
-        # Crux walks back to the newest non-deleted fact: the version number repeats (spec §12.8)
+        # Crux walks back to the newest non-deleted fact: the version number repeats (fact_store.rs's build_fact)
         assert (v3.version, v3.supersedes) == (2, v1.fact_id)
 
 

@@ -60,7 +60,7 @@ def test_a_view_from_a_newer_cruxsql_is_refused(tmp_path):
 
 
 def test_a_facts_events_are_found_by_index_without_journal_events_fact(tmp_path):
-    # migration 0018 dropped journal_events' fact index; the README's fact-history query reads the
+    # migration 0018 dropped journal_events' fact index; docs/sql.md's fact-history query reads the
     # one on journal_event_facts instead of scanning
     with cruxsql.open(tmp_path) as store:
         fact = store.store("svc", "owner", "alice")

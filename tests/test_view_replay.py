@@ -1,4 +1,4 @@
-"""Replay materialises every journal op into the view with the V-C rules (factstore spec §4.4)."""
+"""Replay materialises every journal op into the view with the V-C rules (Crux's fact_store.rs)."""
 
 from __future__ import annotations
 

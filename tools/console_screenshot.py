@@ -1,4 +1,4 @@
-"""Take the README's console screenshot: a demo store of 60 days, the console, headless Chromium.
+"""Take the console screenshot (docs/console-dashboard.png): a demo store of 60 days, the console, headless Chromium.
 
     python tools/console_screenshot.py                 # writes docs/console-dashboard.png
     python tools/console_screenshot.py --keep DIR      # also keep the demo data directory in DIR

@@ -1,4 +1,4 @@
-"""The savings holdout (retrieval spec §14; seed ch.11 §11.12): what shaping saves, measured live.
+"""The savings holdout (Crux's crates/crux-mcp/src/holdout.rs): what shaping saves, measured live.
 
 `CRUX_OUTPUT_HOLDOUT=f` (clamped to 0..1; unset or unparseable = off) puts a deterministic fraction of
 requests in the *control* arm: their answers are left unshaped (the legacy budget drop, pretty JSON)

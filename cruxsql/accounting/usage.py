@@ -1,4 +1,4 @@
-"""Per-agent token usage (retrieval spec §15) and the enforced session budget (beyond Crux).
+"""Per-agent token usage (crates/crux-mcp/src/token_accounting.rs) and the enforced session budget (beyond Crux).
 
 Every tool call is recorded under the connection's agent (`__anon__` without one): one call, the
 chars/4 estimate of its arguments in and of its result (or error message) out, and the `token_budget`

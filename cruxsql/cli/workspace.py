@@ -121,7 +121,7 @@ def ledger_command(fmt: str, data_dir: Path) -> None:
 
 @click.group("ctx")
 def ctx_group() -> None:
-    """Bounded, task-shaped retrieval over the indexed workspace (the ctx_* verbs of seed 004).
+    """Bounded, task-shaped retrieval over the indexed workspace (the ctx_* verbs; docs/workspace.md).
 
     Output is plain grouped lines with one header line, `+N more … offset=N` tails and a footer
     naming the next verb; --json prints the structured result for scripts.

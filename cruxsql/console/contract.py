@@ -1,7 +1,7 @@
 """The schema contract: what every table, view and column of the view (and of an audit export) means.
 
-One source of truth for two readers: the README's "SQL for operators" table is rendered from
-`VIEW_RELATIONS` (`render_readme_table`; a test fails when the README drifts) and the console's
+One source of truth for two readers: the schema table of docs/sql.md is rendered from
+`VIEW_RELATIONS` (`render_schema_table`; a test fails when the page drifts) and the console's
 Datasette metadata (titles, descriptions, column descriptions, units) is built from the same
 records. `INTERNAL` lists the derived bookkeeping tables operators do not query; the console hides them.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Relation:
-    """A documented table or view: what one row is, notes for the README, and every column."""
+    """A documented table or view: what one row is, notes for docs/sql.md, and every column."""
 
     name: str
     kind: str  # "table" or "view"
@@ -25,7 +25,7 @@ class Relation:
 
     @property
     def description(self) -> str:
-        """For Datasette: what a row is, then the README's notes."""
+        """For Datasette: what a row is, then the notes docs/sql.md shows."""
         return f"One row per {self.one_row_per}." + (f" {self.notes[0].upper()}{self.notes[1:]}." if self.notes else "")
 
 
@@ -264,8 +264,8 @@ AUDIT_RELATIONS: tuple[Relation, ...] = (
 )
 
 
-def render_readme_table(relations: tuple[Relation, ...] = VIEW_RELATIONS) -> str:
-    """The markdown table the README shows under "SQL for operators"."""
+def render_schema_table(relations: tuple[Relation, ...] = VIEW_RELATIONS) -> str:
+    """The markdown table docs/sql.md shows as the view's schema."""
     lines = ["| table / view | one row per | notes |", "|---|---|---|"]
     for rel in relations:
         name = f"`{rel.name}`" + (" (view)" if rel.kind == "view" else "")

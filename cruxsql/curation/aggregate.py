@@ -1,4 +1,4 @@
-"""Crux's `aggregate_v1` (factstore spec §11): count, numeric sum, distinct values, temporal diff.
+"""Crux's `aggregate_v1` (crates/corecrux-memory/src/fact_store.rs): count, numeric sum, distinct values, temporal diff.
 
 Candidates are the tenant's live (not deleted, not superseded), non-private facts of the exact
 entity/key given, whose value contains `query` (case-insensitive), in `fact_id` order. A token

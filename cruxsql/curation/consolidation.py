@@ -1,4 +1,4 @@
-"""Consolidation and its undo (`consolidate_facts_v1`, `consolidate_undo_v1`, factstore spec §9).
+"""Consolidation and its undo (`consolidate_facts_v1`, `consolidate_undo_v1`, fact_store.rs).
 
 A consolidation replaces the live versions of one (entity, key) with a canonical fact: every guard
 of the V-C order runs first (the first failing one is the error, its text exactly Crux's), then one
@@ -156,7 +156,7 @@ def _build_canonical(store: Store, tenant: str, req: ConsolidationRequest, now: 
         value=req.canonical_value, source_receipt=f"consolidation:{req.consolidation_id}",
         confidence=check_confidence(req.confidence), stored_at=now, tokens=codec.token_cost(req.canonical_value),
         version=prev[1] + 1 if prev else 1, supersedes=prev[0] if prev else None,
-        # Crux builds the canonical public and only replay re-applies the prefix policy (spec §12.16);
+        # Crux builds the canonical public and only replay re-applies the prefix policy (docs/curation.md);
         # cruxsql applies it up front, so the view never differs from a replay.
         private=store.policy.enforce(req.entity, False), horizon_class=horizon, actor=req.actor,
     )
@@ -266,7 +266,7 @@ def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Option
         report = consolidate_facts_v1(store, req, tenant)
     except ConsolidationError as exc:
         raise ToolError(exc.code, str(exc), exc.data()) from exc
-    except InvalidInput as exc:      # e.g. a confidence outside 0..=1 (Crux never checks, spec §12.11)
+    except InvalidInput as exc:      # e.g. a confidence outside 0..=1 (Crux never checks it)
         raise ToolError(INVALID_PARAMS, str(exc), {"reason": "invalid_request", "protected": True}) from exc
     receipt = report["receipt"]
     text = (f"consolidated {len(targets)} target(s) into canonical fact {receipt['canonical_fact_id']} "

@@ -1,9 +1,9 @@
 """Crux's contradiction scan (`contradiction_candidates_v1`) and its `memory_contradictions` payload.
 
-Factstore spec §8: live (not deleted, not superseded), non-private facts of one tenant whose whole
+Crux's fact_store.rs: live (not deleted, not superseded), non-private facts of one tenant whose whole
 value has a polarity (`polarity.py`), grouped by (entity, key) in byte order; a group holding both
 polarities is one candidate, the negative bucket first. Crux orders ids inside a bucket by hash-map
-iteration (non-deterministic, spec §12.14); cruxsql sorts them by `fact_id`.
+iteration (non-deterministic, docs/curation.md); cruxsql sorts them by `fact_id`.
 """
 
 from __future__ import annotations

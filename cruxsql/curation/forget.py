@@ -1,4 +1,4 @@
-"""Scoped forgetting: `memory_forget_dry_run` and `memory_forget` (crux-mcp-tools spec §5.11).
+"""Scoped forgetting: `memory_forget_dry_run` and `memory_forget` (crates/crux-mcp/src/tools/forget.rs).
 
 A scope (`{"type": T, "value": V}`) selects the caller-visible, non-deleted facts of the caller's
 tenant outside the forget-reserved prefixes; the agent's pinned facts are left out unless

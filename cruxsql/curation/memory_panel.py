@@ -1,5 +1,5 @@
 """The memory panel's write and history tools: `memory_edit`, `memory_pin`, `memory_history`,
-`memory_acknowledge_use` (crux-mcp-tools spec §5.8-5.10), as plain functions returning Crux's payload.
+`memory_acknowledge_use` (crux-mcp/src/tools/memory.rs, memory_use.rs), as plain functions returning Crux's payload.
 
 The acting agent and the tenant are the caller's identity (from the connection), never a tool
 argument. Where Crux reads every tenant or hard-codes `"default"` (memory.rs@2bf0f2cb), cruxsql

@@ -1,7 +1,7 @@
-"""Crux's `export` and `list_page` paging over the view (factstore spec §11).
+"""Crux's `export` and `list_page` paging over the view (crates/corecrux-memory/src/fact_store.rs).
 
 `export` walks (stored_at, fact_id) ascending from `since`. Crux restarts from the beginning when the
-cursor fact has since been deleted or made private (defect §12.15, duplicates on the sync path);
+cursor fact has since been deleted or made private (docs/curation.md: duplicates on the sync path);
 cruxsql resumes after the cursor's (stored_at, fact_id) key whatever happened to that fact, and
 names an unknown cursor as an error. `list_page` walks (stored_at in whole ms, fact_id) descending
 with Crux's `"<ms>:<fact_id>"` cursors.

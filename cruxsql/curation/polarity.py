@@ -1,4 +1,4 @@
-"""Crux's boolean polarity classifier (`polarity_class_v1`, factstore spec §8).
+"""Crux's boolean polarity classifier (`polarity_class_v1`, fact_store.rs).
 
 The whole value, trimmed of whitespace and then of leading/trailing characters that are neither
 alphanumeric nor `_`, ASCII-lowercased, must equal one of 27 words.

@@ -1,4 +1,4 @@
-"""The BM25 analyzer of Crux (tokenizer_version 1, spec §2): split, ASCII-lowercase, drop, stem.
+"""The BM25 analyzer of Crux (tokenizer_version 1, corecrux-index/src/tokenizer.rs): split, ASCII-lowercase, drop, stem.
 
 Documents and queries go through the same pipeline. The token list keeps duplicates: a query
 "drift drift" scores the term twice.

@@ -1,4 +1,4 @@
-"""BM25 exactly as Crux's `bm25_search` (spec §5), vectorised with numpy in IEEE f32.
+"""BM25 exactly as Crux's `bm25_search` (crates/corecrux-retrieval/src/bm25.rs), vectorised with numpy in IEEE f32.
 
     idf     = ln((N − df + 0.5) / (df + 0.5) + 1)
     tf_norm = tf·(k1 + 1) / (tf + k1·(1 − b + b·dl/avg_dl))

@@ -1,4 +1,4 @@
-"""Crux's chunker (spec §1.4): ~1800-character chunks, boundaries after 1200, 180 characters of overlap.
+"""Crux's chunker (corecruxd local_ingest.rs): ~1800-character chunks, boundaries after 1200, 180 characters of overlap.
 
 Characters are Unicode scalar values (Python `str` indices), not bytes. Markdown is first split into
 sections at ATX headings; each section is chunked as plain text.

@@ -1,4 +1,4 @@
-"""The dense lane: vector sidecars of sealed segments, the in-memory dense index, Crux's dense re-rank (§6.5-6.6).
+"""The dense lane: vector sidecars of sealed segments, the in-memory dense index, Crux's dense re-rank (tools/query.rs).
 
 Every sealed segment `seg-…-{id}.jsonl` can have two sidecars written at seal time, both listed with
 their BLAKE3 checksums in MANIFEST.json: `seg-…-{id}.ccxv` (one vector per chunk, Crux's layout) and
@@ -141,7 +141,7 @@ class DenseIndex:
 
 
 def dense_rerank(hits: Sequence[Bm25Hit], dense: np.ndarray) -> list[Bm25Hit]:
-    """Crux's re-rank (§6.6): `0.7·score/max_bm25 + 0.3·dense` in f32 (dense 0 without a vector), stable re-sort.
+    """Crux's re-rank (query.rs): `0.7·score/max_bm25 + 0.3·dense` in f32 (dense 0 without a vector), stable re-sort.
 
     `dense[i]` is hit i's clamped cosine, NaN when it has no vector.
     """

@@ -1,4 +1,4 @@
-"""Fused retrieval (Crux's `fused_retrieve`, spec §7) wired into search, and reciprocal rank fusion.
+"""Fused retrieval (`fused_retrieve`, corecrux-retrieval/src/fused.rs) wired into search, and reciprocal rank fusion.
 
 Weighted fusion: `score = w.bm25·bm25/max_bm25 + w.graph·graph + w.dense·dense + w.sparse·0` with
 weights {0.5, 0.3, 0.2, 0.0}; while the graph has fewer than `cold_start_threshold` nodes the graph weight

@@ -1,4 +1,4 @@
-"""The graph lane's graph, built from what cruxsql holds, and Crux's `apply_graph_boost` (spec §7).
+"""The graph lane's graph, built from what cruxsql holds, and Crux's `apply_graph_boost` (its graph.rs).
 
 Two kinds of evidence connect chunks:
 - relation edges: a markdown link `[text](other.md)` in a chunk of one ingested document points at every

@@ -588,7 +588,7 @@ class DocumentLane:
               ) -> Union[dict[str, Any], str]:
         """MCP `query`: the CRC-v1 envelope (or legacy payload); a plain message when the index is empty.
 
-        With vectors of the configured embedder's profile (and `dense`), hits are re-ranked 0.7/0.3 (§6.6),
+        With vectors of the configured embedder's profile (and `dense`), hits are re-ranked 0.7/0.3 (query.rs),
         the first `limit` BM25 hits as Crux does, or the first `rerank_depth` (`ranked_search`).
         """
         tenant = _tenant(tenant)

@@ -1,4 +1,4 @@
-"""Response shapes of the segment lane: query, query_scan, query_expand (spec §8-§12).
+"""Response shapes of the segment lane: query, query_scan, query_expand (crates/crux-mcp/src/tools/query.rs).
 
 Features return plain dicts with Crux's field names and key order; surfaces serialise them. The legacy
 inner payloads are built first; the CRC-v1 envelope (the default contract) is derived from them exactly

@@ -1,4 +1,4 @@
-"""`LocalHashEmbedder` (model `crux-local-hash-v1`), bit-exact with Crux (spec §6.2).
+"""`LocalHashEmbedder` (model `crux-local-hash-v1`), bit-exact with Crux (crates/corecrux-memory/src/embeddings.rs).
 
 Split on every character that is not Unicode alphanumeric (apostrophes split too), lowercase each token
 with full Unicode case mapping, then hash the unigram `tok_i` and, when a next token exists, the bigram

@@ -1,4 +1,4 @@
-"""Crux's semantic profile and embedding fingerprint (spec §6.3), and the `Embedder` interface (§6.1).
+"""Crux's semantic profile and embedding fingerprint (its semantic.rs), and the `Embedder` interface (embeddings.rs).
 
 The profile names everything that makes two vectors comparable: model, dimensions, tokenizer, prompt
 template version and normalisation. Its hash is BLAKE3 over those five fields joined by newlines; a

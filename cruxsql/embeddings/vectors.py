@@ -1,4 +1,4 @@
-"""Cosine similarity (spec §6.4) and Crux's `.ccxv` vector file (§6.5).
+"""Cosine similarity (corecrux-retrieval/src/dense.rs) and Crux's `.ccxv` vector file (corecruxd's local_ingest.rs).
 
 `.ccxv`, little-endian: u32 magic 0x56435843 ("CXCV"), u16 version 1, u32 dim, u32 count (14 bytes), then
 `count` records of u32 doc_id followed by `dim` f32. Records are fixed-size, so a file is memory-mapped

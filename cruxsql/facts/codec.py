@@ -1,6 +1,6 @@
 """The Fact record and the journal events, read and written exactly as the Rust daemon does.
 
-Wire rules (factstore spec §1, §2, §13): `op` first, then fields in declaration order; skip-if-None
+Wire rules (Crux's corecrux-memory/src/fact_store.rs): `op` first, then fields in declaration order; skip-if-None
 fields omitted, `source_receipt` always present (null when absent); compact separators and raw UTF-8;
 confidence is an f32 printed in its shortest round-trip form; fact times end in `Z`, event times in
 `+00:00`. Reading follows serde: unknown keys are ignored, defaults fill optional keys, and any type
@@ -36,7 +36,7 @@ def parse_horizon(text: str) -> str:
 
 
 def default_horizon_for_entity(entity: str) -> str:
-    """`HorizonClass::default_for_entity` (factstore spec §1.3): first matching prefix wins."""
+    """`HorizonClass::default_for_entity` (crates/corecrux-memory/src/fact_store.rs): first matching prefix wins."""
     if entity.startswith("__ops::"):
         return "volatile"
     if entity.startswith(("bench:", "__bootstrap__::")):
@@ -453,7 +453,7 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
         raise CorruptLine(f"{where}: `confidence` must be a number")
     confidence = to_f32(confidence)
     if not math.isfinite(confidence):
-        # serde would hold an infinity and later write it as an unreadable `null` (spec §1.2).
+        # serde would hold an infinity and later write it as an unreadable `null` (docs/crux-compatibility.md).
         raise CorruptLine(f"{where}: `confidence` is outside the f32 range")
     horizon = g("horizon_class", "none")
     if type(horizon) is not str or horizon not in _HORIZONS:

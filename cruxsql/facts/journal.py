@@ -1,6 +1,6 @@
 """`facts.jsonl`: locked, fsynced appends; torn-tail quarantine; a streaming reader; atomic rewrite.
 
-Durability rules (DESIGN.md §1, factstore spec §2.4, §4.3): every line of one mutation goes out in one
+Durability rules (docs/architecture.md; Crux's journal in fact_store.rs): every line of one mutation goes out in one
 `write` (JSON plus newline each), then the file is fsynced (and the directory when the file is created
 or renamed). A failed write or fsync poisons the journal object: nothing more is written until it is
 reopened. A mutation cut short by a crash is quarantined at the next open, never half applied.
@@ -286,7 +286,7 @@ class Journal:
     # --- repair ----------------------------------------------------------------------------------
 
     def repair_torn_tail(self) -> Optional[Path]:
-        """Quarantine an unterminated last record (spec §4.3); return the quarantine file, if any.
+        """Quarantine an unterminated last record (Crux's repair_torn_journal_tail); return the quarantine file, if any.
 
         The caller holds the lock. The tail goes to `facts.jsonl.torn.<32hex>` (mode 0600), or, when
         longer than 64 MiB, a `.metadata.json` marker describes it; then the journal is truncated.

@@ -1,5 +1,5 @@
 """Born-private and daemon-owned entity prefixes, the reserved-namespace guard, and the process-wide
-privacy policy (factstore spec §6).
+privacy policy (Crux's crates/corecrux-memory/src/fact_privacy.rs).
 
 The guard (Crux `generic_create_reserved_entity_prefix` / `daemon_owned_entity_prefix`, applied by
 `store_fact`, `delete_fact` and the `supersedes` validation of crates/crux-mcp/src/tools/facts.rs) is

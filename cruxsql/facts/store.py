@@ -106,7 +106,7 @@ class StoreRequest:
 
 
 def check_confidence(confidence: float) -> float:
-    """Confidence must be finite and within 0.0..=1.0 (Crux never checks: defect §12.11)."""
+    """Confidence must be finite and within 0.0..=1.0 (Crux never checks: docs/crux-compatibility.md)."""
     if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not math.isfinite(confidence) \
             or not 0.0 <= confidence <= 1.0:
         raise InvalidInput(f"confidence must be a finite number within 0.0..=1.0, got {confidence!r}")

@@ -2,7 +2,7 @@
 
 Fact times (`stored_at`, `valid_from`, ...) are written by chrono's serde impl with a `Z` suffix;
 event times (`deleted_at`, `superseded_at`, ...) by `to_rfc3339()` with `+00:00`. Both use chrono's
-`AutoSi` fraction: none, 3, 6 or 9 digits depending on the nanoseconds (factstore spec §1.1).
+`AutoSi` fraction: none, 3, 6 or 9 digits depending on the nanoseconds (chrono's serde form).
 Python's datetime only has microseconds, so everything here works on integers.
 """
 

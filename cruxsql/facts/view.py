@@ -1,6 +1,6 @@
 """The materialised view: SQL migrations, replay of journal events into tables, the checkpoint.
 
-Replay follows the V-C rules of factstore spec §4.4. The store's write path uses the same replay
+Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The store's write path uses the same replay
 (append, then replay the appended lines), so the view always equals a fresh replay of the journal.
 """
 
@@ -104,7 +104,7 @@ class ReplayStats:
 
 
 def open_connection(path: Path) -> apsw.Connection:
-    """An apsw connection to the view with the pragmas DESIGN.md §3 asks for, migrated."""
+    """An apsw connection to the view with the pragmas docs/architecture.md names, migrated."""
     db = apsw.Connection(str(path))
     db.setbusytimeout(30_000)
     db.execute("PRAGMA journal_mode=WAL")

@@ -1,4 +1,4 @@
-"""Journal compaction (factstore spec §5.1), crash-atomic per DESIGN.md §1.
+"""Journal compaction (`compact_journal`, corecrux-memory/src/fact_store.rs), crash-atomic (docs/architecture.md).
 
 The new journal holds, in order: one `store` line per live fact sorted by (`stored_at`, `fact_id`);
 one `consolidation_provenance` line per live canonical (sorted by id); one value-free `delete`

@@ -1,4 +1,4 @@
-"""Legal holds (factstore spec §5.2): placed, released in two phases, listed; stored as facts like Crux.
+"""Legal holds (corecrux-memory/src/legal_hold.rs): placed, released in two phases, listed; stored as facts like Crux.
 
 A hold is a fact in the hold's tenant with entity `__legal_hold__::<hold_id>`, key `state`, value the
 `LegalHold` JSON, `source_receipt` the receipt id, confidence 1.0, private, horizon `none`, actor the

@@ -1,4 +1,4 @@
-"""Retention (factstore spec §5.3): which facts a cutoff makes eligible, a report, and applying it.
+"""Retention (`mark_retention_eligible`, fact_store.rs): which facts a cutoff makes eligible, a report, and applying it.
 
 `mark_retention_eligible(cutoff)` candidates are live facts stored before the cutoff that are not
 private, not `__sync_tombstone__::` records, not under a daemon-owned prefix and not covered by an

@@ -1,7 +1,7 @@
 """The MCP reference memory server's knowledge graph (`memory.jsonl`) as facts, and back.
 
 Each line of that file is `{"type": "entity", "name", "entityType", "observations": [...]}` or
-`{"type": "relation", "from", "to", "relationType"}`. The mapping (documented in the README):
+`{"type": "relation", "from", "to", "relationType"}`. The mapping (documented in docs/operations.md):
 
 | graph | fact (entity, key, value) |
 |---|---|

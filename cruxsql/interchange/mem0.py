@@ -2,7 +2,7 @@
 
 Accepted shapes: `{"results": [...]}` (mem0 1.x), `{"memories": [...]}`, or a bare list; each item has
 `id` and `memory` (the text), optionally `user_id`, `agent_id`, `run_id`, `metadata`, `created_at`.
-The mapping (documented in the README): entity `user:<user_id>` (else `agent:<agent_id>`, else
+The mapping (documented in docs/operations.md): entity `user:<user_id>` (else `agent:<agent_id>`, else
 `run:<run_id>`, else `mem0`), key `memory:<id>`, value the memory text, `source_receipt`
 `mem0:<id>`. mem0's own timestamps and metadata are not facts' fields and are not carried over.
 """

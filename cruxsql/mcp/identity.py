@@ -1,4 +1,4 @@
-"""Who a call acts for: the agent and tenant of the connection, never a tool argument (spec §1).
+"""Who a call acts for: the agent and tenant of the connection, never a tool argument (crux-mcp's agent.rs).
 
 stdio: the operator names them when launching the server (`--agent`, `--tenant`). HTTP: each request's
 bearer token is looked up in the registry built from `CRUX_AGENT_TOKENS` (`name:token` pairs, comma

@@ -1,4 +1,4 @@
-"""The CRC-v1 fact envelope (retrieval spec §9.2): `wrap_facts` / `wrap_facts_tiered`.
+"""The CRC-v1 fact envelope (Crux's crates/crux-mcp/src/crc_v1.rs): `wrap_facts` / `wrap_facts_tiered`.
 
 The leading `full_count` rows are hydrated in full; the rest of the emitted rows become epitome
 pointers carrying a `content_hash`; whatever was not emitted is disclosed in `meta.total_candidates`

@@ -1,4 +1,4 @@
-"""`list_entities`: the entity names a caller can see in its tenant (facts spec, MCP tools §5.5)."""
+"""`list_entities`: the entity names a caller can see in its tenant (crux-mcp/src/tools/facts.rs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Freshness, decay and salience (factstore spec §7, retrieval spec §16.4).
+"""Freshness, decay and salience (Crux's crates/corecrux-projections/src/decay.rs).
 
 A fact's freshness is judged from its anchor (`reverified_at`, else `stored_at`, in whole
 milliseconds) against a threshold set by its horizon class and stretched by salience (how often it
@@ -140,7 +140,7 @@ _DIGITS = re.compile(r"[0-9]+")
 
 
 def parse_freshness_horizon(text: str) -> str:
-    """§7.1: map a free-text freshness horizon ("3 days", "stable", "hourly") to a class."""
+    """Crux's `parse_freshness_horizon`: map a free-text freshness horizon ("3 days", "stable", "hourly") to a class."""
     t = "".join(c.lower() if c.isascii() else c for c in text)
     if "hour" in t:
         return "volatile"

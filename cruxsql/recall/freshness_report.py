@@ -1,4 +1,4 @@
-"""`memory_freshness`: which facts are fresh or stale, oldest first (factstore spec §7.2, MCP §5.12).
+"""`memory_freshness`: which facts are fresh or stale, oldest first (crates/crux-mcp/src/tools/freshness.rs).
 
 Rows are the caller's visible, live facts outside the reserved namespaces, judged with the
 non-salient rule (anchor = `reverified_at`, else `stored_at`). cruxsql applies the tenant (the

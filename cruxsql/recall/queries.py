@@ -2,7 +2,7 @@
 
 `Recall(store)` is the API every surface (CLI, MCP server, Python callers) uses; nothing here prints.
 
-query_facts runs the exact pipeline of factstore spec §10.2 / retrieval spec §16 inside SQLite:
+query_facts runs the exact pipeline of Crux's crates/crux-mcp/src/tools/facts.rs inside SQLite:
 not deleted -> `as_of` valid time -> superseded gate -> visibility (agent scope) -> tenant (always
 applied) -> entity prefix -> entity -> OR-match of lowercased terms against the lowercased value, key
 and visible entity -> rank by effective confidence desc, `stored_at` desc, `fact_id` -> floor
@@ -113,7 +113,7 @@ def _floor_arg(value: Optional[float]) -> Optional[float]:
 
 
 def normalize_topic(topic: Optional[str]) -> Optional[str]:
-    """`normalize_bootstrap_topic` (§10.4): doc|docs -> doc, pattern(s) -> pattern,
+    """`normalize_bootstrap_topic` (crates/crux-mcp/src/tools/facts.rs): doc|docs -> doc, pattern(s) -> pattern,
     error(s)|resolution(s) -> resolution, tool|tool-output(s) -> tool-output (ASCII case-insensitive);
     anything else the trimmed original. A blank topic stays a topic: "" (prefix `__bootstrap__:::`)."""
     if topic is None:
@@ -158,7 +158,7 @@ class QueryResult:
         return out
 
     def crux_payload(self) -> dict[str, Any]:
-        """The Crux MCP tool result: `content` text plus `structuredContent` (factstore spec §10.2).
+        """The Crux MCP tool result: `content` text plus `structuredContent` (crates/crux-mcp/src/tools/facts.rs).
 
         CRC-v1: the text is the compact envelope; legacy: one line per row; empty: the sentence, and no
         envelope. cruxsql's own counts (`matched`, `left_out`, ...) are in `to_dict()`."""
@@ -617,7 +617,7 @@ class Recall:
     def get_bootstrap(self, topic: Optional[str] = None, query: Optional[str] = None,
                       token_budget: Optional[int] = None, *, tenant: Optional[str] = None,
                       agent: Optional[str] = None) -> BootstrapResult:
-        """Crux `get_bootstrap` (§10.4) with its defects fixed: the budget is honoured (greedy fill by
+        """Crux `get_bootstrap` (tools/facts.rs) with its defects fixed: the budget is honoured (greedy fill by
         fact tokens, first fact always), the tenant is applied, and agent scope is enforced: only the
         daemon-owned `__bootstrap__::` namespace itself (born private) and the caller's own
         `__agent::<me>::__bootstrap__::...` facts are readable; no other private fact is.
@@ -678,7 +678,7 @@ class Recall:
     def memory_view(self, entity: Optional[str] = None, key: Optional[str] = None, top_k: Optional[int] = 20,
                     token_budget: Optional[int] = 2000, *, tenant: Optional[str] = None,
                     agent: Optional[str] = None) -> MemoryViewResult:
-        """Crux `memory_view` (§10.5): visible, non-deleted facts (superseded included) whose visible
+        """Crux `memory_view` (tools/memory.rs): visible, non-deleted facts (superseded included) whose visible
         entity is outside the panel's reserved prefixes, newest first (then confidence desc, fact_id),
         cut at `top_k` (at least 1) and the token budget (first fact always), with the caller's pins.
         The tenant is applied (the described Crux version has none)."""

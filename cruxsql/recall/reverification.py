@@ -1,4 +1,4 @@
-"""Re-verifying a fact: the journaled `reverify` plus Crux's receipt fact (factstore spec §7.2).
+"""Re-verifying a fact: the journaled `reverify` plus Crux's receipt fact (crates/crux-mcp/src/tools/freshness.rs).
 
 The receipt is a fact under `__reverify_receipts__::<fact_id>` (born private, daemon-owned), key
 `rev_<32 hex>`, value `{"class":"Reverify","fact_id","reverified_by","reverified_at"}`, its own id as

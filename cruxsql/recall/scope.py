@@ -1,8 +1,8 @@
-"""Agent scope and tenancy (factstore spec §6.4), and the Rust text rules recall matching needs.
+"""Agent scope and tenancy (Crux's crates/crux-mcp/src/scope.rs), and the Rust text rules recall matching needs.
 
 An entity `__agent::<owner>::<logical>` is visible only to `<owner>`, under `<logical>`; any other
 private fact is hidden from everyone; everything else is visible under its stored entity. Tenancy is
-always applied by recall (`default` unless the caller names one): Crux makes it opt-in (defect §12.7).
+always applied by recall (`default` unless the caller names one): Crux makes it opt-in (docs/recall.md).
 """
 
 from __future__ import annotations

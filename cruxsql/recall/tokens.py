@@ -1,4 +1,4 @@
-"""Token estimators and budget tiers (retrieval spec §11, §12).
+"""Token estimators and budget tiers (Crux's crates/crux-mcp/src/budget.rs, token_estimate.rs).
 
 Crux counts tokens with a ~4-bytes-per-token heuristic, not a model tokenizer, and uses several
 estimators; each call site below names the one it mirrors. Budgets are comparable with each other,

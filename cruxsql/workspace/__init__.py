@@ -1,4 +1,4 @@
-"""Workspace retrieval for coding agents (seed 004): an indexed folder and the six ctx_* verbs.
+"""Workspace retrieval for coding agents (docs/workspace.md): an indexed folder and the six ctx_* verbs.
 
     from cruxsql.workspace import Workspace
 

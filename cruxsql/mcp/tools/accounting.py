@@ -1,4 +1,4 @@
-"""Accounting tools: session_token_usage and token_savings (retrieval spec §14.4, §15).
+"""Accounting tools: session_token_usage and token_savings (crux-mcp's tools/token_savings.rs, tools/token_usage.rs).
 
 Crux returns their fields as top-level keys beside `content`; the MCP SDK's result model has no room
 for extra keys, so here they are the structured content.

@@ -1,5 +1,5 @@
 """Curation tools: contradictions, consolidation and its undo, the memory panel's edit / pin / history /
-acknowledge, scoped forgetting, and `fact_history` (MCP tools spec §5.3, §5.8-5.11, §5.13).
+acknowledge, scoped forgetting, and `fact_history` (crux-mcp's tools/: memory, memory_use, forget, consolidation).
 
 The logic and Crux's payloads are `cruxsql/curation/`'s; a tool here maps arguments, passes the
 connection's agent and tenant, and catches the store up with other processes before it reads.

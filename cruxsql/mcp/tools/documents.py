@@ -1,4 +1,4 @@
-"""Document tools: query, query_scan, query_expand (retrieval spec §8) and ingest_document (cruxsql's).
+"""Document tools: query, query_scan, query_expand (crates/crux-mcp/src/tools/query.rs) and ingest_document (cruxsql's).
 
 The tenant is the connection's. Crux takes it from a `tenant_id` argument; here that argument is
 optional and, when given, must name the connection's own tenant.

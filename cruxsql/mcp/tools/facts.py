@@ -1,4 +1,4 @@
-"""Fact tools: store_fact, query_facts, get_bootstrap, delete_fact, list_entities (MCP tools spec §5.1-5.6)."""
+"""Fact tools: store_fact, query_facts, get_bootstrap, delete_fact, list_entities (crux-mcp/src/tools/facts.rs)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Memory panel and freshness tools: memory_view, memory_freshness, memory_set_horizon, memory_reverify
-(MCP tools spec §5.7, §5.12). Horizon changes and re-verifications are journaled (Crux loses them)."""
+(crux-mcp's tools/memory.rs, freshness.rs). Horizon changes and re-verifications are journaled (Crux loses them)."""
 
 from __future__ import annotations
 

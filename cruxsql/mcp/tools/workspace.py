@@ -1,4 +1,4 @@
-"""Workspace retrieval tools: the six ctx_* verbs of seed 004 over the indexed workspace (`workspace.db`).
+"""Workspace retrieval tools: the six ctx_* verbs (docs/workspace.md) over the indexed workspace (`workspace.db`).
 
 The workspace is the data directory's (`cruxsql workspace index PATH --data-dir DATA_DIR`), shared by
 every agent and tenant of the server. The session the ledger and the ConvergenceGovernor count under
