@@ -32,7 +32,8 @@ _READ_ONLY_NOTE_META = "cruxsql.read_only_noted"
 
 class CruxsqlGroup(click.Group):
     """The click group of cruxsql: every failure is one `Error: ...` line on stderr and exit status 1
-    (usage errors included; an erasure held back by legal holds exits HELD_BACK_EXIT)."""
+    (usage errors included; an erasure held back by legal holds exits HELD_BACK_EXIT). A command class
+    with an `error_exit` attribute (doctor's) exits with that status on a usage error instead of 1."""
 
     def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None,
              complete_var: Optional[str] = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -42,7 +43,7 @@ class CruxsqlGroup(click.Group):
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            _fail(exc.format_message() + hint)
+            _fail(exc.format_message() + hint, _error_exit(exc.ctx))
         except click.ClickException as exc:
             _fail(exc.format_message())
         except (click.Abort, KeyboardInterrupt):
@@ -56,9 +57,13 @@ class CruxsqlGroup(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, status: int = 1) -> None:
     click.echo(f"Error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(status)
+
+
+def _error_exit(ctx: Optional[click.Context]) -> int:
+    return getattr(ctx.command, "error_exit", 1) if ctx is not None else 1
 
 
 def describe_os_error(exc: OSError) -> str:
