@@ -50,7 +50,8 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
       0  every check ok
       1  at least one warning, nothing critical
       2  at least one check critical
-      3  no store at --data-dir (missing, not a directory, or holds no store)
+      3  no usable store at --data-dir: missing, not a directory, no store in it, or its
+         journal or view is not a regular file
       4  doctor could not check: bad options, or the store could not be read
 
     Checks: the view in step with the journal, the time of the last write, torn tails and corrupt

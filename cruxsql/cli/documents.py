@@ -15,6 +15,7 @@ from ..documents.fusion import FUSION_MODES
 from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
+from .empty_answers import document_tenants, explain_empty
 from .common import (
     COUNT,
     contract_option,
@@ -71,6 +72,20 @@ def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> 
                    f"{hit['doc_length_tokens']} tokens  {source}")
         if chunk:
             click.echo(f"     {_snippet(chunk.text)}")
+
+
+def _hits(payload: dict[str, Any], legacy_key: str) -> list[Any]:
+    """The hits of a search or scan payload, legacy (`results` / `scan`) or the crc-v1 envelope (`pointers`)."""
+    return payload.get(legacy_key, payload.get("pointers", []))
+
+
+def _explain_no_hits(store: Any, lane: DocumentLane, query: str, tenant: str) -> None:
+    """Operator's note (stderr): how many documents of other tenants match QUERY (plain BM25, counts only)."""
+    def candidates(other: str) -> int:
+        payload = lane.query(query, other, 1, None, None, "legacy", dense=False)
+        return 0 if isinstance(payload, str) else payload["total_candidates"]
+
+    explain_empty("matching document", tenant, document_tenants(store), candidates)
 
 
 def _expand_error(error: Any) -> str:
@@ -203,6 +218,8 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         payload = lane.query(query, tenant, limit, token_budget, min_score,
                              contract if as_json else "legacy", coverage_style, tenant_statistics,
                              dense=not no_dense, rerank_depth=rerank_depth)
+        if isinstance(payload, str) or not _hits(payload, "results"):
+            _explain_no_hits(store, lane, query, tenant)
         if isinstance(payload, str) or as_json:
             echo_json(payload) if as_json else click.echo(payload)
             return
@@ -216,7 +233,7 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         for gap in coverage["gaps"]:
             line += f" · gap: {' '.join(gap['query_terms'])}"
     elif coverage["missing_tokens"]:
-        line += " · no document contains: " + ", ".join(coverage["missing_tokens"])
+        line += f" · no document of tenant {tenant!r} contains: " + ", ".join(coverage["missing_tokens"])
     if coverage["below_floor"]:
         line += f" · {coverage['below_floor']} below --min-score"
     click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
@@ -241,6 +258,8 @@ def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenan
         lane = DocumentLane(store)
         payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
                                   tenant_statistics)
+        if isinstance(payload, str) or not _hits(payload, "scan"):
+            _explain_no_hits(store, lane, query, tenant)
         if isinstance(payload, str) or as_json:
             echo_json(payload) if as_json else click.echo(payload)
             return

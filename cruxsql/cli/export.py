@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +11,8 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
+from .common import data_dir_option, fails_cleanly, open_store, reject_empty
+from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 
 
 @click.group("export")
@@ -25,8 +28,9 @@ def export_group() -> None:
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
 @click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
 @click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True)
-@click.option("--output", type=click.Path(path_type=Path), required=True,
-              help="The file to write (its directory must exist).")
+@click.option("--output", type=click.Path(path_type=Path, allow_dash=True), required=True,
+              help="The file to write (its directory must exist), or - for stdout (jsonl, csv; the summary "
+                   "goes to stderr then).")
 @click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")
 @click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
 @fails_cleanly
@@ -38,10 +42,22 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
     """
     query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=since, until=until,
                                     include_private=include_private)
+    to_stdout = str(output) == "-"
     with open_store(data_dir, "read") as store:
-        summary = audit_export.export_audit(store, query, fmt, output, record=not store.read_only)
+        if to_stdout:
+            summary = audit_export.export_audit_stream(store, query, fmt, sys.stdout)
+        else:
+            summary = audit_export.export_audit(store, query, fmt, output, record=not store.read_only)
+        if summary.events == 0:
+            if tenant is not None:
+                explain_empty("fact of the selection", tenant, fact_tenants(store), lambda t: count_facts(
+                    store, t, entity_prefixes=query.entity_prefixes, include_private=include_private))
+            explain_unknown_entities(store, prefixes=query.entity_prefixes)
     if as_json:
-        echo_json(summary.to_dict())
+        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2), err=to_stdout)
+        return
+    if to_stdout:
+        click.echo(f"wrote {summary.events} event(s) to stdout", err=True)
         return
     recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
     click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
@@ -62,6 +78,9 @@ def export_facts(data_dir: Path, tenant: Optional[str], fmt: str, include_privat
     """
     with open_store(data_dir, "read") as store:
         facts = list(facts_export.live_facts(store, tenant, include_private))
+        if not facts and tenant is not None:
+            explain_empty("live fact", tenant, fact_tenants(store),
+                          lambda t: count_facts(store, t, live=True, include_private=include_private))
     lines = (facts_export.store_request_line(f) for f in facts) if fmt == "jsonl" else mcp_memory.export_lines(facts)
     for line in lines:
         click.echo(line)

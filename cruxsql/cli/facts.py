@@ -29,6 +29,7 @@ from .common import (
     progress_callback,
     reject_empty,
 )
+from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import hit_line
 
 
@@ -143,6 +144,10 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
     """Every version of (ENTITY, KEY), oldest first, with its status."""
     with open_store(data_dir, "read") as s:
         facts = s.history(entity, key, tenant=tenant)
+        if not facts:
+            explain_empty(f"version of ({entity}, {key})", tenant, fact_tenants(s),
+                          lambda t: count_facts(s, t, entity=entity, key=key))
+            explain_unknown_entities(s, entities=[entity])
     columns = ("version", "fact_id", "stored_at", "value", "confidence", "status")
     echo_rows(columns, [(f.version, f.fact_id, timestamps.format_fact_time(f.stored_at), f.value,
                          float(format_f32(f.confidence)), _fact_status(f)) for f in facts], fmt)
