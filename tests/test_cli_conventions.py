@@ -181,3 +181,66 @@ def test_view_marks_superseded_versions(data_dir):
 def test_history_marks_superseded_versions(data_dir):
     rows = json.loads(cruxsql(data_dir, "history", "svc", "owner", "--tenant", "acme", "--json").stdout)
     assert [r["status"].split(" f_")[0] for r in rows] == ["superseded by", "current"]
+
+
+# --- one home for options, one output convention (issue 31, item 4) --------------------------------
+
+RECORD_COMMANDS = ("history", "sql", "segments list", "hold list", "curate contradictions", "curate disagreements",
+                   "curate duplicates", "workspace ledger", "cluster status", "query", "bootstrap", "view", "search",
+                   "scan")
+
+
+def _command(path: str):
+    command = main
+    for name in path.split():
+        command = command.commands[name]
+    return command
+
+
+def _flags(command) -> set[str]:
+    return {flag for param in command.params for flag in param.opts}
+
+
+def test_every_command_that_prints_records_takes_the_four_formats():
+    for path in RECORD_COMMANDS:
+        assert {"--table", "--json", "--nl", "--csv"} <= _flags(_command(path)), path
+
+
+def test_shared_options_are_declared_once():
+    cli_dir = Path(main.callback.__code__.co_filename).parent
+    for module in sorted(cli_dir.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        if module.name != "options.py":
+            for declaration in ('"--tenant"', '"--actor"', '"--reason", required', '"--reason", default',
+                                '"--json", "as_json"', '"--csv", "fmt"'):
+                assert declaration not in text, (module.name, declaration)
+        assert "def register(" not in text, module.name
+
+
+@pytest.mark.parametrize("args", [["history", "svc", "owner", "--tenant", "acme"],
+                                  ["sql", "SELECT entity, key, value, private FROM facts ORDER BY seq"],
+                                  ["view", "--tenant", "acme"], ["search", "terraform", "--tenant", "acme"],
+                                  ["segments", "list"], ["curate", "contradictions", "--tenant", "acme"]])
+def test_records_print_the_same_in_every_format(data_dir, args):
+    nl = [json.loads(line) for line in cruxsql(data_dir, *args, "--nl").stdout.splitlines()]
+    rows = list(csv.DictReader(io.StringIO(cruxsql(data_dir, *args, "--csv").stdout)))
+    table = cruxsql(data_dir, *args, "--table").stdout.splitlines()
+    if args[0] == "curate":          # no candidates: the table says so
+        assert nl == [] and rows == [] and table == ["no contradiction candidates"]
+        return
+    assert nl and len(rows) == len(nl) and len(table) == len(nl) + 2
+    assert list(rows[0]) == list(nl[0]) == table[0].split()
+    for record, row in zip(nl, rows):
+        assert {k: "" if v is None else str(int(v)) if isinstance(v, bool) else str(v) for k, v in record.items()} \
+            == row
+    json_out = json.loads(cruxsql(data_dir, *args, "--json").stdout)
+    assert (json_out if isinstance(json_out, list) else None) == nl or args[0] in ("view", "search")
+
+
+def test_existing_json_flags_keep_their_meaning(data_dir):
+    stored = json.loads(cruxsql(data_dir, "hold", "list", "--json").stdout)
+    assert stored == []
+    assert json.loads(cruxsql(data_dir, "view", "--tenant", "acme", "--json").stdout)["returned"] == 3
+    assert json.loads(cruxsql(data_dir, "search", "terraform", "--tenant", "acme", "--json").stdout)["contract"] \
+        == "crc-v1"
+    assert json.loads(cruxsql(data_dir, "verify", "--json").stdout)["ok"] is True

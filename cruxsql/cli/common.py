@@ -229,15 +229,6 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
-def output_format_options(fn: Callable) -> Callable:
-    """`--table` (default) / `--json` / `--nl` / `--csv` for commands that print records."""
-    fn = click.option("--table", "fmt", flag_value="table", default=True, help="Aligned columns (default).")(fn)
-    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV with a header row; booleans as 0/1.")(fn)
-    fn = click.option("--nl", "fmt", flag_value="nl", help="One JSON object per line.")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="A JSON array of row objects.")(fn)
-    return fn
-
-
 def echo_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str) -> None:
     """Print rows as a JSON array of objects, JSON lines, CSV, or an aligned text table."""
     rows = list(rows)

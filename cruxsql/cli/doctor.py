@@ -77,8 +77,3 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
 
 
 COMMANDS = (doctor,)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

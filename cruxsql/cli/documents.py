@@ -16,6 +16,7 @@ from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
 from .empty_answers import document_tenants, explain_empty
+from .options import json_flag, output_options, tenant_option
 from .common import (
     COUNT,
     contract_option,
@@ -24,14 +25,14 @@ from .common import (
     echo_rows,
     fails_cleanly,
     open_store,
-    output_format_options,
     progress_callback,
     reject_empty,
 )
 
-_tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, callback=reject_empty,
-                              help="Tenant id.")
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_tenant_option = tenant_option("Tenant id.", default=DEFAULT_TENANT)
+_json_option = json_flag("Print JSON.")
+_hit_formats = output_options(text="Ranked hits with snippets and a coverage line (default).",
+                              json_help="The Crux response (the --contract envelope) as JSON.", records="hits")
 
 
 def _budget_option(help_text: str) -> Callable:
@@ -62,9 +63,22 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
             on_file(done, len(files))
 
 
-def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> None:
+def _chunks_of(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> dict[str, Any]:
     chunks, _ = lane.expand([hit["result_id"] for hit in hits], tenant)
-    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    return {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+
+
+def _echo_hit_records(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str, fmt: str) -> None:
+    """--table / --nl / --csv of search and scan: one record per hit, with its document and text."""
+    by_id = _chunks_of(lane, hits, tenant)
+    columns = ["rank", "result_id", "score", "doc_length_tokens", "document_id", "corpus_id", "text"]
+    echo_rows(columns, [[hit["rank"], hit["result_id"], hit["score"], hit.get("doc_length_tokens"),
+                         *((chunk.document_id, chunk.corpus_id, chunk.text) if chunk else (None, None, None))]
+                        for hit in hits for chunk in [by_id.get(hit["result_id"])]], fmt)
+
+
+def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> None:
+    by_id = _chunks_of(lane, hits, tenant)
     for hit in hits:
         chunk = by_id.get(hit["result_id"])
         source = f"{chunk.document_id} ({chunk.corpus_id})" if chunk else ""
@@ -146,16 +160,18 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
 
 
 def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
-                  as_json: bool) -> None:
+                  fmt: str) -> None:
     payload = lane.fused_query(query, tenant, limit, fusion, dense)
     if isinstance(payload, str):
         click.echo(payload)
         return
-    if as_json:
+    if fmt == "json":
         echo_json(payload)
         return
-    chunks, _ = lane.expand([hit["result_id"] for hit in payload["results"]], tenant)
-    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    if fmt != "text":
+        _echo_hit_records(lane, payload["results"], tenant, fmt)
+        return
+    by_id = _chunks_of(lane, payload["results"], tenant)
     for hit in payload["results"]:
         parts = " ".join(f"{lane_name} {value:.3f}" for lane_name, value in hit["score_breakdown"].items()
                          if lane_name != "sparse")
@@ -194,12 +210,12 @@ def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusio
 @click.option("--fusion", type=click.Choice(FUSION_MODES), default="weighted", show_default=True,
               help="With --fused: Crux's weighted fusion (0.5/0.3/0.2) or reciprocal rank fusion (k=60).")
 @contract_option
-@_json_option
+@_hit_formats
 @data_dir_option
 @fails_cleanly
 def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
            coverage_style: str, tenant_statistics: bool, no_dense: bool, rerank_depth: Optional[int], fused: bool,
-           fusion: str, contract: str, as_json: bool, data_dir: Path) -> None:
+           fusion: str, contract: str, fmt: str, data_dir: Path) -> None:
     """Search ingested documents (Crux `query`): BM25, dense re-ranked when the segments have vectors.
 
     Coverage (which query words no document holds) looks at TENANT's documents only.
@@ -213,15 +229,18 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         # --no-dense needs no embedder: a configured one that cannot load (minilm without the extra) is not loaded
         lane = DocumentLane(store, embedder=None) if no_dense else DocumentLane(store)
         if fused:
-            _fused_search(lane, query, tenant, limit, fusion, not no_dense, as_json)
+            _fused_search(lane, query, tenant, limit, fusion, not no_dense, fmt)
             return
         payload = lane.query(query, tenant, limit, token_budget, min_score,
-                             contract if as_json else "legacy", coverage_style, tenant_statistics,
+                             contract if fmt == "json" else "legacy", coverage_style, tenant_statistics,
                              dense=not no_dense, rerank_depth=rerank_depth)
         if isinstance(payload, str) or not _hits(payload, "results"):
             _explain_no_hits(store, lane, query, tenant)
-        if isinstance(payload, str) or as_json:
-            echo_json(payload) if as_json else click.echo(payload)
+        if isinstance(payload, str) or fmt == "json":
+            echo_json(payload) if fmt == "json" else click.echo(payload)
+            return
+        if fmt != "text":
+            _echo_hit_records(lane, payload["results"], tenant, fmt)
             return
         _print_hits(lane, payload["results"], tenant)
     if payload["meta"]["score_space"] != "bm25_lexical":
@@ -248,20 +267,23 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
               help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
                    "tenants, which lets scores hint at other tenants' corpora).")
 @contract_option
-@_json_option
+@_hit_formats
 @data_dir_option
 @fails_cleanly
 def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenant_statistics: bool,
-         contract: str, as_json: bool, data_dir: Path) -> None:
+         contract: str, fmt: str, data_dir: Path) -> None:
     """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
     with open_store(data_dir, "read") as store:
         lane = DocumentLane(store)
-        payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
+        payload = lane.query_scan(query, tenant, limit, token_budget, contract if fmt == "json" else "legacy",
                                   tenant_statistics)
         if isinstance(payload, str) or not _hits(payload, "scan"):
             _explain_no_hits(store, lane, query, tenant)
-        if isinstance(payload, str) or as_json:
-            echo_json(payload) if as_json else click.echo(payload)
+        if isinstance(payload, str) or fmt == "json":
+            echo_json(payload) if fmt == "json" else click.echo(payload)
+            return
+        if fmt != "text":
+            _echo_hit_records(lane, payload["scan"], tenant, fmt)
             return
         _print_hits(lane, payload["scan"], tenant)
     truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
@@ -303,7 +325,7 @@ def segments() -> None:
 
 
 @segments.command("list")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def segments_list(fmt: str, data_dir: Path) -> None:
@@ -321,7 +343,7 @@ def documents() -> None:
 
 
 @documents.command("erase")
-@click.option("--tenant", required=True, callback=reject_empty, help="Tenant whose document chunks are erased.")
+@tenant_option("Tenant whose document chunks are erased.", required=True)
 @_json_option
 @data_dir_option
 @fails_cleanly
@@ -337,9 +359,3 @@ def documents_erase(tenant: str, as_json: bool, data_dir: Path) -> None:
 
 
 COMMANDS = (ingest, search, scan, expand, segments, documents)
-
-
-def register(group: click.Group) -> None:
-    """Add the document-lane commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -11,8 +11,9 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, fails_cleanly, open_store, reject_empty
+from .common import data_dir_option, fails_cleanly, open_store
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
+from .options import json_flag, tenant_option
 
 
 @click.group("export")
@@ -22,7 +23,7 @@ def export_group() -> None:
 
 @export_group.command("audit")
 @data_dir_option
-@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
+@tenant_option("Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable).")
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
@@ -32,7 +33,7 @@ def export_group() -> None:
               help="The file to write (its directory must exist), or - for stdout (jsonl, csv; the summary "
                    "goes to stderr then).")
 @click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")
-@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+@json_flag("Print the export summary as JSON.")
 @fails_cleanly
 def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], since: Optional[str],
                  until: Optional[str], fmt: str, output: Path, include_private: bool, as_json: bool) -> None:
@@ -65,7 +66,7 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
 
 @export_group.command("facts")
 @data_dir_option
-@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant (default: all).")
+@tenant_option("Only facts of this tenant (default: all).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "mcp-memory"]), default="jsonl", show_default=True,
               help="jsonl: StoreFact lines (`cruxsql store-batch` reads them); mcp-memory: the MCP memory "
                    "server's knowledge graph.")
@@ -87,9 +88,3 @@ def export_facts(data_dir: Path, tenant: Optional[str], fmt: str, include_privat
 
 
 COMMANDS = (export_group,)
-
-
-def register(group: click.Group) -> None:
-    """Add the export commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -28,6 +28,7 @@ from .common import (
     reject_empty,
 )
 from .empty_answers import explain_empty, explain_unknown_entities, fact_tenants
+from .options import actor_option, output_options, tenant_option
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -49,24 +50,18 @@ def _option_names(fn: Callable) -> Callable:
 def _scope_options(fn: Callable) -> Callable:
     fn = click.option("--agent", metavar="NAME", callback=reject_empty,
                       help="Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
-    fn = click.option("--tenant", callback=reject_empty, help="Tenant to read (default: 'default').")(fn)
-    return fn
+    return tenant_option("Tenant to read (default: 'default').")(fn)
 
 
-def _format_options(fn: Callable) -> Callable:
-    """`--text` (Crux's lines, default), `--json` (the whole result), `--nl` / `--csv` (the facts)."""
-    fn = click.option("--csv", "fmt", flag_value="csv", help="The facts as CSV (booleans as 0/1).")(fn)
-    fn = click.option("--nl", "fmt", flag_value="nl", help="The facts as JSON lines.")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="The whole structured result as JSON.")(fn)
-    fn = click.option("--text", "fmt", flag_value="text", default=True, help="Crux's text lines (default).")(fn)
-    return fn
+_format_options = output_options(text="Crux's text lines (default).", json_help="The whole structured result as JSON.",
+                                 records="facts")
 
 
 def _echo_structured(result: dict[str, Any], fmt: str, records: str) -> bool:
-    """Print `result` for --json, or its `records` list for --nl / --csv; False for --text."""
+    """Print `result` for --json, or its `records` list for --table / --nl / --csv; False for --text."""
     if fmt == "json":
         echo_json(result)
-    elif fmt in ("nl", "csv"):
+    elif fmt != "text":
         rows = result[records]
         if not rows:
             return True
@@ -265,10 +260,9 @@ def _successors(store: Any, fact_ids: list[str]) -> dict[str, str]:
 @click.argument("name")
 @click.argument("key")
 @click.argument("value")
-@click.option("--tenant", default="default", show_default=True, callback=reject_empty,
-              help="Tenant the knowledge belongs to.")
+@tenant_option("Tenant the knowledge belongs to.", default="default")
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
-@click.option("--actor", help="Who seeded it.")
+@actor_option("Who seeded it.")
 @data_dir_option
 @fails_cleanly
 def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: str, confidence: float,
@@ -285,9 +279,3 @@ def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: 
 
 
 COMMANDS = (query, bootstrap, view, bootstrap_seed_command)
-
-
-def register(group: click.Group) -> None:
-    """Add the recall commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)
