@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
 import click
 
@@ -91,6 +91,22 @@ def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> 
 def _hits(payload: dict[str, Any], legacy_key: str) -> list[Any]:
     """The hits of a search or scan payload, legacy (`results` / `scan`) or the crc-v1 envelope (`pointers`)."""
     return payload.get(legacy_key, payload.get("pointers", []))
+
+
+def _echo_hits(store: Any, lane: DocumentLane, payload: Union[dict[str, Any], str], hits_key: str, query: str,
+               tenant: str, fmt: str) -> bool:
+    """Print a search or scan payload in `fmt` (and the operator's note when it has no hits); True when that
+    is all, False when the text footer follows the hits."""
+    if isinstance(payload, str) or not _hits(payload, hits_key):
+        _explain_no_hits(store, lane, query, tenant)
+    if isinstance(payload, str) or fmt == "json":
+        echo_json(payload) if fmt == "json" else click.echo(payload)
+        return True
+    if fmt != "text":
+        _echo_hit_records(lane, payload[hits_key], tenant, fmt)
+        return True
+    _print_hits(lane, payload[hits_key], tenant)
+    return False
 
 
 def _explain_no_hits(store: Any, lane: DocumentLane, query: str, tenant: str) -> None:
@@ -234,15 +250,8 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         payload = lane.query(query, tenant, limit, token_budget, min_score,
                              contract if fmt == "json" else "legacy", coverage_style, tenant_statistics,
                              dense=not no_dense, rerank_depth=rerank_depth)
-        if isinstance(payload, str) or not _hits(payload, "results"):
-            _explain_no_hits(store, lane, query, tenant)
-        if isinstance(payload, str) or fmt == "json":
-            echo_json(payload) if fmt == "json" else click.echo(payload)
+        if _echo_hits(store, lane, payload, "results", query, tenant, fmt):
             return
-        if fmt != "text":
-            _echo_hit_records(lane, payload["results"], tenant, fmt)
-            return
-        _print_hits(lane, payload["results"], tenant)
     if payload["meta"]["score_space"] != "bm25_lexical":
         click.echo(f"ranked by {payload['meta']['score_space']} "
                    f"({payload['meta']['local_semantic_profile']['model']})")
@@ -277,15 +286,8 @@ def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenan
         lane = DocumentLane(store)
         payload = lane.query_scan(query, tenant, limit, token_budget, contract if fmt == "json" else "legacy",
                                   tenant_statistics)
-        if isinstance(payload, str) or not _hits(payload, "scan"):
-            _explain_no_hits(store, lane, query, tenant)
-        if isinstance(payload, str) or fmt == "json":
-            echo_json(payload) if fmt == "json" else click.echo(payload)
+        if _echo_hits(store, lane, payload, "scan", query, tenant, fmt):
             return
-        if fmt != "text":
-            _echo_hit_records(lane, payload["scan"], tenant, fmt)
-            return
-        _print_hits(lane, payload["scan"], tenant)
     truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
     click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
                f"{payload['total_candidates']} candidate(s){truncated}")
