@@ -10,7 +10,7 @@ A command that prints a summary rather than records takes `--json` alone.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import click
 
@@ -33,8 +33,9 @@ def output_options(text: Optional[str] = None, json_help: str = "A JSON array of
     Crux-named commands; `records` names what --table/--nl/--csv print when --json prints more."""
     the = f"The {records} as" if records else ""
     decorators = [click.option("--text", "fmt", flag_value="text", default=True, help=text)] if text else []
+    table_default: dict[str, Any] = {} if text else {"default": True}
     decorators += [
-        click.option("--table", "fmt", flag_value="table", **({} if text else {"default": True}),
+        click.option("--table", "fmt", flag_value="table", **table_default,
                      help=f"{the} aligned columns." if the else "Aligned columns" + ("." if text else " (default).")),
         click.option("--json", "fmt", flag_value="json", help=json_help),
         click.option("--nl", "fmt", flag_value="nl", help=f"{the or 'As'} one JSON object per line."),
