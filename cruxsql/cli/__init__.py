@@ -37,7 +37,9 @@ def main(data_dir: Path) -> None:
       - records print as a table by default, or with --json, --nl or --csv; commands named
         after Crux's tools print Crux's text by default (--text)
       - failures print one `Error: ...` line and exit 1; an erasure that legal holds held
-        back entirely exits 3
+        back entirely exits 3; doctor has its own (see `cruxsql doctor --help`)
+      - an empty answer says on stderr which other tenant holds matches (counts only)
+      - `-` is stdin for an input file and stdout for --output
     """
 
 
