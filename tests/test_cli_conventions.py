@@ -101,6 +101,8 @@ def test_search_without_the_tenant_no_longer_claims_no_document_holds_the_words(
     assert result.stderr == "note: no matching document in tenant 'default'; 1 in tenant 'acme' (pass --tenant acme)\n"
     scan = cruxsql(data_dir, "scan", "terraform", "--json")
     assert json.loads(scan.stdout)["pointers"] == [] and "1 in tenant 'acme'" in scan.stderr
+    fused = cruxsql(data_dir, "search", "terraform", "--fused")
+    assert fused.exit_code == 0 and "1 in tenant 'acme'" in fused.stderr
 
 
 def test_agent_surfaces_never_carry_the_note(data_dir):

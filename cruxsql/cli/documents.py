@@ -175,9 +175,11 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
         click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
 
 
-def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
+def _fused_search(store: Any, lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
                   fmt: str) -> None:
     payload = lane.fused_query(query, tenant, limit, fusion, dense)
+    if isinstance(payload, str) or not payload["results"]:
+        _explain_no_hits(store, lane, query, tenant)
     if isinstance(payload, str):
         click.echo(payload)
         return
@@ -245,7 +247,7 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         # --no-dense needs no embedder: a configured one that cannot load (minilm without the extra) is not loaded
         lane = DocumentLane(store, embedder=None) if no_dense else DocumentLane(store)
         if fused:
-            _fused_search(lane, query, tenant, limit, fusion, not no_dense, fmt)
+            _fused_search(store, lane, query, tenant, limit, fusion, not no_dense, fmt)
             return
         payload = lane.query(query, tenant, limit, token_budget, min_score,
                              contract if fmt == "json" else "legacy", coverage_style, tenant_statistics,
