@@ -92,7 +92,9 @@ def test_csv_rows(tmp_path):
     assert [(r["op"], r["role"]) for r in rows] == [
         ("store", "stored"), ("store", "stored"), ("supersede", "superseded"), ("supersede", "superseding"),
         ("set_validity", "validity"), ("delete", "deleted"), ("reverify", "reverified")]
-    assert rows[5]["fact_id"] == a1.fact_id and rows[5]["deleted"] == "True"
+    # booleans 0/1 and NULL as empty, as every cruxsql CSV writes them
+    assert rows[5]["fact_id"] == a1.fact_id and rows[5]["deleted"] == "1" and rows[0]["deleted"] == "0"
+    assert rows[0]["applied"] == "1" and rows[0]["private"] == "0" and rows[0]["skip_reason"] == ""
 
 
 def test_sqlite_export_is_datasette_ready(tmp_path):

@@ -114,10 +114,19 @@ def test_prometheus_output(store_dir):
     assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 9  # mcp_tool_errors too
 
 
-def test_no_store_is_an_error(tmp_path):
+def test_no_store_has_an_exit_status_of_its_own(tmp_path):
     result = _doctor(tmp_path / "nothing")
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert result.stderr.startswith("Error: no cruxsql store at") and not (tmp_path / "nothing").exists()
+    (tmp_path / "empty").mkdir()
+    assert _doctor(tmp_path / "empty").returncode == 3
+
+
+def test_doctor_that_cannot_check_exits_4_not_as_a_warning(store_dir):
+    bad_value = _doctor(store_dir, "--max-idle", "soon")
+    assert bad_value.returncode == 4 and bad_value.stderr.startswith("Error: invalid duration 'soon'")
+    unknown = _doctor(store_dir, "--bogus")
+    assert unknown.returncode == 4 and "No such option '--bogus'" in unknown.stderr
 
 
 def test_mcp_tool_errors_are_reported(store_dir):

@@ -53,7 +53,7 @@ def test_search_text_and_json(run, notes):
     lines = text.stdout.splitlines()
     assert lines[0].split()[:2] == ["1.", "0:0"] and "deploy.md" in lines[0]
     assert "Terraform drift detection" in lines[1]
-    assert lines[-1] == "coverage 0.67 · no document contains: ufo · 2 candidate(s)"
+    assert lines[-1] == "coverage 0.67 · no document of tenant 'default' contains: ufo · 2 candidate(s)"
     gaps = run("search", "terraform quantum ufo", "--coverage-style", "gaps").stdout.splitlines()
     assert gaps[-1] == "coverage 0.67 · gap: ufo · 2 candidate(s)"
     envelope = json.loads(run("search", "terraform quantum ufo", "--json").stdout)

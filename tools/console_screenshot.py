@@ -1,7 +1,9 @@
-"""Take the console screenshot (docs/console-dashboard.png): a demo store of 60 days, the console, headless Chromium.
+"""Take the console's screenshots: a demo store of 60 days, the console, headless Chromium at 1400x1000.
 
-    python tools/console_screenshot.py                 # writes docs/console-dashboard.png
+    python tools/console_screenshot.py                 # writes docs/console/<page>.png, one per page
     python tools/console_screenshot.py --keep DIR      # also keep the demo data directory in DIR
+
+Each page is shot as an operator first sees it (the first viewport); the dashboard whole.
 
 Needs Debian's chromium at /usr/bin/chromium and `pip install -e '.[test]'` (Datasette, Playwright).
 """
@@ -24,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DAY_NS = 86_400 * 10**9
+PAGES = {  # file name -> (path, what to wait for, whole page)
+    "index": ("", "h2 a", False),
+    "database": ("cruxsql", "ul.cruxsql-tables", False),
+    "facts-table": ("cruxsql/facts", "table.rows-and-columns tbody tr", False),
+    "journal-events-table": ("cruxsql/journal_events", "table.rows-and-columns tbody tr", False),
+    "canned-query": ("cruxsql/live_facts_of_tenant?tenant=acme", "table.rows-and-columns tbody tr", False),
+    "canned-query-retention": ("cruxsql/retention_candidates?days=30&tenant=", "form.sql", False),
+    "dashboard": ("-/dashboards/memory", "#card-journal-growth svg .role-mark path", True),
+}
 
 
 def demo_journal(path: Path, days: int = 60, seed: int = 3) -> None:
@@ -62,7 +73,8 @@ def demo_journal(path: Path, days: int = 60, seed: int = 3) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, default=None)
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "console-dashboard.png")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "console",
+                        help="The folder the PNGs go to (default: docs/console).")
     args = parser.parse_args()
     data_dir = args.keep or Path(tempfile.mkdtemp()) / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -77,13 +89,14 @@ def main() -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url + "-/dashboards/memory")
-            page.wait_for_selector("#card-journal-growth svg .role-mark path", timeout=30000)
-            page.wait_for_timeout(500)
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.output), full_page=True)
+            args.output.mkdir(parents=True, exist_ok=True)
+            for name, (path, ready, whole) in PAGES.items():
+                page.goto(url + path)
+                page.wait_for_selector(ready, timeout=30000)
+                page.wait_for_timeout(500)
+                page.screenshot(path=str(args.output / f"{name}.png"), full_page=whole)
             browser.close()
-        print(f"wrote {args.output}")
+        print(f"wrote {len(PAGES)} screenshots to {args.output}")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()

@@ -1,7 +1,8 @@
 """The `cruxsql` command line: one click group; every module of this package adds its own commands.
 
-A module here that defines `register(group)` is discovered and called, so a new capability adds a
-module (e.g. `cli/curation.py`) and edits no central list.
+A module here that defines `COMMANDS` (a tuple of click commands and groups) is discovered and its
+commands added, so a new capability adds a module (e.g. `cli/curation.py`) and edits no central list.
+The options commands share are in `options.py`, the rest of what they share in `common.py`.
 """
 
 from __future__ import annotations
@@ -33,13 +34,16 @@ def main(data_dir: Path) -> None:
       - read commands need an existing store; only init, store, store-batch, ingest and
         hold place create one
       - a read-only data directory is read through an in-memory copy of the view
-      - records print as a table by default, or with --json / --csv (some also --nl)
+      - records print as a table by default, or with --json, --nl or --csv; commands named
+        after Crux's tools print Crux's text by default (--text)
       - failures print one `Error: ...` line and exit 1; an erasure that legal holds held
-        back entirely exits 3
+        back entirely exits 3; doctor has its own (see `cruxsql doctor --help`)
+      - an empty answer says on stderr which other tenant holds matches (counts only)
+      - `-` is stdin for an input file and stdout for --output
     """
 
 
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     _module = importlib.import_module(f"{__name__}.{_info.name}")
-    if hasattr(_module, "register"):
-        _module.register(main)
+    for _command in getattr(_module, "COMMANDS", ()):
+        main.add_command(_command)

@@ -8,11 +8,12 @@ import click
 
 from ..governance import backup as backups
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback
+from .options import json_flag
 
 
 @click.command("backup")
 @click.argument("dest", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the backup's summary as JSON.")
+@json_flag("Print the backup's summary as JSON.")
 @data_dir_option
 @fails_cleanly
 def backup(dest: Path, as_json: bool, data_dir: Path) -> None:
@@ -37,7 +38,7 @@ def backup(dest: Path, as_json: bool, data_dir: Path) -> None:
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Replace a data directory that is not empty.")
 @click.option("--verify-only", is_flag=True, help="Check every checksum of SRC and write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_flag("Print the result as JSON.")
 @fails_cleanly
 def restore(src: Path, target: Path, force: bool, verify_only: bool, as_json: bool) -> None:
     """Restore the backup SRC into the data directory TARGET.
@@ -60,8 +61,3 @@ def restore(src: Path, target: Path, force: bool, verify_only: bool, as_json: bo
 
 
 COMMANDS = (backup, restore)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

@@ -12,6 +12,7 @@ import click
 
 from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, progress_callback, reject_empty
 from .data_dir import check_directory
+from .options import output_options
 
 CLUSTER_ENV = "CRUXSQL_CLUSTER"
 
@@ -82,31 +83,25 @@ def cluster_group() -> None:
 @cluster_group.command("status")
 @cluster_option
 @click.option("--group", callback=reject_empty, help="Tenant group [default: the data directory's, or default].")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print only the nodes, as CSV with a header row.")
+@output_options(text="The stream, its replicas, then the nodes as a table (default).",
+                json_help="Print the status as one JSON object.", records="nodes")
 @data_dir_option
 @fails_cleanly
-def status(urls: Optional[str], group: Optional[str], as_json: bool, as_csv: bool, data_dir: Path) -> None:
+def status(urls: Optional[str], group: Optional[str], fmt: str, data_dir: Path) -> None:
     """The group's stream (last sequence, leader, replicas) and every node: its mirrored position and lag."""
     from ..cluster.status import cluster_status
     report = cluster_status(_config(data_dir, urls, group, None, None))
-    if as_json:
+    if fmt == "json":
         echo_json(report.to_dict())
         return
-    fmt = "csv" if as_csv else "table"
-    if fmt == "table":
+    if fmt == "text":
         click.echo(f"stream {report.stream}: last sequence {report.last_seq}, {report.messages} messages, "
                    f"leader {report.leader or '(none)'}")
         for replica in report.replicas:
             state = "offline" if replica["offline"] else "current" if replica["current"] else "catching up"
             click.echo(f"  replica {replica['name']}: {state} (lag {replica['lag']})")
     columns = ["node", "host", "pid", "position", "lag", "up", "reported_seconds_ago"]
-    echo_rows(columns, [[n[c] for c in columns] for n in report.nodes], fmt)
+    echo_rows(columns, [[n[c] for c in columns] for n in report.nodes], "table" if fmt == "text" else fmt)
 
 
 COMMANDS = (node, cluster_group)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

@@ -32,7 +32,8 @@ _READ_ONLY_NOTE_META = "cruxsql.read_only_noted"
 
 class CruxsqlGroup(click.Group):
     """The click group of cruxsql: every failure is one `Error: ...` line on stderr and exit status 1
-    (usage errors included; an erasure held back by legal holds exits HELD_BACK_EXIT)."""
+    (usage errors included; an erasure held back by legal holds exits HELD_BACK_EXIT). A command class
+    with an `error_exit` attribute (doctor's) exits with that status on a usage error instead of 1."""
 
     def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None,
              complete_var: Optional[str] = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -42,7 +43,7 @@ class CruxsqlGroup(click.Group):
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-            _fail(exc.format_message() + hint)
+            _fail(exc.format_message() + hint, _error_exit(exc.ctx))
         except click.ClickException as exc:
             _fail(exc.format_message())
         except (click.Abort, KeyboardInterrupt):
@@ -56,9 +57,13 @@ class CruxsqlGroup(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, status: int = 1) -> None:
     click.echo(f"Error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(status)
+
+
+def _error_exit(ctx: Optional[click.Context]) -> int:
+    return getattr(ctx.command, "error_exit", 1) if ctx is not None else 1
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -222,15 +227,6 @@ def progress_callback(label: str) -> Optional[Callable[[int, int], None]]:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def output_format_options(fn: Callable) -> Callable:
-    """`--table` (default) / `--json` / `--nl` / `--csv` for commands that print records."""
-    fn = click.option("--table", "fmt", flag_value="table", default=True, help="Aligned columns (default).")(fn)
-    fn = click.option("--csv", "fmt", flag_value="csv", help="CSV with a header row; booleans as 0/1.")(fn)
-    fn = click.option("--nl", "fmt", flag_value="nl", help="One JSON object per line.")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="A JSON array of row objects.")(fn)
-    return fn
 
 
 def echo_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str) -> None:

@@ -49,8 +49,3 @@ def console(data_dir: Path, host: str, port: int, token: Optional[str], audit: O
 
 
 COMMANDS = (console,)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

@@ -13,11 +13,10 @@ from ..curation.contradictions import contradiction_candidates_v1
 from ..curation.disagreements import REASONS, disagreements
 from ..curation.duplicates import LEXICAL_THRESHOLD, lexical_duplicates
 from ..governance.durations import parse_duration_ns
-from .common import (COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, output_format_options,
-                     progress_callback, reject_empty)
+from .common import COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback
+from .options import actor_option, json_flag, output_options, tenant_option
 
-_TENANT = click.option("--tenant", default="default", show_default=True, callback=reject_empty,
-                       help="Tenant to read or write.")
+_TENANT = tenant_option("Tenant to read or write.", default="default")
 
 
 def _flat(value: Any) -> Any:
@@ -45,7 +44,7 @@ def curate() -> None:
 @curate.command()
 @_TENANT
 @click.option("--limit", type=COUNT, default=0, show_default=True, help="At most N candidates (0: all).")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def contradictions(tenant: str, limit: int, fmt: str, data_dir: Path) -> None:
@@ -63,7 +62,7 @@ def contradictions(tenant: str, limit: int, fmt: str, data_dir: Path) -> None:
               help="Only these detectors (repeatable; default all).")
 @click.option("--window", default="24h", show_default=True, metavar="DURATION",
               help="actor_flip_flop: the longest gap between the two versions (e.g. 90m, 24h, 7d).")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def disagreements_cmd(tenant: str, reasons: tuple[str, ...], window: str, fmt: str, data_dir: Path) -> None:
@@ -81,7 +80,7 @@ def disagreements_cmd(tenant: str, reasons: tuple[str, ...], window: str, fmt: s
 @click.option("--entity", help="Only this entity.")
 @click.option("--threshold", type=float, default=LEXICAL_THRESHOLD, show_default=True,
               help="Least Jaccard similarity of the normalised values' 4-gram shingles, in (0, 1].")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def duplicates(tenant: str, entity: Optional[str], threshold: float, fmt: str, data_dir: Path) -> None:
@@ -132,9 +131,9 @@ def _echo_report(report: dict[str, Any], as_json: bool, text: str) -> None:
 @click.option("--floor", "floor", type=float, default=cons.DEFAULT_CONFIDENCE_FLOOR, show_default=True,
               help="Targets at or above this confidence are protected.")
 @click.option("--horizon", "horizon_class", help="volatile, medium, stable or none (default: by entity).")
-@click.option("--actor", help="Who consolidates (stored as the canonical's actor).")
+@actor_option("Who consolidates (stored as the canonical's actor).")
 @_TENANT
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
 def apply(entity: str, key: str, canonical_value: str, targets: tuple[str, ...], protected: tuple[str, ...],
@@ -160,7 +159,7 @@ def apply(entity: str, key: str, canonical_value: str, targets: tuple[str, ...],
 @click.option("--source", "sources", multiple=True, required=True, metavar="FACT_ID",
               help="A source of the consolidation (repeatable; the exact set is required).")
 @_TENANT
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
 def undo(canonical_fact_id: str, sources: tuple[str, ...], tenant: str, as_json: bool, data_dir: Path) -> None:
@@ -173,9 +172,3 @@ def undo(canonical_fact_id: str, sources: tuple[str, ...], tenant: str, as_json:
 
 
 COMMANDS = (curate, consolidate)
-
-
-def register(group: click.Group) -> None:
-    """Add the curation commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

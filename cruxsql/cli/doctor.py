@@ -4,16 +4,34 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
 from ..governance import doctor as health_checks
 from .common import data_dir_option, echo_json, fails_cleanly
-from .data_dir import data_dir_state
+from .data_dir import DataDirError, data_dir_state
+
+NO_STORE_EXIT = 3
+"""doctor's exit status when there is no store at --data-dir (missing, not a directory, or no store in it)."""
+ERROR_EXIT = 4
+"""doctor's exit status when it could not check at all: bad options or an unreadable store."""
 
 
-@click.command("doctor")
+class DoctorCommand(click.Command):
+    """doctor exits ERROR_EXIT, not 1 (a warning), when it fails before it could check anything."""
+
+    error_exit = ERROR_EXIT   # usage errors: CruxsqlGroup reads it
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            click.echo(f"Error: {exc.format_message()}", err=True)
+            ctx.exit(ERROR_EXIT)
+
+
+@click.command("doctor", cls=DoctorCommand)
 @click.option("--json", "fmt", flag_value="json", help="Print the checks as JSON.")
 @click.option("--prometheus", "fmt", flag_value="prometheus", help="Print Prometheus text-format gauges.")
 @click.option("--since", metavar="WHEN", help="Count torn tails only since WHEN (a duration like 7d, or RFC 3339).")
@@ -25,14 +43,27 @@ from .data_dir import data_dir_state
 @fails_cleanly
 def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_window: Optional[str],
            data_dir: Path) -> None:
-    """Check the store's health without changing anything; exit 0 ok, 1 warning, 2 critical.
+    """Check the store's health without changing anything.
+
+    \b
+    Exit status (for cron and monitoring):
+      0  every check ok
+      1  at least one warning, nothing critical
+      2  at least one check critical
+      3  no usable store at --data-dir: missing, not a directory, no store in it, or its
+         journal or view is not a regular file
+      4  doctor could not check: bad options, or the store could not be read
 
     Checks: the view in step with the journal, the time of the last write, torn tails and corrupt
     lines, disk space against the journal's growth rate, who holds the writer lock, the WAL's size,
     erasures whose verification failed, (with --retention) legal holds about to block a run, and the
     last error of each MCP tool (a failure inside the server warns).
     """
-    data_dir_state(data_dir, create=False)
+    try:
+        data_dir_state(data_dir, create=False)
+    except DataDirError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(NO_STORE_EXIT)
     health = health_checks.diagnose(data_dir, since=since, max_idle=max_idle, retention_window=retention_window)
     if fmt == "json":
         echo_json(health.to_dict())
@@ -46,8 +77,3 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
 
 
 COMMANDS = (doctor,)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

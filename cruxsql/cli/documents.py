@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
 import click
 
@@ -15,6 +15,8 @@ from ..documents.fusion import FUSION_MODES
 from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
+from .empty_answers import document_tenants, explain_empty
+from .options import json_flag, output_options, tenant_option
 from .common import (
     COUNT,
     contract_option,
@@ -23,14 +25,14 @@ from .common import (
     echo_rows,
     fails_cleanly,
     open_store,
-    output_format_options,
     progress_callback,
     reject_empty,
 )
 
-_tenant_option = click.option("--tenant", default=DEFAULT_TENANT, show_default=True, callback=reject_empty,
-                              help="Tenant id.")
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_tenant_option = tenant_option("Tenant id.", default=DEFAULT_TENANT)
+_json_option = json_flag("Print JSON.")
+_hit_formats = output_options(text="Ranked hits with snippets and a coverage line (default).",
+                              json_help="The Crux response (the --contract envelope) as JSON.", records="hits")
 
 
 def _budget_option(help_text: str) -> Callable:
@@ -61,9 +63,22 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
             on_file(done, len(files))
 
 
-def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> None:
+def _chunks_of(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> dict[str, Any]:
     chunks, _ = lane.expand([hit["result_id"] for hit in hits], tenant)
-    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    return {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+
+
+def _echo_hit_records(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str, fmt: str) -> None:
+    """--table / --nl / --csv of search and scan: one record per hit, with its document and text."""
+    by_id = _chunks_of(lane, hits, tenant)
+    columns = ["rank", "result_id", "score", "doc_length_tokens", "document_id", "corpus_id", "text"]
+    echo_rows(columns, [[hit["rank"], hit["result_id"], hit["score"], hit.get("doc_length_tokens"),
+                         *((chunk.document_id, chunk.corpus_id, chunk.text) if chunk else (None, None, None))]
+                        for hit in hits for chunk in [by_id.get(hit["result_id"])]], fmt)
+
+
+def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> None:
+    by_id = _chunks_of(lane, hits, tenant)
     for hit in hits:
         chunk = by_id.get(hit["result_id"])
         source = f"{chunk.document_id} ({chunk.corpus_id})" if chunk else ""
@@ -71,6 +86,36 @@ def _print_hits(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> 
                    f"{hit['doc_length_tokens']} tokens  {source}")
         if chunk:
             click.echo(f"     {_snippet(chunk.text)}")
+
+
+def _hits(payload: dict[str, Any], legacy_key: str) -> list[Any]:
+    """The hits of a search or scan payload, legacy (`results` / `scan`) or the crc-v1 envelope (`pointers`)."""
+    return payload.get(legacy_key, payload.get("pointers", []))
+
+
+def _echo_hits(store: Any, lane: DocumentLane, payload: Union[dict[str, Any], str], hits_key: str, query: str,
+               tenant: str, fmt: str) -> bool:
+    """Print a search or scan payload in `fmt` (and the operator's note when it has no hits); True when that
+    is all, False when the text footer follows the hits."""
+    if isinstance(payload, str) or not _hits(payload, hits_key):
+        _explain_no_hits(store, lane, query, tenant)
+    if isinstance(payload, str) or fmt == "json":
+        echo_json(payload) if fmt == "json" else click.echo(payload)
+        return True
+    if fmt != "text":
+        _echo_hit_records(lane, payload[hits_key], tenant, fmt)
+        return True
+    _print_hits(lane, payload[hits_key], tenant)
+    return False
+
+
+def _explain_no_hits(store: Any, lane: DocumentLane, query: str, tenant: str) -> None:
+    """Operator's note (stderr): how many documents of other tenants match QUERY (plain BM25, counts only)."""
+    def candidates(other: str) -> int:
+        payload = lane.query(query, other, 1, None, None, "legacy", dense=False)
+        return 0 if isinstance(payload, str) else payload["total_candidates"]
+
+    explain_empty("matching document", tenant, document_tenants(store), candidates)
 
 
 def _expand_error(error: Any) -> str:
@@ -130,17 +175,21 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
         click.echo(f"  sealed {segment['file_name']} ({segment['ingested']} chunks)")
 
 
-def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
-                  as_json: bool) -> None:
+def _fused_search(store: Any, lane: DocumentLane, query: str, tenant: str, limit: int, fusion: str, dense: bool,
+                  fmt: str) -> None:
     payload = lane.fused_query(query, tenant, limit, fusion, dense)
+    if isinstance(payload, str) or not payload["results"]:
+        _explain_no_hits(store, lane, query, tenant)
     if isinstance(payload, str):
         click.echo(payload)
         return
-    if as_json:
+    if fmt == "json":
         echo_json(payload)
         return
-    chunks, _ = lane.expand([hit["result_id"] for hit in payload["results"]], tenant)
-    by_id = {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    if fmt != "text":
+        _echo_hit_records(lane, payload["results"], tenant, fmt)
+        return
+    by_id = _chunks_of(lane, payload["results"], tenant)
     for hit in payload["results"]:
         parts = " ".join(f"{lane_name} {value:.3f}" for lane_name, value in hit["score_breakdown"].items()
                          if lane_name != "sparse")
@@ -179,12 +228,12 @@ def _fused_search(lane: DocumentLane, query: str, tenant: str, limit: int, fusio
 @click.option("--fusion", type=click.Choice(FUSION_MODES), default="weighted", show_default=True,
               help="With --fused: Crux's weighted fusion (0.5/0.3/0.2) or reciprocal rank fusion (k=60).")
 @contract_option
-@_json_option
+@_hit_formats
 @data_dir_option
 @fails_cleanly
 def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min_score: Optional[float],
            coverage_style: str, tenant_statistics: bool, no_dense: bool, rerank_depth: Optional[int], fused: bool,
-           fusion: str, contract: str, as_json: bool, data_dir: Path) -> None:
+           fusion: str, contract: str, fmt: str, data_dir: Path) -> None:
     """Search ingested documents (Crux `query`): BM25, dense re-ranked when the segments have vectors.
 
     Coverage (which query words no document holds) looks at TENANT's documents only.
@@ -198,15 +247,13 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         # --no-dense needs no embedder: a configured one that cannot load (minilm without the extra) is not loaded
         lane = DocumentLane(store, embedder=None) if no_dense else DocumentLane(store)
         if fused:
-            _fused_search(lane, query, tenant, limit, fusion, not no_dense, as_json)
+            _fused_search(store, lane, query, tenant, limit, fusion, not no_dense, fmt)
             return
         payload = lane.query(query, tenant, limit, token_budget, min_score,
-                             contract if as_json else "legacy", coverage_style, tenant_statistics,
+                             contract if fmt == "json" else "legacy", coverage_style, tenant_statistics,
                              dense=not no_dense, rerank_depth=rerank_depth)
-        if isinstance(payload, str) or as_json:
-            echo_json(payload) if as_json else click.echo(payload)
+        if _echo_hits(store, lane, payload, "results", query, tenant, fmt):
             return
-        _print_hits(lane, payload["results"], tenant)
     if payload["meta"]["score_space"] != "bm25_lexical":
         click.echo(f"ranked by {payload['meta']['score_space']} "
                    f"({payload['meta']['local_semantic_profile']['model']})")
@@ -216,7 +263,7 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         for gap in coverage["gaps"]:
             line += f" · gap: {' '.join(gap['query_terms'])}"
     elif coverage["missing_tokens"]:
-        line += " · no document contains: " + ", ".join(coverage["missing_tokens"])
+        line += f" · no document of tenant {tenant!r} contains: " + ", ".join(coverage["missing_tokens"])
     if coverage["below_floor"]:
         line += f" · {coverage['below_floor']} below --min-score"
     click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
@@ -231,20 +278,18 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
               help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
                    "tenants, which lets scores hint at other tenants' corpora).")
 @contract_option
-@_json_option
+@_hit_formats
 @data_dir_option
 @fails_cleanly
 def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenant_statistics: bool,
-         contract: str, as_json: bool, data_dir: Path) -> None:
+         contract: str, fmt: str, data_dir: Path) -> None:
     """BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget."""
     with open_store(data_dir, "read") as store:
         lane = DocumentLane(store)
-        payload = lane.query_scan(query, tenant, limit, token_budget, contract if as_json else "legacy",
+        payload = lane.query_scan(query, tenant, limit, token_budget, contract if fmt == "json" else "legacy",
                                   tenant_statistics)
-        if isinstance(payload, str) or as_json:
-            echo_json(payload) if as_json else click.echo(payload)
+        if _echo_hits(store, lane, payload, "scan", query, tenant, fmt):
             return
-        _print_hits(lane, payload["scan"], tenant)
     truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
     click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
                f"{payload['total_candidates']} candidate(s){truncated}")
@@ -284,7 +329,7 @@ def segments() -> None:
 
 
 @segments.command("list")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def segments_list(fmt: str, data_dir: Path) -> None:
@@ -302,7 +347,7 @@ def documents() -> None:
 
 
 @documents.command("erase")
-@click.option("--tenant", required=True, callback=reject_empty, help="Tenant whose document chunks are erased.")
+@tenant_option("Tenant whose document chunks are erased.", required=True)
 @_json_option
 @data_dir_option
 @fails_cleanly
@@ -318,9 +363,3 @@ def documents_erase(tenant: str, as_json: bool, data_dir: Path) -> None:
 
 
 COMMANDS = (ingest, search, scan, expand, segments, documents)
-
-
-def register(group: click.Group) -> None:
-    """Add the document-lane commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -19,8 +19,8 @@ from .common import (
     fails_cleanly,
     open_store,
     progress_callback,
-    reject_empty,
 )
+from .options import actor_option, json_flag, reason_option, tenant_option
 
 
 def load_receipt(path: Optional[Path]) -> Optional[legal_holds.LegalHoldReceipt]:
@@ -105,7 +105,7 @@ def hit_line(hit: dict[str, Any]) -> str:
 @click.option("--drop-corrupt", is_flag=True,
               help="Compact even though the journal has corrupt lines: they move, byte for byte, to a "
                    "facts.jsonl.corrupt.<hex> file (mode 0600) named in the report.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("Print the report as JSON.")
 @fails_cleanly
 def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool, as_json: bool) -> None:
     """Rewrite facts.jsonl without deleted facts' content (crash-atomic).
@@ -134,18 +134,18 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
 
 @click.command("erase")
 @data_dir_option
-@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
+@tenant_option("Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable).")
 @click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
 @click.option("--older-than", default=None, help="Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
-@click.option("--reason", required=True, help="Why (e.g. the data-subject request); kept in the report.")
-@click.option("--actor", default=None, help="Who runs the erasure (default: operator).")
+@reason_option("Why (e.g. the data-subject request); kept in the report.", required=True)
+@actor_option("Who runs the erasure (default: operator).")
 @click.option("--request-id", default=None, help="Request id for the report (default: er_<random>).")
 @click.option("--documents", is_flag=True, help="Also erase the tenant's ingested documents (needs --tenant).")
 @click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db (secure_delete already zeroes freed content).")
 @receipt_option
-@click.option("--json", "as_json", is_flag=True, help="Print the full erasure report as JSON.")
+@json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
 def erase(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], fact_ids: tuple[str, ...],
           older_than: Optional[str], reason: str, actor: Optional[str], request_id: Optional[str], documents: bool,
@@ -174,9 +174,3 @@ def erase(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...
 
 
 COMMANDS = (compact, erase)
-
-
-def register(group: click.Group) -> None:
-    """Add compact and erase to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

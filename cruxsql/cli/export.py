@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +11,9 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
+from .common import data_dir_option, fails_cleanly, open_store
+from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
+from .options import json_flag, tenant_option
 
 
 @click.group("export")
@@ -19,16 +23,17 @@ def export_group() -> None:
 
 @export_group.command("audit")
 @data_dir_option
-@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant.")
+@tenant_option("Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable).")
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
 @click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
 @click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True)
-@click.option("--output", type=click.Path(path_type=Path), required=True,
-              help="The file to write (its directory must exist).")
+@click.option("--output", type=click.Path(path_type=Path, allow_dash=True), required=True,
+              help="The file to write (its directory must exist), or - for stdout (jsonl, csv; the summary "
+                   "goes to stderr then).")
 @click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")
-@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+@json_flag("Print the export summary as JSON.")
 @fails_cleanly
 def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], since: Optional[str],
                  until: Optional[str], fmt: str, output: Path, include_private: bool, as_json: bool) -> None:
@@ -38,10 +43,22 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
     """
     query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=since, until=until,
                                     include_private=include_private)
+    to_stdout = str(output) == "-"
     with open_store(data_dir, "read") as store:
-        summary = audit_export.export_audit(store, query, fmt, output, record=not store.read_only)
+        if to_stdout:
+            summary = audit_export.export_audit_stream(store, query, fmt, sys.stdout)
+        else:
+            summary = audit_export.export_audit(store, query, fmt, output, record=not store.read_only)
+        if summary.events == 0:
+            if tenant is not None:
+                explain_empty("fact of the selection", tenant, fact_tenants(store), lambda t: count_facts(
+                    store, t, entity_prefixes=query.entity_prefixes, include_private=include_private))
+            explain_unknown_entities(store, prefixes=query.entity_prefixes)
     if as_json:
-        echo_json(summary.to_dict())
+        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2), err=to_stdout)
+        return
+    if to_stdout:
+        click.echo(f"wrote {summary.events} event(s) to stdout", err=True)
         return
     recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
     click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
@@ -49,7 +66,7 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
 
 @export_group.command("facts")
 @data_dir_option
-@click.option("--tenant", default=None, callback=reject_empty, help="Only facts of this tenant (default: all).")
+@tenant_option("Only facts of this tenant (default: all).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "mcp-memory"]), default="jsonl", show_default=True,
               help="jsonl: StoreFact lines (`cruxsql store-batch` reads them); mcp-memory: the MCP memory "
                    "server's knowledge graph.")
@@ -62,15 +79,12 @@ def export_facts(data_dir: Path, tenant: Optional[str], fmt: str, include_privat
     """
     with open_store(data_dir, "read") as store:
         facts = list(facts_export.live_facts(store, tenant, include_private))
+        if not facts and tenant is not None:
+            explain_empty("live fact", tenant, fact_tenants(store),
+                          lambda t: count_facts(store, t, live=True, include_private=include_private))
     lines = (facts_export.store_request_line(f) for f in facts) if fmt == "jsonl" else mcp_memory.export_lines(facts)
     for line in lines:
         click.echo(line)
 
 
 COMMANDS = (export_group,)
-
-
-def register(group: click.Group) -> None:
-    """Add the export commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -25,11 +25,11 @@ from .common import (
     echo_rows,
     fails_cleanly,
     open_store,
-    output_format_options,
     progress_callback,
-    reject_empty,
 )
+from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import hit_line
+from .options import actor_option, json_flag, output_options, tenant_option
 
 
 def _timestamp(option: str, text: Optional[str]) -> Optional[int]:
@@ -65,14 +65,13 @@ def init(data_dir: Path) -> None:
 @click.argument("entity")
 @click.argument("key")
 @click.argument("value")
-@click.option("--tenant", default="default", show_default=True, callback=reject_empty,
-              help="Tenant (tenant_hash) of the fact.")
+@tenant_option("Tenant (tenant_hash) of the fact.", default="default")
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
 @click.option("--source-receipt", help="Receipt id the fact came from.")
 @click.option("--private", is_flag=True, help="Mark the fact private (born-private prefixes are always private).")
 @click.option("--horizon", type=click.Choice(HORIZON_CLASSES), help="Freshness horizon (default: by entity prefix).")
-@click.option("--actor", help="Who stored it.")
-@click.option("--json", "as_json", is_flag=True, help="Print the whole stored fact as JSON.")
+@actor_option("Who stored it.")
+@json_flag("Print the whole stored fact as JSON.")
 @data_dir_option
 @fails_cleanly
 def store(entity: str, key: str, value: str, tenant: str, confidence: float, source_receipt: Optional[str],
@@ -93,7 +92,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
 @click.command("store-batch")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-@click.option("--json", "as_json", is_flag=True, help="Print the stored facts as a JSON array.")
+@json_flag("Print the stored facts as a JSON array.")
 @data_dir_option
 @fails_cleanly
 def store_batch(file, as_json: bool, data_dir: Path) -> None:
@@ -135,14 +134,18 @@ def get(fact_id: str, data_dir: Path) -> None:
 @click.command()
 @click.argument("entity")
 @click.argument("key")
-@click.option("--tenant", default="default", show_default=True, callback=reject_empty, help="Tenant of the fact.")
-@output_format_options
+@tenant_option("Tenant of the fact.", default="default")
+@output_options()
 @data_dir_option
 @fails_cleanly
 def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> None:
     """Every version of (ENTITY, KEY), oldest first, with its status."""
     with open_store(data_dir, "read") as s:
         facts = s.history(entity, key, tenant=tenant)
+        if not facts:
+            explain_empty(f"version of ({entity}, {key})", tenant, fact_tenants(s),
+                          lambda t: count_facts(s, t, entity=entity, key=key))
+            explain_unknown_entities(s, entities=[entity])
     columns = ("version", "fact_id", "stored_at", "value", "confidence", "status")
     echo_rows(columns, [(f.version, f.fact_id, timestamps.format_fact_time(f.stored_at), f.value,
                          float(format_f32(f.confidence)), _fact_status(f)) for f in facts], fmt)
@@ -150,7 +153,7 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
 
 @click.command()
 @click.argument("fact_id")
-@click.option("--tenant", callback=reject_empty, help="Refuse unless the fact is in this tenant.")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
 def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
@@ -163,7 +166,7 @@ def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
 @click.command()
 @click.argument("fact_id")
 @click.option("--by", "by_fact_id", required=True, help="The fact that supersedes FACT_ID.")
-@click.option("--tenant", callback=reject_empty, help="Refuse unless both facts are in this tenant.")
+@tenant_option("Refuse unless both facts are in this tenant.")
 @data_dir_option
 @fails_cleanly
 def supersede(fact_id: str, by_fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
@@ -175,7 +178,7 @@ def supersede(fact_id: str, by_fact_id: str, tenant: Optional[str], data_dir: Pa
 
 @click.command("clear-supersede")
 @click.argument("fact_id")
-@click.option("--tenant", callback=reject_empty, help="Refuse unless the fact is in this tenant.")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
 def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
@@ -233,7 +236,7 @@ def reverify(fact_id: str, data_dir: Path) -> None:
                    f"{PIPE_TIMEOUT_SECONDS:g} s when stdin is not a terminal.")
 @click.option("--max-memory", type=click.IntRange(min=0, max=1 << 20), default=DEFAULT_MEMORY_LIMIT_MIB, show_default=True,
               metavar="MIB", help="Stop the query when SQLite needs more than MIB mebibytes.")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_dir: Path) -> None:
@@ -267,7 +270,7 @@ def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_di
               help="Instead: scan every file of the data directory for content erasure reports say is gone.")
 @click.option("--cluster", "fleet", is_flag=True,
               help="With --erasure on a cluster node: collect every running node's proof of its own directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
 def verify(strict: bool, erasure: bool, fleet: bool, as_json: bool, data_dir: Path) -> None:
@@ -377,9 +380,3 @@ def rebuild(data_dir: Path) -> None:
 
 COMMANDS = (init, store, store_batch, get, history, delete, supersede, clear_supersede, set_validity, set_horizon,
             reverify, sql, verify, rebuild)
-
-
-def register(group: click.Group) -> None:
-    """Add the fact commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -14,9 +14,8 @@ from .common import (
     echo_rows,
     fails_cleanly,
     open_store,
-    output_format_options,
-    reject_empty,
 )
+from .options import actor_option, json_flag, output_options, reason_option, tenant_option
 
 
 @click.group("hold")
@@ -31,12 +30,12 @@ def _scope(hold: legal_holds.LegalHold) -> str:
 
 @hold_group.command("place")
 @data_dir_option
-@click.option("--tenant", required=True, callback=reject_empty, help="The tenant the hold covers.")
+@tenant_option("The tenant the hold covers.", required=True)
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable; none = the whole tenant).")
-@click.option("--reason", required=True, help="Why the hold exists.")
-@click.option("--actor", default=None, help="Who places it (default: operator).")
-@click.option("--json", "as_json", is_flag=True, help="Print the hold and its receipt as JSON.")
+@reason_option("Why the hold exists.", required=True)
+@actor_option("Who places it (default: operator).")
+@json_flag("Print the hold and its receipt as JSON.")
 @fails_cleanly
 def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], reason: str, actor: Optional[str],
                as_json: bool) -> None:
@@ -52,9 +51,9 @@ def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], re
 @hold_group.command("release")
 @data_dir_option
 @click.argument("hold_id")
-@click.option("--actor", default=None, help="Who releases it (default: operator).")
-@click.option("--reason", default=None, help="Why (default: the hold's reason).")
-@click.option("--json", "as_json", is_flag=True, help="Print the released hold and its receipt as JSON.")
+@actor_option("Who releases it (default: operator).")
+@reason_option("Why (default: the hold's reason).")
+@json_flag("Print the released hold and its receipt as JSON.")
 @fails_cleanly
 def hold_release(data_dir: Path, hold_id: str, actor: Optional[str], reason: Optional[str], as_json: bool) -> None:
     """Release a hold (two-phase: prepare, store the release receipt durably, store the released state)."""
@@ -69,7 +68,7 @@ def hold_release(data_dir: Path, hold_id: str, actor: Optional[str], reason: Opt
 @hold_group.command("list")
 @data_dir_option
 @click.option("--active", "active_only", is_flag=True, help="Only active holds.")
-@output_format_options
+@output_options()
 @fails_cleanly
 def hold_list(data_dir: Path, active_only: bool, fmt: str) -> None:
     """List holds (resolved from their stored state; unparsable state is enforced fail-closed)."""
@@ -85,8 +84,8 @@ def hold_list(data_dir: Path, active_only: bool, fmt: str) -> None:
 
 @hold_group.command("override-receipt")
 @data_dir_option
-@click.option("--reason", required=True, help="Why the holds are overridden.")
-@click.option("--actor", default=None, help="Who overrides (default: operator).")
+@reason_option("Why the holds are overridden.", required=True)
+@actor_option("Who overrides (default: operator).")
 @fails_cleanly
 def hold_override_receipt(data_dir: Path, reason: str, actor: Optional[str]) -> None:
     """Print (as JSON, to review and save) a legal_hold_overridden receipt naming every fact compaction is
@@ -104,9 +103,3 @@ def hold_override_receipt(data_dir: Path, reason: str, actor: Optional[str]) -> 
 
 
 COMMANDS = (hold_group,)
-
-
-def register(group: click.Group) -> None:
-    """Add the hold commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -10,7 +10,8 @@ import click
 
 from ..facts.store import StoreRequest
 from ..interchange import importer, mcp_memory, mem0
-from .common import data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
+from .common import data_dir_option, echo_json, fails_cleanly, open_store
+from .options import json_flag, tenant_option
 
 
 def _read(file: str) -> tuple[str, str]:
@@ -54,12 +55,10 @@ def _run(parse: Callable[[str, str], Iterable[StoreRequest]], file: str, dry_run
 
 
 def _options(fn: Callable) -> Callable:
-    fn = click.option("--json", "as_json", is_flag=True, help="Print the summary (and, with --dry-run, the facts) "
-                      "as JSON.")(fn)
+    fn = json_flag("Print the summary (and, with --dry-run, the facts) as JSON.")(fn)
     fn = click.option("--dry-run", is_flag=True, help="Print what would be stored; write nothing.")(fn)
     fn = click.option("--private", is_flag=True, help="Store every imported fact as private.")(fn)
-    fn = click.option("--tenant", default="default", show_default=True, callback=reject_empty,
-                      help="Tenant of the imported facts.")(fn)
+    fn = tenant_option("Tenant of the imported facts.", default="default")(fn)
     return data_dir_option(fn)
 
 
@@ -96,8 +95,3 @@ def import_mem0(file: str, tenant: str, private: bool, dry_run: bool, as_json: b
 
 
 COMMANDS = (import_group,)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

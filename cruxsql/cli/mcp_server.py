@@ -10,6 +10,7 @@ import click
 
 from ..errors import InvalidInput
 from .common import COUNT, data_dir_option, fails_cleanly, open_store, reject_empty
+from .options import json_flag, tenant_option
 
 MISSING_SDK = "the MCP server needs the MCP SDK: pip install 'cruxsql[mcp]'"
 
@@ -28,9 +29,7 @@ def _host_port(text: str) -> tuple[str, int]:
 @click.option("--agent", metavar="NAME", callback=reject_empty,
               help="The agent calls act for (stdio, or HTTP without tokens). Without it: anonymous, "
                    "which sees no private facts.")
-@click.option("--tenant", default="default", show_default=True,
-              callback=reject_empty,
-              help="The tenant calls act in (HTTP tokens may name their own: name:token:tenant).")
+@tenant_option("The tenant calls act in (HTTP tokens may name their own: name:token:tenant).", default="default")
 @click.option("--http", "http", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1). "
                    "Agents authenticate with bearer tokens from CRUX_AGENT_TOKENS=name:token[:tenant],...")
@@ -40,7 +39,7 @@ def _host_port(text: str) -> tuple[str, int]:
               help="Enforced per-agent session token limit (default: CORECRUXD_SESSION_TOKEN_BUDGET; "
                    "per agent: CRUXSQL_SESSION_BUDGETS=name:tokens,...; 0 = none).")
 @click.option("--list-tools", is_flag=True, help="Print the tool list and its token size, then exit.")
-@click.option("--json", "as_json", is_flag=True, help="With --list-tools: print the tools/list result as JSON.")
+@json_flag("With --list-tools: print the tools/list result as JSON.")
 @fails_cleanly
 def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optional[str], tools: str,
                 session_budget: Optional[int], list_tools: bool, as_json: bool) -> None:
@@ -85,5 +84,4 @@ def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optiona
         store.close()
 
 
-def register(group: click.Group) -> None:
-    group.add_command(mcp_command)
+COMMANDS = (mcp_command,)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from pathlib import Path
@@ -11,9 +12,11 @@ import click
 
 from ..embeddings import configured_embedder
 from ..errors import InvalidInput
-from ..recall import bootstrap_seed
+from ..facts.codec import token_cost
+from ..recall import bootstrap_seed, scope
 from ..recall import explain as recall_explain
-from ..recall.queries import Recall
+from ..recall.queries import QueryResult, Recall
+from ..recall.tokens import POINTER_TOKENS
 from .common import (
     COUNT,
     contract_option,
@@ -24,6 +27,8 @@ from .common import (
     open_store,
     reject_empty,
 )
+from .empty_answers import explain_empty, explain_unknown_entities, fact_tenants
+from .options import actor_option, output_options, tenant_option
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -45,24 +50,18 @@ def _option_names(fn: Callable) -> Callable:
 def _scope_options(fn: Callable) -> Callable:
     fn = click.option("--agent", metavar="NAME", callback=reject_empty,
                       help="Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
-    fn = click.option("--tenant", callback=reject_empty, help="Tenant to read (default: 'default').")(fn)
-    return fn
+    return tenant_option("Tenant to read (default: 'default').")(fn)
 
 
-def _format_options(fn: Callable) -> Callable:
-    """`--text` (Crux's lines, default), `--json` (the whole result), `--nl` / `--csv` (the facts)."""
-    fn = click.option("--csv", "fmt", flag_value="csv", help="The facts as CSV (booleans as 0/1).")(fn)
-    fn = click.option("--nl", "fmt", flag_value="nl", help="The facts as JSON lines.")(fn)
-    fn = click.option("--json", "fmt", flag_value="json", help="The whole structured result as JSON.")(fn)
-    fn = click.option("--text", "fmt", flag_value="text", default=True, help="Crux's text lines (default).")(fn)
-    return fn
+_format_options = output_options(text="Crux's text lines (default).", json_help="The whole structured result as JSON.",
+                                 records="facts")
 
 
 def _echo_structured(result: dict[str, Any], fmt: str, records: str) -> bool:
-    """Print `result` for --json, or its `records` list for --nl / --csv; False for --text."""
+    """Print `result` for --json, or its `records` list for --table / --nl / --csv; False for --text."""
     if fmt == "json":
         echo_json(result)
-    elif fmt in ("nl", "csv"):
+    elif fmt != "text":
         rows = result[records]
         if not rows:
             return True
@@ -110,25 +109,72 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
         why = recall_explain.explain(recall, result, text, tenant=tenant, agent=agent, entity=entity,
                                      entity_prefix=entity_prefix, as_of=result.as_of, known_at=known_at,
                                      include_superseded=include_superseded) if explain else None
-    if _echo_structured({**result.to_dict(), **({"explain": why} if why else {})}, fmt, "rows"):
+        if not result.rows:
+            explain_empty("matching fact", scope.normalize_tenant(tenant), fact_tenants(store), lambda t: recall.query_facts(
+                text, entity=entity, entity_prefix=entity_prefix, tenant=t, agent=agent, top_k=1, as_of=as_of,
+                known_at=known_at, include_superseded=include_superseded, contract="legacy",
+                record_access=False).matched)
+            if agent is None:   # an agent's entities are stored under its __agent:: namespace
+                explain_unknown_entities(store, entities=[entity], prefixes=[entity_prefix])
+    shown = _within_envelope(result)
+    structured = {**result.to_dict(), **({"explain": why} if why else {})}
+    if _echo_structured(structured if fmt == "json" else {"rows": shown.records}, fmt, "rows"):
         return
     if why and result.rows:
-        for line, reason in zip(result.text().split("\n"), recall_explain.explain_lines(why)):
+        reasons = dict(zip((r["fact_id"] for r in result.rows), recall_explain.explain_lines(why)))
+        for row, line in zip(shown.rows, shown.lines):
             click.echo(line)
-            click.echo(reason)
+            click.echo(reasons[row["fact_id"]])
     else:
-        click.echo(result.text())
-    summary = (f"-- {len(result.rows)} of {result.matched} matching fact(s) shown, "
+        click.echo("\n".join(shown.lines) if result.rows else result.text())
+    summary = (f"-- {len(shown.rows)} of {result.matched} matching fact(s) shown, "
                f"{result.filtered_below_threshold} below the confidence floor, {result.left_out} left out, "
-               f"{result.total_tokens} tokens")
+               f"{shown.tokens} tokens")
     if result.crc_v1 is not None:
-        meta = result.crc_v1["meta"]
-        full = len(result.crc_v1["content"])
-        summary += (f"; crc-v1 envelope: {full} in full, {meta.get('demoted', 0)} as epitomes, "
-                    f"{meta.get('capped', 0)} dropped")
+        summary += (f"; crc-v1 envelope: {shown.full} in full, {len(shown.rows) - shown.full} as epitomes, "
+                    f"{len(result.rows) - len(shown.rows)} dropped")
+        if token_budget is not None:
+            summary += f" by --token-budget {token_budget}"
     click.echo(summary)
     if why:
         click.echo(recall_explain.left_out_line(why))
+
+
+@dataclasses.dataclass
+class _Shown:
+    """What the CLI prints of a query result: the rows the MCP tool's text carries, nothing more."""
+
+    rows: list[dict[str, Any]]
+    lines: list[str]
+    records: list[dict[str, Any]]
+    full: int
+    tokens: int
+
+
+def _within_envelope(result: QueryResult) -> _Shown:
+    """The rows a budgeted crc-v1 envelope carries (the MCP tool's text is that envelope): the first in
+    full as Crux's lines, the demoted ones as their epitome, the capped ones not at all. Without an
+    envelope (legacy contract), every row: the budget already cut them."""
+    if result.crc_v1 is None:
+        return _Shown(result.rows, result.text().split("\n") if result.rows else [], result.rows, len(result.rows),
+                      result.total_tokens)
+    in_full = {c["id"] for c in result.crc_v1["content"]}
+    pointers = {p["id"]: p for p in result.crc_v1["pointers"]}
+    rows = [r for r in result.rows if r["fact_id"] in pointers]
+    full_rows = [r for r in rows if r["fact_id"] in in_full]
+    tiered = len(full_rows) < len(result.rows)
+    lines, records = [], []
+    for row in rows:
+        if row["fact_id"] in in_full:
+            lines.append(dataclasses.replace(result, rows=[row]).text())
+            records.append({**row, "shown": "full"} if tiered else row)
+        else:
+            epitome = pointers[row["fact_id"]]["epitome"]
+            lines.append(f"~ {epitome} ... (id={row['fact_id']}: an epitome, `cruxsql get {row['fact_id']}` "
+                         f"prints the value)")
+            records.append({**row, "value": epitome, "shown": "epitome"})
+    tokens = sum(token_cost(r["value"]) for r in full_rows) + POINTER_TOKENS * (len(rows) - len(full_rows))
+    return _Shown(rows, lines, records, len(full_rows), tokens if tiered else result.total_tokens)
 
 
 @click.command()
@@ -157,6 +203,9 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
     with open_store(data_dir, "read") as store:
         result = Recall(store, embedder=configured_embedder()).get_bootstrap(
             topic, query_text, token_budget, tenant=tenant, agent=agent)
+        if not result.facts:
+            explain_empty("bootstrap fact", scope.normalize_tenant(tenant), fact_tenants(store),
+                          lambda t: Recall(store).get_bootstrap(topic, query_text, tenant=t, agent=agent).matched)
     if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())
@@ -179,12 +228,31 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
     """The memory panel (Crux memory_view): newest visible facts first, superseded included."""
     with open_store(data_dir, "read") as store:
         result = Recall(store).memory_view(entity, key, top_k, token_budget, tenant=tenant, agent=agent)
-    if _echo_structured(result.to_dict(), fmt, "facts"):
+        if not result.facts:
+            explain_empty("visible fact", scope.normalize_tenant(tenant), fact_tenants(store),
+                          lambda t: Recall(store).memory_view(entity, key, 1, None, tenant=t, agent=agent).matched)
+            if agent is None:
+                explain_unknown_entities(store, entities=[entity])
+        successors = _successors(store, [f["id"] for f in result.facts])
+    marked = dataclasses.replace(result, facts=[{**f, "superseded_by": successors.get(f["id"])} for f in result.facts])
+    if _echo_structured(marked.to_dict(), fmt, "facts"):
         return
-    click.echo(result.text())
+    if not result.facts:
+        click.echo(result.text())
+    for fact in result.facts:   # Crux's line, marked when a newer version superseded it
+        successor = successors.get(fact["id"])
+        click.echo(dataclasses.replace(result, facts=[fact]).text()
+                   + (f" [superseded by {successor}]" if successor else ""))
     more = "+" if result.capped else ""
     click.echo(f"-- {len(result.facts)} of {result.matched}{more} visible fact(s) shown, {result.left_out}{more} left "
                f"out, {result.total_tokens} tokens")
+
+
+def _successors(store: Any, fact_ids: list[str]) -> dict[str, str]:
+    """fact_id -> the fact that superseded it, for the superseded ones among `fact_ids`."""
+    marks = ",".join("?" * len(fact_ids))
+    return dict(store.db.execute(f"SELECT fact_id, superseded_by FROM facts WHERE fact_id IN ({marks}) "
+                                 f"AND superseded_by IS NOT NULL", fact_ids)) if fact_ids else {}
 
 
 @click.command("bootstrap-seed")
@@ -192,10 +260,9 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
 @click.argument("name")
 @click.argument("key")
 @click.argument("value")
-@click.option("--tenant", default="default", show_default=True, callback=reject_empty,
-              help="Tenant the knowledge belongs to.")
+@tenant_option("Tenant the knowledge belongs to.", default="default")
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
-@click.option("--actor", help="Who seeded it.")
+@actor_option("Who seeded it.")
 @data_dir_option
 @fails_cleanly
 def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: str, confidence: float,
@@ -212,9 +279,3 @@ def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: 
 
 
 COMMANDS = (query, bootstrap, view, bootstrap_seed_command)
-
-
-def register(group: click.Group) -> None:
-    """Add the recall commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

@@ -10,6 +10,7 @@ import click
 from ..governance import compaction, retention
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback
 from .erasure import blocked_message, echo_erasure_outcome
+from .options import actor_option, json_flag, reason_option
 
 
 @click.group("retention")
@@ -20,7 +21,7 @@ def retention_group() -> None:
 @retention_group.command("report")
 @data_dir_option
 @click.option("--older-than", required=True, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
-@click.option("--json", "as_json", is_flag=True, help="The full report as JSON (with every fact listed).")
+@json_flag("The full report as JSON (with every fact listed).")
 @fails_cleanly
 def retention_report(data_dir: Path, older_than: str, as_json: bool) -> None:
     """What `retention apply` would erase, what is protected and why, and the bytes it would reclaim."""
@@ -46,11 +47,11 @@ def retention_report(data_dir: Path, older_than: str, as_json: bool) -> None:
 @retention_group.command("apply")
 @data_dir_option
 @click.option("--older-than", required=True, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
-@click.option("--actor", default=None, help="Who applies it (default: operator).")
-@click.option("--reason", default=None, help="Kept in the erasure report (default: retention: older than ...).")
+@actor_option("Who applies it (default: operator).")
+@reason_option("Kept in the erasure report (default: retention: older than ...).")
 @click.option("--request-id", default=None, help="Request id for the report.")
 @click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db.")
-@click.option("--json", "as_json", is_flag=True, help="Print the full erasure report as JSON.")
+@json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
 def retention_apply(data_dir: Path, older_than: str, actor: Optional[str], reason: Optional[str],
                     request_id: Optional[str], vacuum: bool, as_json: bool) -> None:
@@ -68,9 +69,3 @@ def retention_apply(data_dir: Path, older_than: str, actor: Optional[str], reaso
 
 
 COMMANDS = (retention_group,)
-
-
-def register(group: click.Group) -> None:
-    """Add the retention commands to the main group."""
-    for command in COMMANDS:
-        group.add_command(command)

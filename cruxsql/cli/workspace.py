@@ -23,16 +23,16 @@ from .common import (
     echo_json,
     echo_rows,
     fails_cleanly,
-    output_format_options,
     progress_callback,
 )
 from .data_dir import DataDirError, check_directory
+from .options import json_flag, output_options
 
 SESSION_ENV = "CRUXSQL_SESSION"
 
 
 def _verb_options(fn: Callable) -> Callable:
-    fn = click.option("--json", "as_json", is_flag=True, help="Print the structured result as JSON.")(fn)
+    fn = json_flag("Print the structured result as JSON.")(fn)
     fn = click.option("--session", envvar=SESSION_ENV, default="cli", show_default=True, show_envvar=True,
                       help="Session the call is logged under (ledger, convergence nudges).")(fn)
     return data_dir_option(fn)
@@ -67,7 +67,7 @@ def workspace_group() -> None:
 
 @workspace_group.command("index")
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_flag("Print the report as JSON.")
 @data_dir_option
 @fails_cleanly
 def index(path: Path, as_json: bool, data_dir: Path) -> None:
@@ -91,7 +91,7 @@ def index(path: Path, as_json: bool, data_dir: Path) -> None:
 
 
 @workspace_group.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@json_flag("Print the status as JSON.")
 @data_dir_option
 @fails_cleanly
 def status(as_json: bool, data_dir: Path) -> None:
@@ -108,7 +108,7 @@ def status(as_json: bool, data_dir: Path) -> None:
 
 
 @workspace_group.command("ledger")
-@output_format_options
+@output_options()
 @data_dir_option
 @fails_cleanly
 def ledger_command(fmt: str, data_dir: Path) -> None:
@@ -213,8 +213,3 @@ def expand(handle: str, session: str, as_json: bool, data_dir: Path) -> None:
 
 
 COMMANDS = (workspace_group, ctx_group)
-
-
-def register(group: click.Group) -> None:
-    for command in COMMANDS:
-        group.add_command(command)

@@ -33,7 +33,8 @@ class CannedQuery:
     requires: Mapping[str, frozenset[str]] = field(default_factory=dict)  # table -> columns it must have
 
     def to_metadata(self) -> dict[str, Any]:
-        return {"sql": self.sql.strip(), "title": self.title, "description": self.description}
+        # the form and the rows first: the SQL is one `(show)` click away
+        return {"sql": self.sql.strip(), "title": self.title, "description": self.description, "hide_sql": True}
 
     def available(self, columns_of: Mapping[str, set[str]]) -> bool:
         """Whether every required table exists (in `columns_of`) with the required columns."""

@@ -49,6 +49,13 @@ def _age_ranges(policy: DecayPolicy) -> str:
     return ", ".join(rows)
 
 
+def readable_bytes(expr: str) -> str:
+    """SQL turning the byte count `expr` into text in the largest unit it reaches: 812 B, 24.1 KiB, 3.0 MiB."""
+    return (f"(SELECT CASE WHEN b < 1024 THEN b || ' B' WHEN b < 1048576 THEN printf('%.1f KiB', b / 1024.0) "
+            f"WHEN b < 1073741824 THEN printf('%.1f MiB', b / 1048576.0) ELSE printf('%.1f GiB', b / 1073741824.0) "
+            f"END FROM (SELECT {expr} AS b))")
+
+
 def _charts(db: str, policy: DecayPolicy) -> dict[str, Any]:
     return {
         "live-facts": {
@@ -56,10 +63,10 @@ def _charts(db: str, policy: DecayPolicy) -> dict[str, Any]:
             "query": "SELECT count(*) AS n FROM facts WHERE deleted = 0 AND superseded_by IS NULL",
             "display": {"field": "n"}},
         "journal-size": {
-            "title": "Journal size (MiB)", "db": db, "library": "metric",
-            "query": "SELECT round(coalesce((SELECT byte_offset + byte_length FROM journal_events "
-                     "ORDER BY line_no DESC LIMIT 1), 0) / 1048576.0, 1) AS mib",
-            "display": {"field": "mib"}},
+            "title": "Journal size", "db": db, "library": "metric",
+            "query": "SELECT " + readable_bytes("coalesce((SELECT byte_offset + byte_length FROM journal_events "
+                                                "ORDER BY line_no DESC LIMIT 1), 0)") + " AS size",
+            "display": {"field": "size"}},
         "journal-events": {
             "title": "Journal events", "db": db, "library": "metric",
             "query": "SELECT count(*) AS n FROM journal_events", "display": {"field": "n"}},

@@ -21,12 +21,21 @@ LICENSE = "Apache-2.0"
 LICENSE_URL = "https://www.apache.org/licenses/LICENSE-2.0"
 
 
+NEWEST_FIRST = {"facts": "stored_at_ns", "live_facts": "stored_at_ns", "journal_events": "line_no",
+                "journal_event_facts": "line_no", "journal_corrupt_lines": "line_no", "document_segments": "segment_seq",
+                "consolidation_history": "line_no", "token_usage": "day", "events": "line_no", "event_facts": "line_no"}
+"""The column a table page sorts by, descending, when the operator has not chosen one: newest first."""
+
+
 def _tables(relations: tuple[Relation, ...], internal: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for rel in relations:
         entry: dict[str, Any] = {"title": rel.title, "description": rel.description, "columns": dict(rel.columns)}
         if rel.units:
             entry["units"] = dict(rel.units)
+        newest = NEWEST_FIRST.get(rel.name)
+        if newest in rel.columns:   # the audit export's `facts` has no stored_at_ns
+            entry["sort_desc"] = newest
         out[rel.name] = entry
     for name, text in internal.items():
         out[name] = {"description": f"Internal: {text}. Derived, rebuilt by replay.", "hidden": True}

@@ -22,12 +22,15 @@ def serve(config: dict[str, Any]) -> None:
     from datasette.database import Database
     from datasette.plugins import pm
 
+    from .layout import LayoutPlugin
     from .plugin import ConsolePlugin
 
     token = os.environ.get(TOKEN_ENV) or None
     pm.register(ConsolePlugin({n: d["queries"] for n, d in config["databases"].items()}, token),
                 name="cruxsql-console")
+    pm.register(LayoutPlugin(), name="cruxsql-console-layout")
     ds = Datasette(metadata=config["metadata"], settings=config["settings"])
+    ds.remove_database("_memory")   # Datasette adds an empty one when started without files
     for name, spec in config["databases"].items():
         ds.add_database(Database(ds, path=spec["path"], is_mutable=spec["mutable"]), name=name)
     family = socket.AF_INET6 if ":" in config["host"] else socket.AF_INET

@@ -7,6 +7,7 @@ release. An event that is not durable in the journal is never visible in the vie
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import uuid
@@ -39,6 +40,16 @@ VERIFY_SCRATCH_PREFIX = "verify-replay-"
 _STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
                     "horizon_class", "actor")
 
+_STORE_FACT_ALIASES = {"tenant": "tenant_hash", "tenant_id": "tenant_hash", "receipt": "source_receipt",
+                       "horizon": "horizon_class"}
+
+
+def _with_expected_key(unknown: str) -> str:
+    """`tenant (did you mean tenant_hash?)`: the StoreFact key an unknown key most likely meant."""
+    meant = _STORE_FACT_ALIASES.get(unknown.lower()) or next(
+        iter(difflib.get_close_matches(unknown.lower(), _STORE_FACT_KEYS, n=1, cutoff=0.7)), None)
+    return f"{unknown} (did you mean {meant}?)" if meant else unknown
+
 
 @dataclass
 class StoreRequest:
@@ -62,7 +73,8 @@ class StoreRequest:
             raise InvalidInput(f"{where}: expected a JSON object with entity, key and value")
         unknown = sorted(set(obj) - set(_STORE_FACT_KEYS))
         if unknown:
-            raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)}")
+            raise InvalidInput(f"{where}: unknown key(s) {', '.join(_with_expected_key(k) for k in unknown)} "
+                               f"(StoreFact keys: {', '.join(_STORE_FACT_KEYS)})")
         for name in ("entity", "key", "value"):
             if not isinstance(obj.get(name), str):
                 raise InvalidInput(f"{where}: `{name}` is required and must be a string")

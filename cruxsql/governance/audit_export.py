@@ -6,7 +6,7 @@ Formats:
   each selected fact the event named: its role and its full state after the event, written exactly as
   the journal writes a fact (Crux's field order; absent optional fields omitted), or null when the
   event removed it.
-* `csv` — one row per (event, fact) with the same columns flattened.
+* `csv` — one row per (event, fact) with the same columns flattened (booleans 0/1, NULL empty).
 * `sqlite` — a standalone database built with sqlite-utils, ready for Datasette: `events` (pk
   `line_no`), `facts` (pk `fact_id`, final state), `event_facts` (pk `line_no, fact_id, role`, foreign
   keys to both, the fact's state after the event), `export_info`; indexes on the usual lookups.
@@ -25,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TextIO
 
 import blake3
 
@@ -240,34 +240,58 @@ def _json_value(v: Any) -> str:
     return _jstr(v)
 
 
-def _write_jsonl(events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
+def _write_jsonl(events: Iterator[dict], fh: TextIO, summary: ExportSummary) -> None:
     """One line per event; each fact's `state` is the fact exactly as the journal format writes it."""
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for ev in events:
-            head = ",".join(f'"{k}":{_json_value(ev[k])}' for k in EVENT_COLUMNS)
-            facts = ",".join('{"fact_id":' + _jstr(fid) + ',"role":' + _jstr(role) + ',"state":'
-                             + ("null" if fact is None else fact.to_json()) + "}" for fid, role, fact in ev["facts"])
-            fh.write("{" + head + ',"facts":[' + facts + "]}\n")
-            summary.events += 1
-            summary.event_facts += len(ev["facts"])
-            summary.chain_head = ev["chain_blake3"]
-        fh.flush()
-        os.fsync(fh.fileno())
+    for ev in events:
+        head = ",".join(f'"{k}":{_json_value(ev[k])}' for k in EVENT_COLUMNS)
+        facts = ",".join('{"fact_id":' + _jstr(fid) + ',"role":' + _jstr(role) + ',"state":'
+                         + ("null" if fact is None else fact.to_json()) + "}" for fid, role, fact in ev["facts"])
+        fh.write("{" + head + ',"facts":[' + facts + "]}\n")
+        summary.events += 1
+        summary.event_facts += len(ev["facts"])
+        summary.chain_head = ev["chain_blake3"]
 
 
-def _write_csv(events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
+def _csv_cell(value: Any) -> Any:
+    """A CSV cell as every cruxsql CSV writes it: NULL as empty, booleans as 0/1."""
+    if value is None:
+        return ""
+    return int(value) if isinstance(value, bool) else value
+
+
+def _write_csv(events: Iterator[dict], fh: TextIO, summary: ExportSummary) -> None:
+    writer = csv.writer(fh, lineterminator="\n")
+    writer.writerow(list(EVENT_COLUMNS) + ["fact_id", "role"] + list(STATE_COLUMNS))
+    for ev in events:
+        head = [ev[c] for c in EVENT_COLUMNS]
+        for fid, role, fact in ev["facts"]:
+            writer.writerow([_csv_cell(v) for v in head + [fid, role] + flat_state(fact)])
+            summary.event_facts += 1
+        summary.events += 1
+        summary.chain_head = ev["chain_blake3"]
+
+
+_TEXT_WRITERS: dict[str, Callable[[Iterator[dict], TextIO, ExportSummary], None]] = {
+    "jsonl": _write_jsonl, "csv": _write_csv}
+
+
+def _write_text_file(fmt: str, events: Iterator[dict], path: Path, summary: ExportSummary) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(list(EVENT_COLUMNS) + ["fact_id", "role"] + list(STATE_COLUMNS))
-        for ev in events:
-            head = [ev[c] for c in EVENT_COLUMNS]
-            for fid, role, fact in ev["facts"]:
-                writer.writerow(["" if v is None else v for v in head + [fid, role] + flat_state(fact)])
-                summary.event_facts += 1
-            summary.events += 1
-            summary.chain_head = ev["chain_blake3"]
+        _TEXT_WRITERS[fmt](events, fh, summary)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def export_audit_stream(store, query: AuditQuery, fmt: str, stream: TextIO) -> ExportSummary:
+    """Write the audit export (jsonl or csv) to an open text stream, e.g. stdout; nothing is recorded."""
+    if fmt not in _TEXT_WRITERS:
+        raise InvalidInput(f"--format {fmt} cannot be written to stdout (`--output -`): it is a database file; "
+                           f"name a file")
+    summary = ExportSummary(path="-", format=fmt)
+    with store.writer_lock():
+        _TEXT_WRITERS[fmt](iter_audit_events(store, query, summary), stream, summary)
+    stream.flush()
+    return summary
 
 
 def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, info: dict[str, Any]) -> None:
@@ -385,10 +409,8 @@ def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record:
     try:
         with store.writer_lock():
             events = iter_audit_events(store, query, summary)
-            if fmt == "jsonl":
-                _write_jsonl(events, tmp, summary)
-            elif fmt == "csv":
-                _write_csv(events, tmp, summary)
+            if fmt in _TEXT_WRITERS:
+                _write_text_file(fmt, events, tmp, summary)
             else:
                 cp = store.db.execute("SELECT byte_offset, line_count, generation FROM journal_checkpoint").fetchone()
                 info = {"query": query.params(), "exported_at": timestamps.format_fact_time(timestamps.now_ns()),

@@ -1,0 +1,248 @@
+"""Operators never guess (issue 37): empty answers explain themselves, the CLI honours token budgets as
+the MCP tools do, one output convention (`-` is stdout, CSV booleans 0/1), input errors name the key
+meant, superseded versions are marked. Each test runs the command an operator would type."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cruxsql.cli import main
+from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
+from cruxsql.facts.store import Store
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """Facts and documents in tenant acme; a little in default."""
+    path = tmp_path_factory.mktemp("store")
+    with Store(path) as store:
+        store.store("svc", "owner", "alice", tenant="acme")
+        store.store("svc", "owner", "bob", tenant="acme")
+        store.store("svc", "team", "core", tenant="acme")
+        store.store("misc", "note", "unrelated", tenant="default")
+        lane = DocumentLane(store)
+        lane.ingest([DocumentInput("runbook.md", [ChunkInput("0", "terraform drift happens when state diverges")])],
+                    tenant="acme")
+        lane.ingest([DocumentInput("pets.md", [ChunkInput("0", "cats and dogs")])], tenant="default")
+    return path
+
+
+@pytest.fixture(scope="module")
+def budget_dir(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("budget")
+    with Store(path) as store:
+        for i in range(8):
+            store.store("load", f"k{i}", f"value number {i} with some words")
+        for i in range(3):
+            store.store("doc", f"k{i}", f"long value {i} " + "word " * 80)
+    return path
+
+
+def cruxsql(data_dir: Path, *args: str, input: str | None = None):
+    """`cruxsql ARGS --data-dir DATA_DIR`, stdout and stderr apart."""
+    return CliRunner().invoke(main, [*args, "--data-dir", str(data_dir)], input=input, catch_exceptions=False)
+
+
+# --- 1. empty answers explain themselves -----------------------------------------------------------
+
+def test_history_without_the_tenant_names_where_the_versions_are(data_dir):
+    result = cruxsql(data_dir, "history", "svc", "owner")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[2:] == []                   # the honest empty table
+    assert result.stderr == "note: no version of (svc, owner) in tenant 'default'; 2 in tenant 'acme' " \
+                            "(pass --tenant acme)\n"
+    found = cruxsql(data_dir, "history", "svc", "owner", "--tenant", "acme")
+    assert found.stderr == "" and len(found.stdout.splitlines()) == 4
+
+
+def test_notes_give_counts_never_other_tenants_data(data_dir):
+    for args in (["history", "svc", "owner"], ["query", "bob"], ["view", "--entity", "svc"],
+                 ["export", "facts", "--tenant", "nobody"], ["search", "terraform drift"]):
+        result = cruxsql(data_dir, *args)
+        assert result.exit_code == 0, args
+        assert result.stderr.startswith("note: "), args
+        for secret in ("alice", "bob", "core", "terraform drift happens", "f_"):
+            assert secret not in result.stderr, (args, secret)
+
+
+def test_a_mistyped_tenant_or_prefix_says_it_matches_nothing(data_dir):
+    typo = cruxsql(data_dir, "export", "audit", "--tenant", "acmee", "--format", "csv", "--output", "-")
+    assert typo.exit_code == 0 and typo.stdout.count("\n") == 1    # the header row only
+    assert typo.stderr.splitlines() == [
+        "note: no fact of the selection in tenant 'acmee' (which holds nothing in this store); 3 in tenant "
+        "'acme', 1 in tenant 'default' (pass --tenant acme)",
+        "wrote 0 event(s) to stdout"]
+    prefix = cruxsql(data_dir, "export", "audit", "--entity-prefix", "svx", "--format", "jsonl", "--output", "-")
+    assert prefix.stdout == "" and prefix.stderr.splitlines()[0] == "note: no entity of any tenant starts with 'svx'"
+    entity = cruxsql(data_dir, "history", "scv", "owner", "--tenant", "acme")
+    assert entity.stderr == "note: no fact of any tenant has entity 'scv'\n"
+    nowhere = cruxsql(data_dir, "query", "zebra", "--tenant", "acmee")
+    assert nowhere.stderr == "note: tenant 'acmee' holds nothing in this store (did you mean --tenant acme?)\n"
+
+
+def test_an_honest_empty_answer_says_nothing_more(data_dir):
+    result = cruxsql(data_dir, "query", "zebra", "--tenant", "acme")
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout.startswith("no facts found")
+
+
+def test_search_without_the_tenant_no_longer_claims_no_document_holds_the_words(data_dir):
+    result = cruxsql(data_dir, "search", "terraform drift")
+    assert result.exit_code == 0
+    assert result.stdout == "coverage 0.00 · no document of tenant 'default' contains: terraform, drift · " \
+                            "0 candidate(s)\n"
+    assert result.stderr == "note: no matching document in tenant 'default'; 1 in tenant 'acme' (pass --tenant acme)\n"
+    scan = cruxsql(data_dir, "scan", "terraform", "--json")
+    assert json.loads(scan.stdout)["pointers"] == [] and "1 in tenant 'acme'" in scan.stderr
+    fused = cruxsql(data_dir, "search", "terraform", "--fused")
+    assert fused.exit_code == 0 and "1 in tenant 'acme'" in fused.stderr
+
+
+def test_agent_surfaces_never_carry_the_note(data_dir):
+    """The MCP server answers through the same recall; the note is the CLI's alone."""
+    from cruxsql.mcp.call import Call  # noqa: F401  (the MCP surface must not import the CLI's notes)
+    import cruxsql.mcp.tools.facts as mcp_facts
+    import cruxsql.mcp.tools.documents as mcp_documents
+    for module in (mcp_facts, mcp_documents):
+        assert "empty_answers" not in Path(module.__file__).read_text(encoding="utf-8")
+
+
+# --- 2. the CLI honours token budgets as the MCP tools do -------------------------------------------
+
+def test_query_prints_only_what_the_budget_paid_for(budget_dir):
+    result = cruxsql(budget_dir, "query", "value", "--entity", "load", "--token-budget", "5")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[load] k7 = value number 7 with some words (confidence=1.00")
+    assert lines[1] == ("-- 1 of 8 matching fact(s) shown, 0 below the confidence floor, 0 left out, 8 tokens; "
+                        "crc-v1 envelope: 1 in full, 0 as epitomes, 7 dropped by --token-budget 5")
+    records = cruxsql(budget_dir, "query", "value", "--entity", "load", "--token-budget", "5",
+                      "--nl").stdout.splitlines()
+    assert [json.loads(r)["key"] for r in records] == ["k7"] and json.loads(records[0])["shown"] == "full"
+
+
+def test_demoted_facts_print_as_their_epitome(budget_dir):
+    result = cruxsql(budget_dir, "query", "long", "--token-budget", "150")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("[doc] k2 = long value 2 word word")
+    assert lines[1].startswith("~ doc k1 = long value 1 word") and ": an epitome, `cruxsql get f_" in lines[1]
+    assert lines[2] == ("-- 2 of 3 matching fact(s) shown, 0 below the confidence floor, 0 left out, 144 tokens; "
+                        "crc-v1 envelope: 1 in full, 1 as epitomes, 1 dropped by --token-budget 150")
+    envelope = json.loads(cruxsql(budget_dir, "query", "long", "--token-budget", "150",
+                                  "--json").stdout)["crc_v1"]
+    assert len(envelope["content"]) == 1 and envelope["meta"]["demoted"] == 1 and envelope["meta"]["capped"] == 1
+
+
+def test_without_a_budget_every_fact_prints_as_before(budget_dir):
+    lines = cruxsql(budget_dir, "query", "value", "--entity", "load").stdout.splitlines()
+    assert len(lines) == 9 and lines[-1].endswith("64 tokens; crc-v1 envelope: 8 in full, 0 as epitomes, 0 dropped")
+
+
+# --- 3. output conventions -------------------------------------------------------------------------
+
+def test_export_audit_to_stdout_with_a_dash(data_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "cruxsql", "export", "audit", "--tenant", "acme", "--format", "csv",
+                             "--output", "-", "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "-").exists()
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["op"], r["value"]) for r in rows] == [("store", "alice"), ("store", "bob"), ("supersede", "alice"),
+                                                     ("supersede", "bob"), ("store", "core")]
+    assert {r["deleted"] for r in rows} == {"0"} and {r["applied"] for r in rows} == {"1"}   # never True/False
+    assert rows[0]["superseded_by"] == "" and rows[2]["superseded_by"].startswith("f_")       # NULL is empty
+    assert result.stderr == "wrote 4 event(s) to stdout\n"
+    refused = cruxsql(data_dir, "export", "audit", "--format", "sqlite", "--output", "-")
+    assert refused.exit_code == 1 and "cannot be written to stdout" in refused.stderr
+
+
+def test_an_unknown_input_key_names_the_key_meant(tmp_path):
+    line = json.dumps({"entity": "svc", "key": "owner", "value": "alice", "tenant": "acme"})
+    result = cruxsql(tmp_path / "d", "store-batch", "-", input=line + "\n")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: line 1: unknown key(s) tenant (did you mean tenant_hash?)")
+    assert not (tmp_path / "d" / "facts.jsonl").exists()
+
+
+def test_view_marks_superseded_versions(data_dir):
+    lines = cruxsql(data_dir, "view", "--tenant", "acme", "--key", "owner").stdout.splitlines()
+    assert lines[0].startswith("[svc] owner = bob (id=") and "superseded" not in lines[0]
+    bob_id = lines[0].split("id=")[1].split(",")[0]
+    assert lines[1].startswith("[svc] owner = alice (id=") and lines[1].endswith(f", v1) [superseded by {bob_id}]")
+    rows = list(csv.DictReader(io.StringIO(cruxsql(data_dir, "view", "--tenant", "acme", "--key", "owner",
+                                                   "--csv").stdout)))
+    assert [(r["value"], r["superseded_by"]) for r in rows] == [("bob", ""), ("alice", bob_id)]
+
+
+def test_history_marks_superseded_versions(data_dir):
+    rows = json.loads(cruxsql(data_dir, "history", "svc", "owner", "--tenant", "acme", "--json").stdout)
+    assert [r["status"].split(" f_")[0] for r in rows] == ["superseded by", "current"]
+
+
+# --- one home for options, one output convention (issue 31, item 4) --------------------------------
+
+RECORD_COMMANDS = ("history", "sql", "segments list", "hold list", "curate contradictions", "curate disagreements",
+                   "curate duplicates", "workspace ledger", "cluster status", "query", "bootstrap", "view", "search",
+                   "scan")
+
+
+def _command(path: str):
+    command = main
+    for name in path.split():
+        command = command.commands[name]
+    return command
+
+
+def _flags(command) -> set[str]:
+    return {flag for param in command.params for flag in param.opts}
+
+
+def test_every_command_that_prints_records_takes_the_four_formats():
+    for path in RECORD_COMMANDS:
+        assert {"--table", "--json", "--nl", "--csv"} <= _flags(_command(path)), path
+
+
+def test_shared_options_are_declared_once():
+    cli_dir = Path(main.callback.__code__.co_filename).parent
+    for module in sorted(cli_dir.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        if module.name != "options.py":
+            for declaration in ('"--tenant"', '"--actor"', '"--reason", required', '"--reason", default',
+                                '"--json", "as_json"', '"--csv", "fmt"'):
+                assert declaration not in text, (module.name, declaration)
+        assert "def register(" not in text, module.name
+
+
+@pytest.mark.parametrize("args", [["history", "svc", "owner", "--tenant", "acme"],
+                                  ["sql", "SELECT entity, key, value, private FROM facts ORDER BY seq"],
+                                  ["view", "--tenant", "acme"], ["search", "terraform", "--tenant", "acme"],
+                                  ["segments", "list"], ["curate", "contradictions", "--tenant", "acme"]])
+def test_records_print_the_same_in_every_format(data_dir, args):
+    nl = [json.loads(line) for line in cruxsql(data_dir, *args, "--nl").stdout.splitlines()]
+    rows = list(csv.DictReader(io.StringIO(cruxsql(data_dir, *args, "--csv").stdout)))
+    table = cruxsql(data_dir, *args, "--table").stdout.splitlines()
+    if args[0] == "curate":          # no candidates: the table says so
+        assert nl == [] and rows == [] and table == ["no contradiction candidates"]
+        return
+    assert nl and len(rows) == len(nl) and len(table) == len(nl) + 2
+    assert list(rows[0]) == list(nl[0]) == table[0].split()
+    for record, row in zip(nl, rows):
+        assert {k: "" if v is None else str(int(v)) if isinstance(v, bool) else str(v) for k, v in record.items()} \
+            == row
+    json_out = json.loads(cruxsql(data_dir, *args, "--json").stdout)
+    assert (json_out if isinstance(json_out, list) else None) == nl or args[0] in ("view", "search")
+
+
+def test_existing_json_flags_keep_their_meaning(data_dir):
+    stored = json.loads(cruxsql(data_dir, "hold", "list", "--json").stdout)
+    assert stored == []
+    assert json.loads(cruxsql(data_dir, "view", "--tenant", "acme", "--json").stdout)["returned"] == 3
+    assert json.loads(cruxsql(data_dir, "search", "terraform", "--tenant", "acme", "--json").stdout)["contract"] \
+        == "crc-v1"
+    assert json.loads(cruxsql(data_dir, "verify", "--json").stdout)["ok"] is True
