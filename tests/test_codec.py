@@ -201,3 +201,26 @@ def test_nesting_up_to_serdes_limit_is_accepted() -> None:
     deep = b"[" * 120 + b"]" * 120
     event = codec.decode_event(b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + deep + b"}")
     assert event.fact_id == "a"
+
+
+@pytest.mark.parametrize("depth, accepted", [(127, True), (128, False)])
+def test_serdes_recursion_limit_rejects_a_line_128_levels_deep(depth: int, accepted: bool) -> None:
+    """serde_json starts at remaining_depth 128 and fails when entering a container brings it to 0:
+    the line's own object is level 1, so 126 more arrays make 127 (read), 127 more make 128 (rejected)."""
+    raw = b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    assert codec._nesting_depth(raw) == depth
+    if accepted:
+        assert codec.decode_event(raw).fact_id == "a"
+    else:
+        with pytest.raises(CorruptLine, match="nested deeper than 127"):
+            codec.decode_event(raw)
+
+
+def test_tokens_above_i64_name_the_views_limit_not_a_type_error() -> None:
+    line = ('{"op":"store","fact":{"fact_id":"f_1","entity":"e","key":"k","value":"v","source_receipt":null,'
+            '"confidence":1.0,"stored_at":"2026-01-01T00:00:00Z","tokens":%d,"deleted":false}}')
+    assert codec.decode_event((line % (2**63 - 1)).encode()).fact.tokens == 2**63 - 1
+    with pytest.raises(CorruptLine, match="valid usize for Crux but above 2\\^63-1"):
+        codec.decode_event((line % 2**63).encode())
+    with pytest.raises(CorruptLine, match="`tokens` must be an unsigned integer"):
+        codec.decode_event((line % 2**64).encode())

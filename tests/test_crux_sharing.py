@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 import cruxsql
 from cruxsql.facts import codec, timestamps
 
@@ -88,3 +90,38 @@ def test_a_stale_intent_matches_nothing(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         assert store.journal.quarantined_tails() == []
         assert len(store.history("svc", "owner")) == 2
+
+
+def test_store_batch_stamps_each_fact_when_it_is_built(tmp_path: Path) -> None:
+    from cruxsql.facts.store import StoreRequest
+    with cruxsql.open(tmp_path) as store:
+        facts = store.store_batch([StoreRequest("svc", f"k{i}", "v") for i in range(50)])
+    stamps = [f.stored_at for f in facts]
+    assert stamps == sorted(stamps) and len(set(stamps)) > 1
+
+
+@pytest.mark.parametrize("value, pinned", [("1", True), ("true", True), ("TrUe", True), (" 1", False),
+                                           ("true\n", False), ("yes", False), ("\u0130rue", False), ("0", False)])
+def test_a_pin_is_exactly_1_or_ascii_case_insensitive_true_untrimmed(tmp_path: Path, value: str,
+                                                                      pinned: bool) -> None:
+    from cruxsql.curation.memory_panel import PIN_OWNER, pinned_by
+    from cruxsql.recall.queries import Recall
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "k", "v")
+        store.store(f"__memory_pin::a1::{fact.fact_id}", "pinned", value, owner=PIN_OWNER)
+        assert pinned_by(store, "a1", fact.fact_id, "default") is pinned
+        assert Recall(store).memory_view(agent="a1").facts[0]["pinned"] is pinned
+
+
+def test_memory_view_answers_crux_feature_disabled_response(portal, tmp_path: Path) -> None:
+    from mcp_clients import stdio
+    with cruxsql.open(tmp_path) as store:
+        store.store("svc", "k", "v")
+    client = stdio(portal, tmp_path, "--agent", "a1", env={"CORECRUXD_FEATURE_MEMORY_PANEL": "0"})
+    try:
+        result = client.call("memory_view", {})
+        assert result.is_error is False and result.structured_content is None
+        assert result.content[0].text == ("memory_view: memory panel explicitly disabled (unset "
+                                          "CORECRUXD_FEATURE_MEMORY_PANEL to re-enable; it is on by default)")
+    finally:
+        client.close()

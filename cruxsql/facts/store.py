@@ -329,12 +329,13 @@ class Store:
             check_create(req.entity, owner)
 
         def build() -> list[codec.Event]:
-            now = timestamps.now_ns()
             for req in requests:
                 req.check()
             chains = [self._chain_key(r) for r in requests]
             heads = self._chain_heads(chains)
-            facts = [self._build_fact(r, now, heads.get(c)) for r, c in zip(requests, chains)]
+            # each fact stamped when it is built, as Crux's try_store_bulk does (build_fact reads the clock
+            # once per fact: crates/corecrux-memory/src/fact_store.rs)
+            facts = [self._build_fact(r, timestamps.now_ns(), heads.get(c)) for r, c in zip(requests, chains)]
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
