@@ -193,8 +193,32 @@ def test_values_the_view_cannot_hold_make_a_corrupt_line_not_a_crash(change: dic
         codec.decode_event(json.dumps({"op": "store", "fact": {**BASE, **change}}).encode())
 
 
-def test_a_leap_second_counts_as_the_next_second_like_chrono() -> None:
-    assert timestamps.parse_ns("2016-12-31T23:59:60.5Z") == timestamps.parse_ns("2017-01-01T00:00:00.5Z")
+@pytest.mark.parametrize("text, written", [("2016-12-31T23:59:60.5Z", "2016-12-31T23:59:60.500Z"),
+                                           ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z"),
+                                           ("2017-01-01T00:59:60.25+01:00", "2016-12-31T23:59:60.250Z")])
+def test_a_leap_second_is_kept_as_written_and_sorted_as_chrono_sorts_it(text: str, written: str) -> None:
+    """chrono reads :60 as second 59 with 1e9 more nanoseconds, writes it back as :60 and sorts it after
+    all of :59 and before the next :00."""
+    leap = timestamps.parse_ns(text)
+    assert timestamps.format_fact_time(leap) == written
+    assert timestamps.parse_ns("2016-12-31T23:59:59.999Z") < leap < timestamps.parse_ns("2017-01-01T00:00:00Z")
+
+
+def test_a_leap_second_fact_keeps_its_text_in_the_view_and_through_compaction(tmp_path) -> None:
+    import cruxsql
+    from cruxsql.governance import compaction
+    line = ('{"op":"store","fact":{"fact_id":"f_leap","tenant_hash":"default","entity":"e","key":"k","value":"v",'
+            '"source_receipt":null,"confidence":1.0,"stored_at":"2016-12-31T23:59:60.500Z","tokens":1,'
+            '"deleted":false,"version":1,"private":false,"horizon_class":"none"}}')
+    after = line.replace("f_leap", "f_next").replace("2016-12-31T23:59:60.500Z", "2017-01-01T00:00:00Z")
+    (tmp_path / "facts.jsonl").write_text(after + "\n" + line + "\n")
+    with cruxsql.open(tmp_path) as store:
+        assert store.db.execute("SELECT stored_at FROM facts WHERE fact_id = 'f_leap'").fetchone()[0] == \
+            "2016-12-31T23:59:60.500Z"
+        assert [r[0] for r in store.db.execute("SELECT fact_id FROM facts ORDER BY stored_at_ns")] == \
+            ["f_leap", "f_next"]
+        compaction.compact(store)
+    assert (tmp_path / "facts.jsonl").read_text() == line + "\n" + after + "\n"
 
 
 def test_nesting_up_to_serdes_limit_is_accepted() -> None:
