@@ -125,3 +125,19 @@ def test_memory_view_answers_crux_feature_disabled_response(portal, tmp_path: Pa
                                           "CORECRUXD_FEATURE_MEMORY_PANEL to re-enable; it is on by default)")
     finally:
         client.close()
+
+
+def test_doctor_counts_the_lines_a_crux_daemon_would_skip(tmp_path: Path) -> None:
+    from cruxsql.governance import doctor
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "k", "v")
+    check = next(c for c in doctor.diagnose(tmp_path).checks if c.name == "lines_crux_skips")
+    assert (check.status, check.value, check.message) == (
+        doctor.OK, 0.0, "every journal line is one a Crux daemon replays")
+    with cruxsql.open(tmp_path) as store:
+        store.set_horizon(fact.fact_id, "stable")
+        store.reverify(fact.fact_id)
+        store.reverify(fact.fact_id)
+    check = next(c for c in doctor.diagnose(tmp_path).checks if c.name == "lines_crux_skips")
+    assert (check.status, check.value) == (doctor.OK, 3.0)
+    assert check.message.startswith("3 journal line(s) a Crux daemon would skip as corrupt (2 reverify, 1 set_horizon)")
