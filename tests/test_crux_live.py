@@ -41,6 +41,10 @@ with cruxsql.open(data) as store, open(ack_path, "a") as ack:
         try:
             fact = store.store("py", f"p{i % 4}", f"py {i}")
             ack.write(f"store {fact.fact_id}\n")
+            if i % 5 == 1:  # ops Crux has none for: kept out of facts.jsonl
+                store.set_horizon(fact.fact_id, "stable")
+                store.reverify(fact.fact_id)
+                ack.write(f"horizon {fact.fact_id}\n")
             if i % 7 == 3:  # noted first: a delete refused with SQLITE_BUSY may still be durable
                 ack.write(f"try-delete {fact.fact_id}\n")
                 store.delete(fact.fact_id)
@@ -77,14 +81,15 @@ def journal_mentions(data: Path, fact_id: str) -> list[str]:
     return [line for line in (data / "facts.jsonl").read_text().splitlines() if fact_id in line]
 
 
-def _acks(path: Path) -> tuple[set[str], set[str], set[str], int]:
-    """(stores acknowledged, deletes attempted, deletes acknowledged, compactions) of one writer."""
-    stored, tried, deleted, compactions = set(), set(), set(), 0
+def _acks(path: Path) -> tuple[set[str], set[str], set[str], set[str], int]:
+    """(stores acknowledged, deletes attempted, deletes acknowledged, horizons set and re-verified,
+    compactions) of one writer."""
+    stored, tried, deleted, horizons, compactions = set(), set(), set(), set(), 0
     for line in path.read_text().splitlines():
         kind, _, fact_id = line.partition(" ")
-        {"store": stored, "try-delete": tried, "delete": deleted}.get(kind, set()).add(fact_id)
+        {"store": stored, "try-delete": tried, "delete": deleted, "horizon": horizons}.get(kind, set()).add(fact_id)
         compactions += kind == "compacted"
-    return stored, tried, deleted, compactions
+    return stored, tried, deleted, horizons, compactions
 
 
 def test_crux_and_cruxsql_share_a_live_directory(portal, tmp_path: Path) -> None:
@@ -129,8 +134,8 @@ def test_crux_and_cruxsql_share_a_live_directory(portal, tmp_path: Path) -> None
         outputs.append(out)
     print(f"known races: writer {outputs[1].strip()}, reader (passes, races) {outputs[2].strip()}, mcp {mcp_races}")
 
-    crux_stored, _, _, compactions = _acks(crux_ack)
-    py_stored, py_tried, py_deleted, _ = _acks(py_ack)
+    crux_stored, _, _, _, compactions = _acks(crux_ack)
+    py_stored, py_tried, py_deleted, py_horizons, _ = _acks(py_ack)
     assert compactions >= 1 and len(crux_stored) > 20 and len(py_stored) > 20 and len(mcp_stored) > 5
 
     reference = replay(data / "facts.jsonl")
@@ -140,6 +145,8 @@ def test_crux_and_cruxsql_share_a_live_directory(portal, tmp_path: Path) -> None
         report = store.verify()
         assert report.ok, report.to_dict()
         view = {f.fact_id: f for f in iter_facts(store.db)}
+    assert py_horizons and all(view[f].horizon_class == "stable" and view[f].reverified_at is not None
+                               for f in py_horizons - py_tried if f in view)
     ref = reference.facts
 
     def shape(f):

@@ -134,10 +134,59 @@ def test_doctor_counts_the_lines_a_crux_daemon_would_skip(tmp_path: Path) -> Non
     check = next(c for c in doctor.diagnose(tmp_path).checks if c.name == "lines_crux_skips")
     assert (check.status, check.value, check.message) == (
         doctor.OK, 0.0, "every journal line is one a Crux daemon replays")
-    with cruxsql.open(tmp_path) as store:
-        store.set_horizon(fact.fact_id, "stable")
-        store.reverify(fact.fact_id)
-        store.reverify(fact.fact_id)
+    _append(tmp_path, codec.SetHorizonEvent(fact.fact_id, "stable", "2026-01-01T00:00:00+00:00"),
+            codec.ReverifyEvent(fact.fact_id, 10**18), codec.ReverifyEvent(fact.fact_id, 10**18 + 1))
+    with cruxsql.open(tmp_path):  # lines an older cruxsql wrote into facts.jsonl
+        pass
     check = next(c for c in doctor.diagnose(tmp_path).checks if c.name == "lines_crux_skips")
     assert (check.status, check.value) == (doctor.OK, 3.0)
     assert check.message.startswith("3 journal line(s) a Crux daemon would skip as corrupt (2 reverify, 1 set_horizon)")
+
+
+def test_horizon_and_reverify_stay_out_of_facts_jsonl_and_survive_a_crux_compaction(tmp_path: Path) -> None:
+    """Crux has no op for them: they go to cruxsql-fact-events.jsonl, replayed after facts.jsonl, so a
+    Crux replay sees no line it skips, and a Crux compaction (from its memory, without them) loses
+    nothing for cruxsql."""
+    from crux_reference import compact, replay
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "k", "v")
+        store.set_horizon(fact.fact_id, "volatile")
+        reverified = store.reverify(fact.fact_id).reverified_at
+    assert replay(tmp_path / "facts.jsonl").skipped_lines == []
+    crux = replay(tmp_path / "facts.jsonl")
+    assert crux.facts[fact.fact_id].horizon_class == "none"  # Crux never learns of it (it keeps it in memory)
+    compact(tmp_path / "facts.jsonl", crux)
+    with cruxsql.open(tmp_path) as store:
+        got = store.get(fact.fact_id)
+        assert (got.horizon_class, got.reverified_at) == ("volatile", reverified)
+        assert store.verify().ok
+
+
+def test_the_fact_events_file_is_backed_up_and_restored(tmp_path: Path) -> None:
+    from cruxsql.governance import backup
+    with cruxsql.open(tmp_path / "data") as store:
+        fact = store.store("svc", "k", "v")
+        store.set_horizon(fact.fact_id, "stable")
+        backup.backup(store, tmp_path / "bak")
+    backup.restore(tmp_path / "bak", tmp_path / "restored")
+    assert (tmp_path / "restored" / "cruxsql-fact-events.jsonl").read_bytes() == \
+        (tmp_path / "data" / "cruxsql-fact-events.jsonl").read_bytes()
+    (tmp_path / "restored" / "cruxsql.db").unlink()
+    with cruxsql.open(tmp_path / "restored") as store:
+        assert store.get(fact.fact_id).horizon_class == "stable"
+
+
+def test_a_torn_last_line_of_the_fact_events_file_is_quarantined(tmp_path: Path) -> None:
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "k", "v")
+        store.set_horizon(fact.fact_id, "stable")
+    with open(tmp_path / "cruxsql-fact-events.jsonl", "ab") as fh:
+        fh.write(b'{"op":"set_horizon","fact_id":"' + fact.fact_id.encode() + b'","horizon_cl')
+    with cruxsql.open(tmp_path) as store:
+        store.set_horizon(fact.fact_id, "volatile")
+        assert store.get(fact.fact_id).horizon_class == "volatile"
+        report = store.verify()
+        assert [name.split(".torn.")[0] for name in report.quarantined_tails] == ["cruxsql-fact-events.jsonl"]
+        assert report.corrupt_lines == [] and report.view_matches_replay
+    torn = list(tmp_path.glob("cruxsql-fact-events.jsonl.torn.*"))
+    assert torn[0].read_bytes().endswith(b'"horizon_cl') and torn[0].stat().st_mode & 0o777 == 0o600
