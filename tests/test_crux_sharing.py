@@ -7,6 +7,7 @@ ordinary new version is a `store` line, then (a separate write) a `supersede` li
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -190,3 +191,22 @@ def test_a_torn_last_line_of_the_fact_events_file_is_quarantined(tmp_path: Path)
         assert report.corrupt_lines == [] and report.view_matches_replay
     torn = list(tmp_path.glob("cruxsql-fact-events.jsonl.torn.*"))
     assert torn[0].read_bytes().endswith(b'"horizon_cl') and torn[0].stat().st_mode & 0o777 == 0o600
+
+
+def test_cruxsql_compaction_bakes_the_fact_events_in_and_leaves_the_file_consistent(tmp_path: Path) -> None:
+    from cruxsql.governance import compaction
+    with cruxsql.open(tmp_path) as store:
+        keep = store.store("svc", "k", "v")
+        gone = store.store("svc", "other", "erased value")
+        store.set_horizon(keep.fact_id, "volatile")
+        store.reverify(gone.fact_id)
+        store.delete(gone.fact_id)
+        compaction.compact(store)
+        assert store.get(keep.fact_id).horizon_class == "volatile" and store.verify().ok
+    line = next(json.loads(x) for x in (tmp_path / "facts.jsonl").read_text().splitlines() if keep.fact_id in x)
+    assert line["fact"]["horizon_class"] == "volatile"  # baked into the store line, readable by Crux
+    assert b"erased value" not in (tmp_path / "cruxsql-fact-events.jsonl").read_bytes()
+    (tmp_path / "cruxsql.db").unlink()
+    with cruxsql.open(tmp_path) as store:  # the old events replay onto the compacted journal to the same state
+        assert store.get(keep.fact_id).horizon_class == "volatile" and store.verify().ok
+        assert [f.fact_id for f in store.history("svc", "other")] == []
