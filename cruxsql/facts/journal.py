@@ -77,6 +77,62 @@ def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
     fsync_dir(path.parent)
 
 
+def quarantine_torn_tail(path: Path) -> Optional[Path]:
+    """Move the unterminated last line of the JSONL file `path` to `<name>.torn.<32hex>` (spec §4.3) and
+    truncate the file; return the quarantine file, if any. The caller holds the writer lock."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return None
+        return quarantine_from(path, fd, _last_newline_end(fd, size), size, "oversized_unterminated_uncommitted_record")
+    finally:
+        os.close(fd)
+
+
+def quarantine_from(path: Path, fd: int, start: int, size: int, oversized_reason: str) -> Path:
+    """Move the bytes [start, size) of `path` (open as `fd`) to a new 0600 `<name>.torn.<32hex>` file,
+    or, when longer than 64 MiB, a `.metadata.json` marker describing them; then truncate."""
+    length = size - start
+    name = f"{path.name}.torn.{uuid.uuid4().hex}"
+    if length > MAX_RECORD_BYTES:
+        name += ".metadata.json"
+        payload = json.dumps(
+            {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": oversized_reason,
+             "schema_version": 1, "tail_len": length, "tail_start": start},
+            separators=(",", ":"),
+        ).encode() + b"\n"
+    else:
+        payload = os.pread(fd, length, start)
+    quarantine = path.parent / name
+    qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        _write_all(qfd, payload)
+        os.fsync(qfd)  # the quarantined bytes are durable before the file loses them
+    finally:
+        os.close(qfd)
+    fsync_dir(path.parent)  # ... and so is the quarantine file's name
+    os.ftruncate(fd, start)
+    os.fsync(fd)  # the truncation is durable before anything is appended after it
+    fsync_dir(path.parent)
+    return quarantine
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 8192)
+        block = os.pread(fd, pos - start, start)
+        idx = block.rfind(b"\n")
+        if idx >= 0:
+            return start + idx + 1
+        pos = start
+    return 0
+
+
 @dataclass(frozen=True)
 class Record:
     """One newline-terminated journal line.
@@ -293,18 +349,7 @@ class Journal:
         The caller holds the lock. The tail goes to `facts.jsonl.torn.<32hex>` (mode 0600), or, when
         longer than 64 MiB, a `.metadata.json` marker describes it; then the journal is truncated.
         """
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-                return None
-            return self._quarantine_from(fd, self._last_newline_end(fd, size), size,
-                                         "oversized_unterminated_uncommitted_record")
-        finally:
-            os.close(fd)
+        return quarantine_torn_tail(self.path)
 
     def repair_incomplete_group(self, since: int) -> Optional[Path]:
         """Quarantine the journal's last mutation when it is one of cruxsql's own, cut short between lines.
@@ -329,47 +374,9 @@ class Journal:
                 return None
         fd = os.open(self.path, os.O_RDWR)
         try:
-            return self._quarantine_from(fd, intent.start, os.fstat(fd).st_size, "oversized_incomplete_mutation")
+            return quarantine_from(self.path, fd, intent.start, os.fstat(fd).st_size, "oversized_incomplete_mutation")
         finally:
             os.close(fd)
-
-    def _quarantine_from(self, fd: int, start: int, size: int, oversized_reason: str) -> Path:
-        """Move the journal's bytes [start, size) to a new 0600 quarantine file, then truncate."""
-        length = size - start
-        name = f"{JOURNAL_NAME}.torn.{uuid.uuid4().hex}"
-        if length > MAX_RECORD_BYTES:
-            name += ".metadata.json"
-            payload = json.dumps(
-                {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": oversized_reason,
-                 "schema_version": 1, "tail_len": length, "tail_start": start},
-                separators=(",", ":"),
-            ).encode() + b"\n"
-        else:
-            payload = os.pread(fd, length, start)
-        quarantine = self.data_dir / name
-        qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            _write_all(qfd, payload)
-            os.fsync(qfd)  # the quarantined bytes are durable before the journal loses them
-        finally:
-            os.close(qfd)
-        fsync_dir(self.data_dir)  # ... and so is the quarantine file's name
-        os.ftruncate(fd, start)
-        os.fsync(fd)  # the truncation is durable before anything is appended after it
-        fsync_dir(self.data_dir)
-        return quarantine
-
-    @staticmethod
-    def _last_newline_end(fd: int, size: int) -> int:
-        pos = size
-        while pos > 0:
-            start = max(0, pos - 8192)
-            block = os.pread(fd, pos - start, start)
-            idx = block.rfind(b"\n")
-            if idx >= 0:
-                return start + idx + 1
-            pos = start
-        return 0
 
     def quarantined_tails(self) -> list[Path]:
         return sorted(self.data_dir.glob(f"{JOURNAL_NAME}.torn.*"))

@@ -13,7 +13,6 @@ bytes before the offset to notice a rewrite (`Position`).
 from __future__ import annotations
 
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -21,7 +20,7 @@ from typing import Iterator, Optional
 import blake3
 
 from ..errors import JournalError
-from .journal import FINGERPRINT_WINDOW, fsync_dir
+from .journal import FINGERPRINT_WINDOW, fsync_dir, quarantine_torn_tail
 
 _WINDOW = FINGERPRINT_WINDOW
 
@@ -74,31 +73,9 @@ class OwnJournal:
         return self.position(end)
 
     def repair_torn_tail(self) -> Optional[Path]:
-        """Move an unterminated last line to `<name>.torn.<32hex>` (0600) and truncate; the caller holds
-        the writer lock."""
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-                return None
-            data = os.pread(fd, size, 0)
-            start = data.rfind(b"\n") + 1
-            quarantine = self.data_dir / f"{self.name}.torn.{uuid.uuid4().hex}"
-            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(qfd, data[start:])
-                os.fsync(qfd)
-            finally:
-                os.close(qfd)
-            fsync_dir(self.data_dir)
-            os.ftruncate(fd, start)
-            os.fsync(fd)
-            return quarantine
-        finally:
-            os.close(fd)
+        """Move an unterminated last line to `<name>.torn.<32hex>` (0600) and truncate, as the fact
+        journal's is; the caller holds the writer lock."""
+        return quarantine_torn_tail(self.path)
 
     def position(self, offset: int) -> Position:
         """The position at `offset` (inode and the hash of the bytes just before it)."""
