@@ -52,7 +52,9 @@ def test_jsonl_events_in_order_with_resulting_state(tmp_path):
     text = out.read_text()
     assert "private note" not in text and "b@example.com" not in text
     # line hashes match the journal, and the chain links them
-    lines = (tmp_path / "data" / "facts.jsonl").read_bytes().splitlines()
+    # (numbered on past facts.jsonl's last line: the events of cruxsql's own cruxsql-fact-events.jsonl)
+    lines = (tmp_path / "data" / "facts.jsonl").read_bytes().splitlines() + \
+        (tmp_path / "data" / "cruxsql-fact-events.jsonl").read_bytes().splitlines()
     chain = ""
     for e in events:
         assert e["line_blake3"] == blake3.blake3(lines[e["line_no"] - 1]).hexdigest()
@@ -171,7 +173,9 @@ def test_final_states_in_the_export_equal_the_view(tmp_path, seed):
     finally:
         con.close()
     in_view = [r[0] for r in store.db.execute("SELECT fact_id FROM facts")]
-    assert events == store.db.execute("SELECT count(*) FROM journal_events").fetchone()[0]
+    own = tmp_path / "data" / "cruxsql-fact-events.jsonl"
+    own_events = len(own.read_bytes().splitlines()) if own.exists() else 0
+    assert events == store.db.execute("SELECT count(*) FROM journal_events").fetchone()[0] + own_events
     for fid in in_view:
         expected = audit_export.flat_state(store.get(fid))
         expected[5], expected[8] = int(expected[5]), int(expected[8])  # booleans as SQLite stores them

@@ -193,11 +193,58 @@ def test_values_the_view_cannot_hold_make_a_corrupt_line_not_a_crash(change: dic
         codec.decode_event(json.dumps({"op": "store", "fact": {**BASE, **change}}).encode())
 
 
-def test_a_leap_second_counts_as_the_next_second_like_chrono() -> None:
-    assert timestamps.parse_ns("2016-12-31T23:59:60.5Z") == timestamps.parse_ns("2017-01-01T00:00:00.5Z")
+@pytest.mark.parametrize("text, written", [("2016-12-31T23:59:60.5Z", "2016-12-31T23:59:60.500Z"),
+                                           ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z"),
+                                           ("2017-01-01T00:59:60.25+01:00", "2016-12-31T23:59:60.250Z")])
+def test_a_leap_second_is_kept_as_written_and_sorted_as_chrono_sorts_it(text: str, written: str) -> None:
+    """chrono reads :60 as second 59 with 1e9 more nanoseconds, writes it back as :60 and sorts it after
+    all of :59 and before the next :00."""
+    leap = timestamps.parse_ns(text)
+    assert timestamps.format_fact_time(leap) == written
+    assert timestamps.parse_ns("2016-12-31T23:59:59.999Z") < leap < timestamps.parse_ns("2017-01-01T00:00:00Z")
+
+
+def test_a_leap_second_fact_keeps_its_text_in_the_view_and_through_compaction(tmp_path) -> None:
+    import cruxsql
+    from cruxsql.governance import compaction
+    line = ('{"op":"store","fact":{"fact_id":"f_leap","tenant_hash":"default","entity":"e","key":"k","value":"v",'
+            '"source_receipt":null,"confidence":1.0,"stored_at":"2016-12-31T23:59:60.500Z","tokens":1,'
+            '"deleted":false,"version":1,"private":false,"horizon_class":"none"}}')
+    after = line.replace("f_leap", "f_next").replace("2016-12-31T23:59:60.500Z", "2017-01-01T00:00:00Z")
+    (tmp_path / "facts.jsonl").write_text(after + "\n" + line + "\n")
+    with cruxsql.open(tmp_path) as store:
+        assert store.db.execute("SELECT stored_at FROM facts WHERE fact_id = 'f_leap'").fetchone()[0] == \
+            "2016-12-31T23:59:60.500Z"
+        assert [r[0] for r in store.db.execute("SELECT fact_id FROM facts ORDER BY stored_at_ns")] == \
+            ["f_leap", "f_next"]
+        compaction.compact(store)
+    assert (tmp_path / "facts.jsonl").read_text() == line + "\n" + after + "\n"
 
 
 def test_nesting_up_to_serdes_limit_is_accepted() -> None:
     deep = b"[" * 120 + b"]" * 120
     event = codec.decode_event(b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + deep + b"}")
     assert event.fact_id == "a"
+
+
+@pytest.mark.parametrize("depth, accepted", [(127, True), (128, False)])
+def test_serdes_recursion_limit_rejects_a_line_128_levels_deep(depth: int, accepted: bool) -> None:
+    """serde_json starts at remaining_depth 128 and fails when entering a container brings it to 0:
+    the line's own object is level 1, so 126 more arrays make 127 (read), 127 more make 128 (rejected)."""
+    raw = b'{"op":"delete","fact_id":"a","deleted_at":"x","junk":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    assert codec._nesting_depth(raw) == depth
+    if accepted:
+        assert codec.decode_event(raw).fact_id == "a"
+    else:
+        with pytest.raises(CorruptLine, match="nested deeper than 127"):
+            codec.decode_event(raw)
+
+
+def test_tokens_above_i64_name_the_views_limit_not_a_type_error() -> None:
+    line = ('{"op":"store","fact":{"fact_id":"f_1","entity":"e","key":"k","value":"v","source_receipt":null,'
+            '"confidence":1.0,"stored_at":"2026-01-01T00:00:00Z","tokens":%d,"deleted":false}}')
+    assert codec.decode_event((line % (2**63 - 1)).encode()).fact.tokens == 2**63 - 1
+    with pytest.raises(CorruptLine, match="valid usize for Crux but above 2\\^63-1"):
+        codec.decode_event((line % 2**63).encode())
+    with pytest.raises(CorruptLine, match="`tokens` must be an unsigned integer"):
+        codec.decode_event((line % 2**64).encode())

@@ -147,8 +147,13 @@ def test_retention_carries_both_over(store: Store, monkeypatch) -> None:
 
 
 def test_renumbered_seqs_or_a_stale_index_start_the_index_over(store: Store, monkeypatch) -> None:
-    # same stored_at for a batch: a fresh replay numbers it by fact id, so compaction renumbers
-    stored = store.store_batch([StoreRequest("tie", f"t{i}", f"TIE value {i}") for i in range(20)])
+    # same stored_at for a batch (each fact is stamped when built, so a clock that does not move): a fresh
+    # replay numbers it by fact id, so compaction renumbers
+    from cruxsql.facts import timestamps
+    frozen = timestamps.now_ns()
+    with monkeypatch.context() as m:
+        m.setattr(timestamps, "now_ns", lambda: frozen)
+        stored = store.store_batch([StoreRequest("tie", f"t{i}", f"TIE value {i}") for i in range(20)])
     assert len({f.stored_at for f in stored}) == 1
     TextIndex(store.db).sync()
     rebuilt = []

@@ -63,14 +63,22 @@ def temp_writes(tmp_path):
 
 
 @pytest.mark.parametrize("batched", [True, False], ids=["one-batch-renumbers-seqs", "one-fact-per-call"])
-def test_compaction_copies_no_erased_value_outside_the_data_directory(tmp_path, temp_writes, batched):
-    # Facts stored in one batch share their stored_at, so the compacted order (stored_at, fact_id) differs
+def test_compaction_copies_no_erased_value_outside_the_data_directory(tmp_path, temp_writes, batched, monkeypatch):
+    # Facts stored in one batch under a clock that does not move share their stored_at (store_batch stamps
+    # each fact when it is built, as Crux does), so the compacted order (stored_at, fact_id) differs
     # from replay order and the compaction renumbers the seqs (and rebuilds recall's text index); stored
     # one per call, the order holds and the index is carried over with the erased facts taken out.
     requests = [StoreRequest(f"svc:{i}", "note", (MARK.decode() if i % 10 == 0 else "kept") + f" {i} " + "x" * 400)
                 for i in range(600)]  # more than SQLite keeps of a statement journal in memory (64 KiB)
     with Store(tmp_path / "data") as store:
-        facts = store.store_batch(requests) if batched else [store.store_batch([r])[0] for r in requests]
+        if batched:
+            from cruxsql.facts import timestamps
+            frozen = timestamps.now_ns()
+            with monkeypatch.context() as m:
+                m.setattr(timestamps, "now_ns", lambda: frozen)
+                facts = store.store_batch(requests)
+        else:
+            facts = [store.store_batch([r])[0] for r in requests]
         # recall's text index holds the values too (lower-cased), a deleted fact's until a compaction
         recall = Recall(store)
         assert len(recall.query_facts(MARK.decode(), contract="legacy", record_access=False, top_k=500).rows) == 60

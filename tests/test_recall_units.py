@@ -176,14 +176,18 @@ def test_rust_lowercase_and_whitespace():
 
 
 @pytest.mark.parametrize("query", ["de", "deploy"])  # a scan (under 3 characters), trigram candidates
-def test_ties_across_the_top_k_boundary_are_ranked_by_fact_id(tmp_path: Path, query: str) -> None:
+def test_ties_across_the_top_k_boundary_are_ranked_by_fact_id(tmp_path: Path, query: str, monkeypatch) -> None:
+    from cruxsql.facts import timestamps
     from cruxsql.facts.store import Store, StoreRequest
     from cruxsql.recall.queries import Recall
 
     with Store(tmp_path) as store:
         older = store.store("svc", "old", "deploy older but surer", confidence=1.0)
-        batch = store.store_batch([StoreRequest("svc", f"k{i}", f"deploy batch {i}", confidence=0.8)
-                                   for i in range(7)])
+        frozen = timestamps.now_ns()  # one stored_at for the batch: a clock that does not move
+        with monkeypatch.context() as m:
+            m.setattr(timestamps, "now_ns", lambda: frozen)
+            batch = store.store_batch([StoreRequest("svc", f"k{i}", f"deploy batch {i}", confidence=0.8)
+                                       for i in range(7)])
         store.store("svc", "other", "unrelated words")
         later = store.store("svc", "newest", "deploy newest, less sure", confidence=0.5)
         ranked = [older.fact_id] + sorted(f.fact_id for f in batch) + [later.fact_id]

@@ -52,6 +52,10 @@ def _referenced_ids(obj: Any) -> set[str]:
 class ClusterStore(Store):
     """The data directory of a cluster node; `cluster.json` in it says which cluster."""
 
+    # the replicated stream is cruxsql's own: horizon changes and re-verifications travel in it, so every
+    # node applies them (a node's facts.jsonl mirrors the stream, written by no Crux daemon)
+    EXTENSIONS_IN_JOURNAL = True
+
     def __init__(self, data_dir: Path | str, config: ClusterConfig, progress: Progress = None,
                  link: Optional[ClusterLink] = None, **options: Any) -> None:
         """`link`: a connection to `config`'s cluster already made (the store closes it), else one is made."""

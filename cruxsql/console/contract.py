@@ -219,6 +219,7 @@ VIEW_RELATIONS: tuple[Relation, ...] = (
 
 INTERNAL: dict[str, str] = {
     "journal_checkpoint": "how far the view has replayed the journal, and the fingerprint of those bytes",
+    "own_journal_positions": "how far the view has replayed cruxsql's own journals (cruxsql-fact-events.jsonl)",
     "recall_index_state": "which generation of the fact tables the recall index was built for",
     "recall_text": "per fact: agent scope split and lowercased text for recall's OR-match",
     "recall_grams": "trigram postings of recall's index",

@@ -18,7 +18,7 @@ from ..facts.codec import Fact
 from ..facts.privacy import NamespaceOwner, split_private_entity
 from ..facts.store import Store
 from ..recall import scope
-from ..recall.queries import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED
+from ..recall.queries import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED, pin_value_pinned
 from .tool_results import INTERNAL_ERROR, INVALID_PARAMS, ToolError, flag_on
 
 PANEL_FLAG = "CORECRUXD_FEATURE_MEMORY_PANEL"
@@ -35,6 +35,12 @@ def _payload(text: str, structured: Optional[dict[str, Any]] = None) -> dict[str
     if structured is not None:
         out["structuredContent"] = structured
     return out
+
+
+def panel_disabled(tool: str, env: Optional[Mapping[str, str]] = None) -> Optional[dict[str, Any]]:
+    """Crux's feature-disabled response when `CORECRUXD_FEATURE_MEMORY_PANEL` turns the panel off,
+    else None (crates/crux-mcp/src/tools/memory.rs: every panel handler checks it first)."""
+    return None if flag_on(PANEL_FLAG, True, env) else _disabled(tool)
 
 
 def _disabled(tool: str) -> dict[str, Any]:
@@ -67,13 +73,14 @@ def panel_entity(fact: Fact, agent: Optional[str]) -> Optional[str]:
 
 
 def pinned_by(store: Store, agent: Optional[str], fact_id: str, tenant: str) -> bool:
-    """The agent's latest `__memory_pin::<agent>::<id>` / `pinned` record says `1` or `true`."""
+    """The agent's latest `__memory_pin::<agent>::<id>` / `pinned` record says `1` or `true`
+    (`pin_value_pinned`)."""
     if not agent:
         return False
     row = store.db.execute(
         "SELECT value FROM facts WHERE entity = ? AND key = 'pinned' AND deleted = 0 AND tenant_hash = ? "
         "ORDER BY stored_at_ns DESC, seq DESC LIMIT 1", (f"{MEMORY_PIN_PREFIX}{agent}::{fact_id}", tenant)).fetchone()
-    return row is not None and row[0].strip().lower() in ("1", "true")
+    return row is not None and pin_value_pinned(row[0])
 
 
 def memory_fact(store: Store, fact: Fact, agent: Optional[str], tenant: str) -> dict[str, Any]:

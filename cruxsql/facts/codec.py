@@ -24,7 +24,8 @@ from . import timestamps
 HORIZON_CLASSES = ("volatile", "medium", "stable", "none")
 _HORIZONS = frozenset(HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
-_TOKENS_MAX = 2**63 - 1  # a usize in Rust; the view's INTEGER columns are signed 64-bit
+_TOKENS_MAX = 2**63 - 1  # the view's INTEGER columns are signed 64-bit
+_USIZE_MAX = 2**64 - 1  # `tokens` is a usize in Crux's Fact (crates/corecrux-memory/src/fact_store.rs)
 
 
 def parse_horizon(text: str) -> str:
@@ -372,7 +373,9 @@ def _check_duplicates(obj: dict, fields: frozenset[str], where: str) -> None:
 
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_object)
-MAX_NESTING = 128  # serde_json's recursion limit
+# serde_json's Deserializer starts with remaining_depth = 128 and fails when entering an array or
+# object brings it to 0: a text nested 128 levels deep is rejected, 127 is the deepest it reads.
+MAX_NESTING = 127
 
 
 # A JSON string as `_nesting_depth` skips it: a quote, then escaped or plain bytes, up to the closing quote
@@ -423,6 +426,14 @@ def _uint(v: Any, name: str, where: str, limit: int) -> int:
     return v
 
 
+def _tokens(v: Any, where: str) -> int:
+    """`tokens`: Crux reads any usize; the view holds at most 2^63-1 (a deliberate deviation, named)."""
+    if type(v) is int and _TOKENS_MAX < v <= _USIZE_MAX:
+        raise CorruptLine(f"{where}: `tokens` {v} is a valid usize for Crux but above 2^63-1, the largest "
+                          f"integer the view's columns hold")
+    return _uint(v, "tokens", where, _TOKENS_MAX)
+
+
 def _time(v: Any, name: str, where: str) -> int:
     if type(v) is not str:
         raise CorruptLine(f"{where}: `{name}` must be an RFC 3339 string")
@@ -468,7 +479,7 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
         source_receipt=_opt_string(g("source_receipt"), "source_receipt", where),
         confidence=confidence,
         stored_at=_time(_req(obj, "stored_at", where), "stored_at", where),
-        tokens=_uint(_req(obj, "tokens", where), "tokens", where, _TOKENS_MAX),
+        tokens=_tokens(_req(obj, "tokens", where), where),
         deleted=_bool(_req(obj, "deleted", where), "deleted", where),
         version=_uint(g("version", 1), "version", where, _U32_MAX),
         supersedes=_opt_string(g("supersedes"), "supersedes", where),

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, Optional, TypeVar
 import blake3
 
 from ..errors import InvalidInput, JournalError, JournalPoisoned, LockTimeout
-from . import codec
+from .write_intent import WriteIntentFile, line_signature
 
 JOURNAL_NAME = "facts.jsonl"
 LOCK_NAME = "LOCK"
@@ -75,6 +75,62 @@ def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
     os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def quarantine_torn_tail(path: Path) -> Optional[Path]:
+    """Move the unterminated last line of the JSONL file `path` to `<name>.torn.<32hex>` (spec §4.3) and
+    truncate the file; return the quarantine file, if any. The caller holds the writer lock."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return None
+        return quarantine_from(path, fd, _last_newline_end(fd, size), size, "oversized_unterminated_uncommitted_record")
+    finally:
+        os.close(fd)
+
+
+def quarantine_from(path: Path, fd: int, start: int, size: int, oversized_reason: str) -> Path:
+    """Move the bytes [start, size) of `path` (open as `fd`) to a new 0600 `<name>.torn.<32hex>` file,
+    or, when longer than 64 MiB, a `.metadata.json` marker describing them; then truncate."""
+    length = size - start
+    name = f"{path.name}.torn.{uuid.uuid4().hex}"
+    if length > MAX_RECORD_BYTES:
+        name += ".metadata.json"
+        payload = json.dumps(
+            {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": oversized_reason,
+             "schema_version": 1, "tail_len": length, "tail_start": start},
+            separators=(",", ":"),
+        ).encode() + b"\n"
+    else:
+        payload = os.pread(fd, length, start)
+    quarantine = path.parent / name
+    qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        _write_all(qfd, payload)
+        os.fsync(qfd)  # the quarantined bytes are durable before the file loses them
+    finally:
+        os.close(qfd)
+    fsync_dir(path.parent)  # ... and so is the quarantine file's name
+    os.ftruncate(fd, start)
+    os.fsync(fd)  # the truncation is durable before anything is appended after it
+    fsync_dir(path.parent)
+    return quarantine
+
+
+def _last_newline_end(fd: int, size: int) -> int:
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 8192)
+        block = os.pread(fd, pos - start, start)
+        idx = block.rfind(b"\n")
+        if idx >= 0:
+            return start + idx + 1
+        pos = start
+    return 0
 
 
 @dataclass(frozen=True)
@@ -146,6 +202,7 @@ class Journal:
         self._syncer: Optional[ThreadPoolExecutor] = None
         self._syncer_pid = 0
         self.recent_fsync_s = 0.0  # moving average of this journal's recent fsyncs
+        self.intent = WriteIntentFile(self.data_dir)
 
     # --- locking ---------------------------------------------------------------------------------
 
@@ -257,6 +314,7 @@ class Journal:
         if self._syncer is not None and self._syncer_pid == os.getpid():
             self._syncer.shutdown(wait=True)
             self._syncer = None
+        self.intent.close()
         with self._thread_lock:
             if self._lock_fd is not None and self._lock_depth == 0:
                 os.close(self._lock_fd)
@@ -291,96 +349,34 @@ class Journal:
         The caller holds the lock. The tail goes to `facts.jsonl.torn.<32hex>` (mode 0600), or, when
         longer than 64 MiB, a `.metadata.json` marker describes it; then the journal is truncated.
         """
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-                return None
-            return self._quarantine_from(fd, self._last_newline_end(fd, size), size,
-                                         "oversized_unterminated_uncommitted_record")
-        finally:
-            os.close(fd)
+        return quarantine_torn_tail(self.path)
 
     def repair_incomplete_group(self, since: int) -> Optional[Path]:
-        """Quarantine the journal's last mutation when it was cut short between its lines.
+        """Quarantine the journal's last mutation when it is one of cruxsql's own, cut short between lines.
 
         cruxsql writes a new version as one `store` (or `store_batch`) line followed by one `supersede`
         line per predecessor, in a single write. If the process died inside that write, the journal
-        can end with the store line and only some of its supersede lines (the torn rest is quarantined
-        by `repair_torn_tail` first): applied, it would leave two current heads in one chain. Such a
-        group was never acknowledged (acknowledgement follows the fsync of the whole write), so, like
-        a torn tail, it is moved to a `facts.jsonl.torn.<32hex>` file and the journal truncated.
-
-        Only lines past `since` (the offset the view has already replayed) are considered: a group the
-        view applied, a compacted journal and a journal written elsewhere are left alone. The caller
-        holds the lock and has repaired the torn tail.
+        can end with some of those lines and not the rest (the torn rest is quarantined by
+        `repair_torn_tail` first): a group that was never acknowledged (acknowledgement follows the
+        fsync of the whole write). It is moved to a `facts.jsonl.torn.<32hex>` file and the journal
+        truncated only when the write intent (write_intent.py) shows that these very lines are a proper
+        prefix of cruxsql's own last append, starting past `since` (the offset the view has replayed)
+        and with nothing after them. Any other complete line, whoever wrote it, is left to replay as
+        Crux replays it. The caller holds the lock and has repaired the torn tail.
         """
+        intent = self.intent.read()
         st = self.stat()
-        if st is None or st.st_size <= since:
+        if intent is None or st is None or intent.inode != st.st_ino \
+                or not since <= intent.start < st.st_size < intent.end:
             return None
-        group: Optional[Record] = None
-        trailing: list[Record] = []
-        for rec in self.records(since):
-            if rec.raw.startswith(b'{"op":"supersede",'):
-                trailing.append(rec)
-            elif not rec.is_blank():
-                group, trailing = rec, []
-        if group is None or not group.raw.startswith((b'{"op":"store",', b'{"op":"store_batch",')):
-            return None
-        try:
-            facts = codec.event_facts(codec.decode_event(group.raw))
-            present = [(e.fact_id, e.by_fact_id) for e in (codec.decode_event(r.raw) for r in trailing)]
-        except codec.CorruptLine:
-            return None
-        expected = [(f.supersedes, f.fact_id) for f in facts if f.supersedes is not None]
-        if len(present) >= len(expected) or present != expected[:len(present)]:
-            return None
+        for n, rec in enumerate(self.records(intent.start)):
+            if n >= len(intent.lines) or (rec.length, line_signature(rec.raw)[1]) != intent.lines[n]:
+                return None
         fd = os.open(self.path, os.O_RDWR)
         try:
-            return self._quarantine_from(fd, group.offset, os.fstat(fd).st_size, "oversized_incomplete_mutation")
+            return quarantine_from(self.path, fd, intent.start, os.fstat(fd).st_size, "oversized_incomplete_mutation")
         finally:
             os.close(fd)
-
-    def _quarantine_from(self, fd: int, start: int, size: int, oversized_reason: str) -> Path:
-        """Move the journal's bytes [start, size) to a new 0600 quarantine file, then truncate."""
-        length = size - start
-        name = f"{JOURNAL_NAME}.torn.{uuid.uuid4().hex}"
-        if length > MAX_RECORD_BYTES:
-            name += ".metadata.json"
-            payload = json.dumps(
-                {"capture_limit_bytes": MAX_RECORD_BYTES, "reason": oversized_reason,
-                 "schema_version": 1, "tail_len": length, "tail_start": start},
-                separators=(",", ":"),
-            ).encode() + b"\n"
-        else:
-            payload = os.pread(fd, length, start)
-        quarantine = self.data_dir / name
-        qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            _write_all(qfd, payload)
-            os.fsync(qfd)  # the quarantined bytes are durable before the journal loses them
-        finally:
-            os.close(qfd)
-        fsync_dir(self.data_dir)  # ... and so is the quarantine file's name
-        os.ftruncate(fd, start)
-        os.fsync(fd)  # the truncation is durable before anything is appended after it
-        fsync_dir(self.data_dir)
-        return quarantine
-
-    @staticmethod
-    def _last_newline_end(fd: int, size: int) -> int:
-        pos = size
-        while pos > 0:
-            start = max(0, pos - 8192)
-            block = os.pread(fd, pos - start, start)
-            idx = block.rfind(b"\n")
-            if idx >= 0:
-                return start + idx + 1
-            pos = start
-        return 0
 
     def quarantined_tails(self) -> list[Path]:
         return sorted(self.data_dir.glob(f"{JOURNAL_NAME}.torn.*"))
@@ -426,6 +422,7 @@ class Journal:
                 f"fact journal durable mutation plane is poisoned; reopen the store ({self._poisoned})"
             )
         payload = bytearray()
+        signatures = []
         for line in lines:
             data = line.encode("utf-8")
             if len(data) > MAX_RECORD_BYTES:
@@ -433,12 +430,17 @@ class Journal:
                     f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling ({len(data)} bytes)"
                 )
             payload += data + b"\n"
+            if len(lines) > 1:
+                signatures.append(line_signature(data))
         created = not self.path.exists()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise JournalError(f"cannot open {self.path}: {exc.strerror}") from exc
         try:
+            if signatures:  # several lines: note them first, so that only this append can be taken back
+                st = os.fstat(fd)
+                self.intent.record(st.st_ino, st.st_size, signatures)
             # Every line of the mutation in one write: a crash leaves all of it, none of it, or a prefix
             # that the next open quarantines (torn tail, then incomplete group).
             _write_all(fd, payload)

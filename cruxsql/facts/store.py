@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 import apsw
 
 from ..errors import Conflict, InvalidInput, NotFound, ReadOnlyStore
-from . import codec, timestamps, view
+from . import codec, extension_events, timestamps, view
 from .appended import replay_appended
 from .checkpointer import WalCheckpointer
 from .codec import Fact
@@ -153,6 +153,10 @@ class VerifyReport:
 class Store:
     """One data directory: `facts.jsonl` (the truth) and `cruxsql.db` (the view)."""
 
+    # set_horizon / reverify go to cruxsql's own `cruxsql-fact-events.jsonl` (extension_events.py), not
+    # to facts.jsonl, whose readers include Crux daemons; a cluster node keeps them in its stream
+    EXTENSIONS_IN_JOURNAL = False
+
     def __init__(self, data_dir: Path | str, progress: Progress = None, policy: Optional[PrivacyPolicy] = None,
                  *, read_only: bool = False, lock_timeout: Optional[float] = None,
                  on_lock_wait: Optional[Callable[[Optional[int]], None]] = None) -> None:
@@ -163,6 +167,7 @@ class Store:
         self.read_only = read_only
         self.policy = policy or global_policy()
         self.journal = Journal(self.data_dir, lock_timeout, on_lock_wait)
+        self.extensions = extension_events.journal_for(self.data_dir)
         self.checkpointer: Optional[WalCheckpointer] = None
         # What the view was last seen caught up with (see `refresh`): the journal's stat, the view's
         # data_version and this connection's total_changes. None: check in full.
@@ -171,6 +176,7 @@ class Store:
             self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
             self.quarantined = None
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            extension_events.replay(self.db, self.extensions, self.policy)
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.writer_lock():
@@ -181,6 +187,7 @@ class Store:
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            extension_events.replay(self.db, self.extensions, self.policy)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -222,11 +229,14 @@ class Store:
         journal's last 4 KiB, torn-tail probe) is skipped."""
         with self.writer_lock():
             if self.read_only:
-                return view.replay(self.db, self.journal, self.policy, progress)
+                stats = view.replay(self.db, self.journal, self.policy, progress)
+                extension_events.replay(self.db, self.extensions, self.policy)
+                return stats
             if self._caught_up is not None and self._caught_up == self._sync_key():
                 return view.ReplayStats()
             self._repair_journal()
             stats = view.replay(self.db, self.journal, self.policy, progress)
+            extension_events.replay(self.db, self.extensions, self.policy)
             self._note_caught_up()
             return stats
 
@@ -234,9 +244,12 @@ class Store:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
             if self.read_only:
-                return view.rebuild(self.db, self.journal, self.policy, progress)
+                stats = view.rebuild(self.db, self.journal, self.policy, progress)
+                extension_events.replay(self.db, self.extensions, self.policy)
+                return stats
             self._repair_journal()
             stats = view.rebuild(self.db, self.journal, self.policy, progress)
+            extension_events.replay(self.db, self.extensions, self.policy)
             self._note_caught_up()
             return stats
 
@@ -244,8 +257,10 @@ class Store:
         st = self.journal.stat()
         if st is None:
             return None
+        ext = self.extensions.stat()
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes())
+                self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes(),
+                ext and (ext.st_ino, ext.st_size, ext.st_mtime_ns))
 
     def _note_caught_up(self) -> None:
         """Remember the state in which the view ends exactly at the journal's end (under the lock)."""
@@ -257,6 +272,7 @@ class Store:
         """Quarantine what a crash left unacknowledged at the journal's end: a torn last line, then a
         multi-line mutation cut short past what the view has replayed. Returns the last quarantine file."""
         torn = self.journal.repair_torn_tail()
+        torn = self.extensions.repair_torn_tail() or torn
         replayed = view.replayed_offset(self.db, self.journal)
         group = self.journal.repair_incomplete_group(replayed) if replayed is not None else None
         return group or torn
@@ -287,6 +303,22 @@ class Store:
                     crash_point("store-after-append")
             finally:
                 pending.wait()
+            self._note_caught_up()
+            return events
+
+    def commit_extension(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+        """`commit` for the events Crux has no op for: under the lock, catch up, build, append them to
+        cruxsql-fact-events.jsonl (fsynced), then apply them to the view (extension_events.py)."""
+        if self.EXTENSIONS_IN_JOURNAL:
+            return self.commit(build)
+        if self.read_only:
+            raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
+        with self.writer_lock():
+            self.refresh()
+            events = build()
+            self.extensions.append([codec.encode_event(e) for e in events])
+            self._caught_up = None
+            extension_events.replay(self.db, self.extensions, self.policy)
             self._note_caught_up()
             return events
 
@@ -341,12 +373,13 @@ class Store:
             check_create(req.entity, owner)
 
         def build() -> list[codec.Event]:
-            now = timestamps.now_ns()
             for req in requests:
                 req.check()
             chains = [self._chain_key(r) for r in requests]
             heads = self._chain_heads(chains)
-            facts = [self._build_fact(r, now, heads.get(c)) for r, c in zip(requests, chains)]
+            # each fact stamped when it is built, as Crux's try_store_bulk does (build_fact reads the clock
+            # once per fact: crates/corecrux-memory/src/fact_store.rs)
+            facts = [self._build_fact(r, timestamps.now_ns(), heads.get(c)) for r, c in zip(requests, chains)]
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
@@ -452,8 +485,8 @@ class Store:
 
     def set_horizon(self, fact_id: str, horizon_class: str, tenant: Optional[str] = None,
                     owner: Optional[NamespaceOwner] = None) -> None:
-        """Change a fact's freshness horizon, journaled (Crux keeps it in memory only; daemon-owned facts:
-        only their `owner`)."""
+        """Change a fact's freshness horizon, durably in cruxsql-fact-events.jsonl (Crux keeps it in memory
+        only and has no journal op for it; daemon-owned facts: only their `owner`)."""
         horizon = codec.parse_horizon(horizon_class)
 
         def build() -> list[codec.Event]:
@@ -461,18 +494,18 @@ class Store:
                 raise Conflict(f"fact {fact_id} is deleted")
             return [codec.SetHorizonEvent(fact_id, horizon, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self.commit(build)
+        self.commit_extension(build)
 
     def reverify(self, fact_id: str, tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None) -> Fact:
-        """Record that a fact was re-verified now, journaled (Crux keeps it in memory only; daemon-owned
-        facts: only their `owner`)."""
+        """Record that a fact was re-verified now, durably in cruxsql-fact-events.jsonl (Crux keeps it in
+        memory only and has no journal op for it; daemon-owned facts: only their `owner`)."""
 
         def build() -> list[codec.Event]:
             if self._require_writable(fact_id, tenant, "re-verify", owner)[1]:
                 raise Conflict(f"fact {fact_id} is deleted")
             return [codec.ReverifyEvent(fact_id, timestamps.now_ns())]
 
-        self.commit(build)
+        self.commit_extension(build)
         return self.get(fact_id)
 
     # --- reading ---------------------------------------------------------------------------------
@@ -514,9 +547,10 @@ class Store:
         corrupt = [
             {"line_no": r[0], "byte_offset": r[1], "reason": r[2]}
             for r in self.db.execute("SELECT line_no, byte_offset, reason FROM journal_corrupt_lines ORDER BY line_no")
-        ]
+        ] + extension_events.corrupt_lines(self.extensions)
         differences = self._compare_with_fresh_replay()
-        return VerifyReport(events_by_op, skipped, corrupt, [p.name for p in self.journal.quarantined_tails()],
+        tails = self.journal.quarantined_tails() + sorted(self.data_dir.glob(f"{self.extensions.name}.torn.*"))
+        return VerifyReport(events_by_op, skipped, corrupt, [p.name for p in tails],
                             not differences, differences, tombstones)
 
     def _compare_with_fresh_replay(self) -> list[str]:
@@ -528,6 +562,7 @@ class Store:
             try:
                 view.migrate(fresh)
                 view.rebuild(fresh, self.journal, self.policy, derived=False)
+                extension_events.replay(fresh, self.extensions, self.policy)
                 self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
                 try:
                     with self.db.backup("fresh", fresh, "main") as copy:
@@ -543,6 +578,7 @@ class Store:
                 fresh = view.open_connection(fresh_path)
                 try:
                     view.rebuild(fresh, self.journal, self.policy, derived=False)
+                    extension_events.replay(fresh, self.extensions, self.policy)
                 finally:
                     fresh.close()
                 crash_point("verify-fresh-replay-built")

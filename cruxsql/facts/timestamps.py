@@ -101,6 +101,8 @@ def parse_ns(text: str) -> int:
         if h > 23 or m_ > 59 or s > 60:
             raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
         nanos = int(frac) * _FRACTION_SCALE[len(frac)] if frac else 0
+        if s == 60:
+            return _leap((days * 86_400 + h * 3600 + m_ * 60 + 59) * _NS, nanos, text)
         return check_range((days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + nanos, text)
     m = _RFC3339.match(text) if isinstance(text, str) else None
     if m is None:
@@ -120,8 +122,29 @@ def parse_ns(text: str) -> int:
         if int(om) > 59 or offset_s >= 86_400:  # FixedOffset::east_opt: |offset| < 24 h
             raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
         offset_s = offset_s if sign == "+" else -offset_s
-    # A leap second (ss == 60) counts as the second after :59, as chrono's timestamp does.
+    if ss == 60:
+        return _leap((days * 86_400 + hh * 3600 + mi * 60 + 59 - offset_s) * _NS, nanos, text)
     return check_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
+
+
+class LeapSecond(int):
+    """An instant inside a leap second, `hh:mm:60.f`. chrono holds it as second 59 with nanoseconds
+    1e9 + f, writes it back as `hh:mm:60.f` and orders it after every instant of :59 and before the
+    next :00 (chrono's NaiveTime compares (secs, frac)). As an integer it is the last nanosecond of :59,
+    so it sorts where chrono sorts it (tied only with :59.999999999 and with the other instants of the
+    same leap second); `fraction` keeps f, so it is written back as it was read."""
+
+    fraction: int
+
+    def __new__(cls, ns: int, fraction: int) -> "LeapSecond":
+        value = super().__new__(cls, ns)
+        value.fraction = fraction
+        return value
+
+
+def _leap(second_59_ns: int, nanos: int, text: object) -> int:
+    check_range(second_59_ns + _NS - 1, text)
+    return LeapSecond(second_59_ns + _NS - 1, nanos)
 
 
 def canonical_fact_time_ns(text: object) -> Optional[int]:
@@ -131,15 +154,19 @@ def canonical_fact_time_ns(text: object) -> Optional[int]:
         return None
     minute = _canonical_minute_ns(text[:17])  # "YYYY-MM-DDTHH:MM:", shared by many facts
     seconds = text[17:19]
-    if minute is None or not (seconds.isascii() and seconds.isdigit()) or seconds > "59":
-        return None  # a leap second is written as :59 plus the fraction
+    if minute is None or not (seconds.isascii() and seconds.isdigit()) or seconds > "60":
+        return None
     ns = minute + int(seconds) * _NS
+    nanos = 0
     if len(text) != 20:
         frac = text[20:-1]
         if (text[19] != "." or len(frac) not in _FRACTION_SCALE or not (frac.isascii() and frac.isdigit())
                 or frac.endswith("000")):  # AutoSi drops trailing zero triples
             return None
-        ns += int(frac) * _FRACTION_SCALE[len(frac)]
+        nanos = int(frac) * _FRACTION_SCALE[len(frac)]
+    if seconds == "60":  # a leap second (LeapSecond)
+        return LeapSecond(ns - 1, nanos) if MIN_NS <= ns - 1 <= MAX_NS else None
+    ns += nanos
     return ns if MIN_NS <= ns <= MAX_NS else None
 
 
@@ -171,6 +198,8 @@ def _format(ns: int, suffix: str) -> str:
     secs, nanos = divmod(rem, _NS)
     hh, rest = divmod(secs, 3600)
     mi, ss = divmod(rest, 60)
+    if type(ns) is LeapSecond:  # chrono writes a leap second as :60 with its own fraction
+        ss, nanos = 60, ns.fraction
     if nanos == 0:
         frac = ""
     elif nanos % 1_000_000 == 0:

@@ -30,9 +30,9 @@ from typing import Any, Callable, Iterator, Optional, TextIO
 import blake3
 
 from ..errors import InvalidInput
-from ..facts import codec, timestamps, view
+from ..facts import codec, extension_events, timestamps, view
 from ..facts.codec import Fact
-from ..facts.journal import JOURNAL_NAME, write_file_durably
+from ..facts.journal import JOURNAL_NAME, Record, write_file_durably
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
 
@@ -121,26 +121,15 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
     """
     store.refresh()
     db = store.db
+    extension_lines = list(_extension_lines(store))
     revisited = {r[0] for r in db.execute(
         "SELECT fact_id FROM journal_event_facts GROUP BY fact_id HAVING count(*) > 1")}
+    revisited.update(event.fact_id for _, event in extension_lines)
     tracked: dict[str, Fact] = {}
     policy = store.policy
     chain = ""
     need_ns = query.since_ns is not None or query.until_ns is not None
-    status = db.execute("SELECT line_no, applied, skip_reason FROM journal_events ORDER BY line_no")
-    pending = next(status, None)
-    for rec in store.journal.records():
-        if stats is not None:
-            stats.journal_lines_read += 1
-        while pending is not None and pending[0] < rec.line_no:
-            pending = next(status, None)
-        if pending is None or pending[0] != rec.line_no:
-            continue  # blank or corrupt line: not an event
-        applied, skip_reason = bool(pending[1]), pending[2]
-        try:
-            event = codec.decode_event(rec.raw)
-        except codec.CorruptLine:
-            continue
+    for rec, event, applied, skip_reason in _events(store, db, extension_lines, stats):
         touched: list[tuple[str, str, Optional[Fact]]] = []
         op = event.op
         at_ns: Optional[int] = None
@@ -226,6 +215,43 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
         yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
                "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
+
+
+def _extension_lines(store) -> Iterator[tuple[Any, codec.Event]]:
+    """(Record, event) of each set_horizon / reverify line in cruxsql-fact-events.jsonl."""
+    for offset, raw in store.extensions.lines():
+        try:
+            event = codec.decode_event(raw)
+        except codec.CorruptLine:
+            continue
+        if event.op in extension_events.EXTENSION_OPS:
+            yield Record(0, offset, len(raw) + 1, raw), event
+
+
+def _events(store, db, extension_lines: list, stats: Optional[ExportSummary]) -> Iterator[tuple]:
+    """(Record, event, applied, skip_reason) in replay's order: facts.jsonl's events, then those of
+    cruxsql-fact-events.jsonl (extension_events.py), numbered on after the journal's last line (their
+    byte offsets are in that file); one of those is applied when the view holds its fact."""
+    status = db.execute("SELECT line_no, applied, skip_reason FROM journal_events ORDER BY line_no")
+    pending = next(status, None)
+    last = 0
+    for rec in store.journal.records():
+        last = rec.line_no
+        if stats is not None:
+            stats.journal_lines_read += 1
+        while pending is not None and pending[0] < rec.line_no:
+            pending = next(status, None)
+        if pending is None or pending[0] != rec.line_no:
+            continue  # blank or corrupt line: not an event
+        try:
+            event = codec.decode_event(rec.raw)
+        except codec.CorruptLine:
+            continue
+        yield rec, event, bool(pending[1]), pending[2]
+    for n, (rec, event) in enumerate(extension_lines, 1):
+        held = db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (event.fact_id,)).fetchone() is not None
+        yield (Record(last + n, rec.offset, rec.length, rec.raw), event, held,
+               None if held else "unknown fact_id")
 
 
 def _json_value(v: Any) -> str:

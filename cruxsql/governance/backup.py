@@ -208,6 +208,9 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
             lines = cp.line_count if cp else 0
             if store.journal.path.exists():
                 opened.append((JOURNAL_NAME, open(store.journal.path, "rb"), offset))
+            if store.extensions.path.exists():  # cruxsql's own fact events (extension_events.py)
+                fh = open(store.extensions.path, "rb")
+                opened.append((store.extensions.name, fh, os.fstat(fh.fileno()).st_size))
             segments = data_dir / SEGMENTS
             if segments.is_dir():
                 for path in sorted(p for p in segments.rglob("*") if p.is_file() and not p.name.endswith(".tmp")):

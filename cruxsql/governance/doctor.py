@@ -75,6 +75,7 @@ def diagnose(data_dir: Path | str, *, since: Optional[str] = None, max_idle: Opt
         health.checks.append(_last_write(events, now, max_idle))
         health.checks.append(_torn_tails(journal, since_ns))
         health.checks.append(_corrupt_lines(db, since_ns))
+        health.checks.append(_lines_crux_skips(db))
         health.checks.append(_disk_space(data_dir, journal, events))
         health.checks.append(_lock_holders(journal))
         health.checks.append(_wal_size(data_dir))
@@ -216,6 +217,23 @@ def _corrupt_lines(db: Optional[apsw.Connection], since_ns: Optional[int]) -> Ch
     first = db.execute("SELECT line_no, reason FROM journal_corrupt_lines ORDER BY line_no LIMIT 1").fetchone()
     return Check("corrupt_lines", WARNING, f"{n} corrupt journal line(s), first at line {first[0]}: {first[1]} "
                  "(`cruxsql verify` lists them)", float(n))
+
+
+def _lines_crux_skips(db: Optional[apsw.Connection]) -> Check:
+    """cruxsql's own ops in facts.jsonl: a Crux daemon has no variant for them, skips each as a parse
+    error and sets journal_replay_corruption_detected (crates/corecrux-memory/src/fact_store.rs); only
+    its compaction clears that, rewriting the journal from its memory without them. Reported, not a
+    warning: cruxsql cannot tell whether a Crux daemon shares the directory."""
+    if not _has_table(db, "journal_events"):
+        return Check("lines_crux_skips", OK, "no view to count journal ops from", 0.0)
+    rows = db.execute("SELECT op, count(*) FROM journal_events WHERE op IN ('set_horizon', 'reverify') "
+                      "GROUP BY op ORDER BY op").fetchall()
+    if not rows:
+        return Check("lines_crux_skips", OK, "every journal line is one a Crux daemon replays", 0.0)
+    n = sum(count for _, count in rows)
+    ops = ", ".join(f"{count} {op}" for op, count in rows)
+    return Check("lines_crux_skips", OK, f"{n} journal line(s) a Crux daemon would skip as corrupt ({ops}); "
+                 "they matter only if a Crux daemon shares this directory", float(n))
 
 
 def _disk_space(data_dir: Path, journal: Journal, span: _Span) -> Check:

@@ -66,6 +66,14 @@ _TOPIC_ALIASES = {"doc": "doc", "docs": "doc", "pattern": "pattern", "patterns":
                   "errors": "resolution", "resolution": "resolution", "resolutions": "resolution",
                   "tool": "tool-output", "tool-output": "tool-output", "tool-outputs": "tool-output"}
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def pin_value_pinned(value: str) -> bool:
+    """A pin record's value pins: exactly `1`, or `true` ASCII-case-insensitively, untrimmed (`" 1"`,
+    `"true\\n"` and `"ＴＲＵＥ"` do not), as crates/crux-mcp/src/tools/memory.rs reads it."""
+    return value == "1" or value.translate(_ASCII_LOWER) == "true"
+
+
 # Above this share of all facts, trigram candidates cost more than a scan.
 _SCAN_SHARE = 0.3
 # A scan first ranks the matches among the newest 1/_PROBE_SHARE of the facts (at least _PROBE_MIN), to
@@ -744,6 +752,6 @@ class Recall:
                 "SELECT value FROM facts WHERE entity = ? AND key = 'pinned' AND deleted = 0 AND tenant_hash = ? "
                 "ORDER BY stored_at_ns DESC, seq DESC LIMIT 1", (f"{MEMORY_PIN_PREFIX}{agent}::{fid}", tenant)
             ).fetchone()
-            if row is not None and (row[0] == "1" or row[0].translate(_ASCII_LOWER) == "true"):
+            if row is not None and pin_value_pinned(row[0]):
                 pinned.add(fid)
         return pinned

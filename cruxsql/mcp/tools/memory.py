@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
+from ...curation.memory_panel import panel_disabled
 from ...recall import scope
 from ...recall.freshness_report import is_reserved, memory_freshness as freshness_report
 from ...recall.reverification import reverify_with_receipt
@@ -16,6 +17,9 @@ from ..registry import READ, WRITE, ToolError, ToolResult, tool
 def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                 token_budget: int = 2000) -> ToolResult:
     """The memory panel: this agent's visible facts, newest first, with pins."""
+    disabled = panel_disabled("memory_view")
+    if disabled is not None:
+        return ToolResult(disabled["content"][0]["text"])
     result = call.recall.memory_view(entity, key, top_k, call.budget(token_budget), tenant=call.tenant,
                                      agent=call.agent)
     payload = result.crux_payload()
