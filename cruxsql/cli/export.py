@@ -43,6 +43,10 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
     if as_json:
         echo_json(summary.to_dict())
         return
+    if summary.outside_data_dir:
+        click.echo(f"warning: {summary.path} is outside the data directory, out of erasure's reach: an erasure "
+                   "cannot rewrite it; it is recorded, and erasure reports and `verify --erasure` name it while "
+                   "it holds erased values", err=True)
     recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
     click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
 
