@@ -318,7 +318,6 @@ def tenant_has_documents(store, tenant: str) -> bool:
     except apsw.SQLError:  # no document lane in this view yet
         return False
     return row is not None
-        return False
 
 
 def _erased_entries(store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
