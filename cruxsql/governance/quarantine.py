@@ -17,8 +17,12 @@ from .erasure_scan import Scanner
 
 def _ranges(data: bytes, scanner: Scanner) -> list[tuple[int, int]]:
     spans = []
-    for pos, needle in scanner.scan_bytes(data):
+    hits = scanner.scan_bytes(data)
+    whole = {pos for pos, needle in hits if not needle["form"].endswith("-prefix16")}
+    for pos, needle in hits:
         if needle["form"].endswith("-prefix16"):
+            if pos in whole:  # the whole value is there: cut only it
+                continue
             end = data.find(b"\n", pos)
             spans.append((pos, len(data) if end < 0 else end))
         else:
