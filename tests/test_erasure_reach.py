@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -131,3 +132,35 @@ def test_restore_into_a_symlinked_target_follows_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert link.is_symlink() and (real / "facts.jsonl").exists() and not (real / "old").exists()
     assert not list(tmp_path.glob("*.replaced-*")) and not list(tmp_path.glob("*.restore-*"))
+
+
+def test_a_killed_backups_staging_and_view_copy_are_removed_by_the_next_command(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    _store(d)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    staging = tmp_path / "bk.partial-0123456789ab"
+    staging.mkdir()
+    (staging / "facts.jsonl").write_bytes(MARKER.encode())
+    view_copy = d / f".backup-view-{dead.pid}-abcd1234.db"
+    view_copy.write_bytes(MARKER.encode())
+    (d / "backups.json").write_text(json.dumps([{"path": str(tmp_path / "bk"), "created_at": "2026-01-01T00:00:00Z",
+                                                 "staging": str(staging), "pid": dead.pid}]))
+    result = _cli("verify", "--data-dir", str(d))
+    assert f"repair: removed {staging}, left by a killed backup" in result.stderr
+    assert f"repair: removed {view_copy}, left by a killed backup" in result.stderr
+    assert not staging.exists() and not view_copy.exists()
+    assert json.loads((d / "backups.json").read_text()) == []
+
+
+def test_documents_are_erased_when_the_tenant_has_no_facts(tmp_path: Path) -> None:
+    from cruxsql.documents import DocumentLane
+    from cruxsql.documents.sources import chunk_document
+    d = tmp_path / "data"
+    with cruxsql.open(d) as store:
+        DocumentLane(store).ingest([chunk_document("note.md", f"# Note\n\n{MARKER} in a document", True)],
+                                   tenant="docs-only")
+    assert _bytes_found(d)
+    result = _cli("erase", "--tenant", "docs-only", "--documents", "--reason", "dsr", "--data-dir", str(d))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _bytes_found(d) == []
