@@ -46,8 +46,8 @@ def repair(store) -> list[str]:
         for path in _stray_segments(data_dir):
             remove_segment_file(path.parent, path.name)
             done.append(f"removed segments/{path.name}, left by a killed ingest")
-        for path in remove_dead_stagings(data_dir):
-            done.append(f"removed {path}, left by a killed backup")
+        for removed in remove_dead_stagings(data_dir):
+            done.append(f"removed {removed}, left by a killed backup")
         for report in erasure.complete_interrupted(store):
             done.append(f"completed the interrupted erasure {report['request_id']}: "
                         f"{report['counts']['facts_erased']} fact(s) erased, report stored"
