@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,19 +109,36 @@ def done(data_dir: Path) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+_HEAD = re.compile(rb'^\{"state":"([a-z]+)","request_id":("(?:[^"\\]|\\.)*")')
+
+
 def interrupted(data_dir: Path) -> list[dict[str, Any]]:
     """Pending erasures with no "done" line: begun, then killed before their report was recorded. Each
-    carries its "erasing" line, when it got that far, under `erasing`."""
-    entries = read_ledger(data_dir)
-    finished = {e["request_id"] for e in entries if e.get("state") in ("done", "abandoned")}
+    carries its "erasing" line, when it got that far, under `erasing`.
+
+    Every command asks (repair on open), so only the head of each line is read (lines start with their
+    state and request id) until an interruption is found: "done" lines carry every needle."""
+    try:
+        raw = ledger_path(data_dir).read_bytes()
+    except FileNotFoundError:
+        return []
+    heads = []
+    for line in raw.splitlines():
+        match = _HEAD.match(line[:512])
+        if match:
+            heads.append((match.group(1).decode(), json.loads(match.group(2)), line))
+    finished = {rid for state, rid, _ in heads if state in ("done", "abandoned")}
     pending: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        rid = entry["request_id"]
-        if rid in finished:
+    for state, rid, line in heads:
+        if rid in finished or state not in ("pending", "erasing"):
             continue
-        if entry.get("state") == "pending":
-            pending.setdefault(rid, dict(entry))
-        elif entry.get("state") == "erasing" and rid in pending:
+        try:
+            entry = json.loads(line)
+        except ValueError:  # a torn last line
+            continue
+        if state == "pending":
+            pending.setdefault(rid, entry)
+        elif rid in pending:
             pending[rid]["erasing"] = entry
     return list(pending.values())
 
