@@ -44,7 +44,7 @@ def default_timeout(stdin_is_terminal: bool) -> Optional[float]:
     return None if stdin_is_terminal else PIPE_TIMEOUT_SECONDS
 
 
-class _Sandbox:
+class Sandbox:
     """The authorizer: remembers what it refused so the error can name it."""
 
     def __init__(self) -> None:
@@ -74,7 +74,7 @@ class _Sandbox:
         return apsw.SQLITE_DENY
 
 
-def _single_statement(db: apsw.Connection, sandbox: _Sandbox, query: str) -> apsw.ext.QueryDetails:
+def _single_statement(db: apsw.Connection, sandbox: Sandbox, query: str) -> apsw.ext.QueryDetails:
     """Prepare (never run) `query`: exactly one statement, which the sandbox admits."""
     statements: list[apsw.ext.QueryDetails] = []
     rest: Optional[str] = query
@@ -99,7 +99,7 @@ def _excerpt(sql: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _prepare(db: apsw.Connection, sandbox: _Sandbox, sql: str) -> apsw.ext.QueryDetails:
+def _prepare(db: apsw.Connection, sandbox: Sandbox, sql: str) -> apsw.ext.QueryDetails:
     sandbox.refused = None
     try:
         return apsw.ext.query_info(db, sql)
@@ -131,7 +131,7 @@ def run_readonly_query(db_path: "Path | apsw.Connection", query: str, timeout: O
         db.setbusytimeout(30_000)
         db.execute("PRAGMA query_only=ON")
         db.execute("PRAGMA temp_store=MEMORY")  # sorts and temp tables never touch the disk
-        sandbox = _Sandbox()
+        sandbox = Sandbox()
         db.authorizer = sandbox
         statement = _single_statement(db, sandbox, query)
         deadline = None if timeout is None else time.monotonic() + timeout

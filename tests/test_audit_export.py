@@ -38,7 +38,7 @@ def test_jsonl_events_in_order_with_resulting_state(tmp_path):
     events = _jsonl(out)
     assert [e["op"] for e in events] == ["store", "store", "supersede", "set_validity", "delete", "reverify"]
     assert [e["line_no"] for e in events] == sorted(e["line_no"] for e in events)
-    assert summary.events == 6 and not summary.recorded_in_manifest  # written outside the data dir
+    assert summary.events == 6 and summary.recorded_in_manifest and summary.outside_data_dir
     first = events[0]["facts"][0]
     assert first["fact_id"] == a1.fact_id and first["role"] == "stored" and first["state"]["value"] == "Ada"
     sup = events[2]

@@ -166,7 +166,9 @@ def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
         time.sleep(0.01)
         report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:42",)), reason="dsr 1")
     assert report["backups_still_holding"] == [str((tmp_path / "bk").resolve())]
+    assert report["outside_reach"] == [{"kind": "backup", "path": str((tmp_path / "bk").resolve()),
+                                        "state": "holds erased content"}] and not report["ok"]
     result = run_cruxsql(None, "verify", "--erasure", "--data-dir", str(src))
-    assert result.returncode == 0
-    assert f"backup {(tmp_path / 'bk').resolve()} was taken before the last erasure" in result.stdout
+    assert result.returncode == 1 and result.stdout.splitlines()[-1] == "ERASURE NOT VERIFIED"
+    assert f"backup {(tmp_path / 'bk').resolve()} is outside erasure's reach and holds erased content" in result.stdout
     assert b"someone-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()

@@ -137,7 +137,7 @@ def test_rebuild_restores_the_document_lane_and_verify_checks_segments(run, tmp_
 def test_verify_erasure_scans_the_data_directory(run, tmp_path: Path) -> None:
     erased = run("store", "user:42", "email", "marker-ALPHA-123@example.com").output.split()[0]
     run("store", "user:43", "email", "keep-BETA-456@example.com")
-    run("erase", "--fact-id", erased, "--reason", "data-subject request 17")
+    run("erase", "--all-tenants", "--fact-id", erased, "--reason", "data-subject request 17")
     result = json.loads(run("verify", "--erasure", "--json").output)
     assert result["ok"] and result["reports"] == 1 and result["hits"] == []
     data = tmp_path / "data"

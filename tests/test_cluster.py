@@ -580,7 +580,7 @@ def test_erasure_leaves_the_value_in_no_node_file_and_no_stream_store(nats_clust
         for node in nodes:
             node.refresh()
         assert all(_in_stream_store_and_raft_log(files) for files in _server_files_holding(nats_cluster, value))
-        done = subprocess.run(CLI + ["erase", "--fact-id", person.fact_id, "--reason", "data-subject request",
+        done = subprocess.run(CLI + ["erase", "--all-tenants", "--fact-id", person.fact_id, "--reason", "data-subject request",
                                      "--json", "--data-dir", str(tmp_path / "node0")],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr

@@ -31,8 +31,13 @@ def test_erase_prints_report_and_verify_passes(tmp_path, cli):
     with Store(tmp_path) as store:
         assert erasure_proof.verify_erasure(store)["ok"]
     bad = cli("erase", "--data-dir", str(tmp_path), "--reason", "x", ok=False)
-    assert bad.exit_code == 1 and "needs a selection" in bad.output
-    bad = cli("erase", "--data-dir", str(tmp_path), "--older-than", "soon", "--reason", "x", ok=False)
+    assert bad.exit_code == 1 and "say which tenant(s): --tenant T, or --all-tenants" in bad.output
+    bad = cli("erase", "--data-dir", str(tmp_path), "--all-tenants", "--reason", "x", ok=False)
+    assert bad.exit_code == 1 and "--all-tenants alone would erase every fact" in bad.output
+    bad = cli("erase", "--data-dir", str(tmp_path), "--tenant", "acme", "--all-tenants", "--reason", "x", ok=False)
+    assert bad.exit_code == 1 and "exclude each other" in bad.output
+    bad = cli("erase", "--data-dir", str(tmp_path), "--all-tenants", "--older-than", "soon", "--reason", "x",
+              ok=False)
     assert bad.exit_code == 1 and "invalid cutoff 'soon'" in bad.output
 
 
@@ -61,10 +66,12 @@ def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
 
     # erase holds the fact back (exit 3, nothing changes); compaction is refused once a held fact is deleted
     journal = (tmp_path / "facts.jsonl").read_bytes()
-    held = cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x", ok=False)
+    held = cli("erase", "--data-dir", str(tmp_path), "--all-tenants", "--fact-id", gone.fact_id, "--reason", "x",
+               ok=False)
     assert held.exit_code == 3 and held.output.splitlines()[0] == (
         f"held back by legal hold(s) {hold_id}: 1 matching fact(s) kept; nothing erased, the journal is unchanged")
-    held = cli("erase", "--data-dir", str(tmp_path), "--fact-id", gone.fact_id, "--reason", "x", "--json", ok=False)
+    held = cli("erase", "--data-dir", str(tmp_path), "--all-tenants", "--fact-id", gone.fact_id, "--reason", "x",
+               "--json", ok=False)
     report = json.loads(held.stdout)
     assert held.exit_code == 3 and report["outcome"] == "held_back" and report["holds_blocking"] == [hold_id]
     assert report["held_back"] == [{"fact_id": gone.fact_id, "hold_ids": [hold_id]}]
@@ -103,11 +110,16 @@ def test_retention_report_and_apply(tmp_path, cli):
     report = json.loads(cli("retention", "report", "--data-dir", str(tmp_path), "--older-than", "90d", "--json").output)
     assert report["counts"]["eligible"] == 0 and report["eligible"] == []
     journal = (tmp_path / "facts.jsonl").read_bytes()
-    nothing = cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "90d")
+    nothing = cli("retention", "apply", "--data-dir", str(tmp_path), "--all-tenants", "--older-than", "90d")
     assert nothing.output == "nothing matched the selection: nothing erased, the journal is unchanged\n"
     assert (tmp_path / "facts.jsonl").read_bytes() == journal
-    applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--older-than", "0s", "--json").stdout)
-    assert applied["kind"] == "retention" and applied["counts"]["facts_deleted_now"] == 3
+    acme = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--tenant", "acme", "--older-than", "0s",
+                          "--json").stdout)
+    assert acme["counts"]["facts_deleted_now"] == 1 and acme["selection"]["tenant"] == "acme"
+    assert b"CLI_KEEP_MARKER" in (tmp_path / "facts.jsonl").read_bytes()
+    applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--all-tenants", "--older-than", "0s",
+                             "--json").stdout)
+    assert applied["kind"] == "retention" and applied["counts"]["facts_deleted_now"] == 2
     assert applied["verification"]["ok"]
     assert b"CLI_KEEP_MARKER" not in (tmp_path / "facts.jsonl").read_bytes()
 
@@ -121,9 +133,12 @@ def test_export_audit_formats(tmp_path, cli):
         assert summary["events"] == 2 and summary["format"] == fmt and out.exists()
     bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "xml", "--output", "x", ok=False)
     assert bad.exit_code == 1 and bad.output.startswith("Error: Invalid value for '--format'")
-    text = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "jsonl", "--output", str(out),
-               "--tenant", "default").output
-    assert text == f"wrote 2 event(s), {out.stat().st_size} bytes, to {out}\n"
+    result = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "jsonl", "--output", str(out),
+                 "--tenant", "default")
+    assert result.stdout == f"wrote 2 event(s), {out.stat().st_size} bytes, to {out} (recorded for erasure)\n"
+    assert result.stderr == (f"warning: {out} is outside the data directory, out of erasure's reach: an erasure "
+                             "cannot rewrite it; it is recorded, and erasure reports and `verify --erasure` name it "
+                             "while it holds erased values\n")
     missing = tmp_path.parent / "no-such-dir" / "out.jsonl"
     bad = cli("export", "audit", "--data-dir", str(tmp_path), "--format", "jsonl", "--output", str(missing), ok=False)
     assert bad.output == f"Error: --output '{missing}': directory '{missing.parent}' does not exist\n"
@@ -135,7 +150,7 @@ def test_full_cli_erase_then_verify_erasure_exit_codes(tmp_path):
     runner = CliRunner()
     env = {"CRUXSQL_DATA_DIR": str(tmp_path)}
     keep, gone = _seed(tmp_path)
-    result = runner.invoke(main, ["erase", "--fact-id", gone.fact_id, "--reason", "DSR 9"], env=env)
+    result = runner.invoke(main, ["erase", "--all-tenants", "--fact-id", gone.fact_id, "--reason", "DSR 9"], env=env)
     assert result.exit_code == 0, result.output
     result = runner.invoke(main, ["verify", "--erasure"], env=env)
     assert result.exit_code == 0 and "erasure verified" in result.output

@@ -167,12 +167,25 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
     if is_bound(data_dir):
         return _open_node(data_dir, access, options)
     try:
-        return Store(data_dir, **options)
+        store = Store(data_dir, **options)
     except (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError) as exc:
         if access != "read":
             raise
         _note_in_memory(data_dir, f"cannot be written ({exc})")
         return Store(data_dir, read_only=True, **options)
+    _repair_on_open(store)
+    return store
+
+
+def _repair_on_open(store: Store) -> None:
+    """Remove what killed commands left behind and complete an interrupted erasure, said on stderr."""
+    from ..governance.repair import repair
+    try:
+        for line in repair(store):
+            click.echo(f"repair: {line}", err=True)
+    except BaseException:
+        store.close()
+        raise
 
 
 def _open_node(data_dir: Path, access: str, options: dict[str, Any]) -> Store:

@@ -64,6 +64,8 @@ def echo_erasure_outcome(report: dict[str, Any], as_json: bool) -> None:
         sys.exit(1)
     if report.get("outcome") == "held_back":
         sys.exit(HELD_BACK_EXIT)
+    if report.get("outcome") == "nothing_matched" and report.get("kind") == "erasure":
+        sys.exit(1)
 
 
 def erasure_summary(report: dict[str, Any]) -> list[str]:
@@ -89,9 +91,22 @@ def erasure_summary(report: dict[str, Any]) -> list[str]:
              f"verification     {verification['files_scanned']} file(s) scanned, "
              f"{len(verification['hits'])} hit(s) of erased content"]
     lines += [f"  {hit_line(hit)}" for hit in verification["hits"][:50]]
+    for item in report["stores"].get("quarantine_files", {}).get("rewritten", []):
+        lines.append(f"quarantine file  {item['file']} rewritten without erased content "
+                     f"({item['bytes_before']} -> {item['bytes_after']} bytes)")
+    scrubbed = report["stores"].get("tool_errors", {}).get("messages_scrubbed")
+    if scrubbed:
+        lines.append(f"tool errors      {scrubbed} message(s) holding erased content replaced")
     lines += [f"error            {error}" for error in report["errors"]]
+    lines += copy_lines(report.get("outside_reach", []))
     lines.append("erasure verified" if report["ok"] else "ERASURE NOT VERIFIED")
     return lines
+
+
+def copy_lines(copies: list[dict[str, Any]]) -> list[str]:
+    """One line per recorded copy outside erasure's reach that holds (or may hold) erased content."""
+    return [f"NOT VERIFIED     {c['kind']} {c['path']} is outside erasure's reach and {c['state']}"
+            for c in copies]
 
 
 def hit_line(hit: dict[str, Any]) -> str:
@@ -132,9 +147,41 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
             click.echo(f"{name:24} {d[name]}")
 
 
+def tenant_scope(tenant: Optional[str], all_tenants: bool) -> Optional[str]:
+    """The tenant an erasure is scoped to (None: every tenant); one of the two must be given."""
+    if tenant is None and not all_tenants:
+        raise click.UsageError("say which tenant(s): --tenant T, or --all-tenants (reads default to the "
+                               "tenant 'default'; an erasure never guesses)")
+    if tenant is not None and all_tenants:
+        raise click.UsageError("--tenant and --all-tenants exclude each other")
+    return tenant
+
+
+all_tenants_option = click.option("--all-tenants", is_flag=True,
+                                  help="Every tenant (an erasure needs --tenant T or this).")
+
+
+def echo_dry_run(result: dict[str, Any], as_json: bool) -> None:
+    """What an erasure would take: facts, documents and copies outside erasure's reach."""
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"dry run: would erase {len(result['facts']) + len(result['already_deleted'])} fact(s); "
+               "nothing changed")
+    for fid in result["facts"] + result["already_deleted"]:
+        click.echo(f"  fact      {fid}")
+    for item in result["held_back"]:
+        click.echo(f"  held back {item['fact_id']} (legal hold(s) {','.join(item['hold_ids'])})")
+    if result["document_chunks"]:
+        click.echo(f"  documents {result['document_chunks']} chunk(s) of the tenant's documents")
+    for copy in result["copies_outside_reach"]:
+        click.echo(f"  copy      {copy['kind']} {copy['path']}: outside erasure's reach, {copy['state']}")
+
+
 @click.command("erase")
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
+@all_tenants_option
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable).")
 @click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
@@ -145,25 +192,42 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
 @click.option("--documents", is_flag=True, help="Also erase the tenant's ingested documents (needs --tenant).")
 @click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db (secure_delete already zeroes freed content).")
 @receipt_option
+@click.option("--dry-run", is_flag=True, help="List what would be erased (facts, documents, copies outside "
+                                              "erasure's reach) and change nothing.")
 @json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
-def erase(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[str, ...], fact_ids: tuple[str, ...],
-          older_than: Optional[str], reason: str, actor: Optional[str], request_id: Optional[str], documents: bool,
-          vacuum: bool, override_receipt: Optional[Path], as_json: bool) -> None:
+def erase(data_dir: Path, tenant: Optional[str], all_tenants: bool, entity_prefixes: tuple[str, ...],
+          fact_ids: tuple[str, ...], older_than: Optional[str], reason: str, actor: Optional[str],
+          request_id: Optional[str], documents: bool, vacuum: bool, override_receipt: Optional[Path], dry_run: bool,
+          as_json: bool) -> None:
     """Delete the selected facts, compact, scrub every copy, verify, and report.
 
-    Criteria combine (all must match). Facts an active legal hold covers are held back and named.
+    Criteria combine (all must match); --tenant T or --all-tenants is required. Facts an active legal
+    hold covers are held back and named. --documents erases the tenant's documents whether or not it has
+    facts.
 
     \b
     Exit status:
-      0  erased and verified, or nothing matched (then nothing changes: no compaction, no report)
-      1  the verification still finds erased content, a copy could not be scrubbed, or bad input
+      0  erased and verified
+      1  nothing matched (nothing changes), a --fact-id names no fact, the verification still finds
+         erased content, a recorded copy outside the data directory holds it, or bad input
       3  legal holds held back every matching fact: nothing erased
     """
-    selection = erasure.Selection(tenant=tenant, entity_prefixes=entity_prefixes, fact_ids=fact_ids,
+    scope = tenant_scope(tenant, all_tenants)
+    selection = erasure.Selection(tenant=scope, entity_prefixes=entity_prefixes, fact_ids=fact_ids,
                                   older_than=older_than)
+    if selection.is_empty() and not documents:
+        raise click.UsageError("--all-tenants alone would erase every fact: add --entity-prefix, --fact-id or "
+                               "--older-than")
     receipt = load_receipt(override_receipt)
     with open_store(data_dir, "write") as store:
+        unmatched = erasure.unmatched_fact_ids(store, selection)
+        if unmatched:
+            raise InvalidInput(f"--fact-id {unmatched[0]} matches no fact" + (
+                f" of tenant {scope!r}" if scope is not None else "") + ": nothing erased")
+        if dry_run:
+            echo_dry_run(erasure.dry_run(store, selection, documents), as_json)
+            return
         try:
             report = erasure.erase(store, selection, actor=actor, reason=reason, request_id=request_id,
                                    override_receipt=receipt, documents=documents, vacuum=vacuum,

@@ -60,6 +60,11 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
     if to_stdout:
         click.echo(f"wrote {summary.events} event(s) to stdout", err=True)
         return
+    if summary.outside_data_dir:
+        recorded_so = "it is recorded, and erasure reports and `verify --erasure` name it while it holds erased " \
+            "values" if summary.recorded_in_manifest else "and it is not recorded (the data directory is read-only)"
+        click.echo(f"warning: {summary.path} is outside the data directory, out of erasure's reach: an erasure "
+                   f"cannot rewrite it; {recorded_so}", err=True)
     recorded = " (recorded for erasure)" if summary.recorded_in_manifest else ""
     click.echo(f"wrote {summary.events} event(s), {summary.bytes_written} bytes, to {summary.path}{recorded}")
 

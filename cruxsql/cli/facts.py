@@ -28,7 +28,7 @@ from .common import (
     progress_callback,
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
-from .erasure import hit_line
+from .erasure import copy_lines, hit_line
 from .options import actor_option, json_flag, output_options, tenant_option
 
 
@@ -357,8 +357,12 @@ def _echo_erasure_verification(result: dict, as_json: bool) -> None:
     click.echo(f"files scanned: {result.get('files_scanned', 0)}; erased content found: {len(hits)}")
     for hit in hits[:50]:
         click.echo(f"  {hit_line(hit)}")
-    for path in result.get("backups_before_last_erasure", []):
-        click.echo(f"  note: backup {path} was taken before the last erasure and still holds what it erased")
+    for rid in result.get("ledger_only_reports", []):
+        click.echo(f"  erasure {rid}: its report is no longer in the journal (a restore); scanned from the ledger")
+    for rid in result.get("interrupted_erasures", []):
+        click.echo(f"  erasure {rid} was interrupted and is not complete (the next write completes it)")
+    for line in copy_lines(result.get("outside_reach", [])):
+        click.echo(f"  {line}")
     click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")
 
 

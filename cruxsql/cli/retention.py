@@ -9,8 +9,8 @@ import click
 
 from ..governance import compaction, retention
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback
-from .erasure import blocked_message, echo_erasure_outcome
-from .options import actor_option, json_flag, reason_option
+from .erasure import all_tenants_option, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
+from .options import actor_option, json_flag, reason_option, tenant_option
 
 
 @click.group("retention")
@@ -46,23 +46,39 @@ def retention_report(data_dir: Path, older_than: str, as_json: bool) -> None:
 
 @retention_group.command("apply")
 @data_dir_option
+@tenant_option("Only facts of this tenant.")
+@all_tenants_option
 @click.option("--older-than", required=True, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
 @actor_option("Who applies it (default: operator).")
 @reason_option("Kept in the erasure report (default: retention: older than ...).")
 @click.option("--request-id", default=None, help="Request id for the report.")
 @click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db.")
+@click.option("--dry-run", is_flag=True, help="List what would be erased and change nothing (as `retention report`).")
 @json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
-def retention_apply(data_dir: Path, older_than: str, actor: Optional[str], reason: Optional[str],
-                    request_id: Optional[str], vacuum: bool, as_json: bool) -> None:
+def retention_apply(data_dir: Path, tenant: Optional[str], all_tenants: bool, older_than: str, actor: Optional[str],
+                    reason: Optional[str], request_id: Optional[str], vacuum: bool, dry_run: bool,
+                    as_json: bool) -> None:
     """Delete every eligible fact, compact, scrub and verify, and report (exit status as for `erase`).
 
-    With nothing eligible nothing changes: no compaction, no report.
+    --tenant T or --all-tenants is required. With nothing eligible nothing changes: no compaction, no
+    report (exit 0: a scheduled run with nothing due is not an error).
     """
+    scope = tenant_scope(tenant, all_tenants)
     with open_store(data_dir, "write") as store:
+        if dry_run:
+            with store.writer_lock():
+                store.refresh()
+                c = retention.classify(store, retention.parse_cutoff(older_than), scope)
+            result = {"dry_run": True, "tenant": scope, "older_than": older_than,
+                      "facts": [e["fact_id"] for e in c.eligible], "already_deleted": [], "held_back":
+                      [{"fact_id": p["fact_id"], "hold_ids": p["hold_ids"]} for p in c.protected if "hold_ids" in p],
+                      "document_chunks": 0, "copies_outside_reach": []}
+            echo_dry_run(result, as_json)
+            return
         try:
             report = retention.apply(store, older_than, actor=actor, reason=reason, request_id=request_id,
-                                     vacuum=vacuum, progress=progress_callback("compacting journal"))
+                                     vacuum=vacuum, progress=progress_callback("compacting journal"), tenant=scope)
         except compaction.LegalHoldBlocked as exc:
             raise click.ClickException(blocked_message(exc)) from None
     echo_erasure_outcome(report, as_json)

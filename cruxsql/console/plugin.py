@@ -1,6 +1,8 @@
 """The Datasette plugin the console registers in its server process.
 
-* every connection to a served database is `PRAGMA query_only`: nothing in the console can write;
+* every connection to a database a user can query (the served ones and Datasette's `_memory`) runs
+  under the sandbox of `cruxsql sql` (`console/sandbox.py`): nothing in the console can write, read a
+  file, register a tokenizer or outgrow the memory and time limits;
 * SQL functions `cruxsql_blake3(text)` and `cruxsql_report_hash(json)` let canned queries verify hash chains;
 * canned queries are offered per request, only those whose tables exist;
 * with a token, a request is the `operator` actor when it carries `Authorization: Bearer <token>` or has
@@ -20,7 +22,7 @@ from datasette import hookimpl
 from datasette.utils.asgi import Response
 
 from ..governance.erasure_proof import report_hash
-from . import canned
+from . import canned, sandbox
 from .metadata import OPERATOR_ACTOR
 
 LOGIN_PATH = "/-/login"
@@ -48,11 +50,12 @@ class ConsolePlugin:
 
     @hookimpl
     def prepare_connection(self, conn: sqlite3.Connection, database: str) -> None:
-        if database not in self.query_sets:
+        if database == "_internal":  # Datasette's own catalogue: it writes there, users cannot query it
             return
-        conn.execute("PRAGMA query_only = ON")
-        conn.create_function(canned.BLAKE3_FUNCTION, 1, _blake3_hex, deterministic=True)
-        conn.create_function(canned.REPORT_HASH_FUNCTION, 1, _report_hash, deterministic=True)
+        if database in self.query_sets:
+            conn.create_function(canned.BLAKE3_FUNCTION, 1, _blake3_hex, deterministic=True)
+            conn.create_function(canned.REPORT_HASH_FUNCTION, 1, _report_hash, deterministic=True)
+        sandbox.apply(conn)
 
     @hookimpl
     def canned_queries(self, datasette: Any, database: str) -> Any:

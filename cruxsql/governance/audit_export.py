@@ -87,6 +87,7 @@ class ExportSummary:
     bytes_written: int = 0
     chain_head: Optional[str] = None
     recorded_in_manifest: bool = False
+    outside_data_dir: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -395,9 +396,9 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 def recorded_exports(data_dir: Path) -> list[dict[str, Any]]:
-    """Exports cruxsql wrote inside the data directory (from `audit-exports.json`), each `path` made
-    absolute: the manifest keeps paths relative to the data directory, so a moved or restored data
-    directory still finds them (absolute paths of older manifests are kept as they are)."""
+    """Exports cruxsql wrote (from `audit-exports.json`), each `path` made absolute: the manifest keeps
+    paths inside the data directory relative to it, so a moved or restored data directory still finds
+    them; exports outside it (`outside_data_dir`) keep their absolute path."""
     path = Path(data_dir) / MANIFEST_NAME
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
@@ -409,7 +410,8 @@ def recorded_exports(data_dir: Path) -> list[dict[str, Any]]:
 
 def _record(data_dir: Path, entry: dict[str, Any]) -> None:
     home = Path(data_dir).resolve()
-    entry = {**entry, "path": str(Path(entry["path"]).resolve().relative_to(home))}
+    if not entry.get("outside_data_dir"):
+        entry = {**entry, "path": str(Path(entry["path"]).resolve().relative_to(home))}
     entries = [{**e, "path": str(Path(e["path"]).resolve().relative_to(home))} if _inside(Path(e["path"]), home)
                else e for e in recorded_exports(data_dir)]
     entries = [e for e in entries if e["path"] != entry["path"]]
@@ -454,9 +456,13 @@ def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record:
     summary.bytes_written = output.stat().st_size
     if fmt == "sqlite":
         summary.facts = _count_sqlite_facts(output)
-    if record and _inside(output, Path(store.data_dir)):
+    summary.outside_data_dir = not _inside(output, Path(store.data_dir))
+    if record:
+        # Outside the data directory too: erasure cannot rewrite such a file, but names it while it holds
+        # erased values (`copies.outside_reach`).
         _record(Path(store.data_dir), {"path": str(output.resolve()), "format": fmt, "query": query.params(),
-                                       "written_at": timestamps.format_fact_time(timestamps.now_ns())})
+                                       "written_at": timestamps.format_fact_time(timestamps.now_ns()),
+                                       **({"outside_data_dir": True} if summary.outside_data_dir else {})})
         summary.recorded_in_manifest = True
     return summary
 

@@ -34,10 +34,12 @@ import blake3
 from ..errors import CruxsqlError, InvalidInput
 from ..facts import timestamps, view
 from ..facts.journal import JOURNAL_NAME, Journal, fsync_dir, write_file_durably
+from .erasure_ledger import LEDGER_NAME
 
 BACKUP_FORMAT = "cruxsql.backup.v1"
 BACKUP_MANIFEST = "cruxsql-backup.json"
 REGISTRY_NAME = "backups.json"
+VIEW_COPY_PREFIX = ".backup-view-"
 SEGMENTS = "segments"
 _ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 _COPY_BLOCK = 1 << 20
@@ -198,8 +200,12 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
     if dest.resolve() == data_dir or data_dir in dest.resolve().parents:
         raise BackupError(f"backup destination {dest} is inside the data directory {data_dir}")
     sink = _Sink(dest)
+    # The staging copy outside the data directory is recorded before a byte of it is written (erasure
+    # names it; the next command removes it if this process dies); the view's copy is made inside the
+    # data directory, where erasure scans and the next command cleans.
+    _record_staging(data_dir, dest, sink.partial)
     opened: list[tuple[str, BinaryIO, int]] = []
-    view_copy = (sink.partial if not sink.archive else dest.parent) / f".{dest.name}.view-{uuid.uuid4().hex[:8]}"
+    view_copy = data_dir / f"{VIEW_COPY_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
     try:
         with store.writer_lock():
             store.refresh()
@@ -211,6 +217,10 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
             if store.extensions.path.exists():  # cruxsql's own fact events (extension_events.py)
                 fh = open(store.extensions.path, "rb")
                 opened.append((store.extensions.name, fh, os.fstat(fh.fileno()).st_size))
+            ledger = data_dir / LEDGER_NAME
+            if ledger.exists():
+                fh = open(ledger, "rb")
+                opened.append((LEDGER_NAME, fh, os.fstat(fh.fileno()).st_size))
             segments = data_dir / SEGMENTS
             if segments.is_dir():
                 for path in sorted(p for p in segments.rglob("*") if p.is_file() and not p.name.endswith(".tmp")):
@@ -236,12 +246,14 @@ def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
     except BaseException:
         sink.abort()
         view_copy.unlink(missing_ok=True)
+        _drop_staging(data_dir, sink.partial)
         raise
     finally:
         for _, fh, _ in opened:
             fh.close()
     report = BackupReport(path=str(dest.resolve()), archive=sink.archive, journal_offset=offset,
                           journal_lines=lines, files=len(sink.entries), bytes=sink.total, created_at=created)
+    _drop_staging(data_dir, sink.partial)
     _record(data_dir, report)
     return report
 
@@ -265,11 +277,67 @@ def recorded_backups(data_dir: Path) -> list[dict[str, Any]]:
     return [e for e in entries if isinstance(e, dict) and "path" in e and "created_at" in e]
 
 
+def _write_registry(data_dir: Path, entries: list[dict[str, Any]]) -> None:
+    write_file_durably(Path(data_dir) / REGISTRY_NAME,
+                       json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
 def _record(data_dir: Path, report: BackupReport) -> None:
     entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
     entries.append({"path": report.path, "created_at": report.created_at, "journal_offset": report.journal_offset})
-    write_file_durably(Path(data_dir) / REGISTRY_NAME,
-                       json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+    _write_registry(data_dir, entries)
+
+
+def _record_staging(data_dir: Path, dest: Path, partial: Path) -> None:
+    """Record a backup being written (its staging path and our pid) before writing it."""
+    entries = recorded_backups(data_dir)
+    entries.append({"path": str(dest.resolve()), "created_at": timestamps.format_event_time(timestamps.now_ns()),
+                    "staging": str(partial.resolve()), "pid": os.getpid()})
+    _write_registry(data_dir, entries)
+
+
+def _drop_staging(data_dir: Path, partial: Path) -> None:
+    entries = recorded_backups(data_dir)
+    kept = [e for e in entries if e.get("staging") != str(partial.resolve())]
+    if kept != entries:
+        _write_registry(data_dir, kept)
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+
+
+def remove_dead_stagings(data_dir: Path) -> list[str]:
+    """Remove what killed backups left: recorded staging copies and view copies of processes that are
+    gone (the caller holds the writer lock). Returns the paths removed."""
+    removed = []
+    entries = recorded_backups(data_dir)
+    kept = []
+    for entry in entries:
+        if entry.get("staging") and not _alive(entry.get("pid")):
+            staging = Path(entry["staging"])
+            if staging.is_dir():
+                shutil.rmtree(staging, ignore_errors=True)
+                removed.append(str(staging))
+            elif staging.exists():
+                staging.unlink(missing_ok=True)
+                removed.append(str(staging))
+            continue
+        kept.append(entry)
+    if kept != entries:
+        _write_registry(data_dir, kept)
+    for path in sorted(Path(data_dir).glob(f"{VIEW_COPY_PREFIX}*")):
+        pid = path.name[len(VIEW_COPY_PREFIX):].split("-", 1)[0]
+        if not _alive(pid):
+            path.unlink(missing_ok=True)
+            removed.append(str(path))
+    return removed
 
 
 def backups_before(data_dir: Path, event_time: str) -> list[dict[str, Any]]:
@@ -351,16 +419,29 @@ def _holds_store(data_dir: Path) -> bool:
     return data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir()))
 
 
-def restore(src: Path | str, data_dir: Path | str, force: bool = False) -> dict[str, Any]:
-    """Restore a verified backup into `data_dir` (which must be empty or absent unless `force`)."""
+def restore(src: Path | str, data_dir: Path | str, force: bool = False,
+            erasure_ledger_file: Optional[Path] = None) -> dict[str, Any]:
+    """Restore a verified backup into `data_dir` (which must be empty or absent unless `force`).
+
+    A `data_dir` that is a symbolic link is followed: the directory it points at is restored, the link
+    stays. The records the replaced directory keeps of itself (its erasure ledger, recorded backups and
+    exports) are carried into the restored one, and every erasure the ledger records after the backup was
+    taken is applied again, so nothing erased comes back. `erasure_ledger_file` adds a ledger (a copy
+    kept elsewhere) when the directory it replaces is gone.
+    """
     src, data_dir = Path(src), Path(data_dir)
     manifest = verify_backup(src)
+    if data_dir.is_symlink():
+        if not data_dir.exists():
+            raise BackupError(f"{data_dir} is a symbolic link to {os.readlink(data_dir)}, which does not exist")
+        data_dir = data_dir.resolve()
     if _holds_store(data_dir) and not force:
         raise BackupError(f"{data_dir} is not empty; pass --force to replace what it holds")
     if data_dir.exists() and not data_dir.is_dir():
         raise BackupError(f"{data_dir} is a file, not a data directory")
     if not data_dir.parent.is_dir():
         raise InvalidInput(f"the parent directory of {data_dir} does not exist")
+    extra_ledger = _read_ledger_file(erasure_ledger_file) if erasure_ledger_file is not None else []
     staging = data_dir.with_name(f"{data_dir.name}.restore-{uuid.uuid4().hex[:12]}")
     staging.mkdir(mode=0o700)
     try:
@@ -370,6 +451,7 @@ def restore(src: Path | str, data_dir: Path | str, force: bool = False) -> dict[
             entry = expected.get(name)
             if entry is None or size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
                 raise BackupError(f"backup {src}: {name} changed while it was being restored")
+        ledger_source = _carry_records(data_dir if data_dir.is_dir() else None, staging, extra_ledger)
         _rebind_view(staging)
         for directory in sorted({p.parent for p in staging.rglob("*")} | {staging}, reverse=True):
             fsync_dir(directory)
@@ -387,8 +469,45 @@ def restore(src: Path | str, data_dir: Path | str, force: bool = False) -> dict[
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    from . import erasure, erasure_ledger
+    later = [e for e in erasure_ledger.done(data_dir)
+             if timestamps.parse_ns(e["executed_at"]) >= timestamps.parse_ns(manifest["created_at"])]
+    reapplied = []
+    if later:
+        from ..facts.store import Store
+        with Store(data_dir) as store:
+            reapplied = erasure.reapply(store, later, str(src))
     return {"restored": str(data_dir), "from": str(src), "created_at": manifest["created_at"],
-            "journal_offset": manifest["journal_offset"], "files": len(manifest["files"])}
+            "journal_offset": manifest["journal_offset"], "files": len(manifest["files"]),
+            "erasure_ledger": ledger_source, "erasures_after_backup": [e["request_id"] for e in later],
+            "erasures_reapplied": reapplied, "ok": all(r["ok"] for r in reapplied)}
+
+
+def _read_ledger_file(path: Path) -> list[dict[str, Any]]:
+    from .erasure_ledger import parse_file
+    if not Path(path).is_file():
+        raise InvalidInput(f"--erasure-ledger {str(path)!r} is not a file")
+    return parse_file(Path(path))
+
+
+def _carry_records(old: Optional[Path], staging: Path, extra_ledger: list[dict[str, Any]]) -> Optional[str]:
+    """Carry the replaced directory's own records into the restored one: the erasure ledger (merged with the
+    backup's and `extra_ledger`), recorded backups and audit exports. Returns where the ledger came from."""
+    from . import audit_export, erasure_ledger
+    old_ledger = erasure_ledger.read_ledger(old) if old is not None else []
+    merged = erasure_ledger.merged(erasure_ledger.read_ledger(staging), old_ledger, extra_ledger)
+    if merged:
+        erasure_ledger.write_all(staging, merged)
+    if old is not None:
+        backups = recorded_backups(old)
+        if backups:
+            _write_registry(staging, backups)
+        exports = old / audit_export.MANIFEST_NAME
+        if exports.exists():
+            write_file_durably(staging / audit_export.MANIFEST_NAME, exports.read_bytes())
+    sources = [name for name, ledger in (("the replaced directory", old_ledger), ("--erasure-ledger", extra_ledger))
+               if ledger]
+    return " and ".join(sources) or None
 
 
 def _rebind_view(directory: Path) -> None:

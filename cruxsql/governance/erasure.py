@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput
@@ -27,11 +28,12 @@ from ..facts import timestamps, view
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
-from . import compaction, legal_holds
-from .backup import backups_before
+from . import compaction, erasure_ledger, legal_holds, quarantine
+from .copies import outside_reach
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
     REPORT_KEY,
+    load_list,
     REPORT_SCHEMA,
     report_hash,
     spill,
@@ -255,16 +257,19 @@ def _sync_derived_indexes(store) -> list[str]:
 
 
 def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
-                 errors: list[str]) -> dict[str, list[str]]:
-    """Remove quarantined tails and temp files holding erased content (or a torn fragment of it: the
-    first 16 bytes); re-export recorded exports."""
+                 errors: list[str]) -> dict[str, list]:
+    """Rewrite quarantine files (torn tails, corrupt lines) without the erased content they hold, remove
+    temp files holding it, and re-export recorded exports inside the data directory."""
     scanner = Scanner(needles + fragments)
-    removed_tails, removed_tmp, rewritten = [], [], []
+    rewritten_quarantine, removed_tails, removed_tmp, rewritten = [], [], [], []
     data_dir = store.data_dir
-    for path in store.journal.quarantined_tails():
-        if scanner.scan_file(path, max_hits=1)[1]:
-            path.unlink(missing_ok=True)
+    for path in store.journal.quarantined_tails() + sorted(data_dir.glob(f"{JOURNAL_NAME}.corrupt.*")):
+        outcome = quarantine.rewrite_without(path, scanner)
+        if outcome is None:
+            continue
+        if outcome["bytes_after"] == 0:
             removed_tails.append(path.name)
+        rewritten_quarantine.append(outcome)
     for path in sorted(data_dir.rglob("*.tmp")):
         if path.is_file() and (path.name.startswith(f"{JOURNAL_NAME}.compact-") or scanner.scan_file(path, 1)[1]):
             path.unlink(missing_ok=True)
@@ -272,6 +277,8 @@ def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str,
     from . import audit_export
     for entry in audit_export.recorded_exports(data_dir):
         path = Path(entry["path"])
+        if entry.get("outside_data_dir"):
+            continue  # outside erasure's reach: named in the report (`copies.outside_reach`), never touched
         if path.is_file() and scanner.scan_file(path, max_hits=1)[1]:
             try:
                 audit_export.rerun_export(store, entry)
@@ -279,11 +286,69 @@ def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str,
             except Exception as exc:  # never lose the report over one export: remove the file instead
                 path.unlink(missing_ok=True)
                 errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
-    if removed_tails or removed_tmp:
+    if removed_tmp:
         from ..facts.journal import fsync_dir
         fsync_dir(data_dir)
     return {"quarantined_tails_removed": removed_tails, "temp_files_removed": removed_tmp,
-            "exports_rewritten": rewritten}
+            "exports_rewritten": rewritten, "quarantine_rewritten": rewritten_quarantine}
+
+
+TOOL_ERROR_SCRUBBED = "[message removed by erasure: it held erased content]"
+
+
+def scrub_tool_errors(db, needles: list[dict[str, Any]]) -> int:
+    """Replace every `tool_errors` message (MCP error texts kept for `doctor`) that holds erased content."""
+    if not needles or not db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_errors'").fetchone():
+        return 0
+    scanner = Scanner(needles)
+    dirty = [(tool, internal) for tool, internal, message in db.execute(
+        "SELECT tool, internal, message FROM tool_errors") if scanner.scan_bytes((message or "").encode("utf-8"))]
+    with db:
+        for tool, internal in dirty:
+            db.execute("UPDATE tool_errors SET message = ? WHERE tool = ? AND internal = ?",
+                       (TOOL_ERROR_SCRUBBED, tool, internal))
+    return len(dirty)
+
+
+def tenant_has_documents(store, tenant: str) -> bool:
+    """Whether the tenant has ingested documents (the view's document lane lists them)."""
+    try:
+        row = store.db.execute("SELECT 1 FROM document_chunks WHERE tenant_id = ? LIMIT 1", (tenant,)).fetchone()
+    except apsw.SQLError:  # no document lane in this view yet
+        return False
+    return row is not None
+
+
+def _erased_entries(store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(erased facts, scan needles, torn-fragment needles) for every deleted fact compaction will drop."""
+    # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
+    erased_rows = store.db.execute(
+        "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall()
+    # Values a retained fact still holds cannot be proven absent. Compared in Python (a SQL self-join
+    # would build a transient index of values in SQLite's temp directory, outside the data directory).
+    erased_values = {r[2] for r in erased_rows}
+    still_held = {v for (v,) in store.db.execute("SELECT value FROM facts WHERE deleted = 0")
+                  if v in erased_values}
+    shared = {r[0] for r in erased_rows if r[2] in still_held}
+    del erased_values, still_held
+    selected = set(plan.to_delete) | set(plan.already_deleted)
+    erased, needles, fragments = [], [], []
+    for fid, tenant, value in erased_rows:
+        raw = value.encode("utf-8")
+        entry = {"fact_id": fid, "tenant_hash": tenant, "content_hash": "blake3:" + blake3.blake3(raw).hexdigest(),
+                 "value_bytes": len(raw), "selected": fid in selected}
+        if fid in shared:
+            entry["scan"] = "not scanned: a retained fact holds the same value"
+        elif len(raw) < MIN_NEEDLE_BYTES:
+            entry["scan"] = f"not scanned: shorter than {MIN_NEEDLE_BYTES} bytes"
+        else:
+            entry["scan"] = "scanned"
+            needles.extend(needles_for(fid, value))
+            fragments.extend(prefix_needles(fid, value))
+        erased.append(entry)
+    del erased_rows
+    return erased, needles, fragments
 
 
 def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[str, Any]:
@@ -309,8 +374,11 @@ def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[s
 def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
             request_id: Optional[str] = None, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None,
             documents_tenant: Optional[str] = None, vacuum: bool = False, progress=None,
-            requested_at: Optional[int] = None) -> dict[str, Any]:
-    """Delete `plan.to_delete`, compact, scrub every copy, scan, and store + return the report."""
+            requested_at: Optional[int] = None, resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Delete `plan.to_delete`, compact, scrub every copy, scan, and store + return the report.
+
+    `resume` is the ledger's "erasing" line of an interrupted erasure (`complete_interrupted`): its
+    erased facts and needles, which compaction may already have taken out of the journal."""
     why = (reason or "").strip()
     if not why:
         raise InvalidInput("reason is required for an erasure")
@@ -324,7 +392,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
                             (ERASURE_REPORT_PREFIX + request_id, REPORT_KEY)).fetchone():
             raise Conflict(f"an erasure report with request id {request_id!r} already exists")
-        if not plan.to_delete and not plan.already_deleted:
+        if resume is None and not plan.to_delete and not plan.already_deleted and not (
+                documents_tenant is not None and tenant_has_documents(store, documents_tenant)):
             return nothing_to_erase(kind, selection, plan)
         # Refuse before deleting anything when compaction would be refused anyway.
         covered = compaction.blocked_by_holds(store)
@@ -336,34 +405,19 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
                     + " (already-deleted facts they cover would be erased; pass a legal_hold_overridden receipt)",
                     covered)
             compaction.check_override(override_receipt, covered)
+        # The ledger knows of the erasure before anything is deleted: killed from here on, the next
+        # command completes it (`complete_interrupted`), so the values go and the report exists.
+        if resume is None:
+            erasure_ledger.begin(store.data_dir, request_id=request_id, kind=kind, selection=selection,
+                                 fact_ids=plan.to_delete + plan.already_deleted, documents_tenant=documents_tenant,
+                                 actor=who, reason=why, requested_at=timestamps.format_fact_time(requested_at))
         deleted, refused, undone = delete_facts(store, plan.to_delete)
         crash_point("erase-after-delete")
-        # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
-        erased_rows = store.db.execute(
-            "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall()
-        # Values a retained fact still holds cannot be proven absent. Compared in Python (a SQL self-join
-        # would build a transient index of values in SQLite's temp directory, outside the data directory).
-        erased_values = {r[2] for r in erased_rows}
-        still_held = {v for (v,) in store.db.execute("SELECT value FROM facts WHERE deleted = 0")
-                      if v in erased_values}
-        shared = {r[0] for r in erased_rows if r[2] in still_held}
-        del erased_values, still_held
-        selected = set(plan.to_delete) | set(plan.already_deleted)
-        erased, needles, fragments = [], [], []
-        for fid, tenant, value in erased_rows:
-            raw = value.encode("utf-8")
-            entry = {"fact_id": fid, "tenant_hash": tenant, "content_hash": "blake3:" + blake3.blake3(raw).hexdigest(),
-                     "value_bytes": len(raw), "selected": fid in selected}
-            if fid in shared:
-                entry["scan"] = "not scanned: a retained fact holds the same value"
-            elif len(raw) < MIN_NEEDLE_BYTES:
-                entry["scan"] = f"not scanned: shorter than {MIN_NEEDLE_BYTES} bytes"
-            else:
-                entry["scan"] = "scanned"
-                needles.extend(needles_for(fid, value))
-                fragments.extend(prefix_needles(fid, value))
-            erased.append(entry)
-        del erased_rows
+        if resume is not None:
+            erased, needles, fragments = resume["erased_facts"], resume["needles"], resume["fragments"]
+        else:
+            erased, needles, fragments = _erased_entries(store, plan)
+            erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
         # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
         # the report), where the byte scan below still looks for erased values.
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
@@ -386,6 +440,7 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         indexes = _sync_derived_indexes(store)
         sqlite = _scrub_sqlite(store, vacuum)
         files = _scrub_files(store, needles, fragments, errors)
+        tool_errors_scrubbed = scrub_tool_errors(store.db, needles + fragments)
         sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
         verification = scan_directory(store.data_dir, needles)
         if not sqlite["vacuumed"] and any(hit["file"].startswith(view.DB_NAME) for hit in verification.hits):
@@ -397,6 +452,7 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         reports = stored_reports(store.db)
         prev = reports[-1].get("report_hash") if reports else None
         now = timestamps.now_ns()
+        outside = outside_reach(store.data_dir, needles, timestamps.format_event_time(now))
         report: dict[str, Any] = {
             "schema": REPORT_SCHEMA,
             "request_id": request_id,
@@ -426,6 +482,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
                          "derived_indexes_synced": indexes, **sqlite},
                 "documents": documents,
                 "quarantined_tails": {"removed": files["quarantined_tails_removed"]},
+                "quarantine_files": {"rewritten": files["quarantine_rewritten"]},
+                "tool_errors": {"messages_scrubbed": tool_errors_scrubbed},
                 "temp_files": {"removed": files["temp_files_removed"] + comp.stale_temp_files_removed},
                 "exports": {"rewritten": files["exports_rewritten"]},
             },
@@ -434,8 +492,8 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "held_back": plan.held_back,
             "protected": plan.protected,
             "holds_blocking": sorted({h for item in plan.held_back for h in item["hold_ids"]}),
-            "backups_still_holding": [b["path"] for b in backups_before(store.data_dir,
-                                                                         timestamps.format_event_time(now))],
+            "backups_still_holding": [c["path"] for c in outside if c["kind"] == "backup"],
+            "outside_reach": outside,
             "override_receipt_id": comp.override_receipt_id,
             "journal": {
                 "before": {"blake3": comp.journal_blake3_before, "bytes": comp.bytes_before,
@@ -446,14 +504,47 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
             "needles": [[n["fact_id"], n["form"], n["length"], n["anchor"], n["blake3"]] for n in needles],
             "verification": verification.to_dict(),
             "errors": errors,
-            "ok": verification.ok and not errors,
+            "ok": verification.ok and not errors and not outside,
             "prev_report_hash": prev,
         }
         spill(store, report)
         report["report_hash"] = report_hash(report)
         store_report(store, report)
+        erasure_ledger.finish(store.data_dir, report, documents_tenant, erased, needles)
         crash_point("erase-after-report")
         return report
+
+
+def unmatched_fact_ids(store, selection: Selection) -> list[str]:
+    """The --fact-id values that name no fact the rest of the selection matches."""
+    found = set()
+    for fid in selection.fact_ids:
+        where, params = Selection(tenant=selection.tenant, fact_ids=(fid,)).where()
+        if store.db.execute(f"SELECT 1 FROM facts WHERE {where}", params).fetchone():
+            found.add(fid)
+    return [fid for fid in selection.fact_ids if fid not in found]
+
+
+def dry_run(store, selection: Selection, documents: bool = False) -> dict[str, Any]:
+    """What `erase` would take, changing nothing: the facts (and those held back or protected), the
+    tenant's documents, and the recorded copies outside the data directory that hold the values."""
+    with store.writer_lock():
+        store.refresh()
+        plan = plan_selection(store, selection)
+        needles = []
+        for fid in plan.to_delete + plan.already_deleted:
+            row = store.db.execute("SELECT value FROM facts WHERE fact_id = ?", (fid,)).fetchone()
+            needles.extend(needles_for(fid, row[0]))
+        chunks = 0
+        if documents and selection.tenant is not None:
+            chunks = store.db.execute("SELECT count(*) FROM document_chunks WHERE tenant_id = ?",
+                                      (selection.tenant,)).fetchone()[0] if tenant_has_documents(
+                                          store, selection.tenant) else 0
+        return {"dry_run": True, "selection": selection.to_report(), "facts": plan.to_delete,
+                "already_deleted": plan.already_deleted, "held_back": plan.held_back, "protected": plan.protected,
+                "document_chunks": chunks,
+                "copies_outside_reach": outside_reach(store.data_dir, needles, timestamps.format_event_time(
+                    timestamps.now_ns()))}
 
 
 def erase(store, selection: Selection, *, actor: Optional[str] = None, reason: str, request_id: Optional[str] = None,
@@ -470,3 +561,64 @@ def erase(store, selection: Selection, *, actor: Optional[str] = None, reason: s
                        request_id=request_id, override_receipt=override_receipt,
                        documents_tenant=selection.tenant if documents else None, vacuum=vacuum, progress=progress,
                        requested_at=requested_at)
+
+
+def complete_interrupted(store) -> list[dict[str, Any]]:
+    """Finish every erasure the ledger says was begun and not reported (killed mid-way): delete what is
+    left, compact, scrub, scan, and store its report under its own request id. Returns the reports."""
+    if not erasure_ledger.interrupted(store.data_dir):
+        return []
+    done = []
+    with store.writer_lock():
+        store.refresh()
+        for entry in erasure_ledger.interrupted(store.data_dir):
+            rid = entry["request_id"]
+            stored = [r for r in stored_reports(store.db) if r.get("request_id") == rid]
+            if stored:  # killed after the report was stored, before the ledger said so
+                report = {k: v for k, v in stored[-1].items() if k != "_fact_id"}
+                erased, _ = load_list(store.db, report, "erased_facts")
+                needles, _ = load_list(store.db, report, "needles")
+                erasure_ledger.finish(store.data_dir, report, entry.get("documents_tenant"), erased,
+                                      [dict(zip(("fact_id", "form", "length", "anchor", "blake3"), n))
+                                       for n in needles])
+                done.append(report)
+                continue
+            plan = Plan()
+            for fid in entry["fact_ids"]:
+                row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
+                if row is not None:
+                    (plan.already_deleted if row[0] else plan.to_delete).append(fid)
+            report = execute(store, kind=entry["kind"], selection=entry["selection"], plan=plan,
+                             actor=entry["actor"], reason=entry["reason"], request_id=rid,
+                             documents_tenant=entry.get("documents_tenant"),
+                             requested_at=timestamps.parse_ns(entry["requested_at"]), resume=entry.get("erasing"))
+            if "outcome" in report:  # killed before its delete was durable: nothing was erased
+                erasure_ledger.abandon(store.data_dir, rid)
+            else:
+                done.append(report)
+    return done
+
+
+def reapply(store, entries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    """Apply again, after a restore of an older backup, the erasures the ledger recorded after it: the
+    facts each one erased that the backup brought back, and its tenant's documents. Returns the reports."""
+    out = []
+    with store.writer_lock():
+        store.refresh()
+        for entry in entries:
+            plan = Plan()
+            for fid in entry.get("fact_ids", []):
+                row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
+                if row is not None:
+                    (plan.already_deleted if row[0] else plan.to_delete).append(fid)
+            tenant = entry.get("documents_tenant")
+            if not plan.to_delete and not plan.already_deleted and not (tenant and tenant_has_documents(store, tenant)):
+                continue
+            rid = f"{entry['request_id']}-reapplied-{uuid.uuid4().hex[:8]}"
+            report = execute(store, kind="reapplied_after_restore",
+                             selection={"reapplies": entry["request_id"], "restored_from": source,
+                                        "fact_ids": plan.to_delete + plan.already_deleted},
+                             plan=plan, actor="restore", reason=f"erasure {entry['request_id']} re-applied after "
+                             f"restoring {source}", request_id=rid, documents_tenant=tenant)
+            out.append(report)
+    return out

@@ -14,8 +14,8 @@ from typing import Any
 import blake3
 
 from ..facts.privacy import NamespaceOwner
-from . import compaction
-from .backup import backups_before
+from . import compaction, erasure_ledger
+from .copies import outside_reach
 from .erasure_scan import scan_directory
 
 REPORT_SCHEMA = "cruxsql.erasure_report.v1"
@@ -141,6 +141,15 @@ def verify_erasure(store) -> dict[str, Any]:
         for fact_id, form, length, anchor, digest in report_needles:
             needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
                             "request_id": report.get("request_id")})
+    # Erasures the ledger records whose report the journal no longer holds (a restore of an older backup
+    # took it): their needles are scanned for too.
+    reported = {r.get("request_id") for r in reports}
+    ledger_only = [e for e in erasure_ledger.done(store.data_dir) if e["request_id"] not in reported]
+    for entry in ledger_only:
+        for fact_id, form, length, anchor, digest in entry.get("needles", []):
+            needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
+                            "request_id": entry["request_id"]})
+    interrupted = [e["request_id"] for e in erasure_ledger.interrupted(store.data_dir)]
     # Fold a checkpoint in first so the scan sees the database file, not stale WAL frames.
     compaction.checkpoint_wal(store.db, attempts=1)
     result = scan_directory(store.data_dir, needles)
@@ -148,7 +157,12 @@ def verify_erasure(store) -> dict[str, Any]:
     out["reports"] = len(reports)
     out["chain_ok"] = not chain_errors
     out["chain_errors"] = chain_errors
-    out["ok"] = result.ok and not chain_errors
-    last = max((r.get("executed_at", "") for r in reports if "unparsable" not in r), default="")
-    out["backups_before_last_erasure"] = [b["path"] for b in backups_before(store.data_dir, last)] if last else []
+    last = max([r.get("executed_at", "") for r in reports if "unparsable" not in r]
+               + [e.get("executed_at", "") for e in ledger_only], default="")
+    outside = outside_reach(store.data_dir, needles, last or None)
+    out["ledger_only_reports"] = [e["request_id"] for e in ledger_only]
+    out["interrupted_erasures"] = interrupted
+    out["outside_reach"] = outside
+    out["backups_before_last_erasure"] = [c["path"] for c in outside if c["kind"] == "backup"]
+    out["ok"] = result.ok and not chain_errors and not outside and not interrupted
     return out

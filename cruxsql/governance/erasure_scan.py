@@ -148,6 +148,18 @@ class Scanner:
                 base += _SCAN_BLOCK
             return size, hits
 
+    def scan_bytes(self, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+        """(offset, needle) for every needle found in `data`, held in memory (a message, a small file)."""
+        found: list[tuple[int, dict[str, Any]]] = []
+        if not self.count or len(data) < MIN_NEEDLE_BYTES:
+            return found
+        for pos in self._candidates(data, len(data) - 7):
+            for needle in self.by_anchor.get(int(self._anchor_at(data, pos)), ()):
+                piece = data[pos:pos + needle["length"]]
+                if len(piece) == needle["length"] and content_digest(piece) == needle["blake3"]:
+                    found.append((pos, needle))
+        return found
+
     @staticmethod
     def _anchor_at(block: bytes, pos: int) -> int:
         return _mix_int(int.from_bytes(block[pos:pos + 8], "little"))

@@ -42,14 +42,15 @@ def _members(db) -> set[str]:
     return out
 
 
-def classify(store, cutoff_ns: int) -> Classification:
-    """Split the live facts stored before `cutoff_ns` into eligible and protected (with reasons)."""
+def classify(store, cutoff_ns: int, tenant: Optional[str] = None) -> Classification:
+    """Split the live facts stored before `cutoff_ns` (of `tenant`, or every tenant) into eligible and
+    protected (with reasons)."""
     holds = legal_holds.active_holds(store.db)
     members = _members(store.db)
     out = Classification(cutoff_ns)
     for row in store.db.execute(
-            f"SELECT {FACT_SELECT} FROM facts WHERE deleted = 0 AND stored_at_ns < ? ORDER BY stored_at_ns, fact_id",
-            (cutoff_ns,)):
+            f"SELECT {FACT_SELECT} FROM facts WHERE deleted = 0 AND stored_at_ns < ?1 "
+            "AND (?2 IS NULL OR tenant_hash = ?2) ORDER BY stored_at_ns, fact_id", (cutoff_ns, tenant)):
         fact = fact_from_row(row)
         item = {"fact_id": fact.fact_id, "tenant_hash": fact.tenant_hash, "entity": fact.entity, "key": fact.key,
                 "stored_at": timestamps.format_fact_time(fact.stored_at),
@@ -131,13 +132,15 @@ def retention_report(store, older_than: str, now_ns: Optional[int] = None) -> di
 
 
 def apply(store, older_than: str, *, actor: Optional[str] = None, reason: Optional[str] = None,
-          request_id: Optional[str] = None, vacuum: bool = False, progress=None) -> dict[str, Any]:
-    """Delete what is eligible, compact, scrub, and write an erasure report (kind `retention`)."""
+          request_id: Optional[str] = None, vacuum: bool = False, progress=None,
+          tenant: Optional[str] = None) -> dict[str, Any]:
+    """Delete what is eligible (of `tenant`, or every tenant), compact, scrub, and write an erasure report
+    (kind `retention`)."""
     requested = timestamps.now_ns()
     cutoff = parse_cutoff(older_than, requested)
     with store.writer_lock():
         store.refresh()
-        c = classify(store, cutoff)
+        c = classify(store, cutoff, tenant)
         # Facts already deleted (e.g. by a run that crashed before compacting) are erased too; with none
         # of them and nothing eligible, the run changes nothing.
         plan = erasure.Plan(
@@ -146,7 +149,7 @@ def apply(store, older_than: str, *, actor: Optional[str] = None, reason: Option
             held_back=[{"fact_id": p["fact_id"], "hold_ids": p["hold_ids"]} for p in c.protected if "hold_ids" in p],
             protected=[{"fact_id": p["fact_id"], "reason": p["reason"]} for p in c.protected if "hold_ids" not in p],
         )
-        selection = {"older_than": older_than, "cutoff": timestamps.format_fact_time(cutoff),
+        selection = {"tenant": tenant, "older_than": older_than, "cutoff": timestamps.format_fact_time(cutoff),
                      "rules": "mark_retention_eligible: not private, not __sync_tombstone__::, not daemon-owned, "
                               "not held, not a consolidation member"}
         return erasure.execute(store, kind="retention", selection=selection, plan=plan, actor=actor,
