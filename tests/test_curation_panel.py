@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cruxsql.curation.aggregate import AggregateRequest, aggregate_v1, dedup_latest, parse_leading_number
-from cruxsql.curation.tool_results import ToolError
+from cruxsql.errors import ToolError
 from cruxsql.curation.memory_panel import (AckBuffer, chrono_display, memory_acknowledge_use,
                                            memory_edit, memory_history, memory_pin)
 from cruxsql.curation.paging import decode_cursor, export, list_page

@@ -18,13 +18,12 @@ from typing import Any, Mapping, Optional
 
 import blake3
 
-from ..errors import CruxsqlError, InvalidInput, JournalError
+from ..errors import CAPABILITY_DENIED, INVALID_PARAMS, CruxsqlError, InvalidInput, JournalError, ToolError
 from ..facts import codec, timestamps
 from ..facts.codec import Fact
 from ..facts.privacy import owned_prefix
 from ..facts.store import Store, check_confidence
 from .contradictions import require_consolidation_feature
-from .tool_results import CAPABILITY_DENIED, INVALID_PARAMS, ToolError
 
 DEFAULT_CONFIDENCE_FLOOR = 0.99
 
@@ -243,15 +242,15 @@ def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Option
     agent as the canonical's actor, store errors as `ToolError`s with `data {reason, protected: true}`."""
     require_consolidation_feature(env)
     if not agent:
-        raise ToolError(CAPABILITY_DENIED, "memory_consolidate requires an authenticated passport (anonymous calls "
-                        "rejected)", {"tool": "memory_consolidate", "requires_passport": True})
+        raise ToolError("memory_consolidate requires an authenticated passport (anonymous calls "
+                        "rejected)", {"tool": "memory_consolidate", "requires_passport": True}, code=CAPABILITY_DENIED)
     for name in ("entity", "key", "canonical_value"):
         if not isinstance(arguments.get(name), str):
-            raise ToolError(INVALID_PARAMS, f"missing required param: {name}", {"param": name, "required": True})
+            raise ToolError(f"missing required param: {name}", {"param": name, "required": True}, code=INVALID_PARAMS)
     targets = _string_list(arguments.get("target_fact_ids"))
     if not targets:
-        raise ToolError(INVALID_PARAMS, "target_fact_ids must be a non-empty array",
-                        {"param": "target_fact_ids", "required": True})
+        raise ToolError("target_fact_ids must be a non-empty array",
+                        {"param": "target_fact_ids", "required": True}, code=INVALID_PARAMS)
     horizon = arguments.get("horizon_class")
     if not isinstance(horizon, str) or horizon not in codec.HORIZON_CLASSES:
         horizon = None     # Crux drops an unparsable horizon silently
@@ -265,9 +264,9 @@ def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Option
     try:
         report = consolidate_facts_v1(store, req, tenant)
     except ConsolidationError as exc:
-        raise ToolError(exc.code, str(exc), exc.data()) from exc
+        raise ToolError(str(exc), exc.data(), code=exc.code) from exc
     except InvalidInput as exc:      # e.g. a confidence outside 0..=1 (Crux never checks, spec §12.11)
-        raise ToolError(INVALID_PARAMS, str(exc), {"reason": "invalid_request", "protected": True}) from exc
+        raise ToolError(str(exc), {"reason": "invalid_request", "protected": True}, code=INVALID_PARAMS) from exc
     receipt = report["receipt"]
     text = (f"consolidated {len(targets)} target(s) into canonical fact {receipt['canonical_fact_id']} "
             f"(receipt {receipt['consolidation_id']}); history preserved")

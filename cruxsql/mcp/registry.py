@@ -11,14 +11,11 @@ from typing import Any, Callable, Optional, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import InvalidInput
+from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
 
 READ, WRITE, ACCOUNTING = "read", "write", "accounting"
 KINDS = (READ, WRITE, ACCOUNTING)
 _MARK = "__cruxsql_mcp_tool__"
-
-
-class ToolError(Exception):
-    """A tool's one-line refusal (the agent sees the message as a tool error; the server keeps serving)."""
 
 
 @dataclass

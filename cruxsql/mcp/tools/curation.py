@@ -24,11 +24,11 @@ from ...curation.memory_panel import memory_acknowledge_use as acknowledge_paylo
 from ...curation.memory_panel import memory_edit as edit_payload
 from ...curation.memory_panel import memory_history as history_payload
 from ...curation.memory_panel import memory_pin as pin_payload
-from ...curation.tool_results import CAPABILITY_DENIED, INVALID_PARAMS, ToolError as CurationError
+from ...errors import CAPABILITY_DENIED, ToolError
 from ...governance import legal_holds
 from ...recall import scope as agent_scope
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolResult, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 Intent = Literal["answer", "decision", "tool_call", "implicit"]
@@ -78,12 +78,12 @@ def memory_consolidate_undo(call: Call, canonical_fact_id: str, source_fact_ids:
     """Undo a consolidation: its source facts live again, its canonical deleted."""
     require_consolidation_feature()
     if not call.agent:
-        raise CurationError(CAPABILITY_DENIED, "memory_consolidate_undo requires an authenticated passport "
-                            "(anonymous calls rejected)", {"tool": "memory_consolidate_undo", "requires_passport": True})
+        raise ToolError("memory_consolidate_undo requires an authenticated passport (anonymous calls rejected)",
+                        {"tool": "memory_consolidate_undo", "requires_passport": True}, code=CAPABILITY_DENIED)
     try:
         report = cons.consolidate_undo_v1(call.store, canonical_fact_id, source_fact_ids, call.tenant)
     except cons.ConsolidationError as exc:
-        raise CurationError(exc.code, str(exc), exc.data()) from exc
+        raise ToolError(str(exc), exc.data(), code=exc.code) from exc
     if report["status"] == "already_undone":
         return ToolResult(f"consolidation {canonical_fact_id} was already undone; nothing written", report)
     return ToolResult(f"undid consolidation {canonical_fact_id}: canonical deleted, "
@@ -114,7 +114,7 @@ def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] 
     if fact_id is not None and (entity is None or key is None):
         # Crux names the stored entity of another agent's private fact in its refusal; that fact is not found here
         if call.visible_fact(fact_id, include_deleted=True) is None:
-            raise CurationError(INVALID_PARAMS, f"fact not found: {fact_id}", {"fact_id": fact_id})
+            raise ToolError(f"fact not found: {fact_id}", {"fact_id": fact_id})
     return _answer(history_payload(call.store, entity, key, fact_id, agent=call.agent, tenant=call.tenant))
 
 
