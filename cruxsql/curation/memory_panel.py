@@ -49,11 +49,16 @@ def _require_agent(tool: str, agent: Optional[str]) -> str:
     return agent
 
 
-def _lookup(store: Store, fact_id: str, tenant: str) -> Fact:
+def _lookup(store: Store, fact_id: str, tenant: str, agent: Optional[str]) -> Fact:
+    """The fact, if it exists and the agent may see it: another agent's private fact answers exactly as a
+    nonexistent one (Crux says "not editable" for it, which tells the caller that it exists)."""
     try:
-        return store.get(fact_id, tenant)
+        fact = store.get(fact_id, tenant)
     except NotFound:
+        fact = None
+    if fact is None or scope.visible_entity(fact.entity, fact.private, agent) is None:
         raise ToolError(f"fact not found: {fact_id}", {"fact_id": fact_id}, code=INVALID_PARAMS) from None
+    return fact
 
 
 def panel_entity(fact: Fact, agent: Optional[str]) -> Optional[str]:
@@ -93,7 +98,7 @@ def memory_edit(store: Store, fact_id: str, new_value: str, reason: Optional[str
     if not flag_on(PANEL_FLAG, True, env):
         return _disabled("memory_edit")
     agent = _require_agent("memory_edit", agent)
-    old = _lookup(store, fact_id, tenant)
+    old = _lookup(store, fact_id, tenant, agent)
     if panel_entity(old, agent) is None:
         raise ToolError("fact is not editable through the memory panel",
                         {"fact_id": fact_id, "reason": "reserved_or_invisible"}, code=INVALID_PARAMS)
@@ -117,7 +122,7 @@ def memory_pin(store: Store, fact_id: str, pinned: bool = True, *, agent: Option
     if not flag_on(PANEL_FLAG, True, env):
         return _disabled("memory_pin")
     agent = _require_agent("memory_pin", agent)
-    fact = _lookup(store, fact_id, tenant)
+    fact = _lookup(store, fact_id, tenant, agent)
     if panel_entity(fact, agent) is None:
         raise ToolError("fact is not pinnable through the memory panel",
                         {"fact_id": fact_id, "reason": "reserved_or_invisible"}, code=INVALID_PARAMS)
@@ -144,7 +149,7 @@ def memory_history(store: Store, entity: Optional[str] = None, key: Optional[str
         if fact_id is None:
             raise ToolError("memory_history requires either {entity,key} or {fact_id}",
                             {"required_alternatives": ["entity+key", "fact_id"]}, code=INVALID_PARAMS)
-        fact = _lookup(store, fact_id, tenant)
+        fact = _lookup(store, fact_id, tenant, agent)
         entity, key = scope.visible_entity(fact.entity, fact.private, agent) or fact.entity, fact.key
     if entity.startswith(MEMORY_VIEW_RESERVED):
         raise ToolError("memory_history: entity is reserved (not visible through memory panel)",

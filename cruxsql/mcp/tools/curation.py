@@ -81,7 +81,8 @@ def memory_consolidate_undo(call: Call, canonical_fact_id: str, source_fact_ids:
         raise ToolError("memory_consolidate_undo requires an authenticated passport (anonymous calls rejected)",
                         {"tool": "memory_consolidate_undo", "requires_passport": True}, code=CAPABILITY_DENIED)
     try:
-        report = cons.consolidate_undo_v1(call.store, canonical_fact_id, source_fact_ids, call.tenant)
+        report = cons.consolidate_undo_v1(call.store, canonical_fact_id, source_fact_ids, call.tenant,
+                                          cons.agent_viewer(call.agent))
     except cons.ConsolidationError as exc:
         raise ToolError(str(exc), exc.data(), code=exc.code) from exc
     if report["status"] == "already_undone":

@@ -100,8 +100,8 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
 def delete_fact(call: Call, fact_id: str) -> ToolResult:
     """Soft-delete one fact by id."""
     call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
-    if call.visible_fact(fact_id) is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if call.visible_fact(fact_id) is None:       # Crux answers this with isError false: the agent believed it
+        raise ToolError(f"fact not found: {fact_id}")
     try:
         call.store.delete(fact_id, tenant=call.tenant)
     except Conflict as exc:

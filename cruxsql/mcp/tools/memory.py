@@ -48,8 +48,8 @@ def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatil
                        ) -> ToolResult:
     """Set a fact's freshness horizon (how fast it goes stale)."""
     call.require_agent("memory_set_horizon")
-    if _target(call, fact_id, "set horizon on") is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if _target(call, fact_id, "set horizon on") is None:    # Crux: isError false
+        raise ToolError(f"fact not found: {fact_id}")
     call.store.set_horizon(fact_id, horizon_class, tenant=call.tenant)
     return ToolResult(f"set horizon_class={horizon_class} on fact {fact_id}",
                       {"fact_id": fact_id, "horizon_class": horizon_class, "ok": True})
@@ -59,8 +59,8 @@ def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatil
 def memory_reverify(call: Call, fact_id: str) -> ToolResult:
     """Mark a fact re-verified now (resets its decay) and write a receipt."""
     agent = call.require_agent("memory_reverify")
-    if _target(call, fact_id, "reverify") is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if _target(call, fact_id, "reverify") is None:          # Crux: isError false
+        raise ToolError(f"fact not found: {fact_id}")
     done = reverify_with_receipt(call.store, fact_id, call.tenant, agent)
     return ToolResult(f"re-verified fact {fact_id} at {done.reverified_at} (receipt {done.receipt_id}, class=Reverify)",
                       {"fact_id": fact_id, "receipt_id": done.receipt_id, "receipt_class": "Reverify",
