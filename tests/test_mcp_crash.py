@@ -60,7 +60,9 @@ def _assert_consistent(data_dir: Path, acknowledged: list[str]) -> None:
 def test_malformed_json_rpc_gets_an_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
     server = RawServer(tmp_path)
     try:
-        server.write(b"this is not json\n")        # the SDK drops an unparseable line (no id to answer)
+        server.write(b"this is not json\n")        # a parse error, answered with id null
+        assert server.read() == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "not JSON: Expecting value: line 1 column 1 (char 0)"}}
         server.write(b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": 5}}\n')
         assert server.read()["error"]["code"] == -32602
         server.send({"jsonrpc": "2.0", "id": 7, "method": "no/such/method"})

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import InvalidInput
 from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
+from .wire import value_problem
 
 READ, WRITE, ACCOUNTING = "read", "write", "accounting"
 KINDS = (READ, WRITE, ACCOUNTING)
@@ -43,6 +44,10 @@ class ToolSpec:
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The tool's keyword arguments, or InvalidInput naming the first bad argument."""
+        for name, value in arguments.items():
+            problem = value_problem(value, f"`{name}`")
+            if problem:
+                raise InvalidInput(f"{self.name}: {problem}")
         try:
             parsed = self.model.model_validate(arguments)
         except ValidationError as exc:

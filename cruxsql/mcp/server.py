@@ -23,11 +23,12 @@ from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
 from ..recall import Recall
-from ..recall.tokens import estimate_tokens, estimate_tokens_str
+from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
 from .call import Call
 from .identity import AgentRegistry, Identity
 from .pipes import stdio_pipes
 from .registry import READ, ToolError, ToolResult, ToolSpec, discover
+from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
 TOOL_SETS = ("core", "all")
@@ -98,10 +99,12 @@ class CruxServer:
         spec: Optional[ToolSpec] = self.specs.get(name)
         standing = self.ledger.standing(identity.agent)
         refused = control = False
+        declared: Optional[int] = None
         try:
             if spec is None:
                 raise ToolError(f"unknown tool: {name}")
             kwargs = spec.validate(arguments)
+            declared = kwargs.get("token_budget")
             if spec.kind == READ and standing.state == OVER:
                 refused = True
                 raise ToolError(standing.refusal())
@@ -120,9 +123,7 @@ class CruxServer:
         wire = _wire(result, result_notes)
         tokens_out = estimate_tokens_str(result.text) if result.is_error else estimate_tokens(
             wire.model_dump(mode="json", by_alias=True, exclude_none=True))
-        declared = arguments.get("token_budget")
-        declared = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
-        self.ledger.record(identity.agent, estimate_tokens(arguments), tokens_out, declared, refused)
+        self.ledger.record(identity.agent, _arguments_tokens(arguments), tokens_out, declared, refused)
         if spec is not None and spec.holdout and result.sample and not result.is_error:
             self.holdout.record(arguments, control, result.text, result.payload)
         return wire
@@ -141,7 +142,8 @@ class CruxServer:
         from mcp.server.stdio import stdio_server
 
         async with stdio_pipes() as (stdin, stdout):
-            async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
+            gate = RequestGate(stdin, stdout)
+            async with stdio_server(gate.lines, gate.writer) as (read, write):  # type: ignore[arg-type]
                 await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
@@ -153,6 +155,15 @@ class CruxServer:
 
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
+
+
+def _arguments_tokens(arguments: dict[str, Any]) -> int:
+    """`estimate_tokens` of the arguments as sent, refused ones included (a lone surrogate counts as 3 bytes,
+    a value too deep to serialise as 1 token)."""
+    try:
+        return max(1, len(compact_json(arguments).encode("utf-8", "surrogatepass")) // CHARS_PER_TOKEN)
+    except (RecursionError, ValueError):
+        return 1
 
 
 def _wire(result: ToolResult, notes: Optional[list[str]] = None) -> types.CallToolResult:

@@ -12,6 +12,7 @@ from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.tokens import compact_json
+from ..arguments import Contract
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, tool
 
@@ -67,7 +68,7 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
 @tool(kind=READ, core=True, holdout=True)
 def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
                 token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
-                min_effective_confidence: Optional[float] = None, contract: Optional[str] = None,
+                min_effective_confidence: Optional[float] = None, contract: Contract = None,
                 explain: bool = False) -> ToolResult:
     """Recall facts: any query word matching a value, key or entity; ranked by freshness-decayed confidence.
     A token_budget returns the best in full and the rest as pointers; explain says why."""
