@@ -18,7 +18,7 @@ from mcp.server.lowlevel import Server
 
 from ..accounting.holdout import Holdout, holdout_fraction
 from ..accounting.tool_errors import record_error
-from ..accounting.usage import OVER, BudgetPolicy, TokenLedger
+from ..accounting.usage import BudgetPolicy, TokenLedger
 from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
@@ -31,6 +31,7 @@ from .registry import READ, ToolError, ToolResult, ToolSpec, discover
 from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
+MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
 INSTRUCTIONS = ("cruxsql: memory for agents. Recall with query_facts before asking the user; store what you "
                 "learn with store_fact; search documents with query, read them with query_expand.")
@@ -100,18 +101,27 @@ class CruxServer:
         standing = self.ledger.standing(identity.agent)
         refused = control = False
         declared: Optional[int] = None
+        tokens_in = _arguments_tokens(arguments)
+        allowance = None if standing.remaining is None else standing.remaining - tokens_in
         try:
             if spec is None:
                 raise ToolError(f"unknown tool: {name}")
             kwargs = spec.validate(arguments)
             declared = kwargs.get("token_budget")
-            if spec.kind == READ and standing.state == OVER:
+            metered = spec.kind == READ and allowance is not None
+            if metered and allowance < MIN_ANSWER_TOKENS:
                 refused = True
                 raise ToolError(standing.refusal())
             control = spec.holdout and self.holdout.request_is_control(arguments)
-            call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane)
+            call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane,
+                        allowance=allowance if metered else None)
             result = spec.fn(call, **kwargs)
             result_notes = call.notes
+            if metered and _wire_tokens(_wire(result, result_notes)) > allowance:
+                refused = True            # even shaped, the answer would overshoot what is left: refuse it
+                raise ToolError(f"session token budget: this answer takes {_wire_tokens(_wire(result, result_notes))} "
+                                f"tokens and agent {standing.agent} has {allowance} left of {standing.limit}; "
+                                "ask for less (a smaller token_budget, top_k or limit)")
         except (ToolError, CruxsqlError) as exc:    # Crux's error data (e.g. RESERVED_ENTITY_PREFIX) travels along
             result, result_notes = ToolResult(str(exc), getattr(exc, "data", None), is_error=True), []
             self._note_error(name, identity, result.text, internal=False)
@@ -121,9 +131,8 @@ class CruxServer:
                                               is_error=True), []
             self._note_error(name, identity, result.text, internal=True)
         wire = _wire(result, result_notes)
-        tokens_out = estimate_tokens_str(result.text) if result.is_error else estimate_tokens(
-            wire.model_dump(mode="json", by_alias=True, exclude_none=True))
-        self.ledger.record(identity.agent, _arguments_tokens(arguments), tokens_out, declared, refused)
+        tokens_out = estimate_tokens_str(result.text) if result.is_error else _wire_tokens(wire)
+        self.ledger.record(identity.agent, tokens_in, tokens_out, declared, refused)
         if spec is not None and spec.holdout and result.sample and not result.is_error:
             self.holdout.record(arguments, control, result.text, result.payload)
         return wire
@@ -155,6 +164,11 @@ class CruxServer:
 
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
+
+
+def _wire_tokens(wire: types.CallToolResult) -> int:
+    """What an answer costs the agent: chars/4 of everything it receives (text, notes, structured content)."""
+    return estimate_tokens(wire.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def _arguments_tokens(arguments: dict[str, Any]) -> int:

@@ -76,7 +76,7 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
         query, entity=entity, tenant=call.tenant, agent=call.agent, top_k=top_k,
         token_budget=call.budget(token_budget), min_effective_confidence=min_effective_confidence, as_of=as_of,
         include_superseded=include_superseded, contract=contract, shaped=not call.control)
-    payload = result.crux_payload()
+    payload = result.crux_payload(budgeted=not call.control)
     text = payload["content"][0]["text"]
     if result.crc_v1 is not None:
         text = pretty_json(result.crc_v1) if call.control else compact_json(result.crc_v1)
