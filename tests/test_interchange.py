@@ -28,7 +28,8 @@ MEM0_JSON = json.dumps({"results": [
 
 
 def _cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cruxsql", *args, "--data-dir", str(data_dir)], input=stdin,
+    create = ["--create"] if args[0] == "import" else []       # an import into a new store says so
+    return subprocess.run([sys.executable, "-m", "cruxsql", *args, "--data-dir", str(data_dir), *create], input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 

@@ -22,7 +22,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("mcp-workspace")
     root = build_workspace(base / "ws", base / "outside")
     data_dir = base / "data"
-    done = subprocess.run(CLI + ["workspace", "index", str(root), "--data-dir", str(data_dir)],
+    done = subprocess.run(CLI + ["workspace", "index", str(root), "--data-dir", str(data_dir), "--create"],
                           env=server_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return root, data_dir

@@ -24,6 +24,7 @@ from .common import (
     open_store,
     reject_empty,
 )
+from .data_dir import create_option
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -197,15 +198,16 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
 @click.option("--actor", help="Who seeded it.")
 @data_dir_option
+@create_option
 @fails_cleanly
 def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: str, confidence: float,
-                           actor: Optional[str], data_dir: Path) -> None:
+                           actor: Optional[str], data_dir: Path, create: bool) -> None:
     """Operator: seed bootstrap knowledge as __bootstrap__::<topic>:<name> / KEY.
 
     The namespace is daemon-owned: `cruxsql store` refuses it, this is its one writer. TOPIC is
     normalised like `cruxsql bootstrap --topic` (errors -> resolution, docs -> doc, ...).
     """
-    with open_store(data_dir, "create") as store:
+    with open_store(data_dir, "create" if create else "write") as store:
         fact = bootstrap_seed.seed(store, topic, name, key, value, tenant=tenant, confidence=confidence,
                                    actor=actor)
     click.echo(f"{fact.fact_id} {fact.entity} version {fact.version}")
