@@ -87,7 +87,7 @@ def memory_fact(store: Store, fact: Fact, agent: Optional[str], tenant: str) -> 
             "key": fact.key, "value": fact.value, "version": fact.version,
             "stored_at": timestamps.format_event_time(fact.stored_at), "confidence": fact.confidence,
             "pinned": pinned_by(store, agent, fact.fact_id, tenant), "source_receipt": fact.source_receipt,
-            "actor": fact.actor}
+            "actor": fact.actor, "superseded_by": fact.superseded_by}
 
 
 def memory_edit(store: Store, fact_id: str, new_value: str, reason: Optional[str] = None, *,

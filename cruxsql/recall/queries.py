@@ -262,8 +262,10 @@ class MemoryViewResult:
     def text(self) -> str:
         if not self.facts:
             return "no memory visible"
+        # ` [superseded]` is cruxsql's: Crux lists a retired version beside the current one unmarked
         return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})"
-                         + (" [pinned]" if f["pinned"] else "") for f in self.facts)
+                         + (" [pinned]" if f["pinned"] else "") + (" [superseded]" if f.get("superseded_by") else "")
+                         for f in self.facts)
 
     def crux_payload(self) -> dict[str, Any]:
         """The Crux `memory_view` result: text lines plus `{facts, total_tokens, returned}`."""
@@ -760,7 +762,8 @@ class Recall:
         # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
         # fact_id here, so a tie group is always read whole before the cut
         sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
-               f"f.source_receipt, f.actor, f.tokens {base} ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
+               f"f.source_receipt, f.actor, f.tokens, f.superseded_by {base} "
+               f"ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
         ordered: list[tuple] = []
         group: list[tuple] = []
         for r in self.db.execute(sql, plan.params):
@@ -780,7 +783,7 @@ class Recall:
         pins = self._pins(agent, tenant_name, [r[0] for r in picked])
         facts = [{"id": r[0], "entity": r[1], "key": r[2], "value": r[3], "version": r[4],
                   "stored_at": timestamps.format_event_time(r[5]), "confidence": r[6], "pinned": r[0] in pins,
-                  "source_receipt": r[7], "actor": r[8]} for r in picked]
+                  "source_receipt": r[7], "actor": r[8], "superseded_by": r[10]} for r in picked]
         return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped)
 
     def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:

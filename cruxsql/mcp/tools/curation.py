@@ -16,6 +16,8 @@ from pydantic import WithJsonSchema
 from ...curation import consolidation as cons
 from ...curation.contradictions import memory_contradictions as contradictions_payload
 from ...curation.contradictions import require_consolidation_feature
+from ...curation.disagreements import REASONS as DISAGREEMENT_REASONS
+from ...curation.disagreements import memory_disagreements as disagreements_payload
 from ...curation.forget import SCOPE_TYPES
 from ...curation.forget import memory_forget as forget_payload
 from ...curation.forget import memory_forget_dry_run as forget_dry_run_payload
@@ -32,6 +34,7 @@ from ..registry import READ, WRITE, ToolResult, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 Intent = Literal["answer", "decision", "tool_call", "implicit"]
+DisagreementReason = Literal[DISAGREEMENT_REASONS]  # type: ignore[valid-type]
 # Validated by `ForgetScope.parse` (Crux's error texts); the schema tells the agent the five types.
 ForgetScope = Annotated[dict[str, Any], WithJsonSchema({
     "type": "object", "required": ["type", "value"],
@@ -54,6 +57,15 @@ def memory_contradictions(call: Call, limit: int = 50, token_budget: int = 500) 
     """Live facts sharing an entity and key with opposite polarity (yes/no, up/down); read-only."""
     call.store.refresh()
     return _answer(contradictions_payload(call.store.db, call.tenant, limit, call.budget(token_budget)))
+
+
+@tool(kind=READ)
+def memory_disagreements(call: Call, reasons: Optional[list[DisagreementReason]] = None, limit: int = 50,
+                         token_budget: int = 500) -> ToolResult:
+    """Disagreements Crux's detector misses: numeric, phrase polarity, actor flip-flops, with evidence."""
+    call.store.refresh()
+    return _answer(disagreements_payload(call.store.db, call.tenant, call.budget(token_budget) or 0, limit,
+                                         set(reasons) if reasons else None))
 
 
 @tool(kind=WRITE)
