@@ -3,7 +3,8 @@ real `cruxsql mcp` stdio process.
 
 In process, hypothesis draws arguments from every tool's input schema, mixed with values of the wrong
 type, out-of-range integers, lone surrogates and unknown names: each call must come back as one
-CallToolResult, an error as one line, and nothing may be logged as an internal failure. Over stdio,
+CallToolResult, an error as one line, structured content only with a declared output schema it
+conforms to, and nothing may be logged as an internal failure. Over stdio,
 hand-written malformed lines (and well-formed ones between them) must each get exactly one JSON-RPC
 answer with the expected code, and stderr must stay free of tracebacks.
 """
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,6 +111,10 @@ def test_every_fuzzed_call_answers_in_one_line(server: CruxServer, call: tuple[s
     assert not text.startswith("internal error"), (name, args, text)
     if result.is_error:
         assert text and "\n" not in text, (name, args, text)
+    elif result.structured_content is not None:          # structured content comes with a declared shape
+        schema = SPECS[name].output_schema
+        assert schema is not None, f"{name} returns structured content but declares no output schema"
+        jsonschema.validate(result.structured_content, schema)
     json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True))   # the answer serialises
 
 

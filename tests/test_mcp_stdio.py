@@ -22,7 +22,7 @@ ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "quer
        "store_fact", "query_facts", "get_bootstrap", "delete_fact", "list_entities", "memory_view",
        "memory_freshness", "memory_set_horizon", "memory_reverify",
        "ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
-ALL += ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
+ALL += ["memory_contradictions", "memory_disagreements", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
         "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]
 
 
@@ -68,6 +68,9 @@ def test_tool_lists_name_every_tool_and_its_required_arguments(alice, bob):
     assert "required" not in tools["query_facts"].input_schema
     assert tools["query_facts"].input_schema["properties"]["top_k"] == {"default": 10, "type": "integer"}
     assert sorted(t.name for t in bob.tools()) == sorted(CORE)
+    # every tool that answers with structured content declares its shape (Crux declares none)
+    assert tools["store_fact"].output_schema["properties"]["fact_id"] == {"type": "string"}
+    assert tools["fact_history"].output_schema is None                 # text only, as in Crux
 
 
 def test_store_then_recall_every_fact_tool(alice, data_dir):

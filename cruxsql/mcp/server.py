@@ -61,7 +61,8 @@ class CruxServer:
     # --- tool list --------------------------------------------------------------------------------
 
     def tool_definitions(self) -> list[types.Tool]:
-        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema) for s in self.listed]
+        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
+                           output_schema=s.output_schema) for s in self.listed]
 
     def tools_list_tokens(self) -> int:
         """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""
@@ -130,6 +131,10 @@ class CruxServer:
             result, result_notes = ToolResult(f"internal error in {name}: {type(exc).__name__}: {exc}",
                                               is_error=True), []
             self._note_error(name, identity, result.text, internal=True)
+        if result.is_error:           # one line, whatever the input it names held
+            result.text = result.text.replace("\r", "\\r").replace("\n", "\\n")
+        elif spec is not None and spec.output_schema is not None and result.structured is None:
+            result.structured = {}    # a tool with an output schema always sends structured content (a disabled panel)
         wire = _wire(result, result_notes)
         tokens_out = estimate_tokens_str(result.text) if result.is_error else _wire_tokens(wire)
         self.ledger.record(identity.agent, tokens_in, tokens_out, declared, refused)

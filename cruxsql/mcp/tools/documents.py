@@ -13,7 +13,7 @@ from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
 from ..arguments import Contract
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
 MAX_INGEST_BYTES = 256 * 1024
 
@@ -62,7 +62,9 @@ def query_expand(call: Call, result_ids: list[str], contract: Contract = None,
     return _answer(call, call.lane.query_expand(result_ids, _tenant(call, tenant_id), contract))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(ingested="integer", documents="integer", frame_count="integer", duplicates="integer",
+                               sealed="boolean", segment_seq="integer", segment_id="string", file_name="string",
+                               blake3="string"))
 def ingest_document(call: Call, doc_id: str, text: str, markdown: bool = True) -> ToolResult:
     """Add a note or document (at most 256 KiB) to the searchable documents."""
     size = len(text.encode("utf-8", "surrogatepass"))

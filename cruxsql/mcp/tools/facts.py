@@ -14,7 +14,7 @@ from ...recall.freshness import parse_freshness_horizon
 from ...recall.tokens import compact_json
 from ..arguments import Contract
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
 HorizonClass = Literal["volatile", "medium", "stable", "none"]
 MAX_VALUE_BYTES = 1024 * 1024
@@ -27,7 +27,8 @@ def _bounded(name: str, text: str, limit: int) -> None:
         raise ToolError(f"`{name}` is {size} bytes; the limit is {limit}")
 
 
-@tool(kind=WRITE, core=True)
+@tool(kind=WRITE, core=True, output=shape(fact_id="string", entity="string", key="string", version="integer",
+                                          superseded_fact_ids="array"))
 def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Optional[str] = None,
                confidence: float = 1.0, private: bool = False, horizon_class: Optional[HorizonClass] = None,
                freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None) -> ToolResult:
@@ -65,7 +66,9 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
                                    "superseded_fact_ids": refs})
 
 
-@tool(kind=READ, core=True, holdout=True)
+@tool(kind=READ, core=True, holdout=True, output=shape(rows="array", crc_v1="object", pointers="array",
+                                                       left_out="integer", filtered_below_threshold="integer",
+                                                       explain="object"))
 def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
                 token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
                 min_effective_confidence: Optional[float] = None, contract: Contract = None,
