@@ -154,10 +154,12 @@ def cruxsql_session(root: Path, facts: list[tuple[str, str, str]], n_queries: in
             text = result.content[0].text
             docs.text_tokens += estimate_tokens_str(text)
             docs.asked += 1
-            hits = json.loads(text).get("pointers", []) if text.startswith("{") else []
+            envelope = json.loads(text) if text.startswith("{") else {}
+            hits = envelope.get("pointers", [])
             # each note was ingested as its own segment, in order: note-i is result id "i:0"
             docs.hits_at_5 += any(p.get("id") == f"{i}:0" for p in hits[:5])
-            docs.content_tokens += estimate_tokens_str(note(i)) if note(i)[:40] in text else 0
+            docs.content_tokens += sum(estimate_tokens_str(c["text"]) for c in envelope.get("content", []))
+            docs.relevant_full += any(c["id"] == f"{i}:0" for c in envelope.get("content", []))
             over = estimate_tokens_str(text) - 200
             docs.over_calls += over > 0
             docs.over_max = max(docs.over_max, over)
