@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -89,7 +89,15 @@ class Tally:
     asked: int = 0
     over_calls: int = 0
     over_max: int = 0
-    notes: list[str] = field(default_factory=list)
+
+    def answer(self, received: int, text: str, budget: int) -> None:
+        """One call: everything received, its text, and how far the text went past the budget."""
+        self.calls += 1
+        self.tokens += received
+        self.text_tokens += estimate_tokens_str(text)
+        over = estimate_tokens_str(text) - budget
+        self.over_calls += over > 0
+        self.over_max = max(self.over_max, over)
 
     def row(self) -> dict[str, Any]:
         return {"calls": self.calls, "tokens_per_call": round(self.tokens / max(1, self.calls), 1),
@@ -132,27 +140,20 @@ def cruxsql_session(root: Path, facts: list[tuple[str, str, str]], n_queries: in
             for query, wanted in questions(facts, n_queries):
                 result = server.call(RECALL_TOOL, recall_arguments(query, budget))
                 text = result.content[0].text
-                tally.calls += 1
-                tally.tokens += _wire_tokens(result)
-                tally.text_tokens += estimate_tokens_str(text)
+                tally.answer(_wire_tokens(result), text, budget)
                 order, full = _named_facts(text, by_id)
                 tally.content_tokens += sum(estimate_tokens_str(f"{e} {k} {v}") for e, k, v in full)
                 tally.relevant_full += wanted in full
                 tally.asked += 1
                 tally.hits_at_5 += any(by_id.get(fid) == wanted for fid in order[:5])
-                over = estimate_tokens_str(text) - budget
-                tally.over_calls += over > 0
-                tally.over_max = max(tally.over_max, over)
             out[f"recall@{budget}"] = tally.row()
         docs = Tally()
         for i in range(10):
             server.call("ingest_document", {"doc_id": f"note-{i}.md", "text": note(i)})
         for i in range(10):
             result = server.call("query", {"query": f"{TEAMS[i]} failover drill", "token_budget": 200})
-            docs.calls += 1
-            docs.tokens += _wire_tokens(result)
             text = result.content[0].text
-            docs.text_tokens += estimate_tokens_str(text)
+            docs.answer(_wire_tokens(result), text, 200)
             docs.asked += 1
             envelope = json.loads(text) if text.startswith("{") else {}
             hits = envelope.get("pointers", [])
@@ -160,9 +161,6 @@ def cruxsql_session(root: Path, facts: list[tuple[str, str, str]], n_queries: in
             docs.hits_at_5 += any(p.get("id") == f"{i}:0" for p in hits[:5])
             docs.content_tokens += sum(estimate_tokens_str(c["text"]) for c in envelope.get("content", []))
             docs.relevant_full += any(c["id"] == f"{i}:0" for c in envelope.get("content", []))
-            over = estimate_tokens_str(text) - 200
-            docs.over_calls += over > 0
-            docs.over_max = max(docs.over_max, over)
         out["document query@200"] = docs.row()
         out["workspace"] = workspace_reads(server, root)
         usage = server.call("session_token_usage", {}).structured_content
@@ -233,9 +231,7 @@ def memory_server_session(root: Path, facts: list[tuple[str, str, str]], n_queri
                     # its search matches the whole query as one substring: an agent passes the name alone
                     result = await session.call_tool("search_nodes", {"query": query.split()[0]})
                     text = result.content[0].text if result.content else ""
-                    tally.calls += 1
-                    tally.tokens += _wire_tokens(result)
-                    tally.text_tokens += estimate_tokens_str(text)
+                    tally.answer(_wire_tokens(result), text, budget)
                     try:
                         nodes = json.loads(text).get("entities", [])
                     except ValueError:
@@ -246,9 +242,6 @@ def memory_server_session(root: Path, facts: list[tuple[str, str, str]], n_queri
                     tally.relevant_full += (wanted[0], line) in observed
                     tally.asked += 1
                     tally.hits_at_5 += (wanted[0], line) in observed[:5]
-                    over = estimate_tokens_str(text) - budget
-                    tally.over_calls += over > 0
-                    tally.over_max = max(tally.over_max, over)
                 out[f"recall@{budget}"] = tally.row()
                 out[f"recall@{budget}"]["note"] = "no token_budget: the same answer at every budget"
 
