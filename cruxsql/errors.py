@@ -36,6 +36,11 @@ working (`except ValueError` still catches `InvalidInput`, `CorruptLine` and `Ve
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
+# The JSON-RPC codes Crux answers tool errors with (crates/crux-mcp/src/dispatch.rs).
+INVALID_PARAMS, INTERNAL_ERROR, METHOD_NOT_FOUND, CAPABILITY_DENIED = -32602, -32603, -32601, -32030
+
 
 class CruxsqlError(Exception):
     """Base class: an error a caller can show to a user as one line."""
@@ -75,3 +80,15 @@ class LockTimeout(CruxsqlError):
 
 class ReadOnlyStore(CruxsqlError):
     """A write was asked of a store opened read-only (a read-only directory, mount or file)."""
+
+
+class ToolError(CruxsqlError):
+    """An agent-facing call refused in one line: the JSON-RPC `code` Crux answers with and its error `data`.
+
+    Raised by the curation features (Crux's codes and data) and by the MCP surface (its own refusals);
+    the MCP server answers every one as a tool result with `isError: true`."""
+
+    def __init__(self, message: str, data: Optional[dict[str, Any]] = None, *, code: int = INVALID_PARAMS) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data

@@ -53,7 +53,7 @@ class McpClient:
 
 
 def stdio(portal: BlockingPortal, data_dir: Path, *args: str, env: Optional[dict[str, str]] = None) -> McpClient:
-    params = StdioServerParameters(command=CLI[0], args=CLI[1:] + ["mcp", "--data-dir", str(data_dir), *args],
+    params = StdioServerParameters(command=CLI[0], args=CLI[1:] + ["mcp", "--data-dir", str(data_dir), "--create", *args],
                                    env=server_env(env))
     return McpClient(portal, stdio_client(params, errlog=open(os.devnull, "w")))
 
@@ -70,7 +70,7 @@ class HttpServer:
     def __init__(self, data_dir: Path, env: dict[str, str], *args: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(data_dir), "--http", f"127.0.0.1:{self.port}",
+        self.proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(data_dir), "--create", "--http", f"127.0.0.1:{self.port}",
                                             *args], env=server_env(env), stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

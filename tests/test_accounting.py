@@ -93,10 +93,11 @@ def test_the_ledger_keeps_session_totals_and_daily_rows(tmp_path):
         ledger.record("alice", 10, 30, 200, at_ns=1_780_000_000 * 10**9)
         ledger.record("alice", 5, 5, None, refused=True, at_ns=1_780_000_000 * 10**9)
         ledger.record(None, 1, 1)
+        # the refused read costs the session nothing; the day's row keeps it
         assert ledger.session_payload("alice") == {
-            "text": "session_token_usage: passport=alice used\u224850 of 100 tokens (50%) across 2 calls",
-            "fields": {"passport": "alice", "used": 50, "tokens_in": 15, "tokens_out": 35, "declared_budget_in": 200,
-                       "calls": 2, "estimator": "chars/4", "limit": 100, "pct": 50}}
+            "text": "session_token_usage: passport=alice used\u224840 of 100 tokens (40%) across 2 calls",
+            "fields": {"passport": "alice", "used": 40, "tokens_in": 10, "tokens_out": 30, "declared_budget_in": 200,
+                       "calls": 2, "estimator": "chars/4", "limit": 100, "pct": 40}}
         rows = store.db.execute("SELECT agent, day, calls, tokens_in, tokens_out, declared_budget_in, refused "
                                 "FROM token_usage WHERE agent = 'alice'").fetchall()
         assert rows == [("alice", "2026-05-28", 2, 15, 35, 200, 1)]

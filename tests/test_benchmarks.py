@@ -155,3 +155,17 @@ def test_bench_progress_says_why_no_bar_came(tmp_path):
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("no progress bar from ") and "exited with code 1" in line and "no cruxsql store" in line
+
+
+def test_bench_agent_tokens_reports_the_session_within_its_budgets(tmp_path):
+    result = run_bench("bench_agent_tokens.py", "--facts", "100", "--queries", "5", "--session-budget", "60000",
+                       "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    crux = figures["cruxsql"]
+    assert [k for k in crux if k.startswith("recall@")] == ["recall@50", "recall@200", "recall@1000"]
+    assert crux["recall@1000"]["calls"] == 5 and crux["recall@1000"]["overshooting_calls"] == 0
+    assert crux["document query@200"]["overshooting_calls"] == 0 and crux["document query@200"]["recall_at_5"] == 1.0
+    assert crux["workspace"]["outline_share_of_full_read"] <= 0.10
+    assert crux["session"]["used"] <= 60000 and crux["session"]["overshoot"] == 0
+    assert "skipped" in figures["server-memory"]          # no --memory-server: its column is skipped, said so

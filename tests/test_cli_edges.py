@@ -26,10 +26,10 @@ from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
 
-CREATES = {"init", "store", "store-batch", "ingest", "hold place", "import mcp-memory", "import mem0",
-           "bootstrap-seed"}
+CREATES = {"init", "store", "store-batch", "ingest", "hold place"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
-          "erase", "retention apply", "hold release", "documents erase", "consolidate apply", "consolidate undo"}
+          "erase", "retention apply", "hold release", "documents erase", "consolidate apply", "consolidate undo",
+          "import mcp-memory", "import mem0", "bootstrap-seed", "mcp"}   # the last four create a store with --create
 READS = {"get", "history", "sql", "verify", "query", "bootstrap", "view", "search", "scan", "expand",
          "segments list", "hold list", "hold override-receipt", "retention report", "export audit", "backup",
          "curate contradictions", "curate disagreements", "curate duplicates"}
@@ -88,6 +88,7 @@ def _work_in_tmp(tmp_path, monkeypatch):
 def argv(name: str, command: click.Command, ids: dict, out_dir: Path) -> tuple[list[str], Optional[str]]:
     """Arguments and stdin that get `name` past click to its own work, with the template's ids."""
     by_name = {"fact_id": ids["fact_id"], "hold_id": ids["hold_id"], "paths": str(ids["notes"]), "file": "-",
+               "path": str(ids["notes"]),
                "result_ids": "0:0", "horizon_class": "stable", "query": "deploy", "text": "deploy",
                "entity": "svc", "key": "owner", "value": "alice", "older_than": "1d", "reason": "r",
                "by_fact_id": ids["fact_id"], "output": str(out_dir / "export.out"), "tenant": "default",
@@ -149,12 +150,12 @@ def test_missing_store(tmp_path, template):
         if name in CREATES:
             assert result.exit_code == 0, (name, result.output)
             assert (data_dir / "cruxsql.db").is_file()
-        elif name in READS | WRITES or name == "doctor":
+        elif name in READS | WRITES or name in ("doctor", "workspace index"):
             assert result.exit_code == (3 if name == "doctor" else 1), (name, result.output)  # doctor: no store
             assert first_line(result) == f"Error: no cruxsql store at {data_dir} (run `cruxsql init` or pass " \
                                          f"--data-dir)", name
             assert not data_dir.exists(), name
-        elif name in WORKSPACE - {"workspace index"}:
+        elif name in WORKSPACE:
             assert (result.exit_code, first_line(result)) == (1, f"Error: no workspace is indexed in {data_dir}: run "
                                                                  f"`cruxsql workspace index PATH` first"), name
             assert not data_dir.exists(), name

@@ -223,7 +223,7 @@ def test_concurrent_consolidations_of_one_chain_one_wins(tmp_path: Path) -> None
 
 def test_memory_consolidate_tool_payload_and_errors(store: Store) -> None:
     from cruxsql.curation.consolidation import memory_consolidate
-    from cruxsql.curation.tool_results import ToolError
+    from cruxsql.errors import ToolError
     a, b = both(store, "svc", "status", "a", "b", confidence=0.5)
     args = {"entity": "svc", "key": "status", "canonical_value": "ok", "target_fact_ids": [a, b, 7],
             "consolidation_id": "c9", "horizon_class": "weekly"}

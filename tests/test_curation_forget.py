@@ -8,7 +8,7 @@ import pytest
 
 from cruxsql.curation.forget import ForgetScope, memory_forget, memory_forget_dry_run
 from cruxsql.curation.memory_panel import memory_pin
-from cruxsql.curation.tool_results import ToolError
+from cruxsql.errors import ToolError
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
 

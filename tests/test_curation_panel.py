@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cruxsql.curation.aggregate import AggregateRequest, aggregate_v1, dedup_latest, parse_leading_number
-from cruxsql.curation.tool_results import ToolError
+from cruxsql.errors import ToolError
 from cruxsql.curation.memory_panel import (AckBuffer, chrono_display, memory_acknowledge_use,
                                            memory_edit, memory_history, memory_pin)
 from cruxsql.curation.paging import decode_cursor, export, list_page
@@ -35,8 +35,8 @@ def test_edit_makes_next_version_with_reason_receipt_and_carries_pin(store: Stor
     ("anonymous", -32602, "memory_edit requires an authenticated agent identity"),
     ("missing", -32602, "fact not found: f_nope"),
     ("other_tenant", -32602, "fact not found: {id}"),
-    ("reserved", -32602, "fact is not editable through the memory panel"),
-    ("other_agent_private", -32602, "fact is not editable through the memory panel"),
+    ("reserved", -32602, "fact not found: {id}"),       # a born-private daemon fact: nobody's to see
+    ("other_agent_private", -32602, "fact not found: {id}"),      # exactly as a missing one: no oracle
 ])
 def test_edit_refusals(store: Store, case: str, code: int, message: str) -> None:
     kw = {"reserved": dict(entity="__ops::x", owner=NamespaceOwner("test", ("__ops::",))),

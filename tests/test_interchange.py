@@ -26,6 +26,11 @@ MEM0_JSON = json.dumps({"results": [
 ]})
 
 
+def _cli(data_dir: Path, *args: str, input: str | None = None):
+    create = ["--create"] if args[0] == "import" else []       # an import into a new store says so
+    return run_cruxsql(data_dir, *args, *create, input=input)
+
+
 def _live(data_dir: Path) -> list[tuple]:
     with Store(data_dir) as store:
         return sorted(store.db.execute(
@@ -34,7 +39,7 @@ def _live(data_dir: Path) -> list[tuple]:
 
 def test_mcp_memory_mapping_and_idempotence(tmp_path):
     (tmp_path / "memory.jsonl").write_text(MEMORY_JSONL)
-    first = run_cruxsql(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"), "--tenant", "acme")
+    first = _cli(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"), "--tenant", "acme")
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == "stored 7 fact(s) from memory.jsonl; 0 already present, 0 duplicate(s) in the input"
     facts = _live(tmp_path / "d")
@@ -50,14 +55,14 @@ def test_mcp_memory_mapping_and_idempotence(tmp_path):
         ("acme", "John_Smith", "relation:works_at:Anthropic", "Anthropic", "mcp-memory:memory.jsonl#L3"),
     ])
     journal = (tmp_path / "d" / "facts.jsonl").read_bytes()
-    again = run_cruxsql(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"), "--tenant", "acme")
+    again = _cli(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"), "--tenant", "acme")
     assert again.stdout.strip() == "stored 0 fact(s) from memory.jsonl; 7 already present, 0 duplicate(s) in the input"
     assert (tmp_path / "d" / "facts.jsonl").read_bytes() == journal
 
 
 def test_mem0_mapping_idempotence_and_dry_run(tmp_path):
     (tmp_path / "export.json").write_text(MEM0_JSON)
-    dry = run_cruxsql(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json"), "--dry-run", "--json")
+    dry = _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json"), "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)
     assert (plan["to_store"], plan["stored"]) == (3, 0)
@@ -67,8 +72,8 @@ def test_mem0_mapping_idempotence_and_dry_run(tmp_path):
         ("agent:support-bot", "memory:agent-mem-1", "Answers in British English"),
     ]
     assert not (tmp_path / "d" / "facts.jsonl").exists() or (tmp_path / "d" / "facts.jsonl").read_bytes() == b""
-    assert run_cruxsql(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).returncode == 0
-    assert run_cruxsql(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).stdout.startswith(
+    assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).returncode == 0
+    assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).stdout.startswith(
         "stored 0 fact(s) from export.json; 3 already present")
     assert sorted(f[4] for f in _live(tmp_path / "d")) == sorted(
         ["mem0:agent-mem-1", "mem0:892db2ae-06d9-49e5-8b3e-585ef9b85b8e", "mem0:8f2c0a11-2b64-4e3c-9a1e-2e5d3b9f7c10"])
@@ -77,33 +82,33 @@ def test_mem0_mapping_idempotence_and_dry_run(tmp_path):
 def test_bad_input_names_the_line_and_writes_nothing(tmp_path):
     bad = MEMORY_JSONL + '{"type": "entity", "name": "", "entityType": "x"}\n'
     (tmp_path / "memory.jsonl").write_text(bad)
-    result = run_cruxsql(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"))
+    result = _cli(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"))
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: memory.jsonl line 4: `name` must be a non-empty string"
     assert not (tmp_path / "d" / "facts.jsonl").exists() or (tmp_path / "d" / "facts.jsonl").read_bytes() == b""
-    missing = run_cruxsql(tmp_path / "d", "import", "mem0", str(tmp_path / "nope.json"))
+    missing = _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "nope.json"))
     assert missing.returncode == 1 and missing.stderr.strip() == f"Error: no such file: {tmp_path / 'nope.json'}"
     (tmp_path / "bad.json").write_text('{"results": [{"id": 1}]}')
-    assert run_cruxsql(tmp_path / "d", "import", "mem0", str(tmp_path / "bad.json")).stderr.strip() == \
+    assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "bad.json")).stderr.strip() == \
         "Error: bad.json memory #0: `memory` must be a non-empty string"
 
 
 def test_export_facts_round_trips_through_store_batch_and_mcp_memory(tmp_path):
     (tmp_path / "memory.jsonl").write_text(MEMORY_JSONL)
-    assert run_cruxsql(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "memory.jsonl")).returncode == 0
-    assert run_cruxsql(tmp_path / "a", "store", "svc", "owner", "alice", "--confidence", "0.95").returncode == 0
-    assert run_cruxsql(tmp_path / "a", "store", "user:1", "email", "a@example.com", "--private").returncode == 0
-    exported = run_cruxsql(tmp_path / "a", "export", "facts")
+    assert _cli(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "memory.jsonl")).returncode == 0
+    assert _cli(tmp_path / "a", "store", "svc", "owner", "alice", "--confidence", "0.95").returncode == 0
+    assert _cli(tmp_path / "a", "store", "user:1", "email", "a@example.com", "--private").returncode == 0
+    exported = _cli(tmp_path / "a", "export", "facts")
     assert exported.returncode == 0
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert len(lines) == 8 and all(not line["private"] for line in lines)        # private left out by default
     assert lines[-1] == {"entity": "svc", "key": "owner", "value": "alice", "tenant_hash": "default",
                          "source_receipt": None, "confidence": 0.95, "private": False, "horizon_class": "none",
                          "actor": None}
-    assert run_cruxsql(tmp_path / "b", "store-batch", "-", input=exported.stdout).returncode == 0
-    assert run_cruxsql(tmp_path / "b", "export", "facts").stdout == exported.stdout
-    graph = run_cruxsql(tmp_path / "a", "export", "facts", "--format", "mcp-memory").stdout
+    assert _cli(tmp_path / "b", "store-batch", "-", input=exported.stdout).returncode == 0
+    assert _cli(tmp_path / "b", "export", "facts").stdout == exported.stdout
+    graph = _cli(tmp_path / "a", "export", "facts", "--format", "mcp-memory").stdout
     (tmp_path / "graph.jsonl").write_text(graph)
-    again = run_cruxsql(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "graph.jsonl"))
+    again = _cli(tmp_path / "a", "import", "mcp-memory", str(tmp_path / "graph.jsonl"))
     # the graph's own facts are already there; svc/owner comes back as svc's type and an "owner: alice" observation
     assert again.stdout.startswith("stored 2 fact(s) from graph.jsonl; 7 already present")

@@ -21,7 +21,7 @@ class RawServer:
     """`cruxsql mcp` on pipes, spoken to line by line."""
 
     def __init__(self, data_dir: Path, env: Optional[dict[str, str]] = None) -> None:
-        self.proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(data_dir), "--agent", "kim"],
+        self.proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(data_dir), "--create", "--agent", "kim"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=server_env(env))
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -60,7 +60,9 @@ def _assert_consistent(data_dir: Path, acknowledged: list[str]) -> None:
 def test_malformed_json_rpc_gets_an_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
     server = RawServer(tmp_path)
     try:
-        server.write(b"this is not json\n")        # the SDK drops an unparseable line (no id to answer)
+        server.write(b"this is not json\n")        # a parse error, answered with id null
+        assert server.read() == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "not JSON: Expecting value: line 1 column 1 (char 0)"}}
         server.write(b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": 5}}\n')
         assert server.read()["error"]["code"] == -32602
         server.send({"jsonrpc": "2.0", "id": 7, "method": "no/such/method"})
@@ -118,7 +120,7 @@ def test_stdout_to_a_regular_file_is_served(tmp_path: Path) -> None:
     """Not a pipe: a regular file never blocks, and the event-loop transport writes to it all the same."""
     out_path = tmp_path / "replies.jsonl"
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(tmp_path / "data")], stdin=subprocess.PIPE,
+        proc = subprocess.Popen(CLI + ["mcp", "--data-dir", str(tmp_path / "data"), "--create"], stdin=subprocess.PIPE,
                                 stdout=out, stderr=subprocess.DEVNULL, env=server_env())
     for message in [
         {"jsonrpc": "2.0", "id": 0, "method": "initialize",

@@ -40,9 +40,9 @@ def test_explanation_of_a_hand_computed_case(store):
     assert why["rows"][1]["horizon_class"] == "stable" and why["rows"][1]["horizon_hours"] == 8760
     assert why["rows"][0]["matched_terms"] == {"deploy": ["entity"]}
     # left out, by the first step that dropped each: the deleted pager, the superseded window, bob's
-    # private note, the 0.2 hint below the floor, and the stale incident (0.8 x 0.5 = 0.4) cut by top_k.
-    assert why["left_out"] == {"deleted": 1, "superseded": 1, "not_visible_to_caller": 1, "below_floor": 1,
-                               "over_budget_or_top_k": 1}
+    # 0.2 hint below the floor, and the stale incident (0.8 x 0.5 = 0.4) cut by top_k; bob's private
+    # note is not counted at all (a count would tell the caller it exists).
+    assert why["left_out"] == {"deleted": 1, "superseded": 1, "below_floor": 1, "over_budget_or_top_k": 1}
     full = recall.query_facts("deploy", top_k=10, now=now, contract="legacy")
     at = [r["entity"] for r in full.rows].index("incident:1")
     explained = recall_explain.explain(recall, full, "deploy")["rows"][at]
@@ -67,4 +67,4 @@ def test_cli_explain(store, run_cli):
     assert out[1] == '  why: "team" in value; 1.00 x 1 = 1.00 (fresh, stable 8760h)'
     assert out[-1] == "-- left out: nothing"
     data = json.loads(run_cli("query", "deploy", "--explain", "--json", ok=True).stdout)
-    assert data["explain"]["left_out"] == {"deleted": 1, "superseded": 1, "not_visible_to_caller": 1}
+    assert data["explain"]["left_out"] == {"deleted": 1, "superseded": 1}

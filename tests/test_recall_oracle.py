@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from cruxsql.facts import codec, timestamps, view
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
-from cruxsql.recall import fact_index
+from cruxsql.recall import crc_v1, fact_index
 from cruxsql.recall.queries import Recall
+from cruxsql.recall.tokens import compact_json, estimate_tokens_str
 
 HOUR_NS = 3_600_000_000_000
 BASE = timestamps.parse_ns("2026-03-01T00:00:00Z")
@@ -210,6 +211,11 @@ def oracle(facts: list[Fact], *, query, entity, entity_prefix, tenant, agent, to
             used += x[0].tokens
             if used >= token_budget:
                 break
+        # the lines count in full against the budget (cruxsql's): drop from the end while over, first always
+        while len(picked) > 1 and estimate_tokens_str("\n".join(
+                f"[{vis}] {f.key} = {f.value} (confidence={f.confidence:.2f}, effective_confidence={e:.2f}, "
+                f"freshness={fresh}, age_hours={hours})" for f, vis, e, fresh, hours in picked)) > token_budget:
+            picked.pop()
     else:
         picked = kept[: 10 if top_k is None else top_k]
     rows = [{"fact_id": f.fact_id, "entity": vis, "key": f.key, "value": f.value, "confidence": f.confidence,
@@ -230,6 +236,11 @@ def oracle(facts: list[Fact], *, query, entity, entity_prefix, tenant, agent, to
                     break
             full = max(full, 1)
             emit = max(min(full + max(0, token_budget - sum(costs[:full])) // 40, len(costs)), full)
+            # the envelope's own text counts too (cruxsql's): emit fewer until it fits, one at least
+            while emit > 1 and estimate_tokens_str(compact_json(crc_v1.wrap_facts_tiered(
+                    rows[:emit], entity, query, min(full, emit), len(rows)))) > token_budget:
+                emit -= 1
+            full = min(full, emit)
         else:
             full = emit = len(costs)
         result["crc"] = ([r["fact_id"] for r in rows[:emit]], full, len(rows))

@@ -10,7 +10,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
-from cruxsql.recall import tokens
+from cruxsql.recall import crc_v1, tokens
 from cruxsql.recall.queries import Recall, normalize_topic
 
 T0 = timestamps.parse_ns("2026-06-01T00:00:00Z")
@@ -109,15 +109,25 @@ def test_budget_disclosure_legacy_and_crc(tmp_path):
     legacy = r.query_facts("alpha", token_budget=3, contract="legacy", min_effective_confidence=0.75)
     assert ids(legacy) == ["f_001"] and legacy.filtered_below_threshold == 1
     assert (legacy.matched, legacy.left_out, legacy.total_tokens) == (3, 1, 40)
-    assert ids(r.query_facts("alpha", token_budget=140, contract="legacy")) == ["f_001", "f_002"]
+    # the lines count in full against the budget (Crux counts only the values: 40 + 100 fit 140)
+    assert ids(r.query_facts("alpha", token_budget=140, contract="legacy")) == ["f_001"]
+    two = r.query_facts("alpha", token_budget=200, contract="legacy")
+    assert ids(two) == ["f_001", "f_002"] and tokens.estimate_tokens_str(two.text()) <= 200
     crc = r.query_facts("alpha", token_budget=90, contract="crc-v1")
-    # reversible: rows cut by top_k only; envelope: 1 full (40), (90 - 40) // 40 = 1 epitome, 1 dropped
+    # reversible: rows cut by top_k only; Crux's tiers: 1 full (40), (90 - 40) // 40 = 1 epitome, 1 dropped
     assert ids(crc) == ["f_001", "f_002", "f_003"]
-    env = crc.crc_v1
+    assert tokens.fact_emit_within_budget([40, 100, 100], 90) == (1, 2)
+    env = crc_v1.wrap_facts_tiered(crc.rows[:2], None, "alpha", 1, 3)
     assert [p["reason"] for p in env["pointers"]] == ["Exact", "Demoted"]
     assert env["pointers"][1]["content_hash"] == tokens.content_hash("alpha " + "b" * 394)
     assert env["pointers"][1]["epitome"] == "e k2 = alpha " + "b" * 67
     assert env["meta"]["total_candidates"] == 3 and env["meta"]["capped"] == 1 and env["meta"]["demoted"] == 1
+    # but the envelope's own text counts against the budget (cruxsql's): at 90 only the first fact fits,
+    # the smallest answer; at 600 the Crux tiers fit as they are
+    assert [p["reason"] for p in crc.crc_v1["pointers"]] == ["Exact"] and crc.crc_v1["meta"]["capped"] == 2
+    roomy = r.query_facts("alpha", token_budget=600, contract="crc-v1").crc_v1
+    assert tokens.estimate_tokens_str(tokens.compact_json(roomy)) <= 600
+    assert [p["reason"] for p in roomy["pointers"]] == ["Exact", "Exact", "Exact"]
     first_only = r.query_facts("alpha", top_k=0)
     assert first_only.rows == [] and first_only.matched == 3 and first_only.left_out == 3
     assert r.query_facts("   ").matched == 0          # Crux: a blank query has no terms, matches nothing

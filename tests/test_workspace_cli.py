@@ -20,7 +20,7 @@ def indexed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli")
     root = build_workspace(tmp / "ws", tmp / "outside")
     data = tmp / "data"
-    out = run(data, "workspace", "index", str(root))
+    out = run(data, "workspace", "index", str(root), "--create")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"indexed {root}: 12 files (12 added, 0 changed, 0 touched but unchanged, "
                                  "0 unchanged, 0 removed) in ")

@@ -8,8 +8,10 @@ added to the `token_usage` view table, by agent and UTC day, for operators.
 
 Budget: `CORECRUXD_SESSION_TOKEN_BUDGET` (a positive integer; 0, blank or unparseable = no limit) is
 the limit for every agent, `CRUXSQL_SESSION_BUDGETS="alice:5000,bob:0"` sets one per agent (0 = none).
-Crux only reports against the limit. cruxsql enforces it: from `NEAR_SHARE` of the limit on, answers
-are shaped down to what is left; at or past the limit, calls that return content are refused.
+Crux only reports against the limit. cruxsql enforces it without overshooting: a read is shaped to what
+is left (a requested token_budget always, an unbudgeted answer from `NEAR_SHARE` of the limit on), is
+refused unrun when not even a pointer fits, and is refused after running when its answer, shaped, still
+does not fit; a refused read costs the session nothing. Writes are never refused.
 """
 
 from __future__ import annotations
@@ -127,13 +129,16 @@ class TokenLedger:
 
     def record(self, agent: Optional[str], tokens_in: int, tokens_out: int, declared: Optional[int] = None,
                refused: bool = False, at_ns: Optional[int] = None) -> Usage:
-        """Add one call (Crux records every call, failed ones too)."""
+        """Add one call (Crux records every call, failed ones too). A read refused for the session budget
+        costs the session nothing (charging it would carry the session past its limit, and it returned no
+        content); the day's row in `token_usage` records it in full, with `refused` counted."""
         key = agent_key(agent)
         declared = declared if declared is not None and declared > 0 else 0
         usage = self.session.setdefault(key, Usage())
         usage.calls = min(usage.calls + 1, _U64_MAX)
-        usage.tokens_in = min(usage.tokens_in + tokens_in, _U64_MAX)
-        usage.tokens_out = min(usage.tokens_out + tokens_out, _U64_MAX)
+        if not refused:
+            usage.tokens_in = min(usage.tokens_in + tokens_in, _U64_MAX)
+            usage.tokens_out = min(usage.tokens_out + tokens_out, _U64_MAX)
         usage.declared_budget_in = min(usage.declared_budget_in + declared, _U64_MAX)
         day = timestamps.format_fact_time(at_ns if at_ns is not None else timestamps.now_ns())[:10]
         with self.db:

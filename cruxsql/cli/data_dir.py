@@ -1,7 +1,9 @@
 """What state a `--data-dir` is in before a command opens it: missing, not a directory, read-only.
 
-Read commands never create a store (a mistyped path must not answer "no facts found"); only `init` and
-the commands that add data do. Every environment problem becomes one CruxsqlError naming the path.
+No command creates a store by accident (a mistyped path must not answer "no facts found", nor become
+a new empty memory an agent writes into): only `init`, `store`, `store-batch`, `ingest` and `hold place`
+create one; `mcp`, `import`, `bootstrap-seed` and `workspace index` do with `--create`; every other
+command refuses a path without a store. Every environment problem becomes one CruxsqlError naming the path.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+import click
 
 from ..documents.segments import segments_dir
 from ..errors import CruxsqlError
@@ -26,6 +30,13 @@ class DataDirState:
     path: Path
     read_only: Optional[str]
     """Why the store cannot be written (e.g. "read-only file system"), or None when it can."""
+
+
+def create_option(fn: Callable) -> Callable:
+    """`--create`: for a command that writes but is not meant to start a store, permission to start one."""
+    return click.option("--create", is_flag=True,
+                        help="Create the data directory and an empty store if there is none (without it, a path "
+                             "without a store is refused: a typo must not become a new, empty memory).")(fn)
 
 
 def _unwritable(path: Path) -> Optional[str]:

@@ -12,6 +12,7 @@ from ..facts.store import StoreRequest
 from ..interchange import importer, mcp_memory, mem0
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
 from .options import json_flag, tenant_option
+from .data_dir import create_option
 
 
 def _read(file: str) -> tuple[str, str]:
@@ -28,10 +29,10 @@ def _read(file: str) -> tuple[str, str]:
 
 
 def _run(parse: Callable[[str, str], Iterable[StoreRequest]], file: str, dry_run: bool, as_json: bool,
-         data_dir: Path) -> None:
+         data_dir: Path, create: bool) -> None:
     text, source = _read(file)
     requests = list(parse(text, source))
-    with open_store(data_dir, "create") as store:
+    with open_store(data_dir, "create" if create else "read" if dry_run else "write") as store:
         with store.writer_lock():
             store.refresh()
             plan = importer.plan(store, requests)
@@ -59,7 +60,7 @@ def _options(fn: Callable) -> Callable:
     fn = click.option("--dry-run", is_flag=True, help="Print what would be stored; write nothing.")(fn)
     fn = click.option("--private", is_flag=True, help="Store every imported fact as private.")(fn)
     fn = tenant_option("Tenant of the imported facts.", default="default")(fn)
-    return data_dir_option(fn)
+    return create_option(data_dir_option(fn))
 
 
 @click.group("import")
@@ -71,27 +72,29 @@ def import_group() -> None:
 @click.argument("file")
 @_options
 @fails_cleanly
-def import_mcp_memory(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path) -> None:
+def import_mcp_memory(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path,
+                      create: bool) -> None:
     """Import the MCP reference memory server's memory.jsonl (entities, observations, relations).
 
     Entity NAME of type T becomes (NAME, entity_type, T); each observation becomes
     (NAME, observation:<hash>, text); a relation A -R-> B becomes (A, relation:R:B, B).
     """
     _run(lambda text, source: mcp_memory.parse(text.splitlines(), source, tenant, private), file, dry_run, as_json,
-         data_dir)
+         data_dir, create)
 
 
 @import_group.command("mem0")
 @click.argument("file")
 @_options
 @fails_cleanly
-def import_mem0(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path) -> None:
+def import_mem0(file: str, tenant: str, private: bool, dry_run: bool, as_json: bool, data_dir: Path,
+                create: bool) -> None:
     """Import a mem0 JSON export (`results` list of {id, memory, user_id, agent_id, ...}).
 
     Each memory becomes (user:<user_id> | agent:<agent_id> | run:<run_id> | mem0, memory:<id>, text)
     with source_receipt mem0:<id>.
     """
-    _run(lambda text, source: mem0.parse(text, source, tenant, private), file, dry_run, as_json, data_dir)
+    _run(lambda text, source: mem0.parse(text, source, tenant, private), file, dry_run, as_json, data_dir, create)
 
 
 COMMANDS = (import_group,)

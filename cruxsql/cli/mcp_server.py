@@ -10,6 +10,7 @@ import click
 
 from ..errors import InvalidInput
 from .common import COUNT, data_dir_option, fails_cleanly, open_store, reject_empty
+from .data_dir import create_option
 from .options import json_flag, tenant_option
 
 MISSING_SDK = "the MCP server needs the MCP SDK: pip install 'cruxsql[mcp]'"
@@ -40,9 +41,10 @@ def _host_port(text: str) -> tuple[str, int]:
                    "per agent: CRUXSQL_SESSION_BUDGETS=name:tokens,...; 0 = none).")
 @click.option("--list-tools", is_flag=True, help="Print the tool list and its token size, then exit.")
 @json_flag("With --list-tools: print the tools/list result as JSON.")
+@create_option
 @fails_cleanly
 def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optional[str], tools: str,
-                session_budget: Optional[int], list_tools: bool, as_json: bool) -> None:
+                session_budget: Optional[int], list_tools: bool, as_json: bool, create: bool) -> None:
     """Serve the store to agents over MCP (stdio by default).
 
     The agent and tenant come from the connection, never from a tool argument: on stdio from --agent and
@@ -62,7 +64,7 @@ def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optiona
     address = _host_port(http) if http else None
     registry = AgentRegistry.from_env(default_tenant=tenant)
     budgets = BudgetPolicy.from_env(default=session_budget)
-    store = open_store(data_dir, "read" if list_tools else "create")   # serving creates, as `store` does
+    store = open_store(data_dir, "read" if list_tools else "create" if create else "write")
     try:
         server = CruxServer(store, identity=Identity(agent, tenant), registry=registry, tools=tools, budgets=budgets)
         if list_tools:

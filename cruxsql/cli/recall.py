@@ -27,6 +27,7 @@ from .common import (
     open_store,
     reject_empty,
 )
+from .data_dir import create_option
 from .empty_answers import explain_empty, explain_unknown_entities, fact_tenants
 from .options import actor_option, output_options, tenant_option
 
@@ -264,15 +265,16 @@ def _successors(store: Any, fact_ids: list[str]) -> dict[str, str]:
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
 @actor_option("Who seeded it.")
 @data_dir_option
+@create_option
 @fails_cleanly
 def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: str, confidence: float,
-                           actor: Optional[str], data_dir: Path) -> None:
+                           actor: Optional[str], data_dir: Path, create: bool) -> None:
     """Operator: seed bootstrap knowledge as __bootstrap__::<topic>:<name> / KEY.
 
     The namespace is daemon-owned: `cruxsql store` refuses it, this is its one writer. TOPIC is
     normalised like `cruxsql bootstrap --topic` (errors -> resolution, docs -> doc, ...).
     """
-    with open_store(data_dir, "create") as store:
+    with open_store(data_dir, "create" if create else "write") as store:
         fact = bootstrap_seed.seed(store, topic, name, key, value, tenant=tenant, confidence=confidence,
                                    actor=actor)
     click.echo(f"{fact.fact_id} {fact.entity} version {fact.version}")

@@ -25,7 +25,7 @@ from .common import (
     fails_cleanly,
     progress_callback,
 )
-from .data_dir import DataDirError, check_directory
+from .data_dir import DataDirError, check_directory, create_option, data_dir_state
 from .options import json_flag, output_options
 
 SESSION_ENV = "CRUXSQL_SESSION"
@@ -69,8 +69,9 @@ def workspace_group() -> None:
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path))
 @json_flag("Print the report as JSON.")
 @data_dir_option
+@create_option
 @fails_cleanly
-def index(path: Path, as_json: bool, data_dir: Path) -> None:
+def index(path: Path, as_json: bool, data_dir: Path, create: bool) -> None:
     """Index (or incrementally reindex) the folder PATH: files, symbols, imports, sections, BM25.
 
     Unchanged files (same mtime and size) are not read; a changed mtime rehashes; an equal hash
@@ -79,6 +80,8 @@ def index(path: Path, as_json: bool, data_dir: Path) -> None:
     check_directory(data_dir)
     if not path.is_dir():  # before the data directory is created
         raise DataDirError(f"workspace path '{path}' is not a directory")
+    if not (data_dir / WORKSPACE_DB).is_file():     # a first index: into a store, or a new one with --create
+        data_dir_state(data_dir, create)
     with Workspace(data_dir) as ws:
         report = ws.index(path, progress_callback("indexing workspace"))
     if as_json:

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import blake3
 
-from ..errors import CruxsqlError, InvalidInput, JournalError
+from ..errors import CAPABILITY_DENIED, INVALID_PARAMS, CruxsqlError, InvalidInput, JournalError, ToolError
 from ..facts import codec, timestamps
 from ..facts.codec import Fact
 from ..facts.privacy import owned_prefix
 from ..facts.store import Store, check_confidence
+from ..recall import scope
 from .contradictions import require_consolidation_feature
-from .tool_results import CAPABILITY_DENIED, INVALID_PARAMS, ToolError
 
 DEFAULT_CONFIDENCE_FLOOR = 0.99
 
@@ -95,14 +95,24 @@ def new_consolidation_id() -> str:
     return f"mcp-{uuid.uuid4()}"
 
 
-def _row(store: Store, fact_id: str, tenant: str) -> Optional[Fact]:
+Viewer = Optional[Callable[[Fact], bool]]
+"""Which facts the caller may see (None: an operator, who sees all); any other fact answers as missing."""
+
+
+def agent_viewer(agent: Optional[str]) -> Callable[[Fact], bool]:
+    """An agent sees public facts and its own private ones."""
+    return lambda fact: scope.visible_entity(fact.entity, fact.private, agent) is not None
+
+
+def _row(store: Store, fact_id: str, tenant: str, viewer: Viewer = None) -> Optional[Fact]:
     try:
-        return store.get(fact_id, tenant)
+        fact = store.get(fact_id, tenant)
     except CruxsqlError:
         return None
+    return fact if viewer is None or viewer(fact) else None
 
 
-def _check_targets(store: Store, tenant: str, req: ConsolidationRequest) -> list[Fact]:
+def _check_targets(store: Store, tenant: str, req: ConsolidationRequest, viewer: Viewer = None) -> list[Fact]:
     if not req.target_fact_ids:
         raise ConsolidationError("NoTargets", "consolidation requires at least one target fact")
     if not req.consolidation_id.strip():
@@ -117,7 +127,7 @@ def _check_targets(store: Store, tenant: str, req: ConsolidationRequest) -> list
         if fid in seen:
             raise fail("DuplicateTarget", f"duplicate target fact id: {fid}")
         seen.add(fid)
-        fact = _row(store, fid, tenant)
+        fact = _row(store, fid, tenant, viewer)
         if fact is None:
             raise fail("TargetNotFound", f"target fact not found: {fid}")
         if fact.deleted:
@@ -162,12 +172,13 @@ def _build_canonical(store: Store, tenant: str, req: ConsolidationRequest, now: 
     )
 
 
-def consolidate_facts_v1(store: Store, req: ConsolidationRequest, tenant: str = "default") -> dict[str, Any]:
+def consolidate_facts_v1(store: Store, req: ConsolidationRequest, tenant: str = "default",
+                         viewer: Viewer = None) -> dict[str, Any]:
     """Run every guard, then commit one `consolidate` line. Returns `{status: "consolidated", receipt}`."""
     built: dict[str, Fact] = {}
 
     def build() -> list[codec.Event]:
-        _check_targets(store, tenant, req)
+        _check_targets(store, tenant, req, viewer)
         now = timestamps.now_ns()
         built["canonical"] = _build_canonical(store, tenant, req, now)
         return [codec.ConsolidateEvent(built["canonical"], list(req.target_fact_ids),
@@ -182,7 +193,7 @@ def consolidate_facts_v1(store: Store, req: ConsolidationRequest, tenant: str = 
 
 
 def consolidate_undo_v1(store: Store, canonical_fact_id: str, source_fact_ids: list[str],
-                        tenant: str = "default") -> dict[str, Any]:
+                        tenant: str = "default", viewer: Viewer = None) -> dict[str, Any]:
     """Undo a consolidation given its canonical and its exact source set.
 
     Returns `{status: "undone" | "already_undone", canonical_fact_id, restored_fact_ids}`."""
@@ -192,7 +203,7 @@ def consolidate_undo_v1(store: Store, canonical_fact_id: str, source_fact_ids: l
     def build() -> list[codec.Event]:
         if not source_fact_ids:
             raise ConsolidationError("NoUndoSources", "consolidation undo requires a non-empty exact source set")
-        canonical = _row(store, cid, tenant)
+        canonical = _row(store, cid, tenant, viewer)
         if canonical is None:
             raise ConsolidationError("TargetNotFound", f"target fact not found: {cid}", cid)
         recorded = sorted(r[0] for r in store.db.execute(
@@ -243,15 +254,15 @@ def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Option
     agent as the canonical's actor, store errors as `ToolError`s with `data {reason, protected: true}`."""
     require_consolidation_feature(env)
     if not agent:
-        raise ToolError(CAPABILITY_DENIED, "memory_consolidate requires an authenticated passport (anonymous calls "
-                        "rejected)", {"tool": "memory_consolidate", "requires_passport": True})
+        raise ToolError("memory_consolidate requires an authenticated passport (anonymous calls "
+                        "rejected)", {"tool": "memory_consolidate", "requires_passport": True}, code=CAPABILITY_DENIED)
     for name in ("entity", "key", "canonical_value"):
         if not isinstance(arguments.get(name), str):
-            raise ToolError(INVALID_PARAMS, f"missing required param: {name}", {"param": name, "required": True})
+            raise ToolError(f"missing required param: {name}", {"param": name, "required": True}, code=INVALID_PARAMS)
     targets = _string_list(arguments.get("target_fact_ids"))
     if not targets:
-        raise ToolError(INVALID_PARAMS, "target_fact_ids must be a non-empty array",
-                        {"param": "target_fact_ids", "required": True})
+        raise ToolError("target_fact_ids must be a non-empty array",
+                        {"param": "target_fact_ids", "required": True}, code=INVALID_PARAMS)
     horizon = arguments.get("horizon_class")
     if not isinstance(horizon, str) or horizon not in codec.HORIZON_CLASSES:
         horizon = None     # Crux drops an unparsable horizon silently
@@ -263,11 +274,11 @@ def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Option
         confidence=_number(arguments, "confidence", 1.0), actor=agent, horizon_class=horizon,
         protected_confidence_floor=_number(arguments, "protected_confidence_floor", DEFAULT_CONFIDENCE_FLOOR))
     try:
-        report = consolidate_facts_v1(store, req, tenant)
+        report = consolidate_facts_v1(store, req, tenant, agent_viewer(agent))
     except ConsolidationError as exc:
-        raise ToolError(exc.code, str(exc), exc.data()) from exc
+        raise ToolError(str(exc), exc.data(), code=exc.code) from exc
     except InvalidInput as exc:      # e.g. a confidence outside 0..=1 (Crux never checks it)
-        raise ToolError(INVALID_PARAMS, str(exc), {"reason": "invalid_request", "protected": True}) from exc
+        raise ToolError(str(exc), {"reason": "invalid_request", "protected": True}, code=INVALID_PARAMS) from exc
     receipt = report["receipt"]
     text = (f"consolidated {len(targets)} target(s) into canonical fact {receipt['canonical_fact_id']} "
             f"(receipt {receipt['consolidation_id']}); history preserved")

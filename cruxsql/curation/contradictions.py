@@ -13,10 +13,10 @@ from typing import Any, Mapping, Optional
 
 import apsw
 
-from ..errors import InvalidInput
+from ..errors import CAPABILITY_DENIED, InvalidInput, ToolError
 from ..recall.tokens import estimate_tokens
 from .polarity import polarity_class_v1
-from .tool_results import CAPABILITY_DENIED, ToolError, flag_on
+from .tool_results import flag_on
 
 REASON = "opposite_polarity_same_entity_key"
 DEFAULT_LIMIT = 50
@@ -92,8 +92,8 @@ def within_budget(rows: list[dict[str, Any]], budget: int) -> list[dict[str, Any
 def require_consolidation_feature(env: Optional[Mapping[str, str]] = None) -> None:
     """`memory_contradictions` and `memory_consolidate` are refused when the flag is explicitly off."""
     if not flag_on(CONSOLIDATION_FLAG, True, env):
-        raise ToolError(CAPABILITY_DENIED, f"consolidation feature explicitly disabled (unset {CONSOLIDATION_FLAG} "
-                        "to re-enable; it is on by default)", {"flag": CONSOLIDATION_FLAG})
+        raise ToolError(f"consolidation feature explicitly disabled (unset {CONSOLIDATION_FLAG} "
+                        "to re-enable; it is on by default)", {"flag": CONSOLIDATION_FLAG}, code=CAPABILITY_DENIED)
 
 
 def memory_contradictions(db: apsw.Connection, tenant: str = "default", limit: Optional[int] = None,

@@ -24,6 +24,7 @@ from typing import Any, Optional
 import apsw
 
 from ..errors import InvalidInput
+from ..recall.tokens import estimate_tokens, estimate_tokens_str, largest_within
 from .contradictions import SHARED_LIVE_SQL
 from .phrases import numeric_disagreement, polarity_disagreement
 from .polarity import polarity_class_v1
@@ -127,3 +128,49 @@ def disagreements(db: apsw.Connection, tenant: str = "default", window_ns: int =
     if "actor_flip_flop" in wanted:
         found += actor_flip_flops(db, tenant, window_ns)
     return sorted(found, key=lambda f: (f.entity, f.key, f.reason, f.fact_ids))
+
+
+def _line(f: Finding) -> str:
+    pair = " vs ".join(f"{fid} {value!r}" for fid, value in zip(f.fact_ids, f.values))
+    actors = [a for a in f.evidence.get("actors", []) if a]
+    who = f"; actors {', '.join(actors)}" if actors else ""
+    return f"{f.reason} [{f.entity}] {f.key}: {pair} (confidence {f.confidence:.2f}{who})"
+
+
+def memory_disagreements(db: apsw.Connection, tenant: str, token_budget: int, limit: int,
+                         reasons: Optional[set[str]] = None, window_ns: int = DEFAULT_WINDOW_NS) -> dict[str, Any]:
+    """The `memory_disagreements` tool result (cruxsql's): one line per finding with its reason, facts,
+    values and confidence, and in the structured content the findings with their evidence. Both fit
+    `token_budget`: findings past it are pointers (reason, entity, key, fact ids) as far as they fit, the
+    rest only counted (`left_out`), and the text says so. Only public live facts are read, so the answer
+    is the same for every caller."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInput(f"limit must be a non-negative integer, got {limit!r}")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        raise InvalidInput(f"token_budget must be a non-negative integer, got {token_budget!r}")
+    found = disagreements(db, tenant, window_ns, reasons)
+    listed = found[:limit] if limit else found
+
+    def answer(k: int, p: int) -> tuple[str, dict[str, Any]]:
+        """k findings in full, then p pointers; the rest counted."""
+        pointers = [{"reason": f.reason, "entity": f.entity, "key": f.key, "fact_ids": f.fact_ids}
+                    for f in listed[k:k + p]]
+        left_out = len(found) - k - p
+        lines = [_line(f) for f in listed[:k]]
+        if pointers:
+            lines.append(f"+{len(pointers)} more as pointers in the structured content (ask with a larger "
+                         "token_budget or a narrower reason)")
+        if left_out:
+            lines.append(f"-- {left_out} more left out (token_budget={token_budget}, limit={limit})")
+        text = "\n".join(lines) if lines else "no disagreements (numeric, phrase polarity or actor flip-flops)"
+        return text, {"findings": [f.to_dict() for f in listed[:k]], "pointers": pointers, "count": len(found),
+                      "left_out": left_out}
+
+    def cost(k: int, p: int) -> int:
+        text, structured = answer(k, p)
+        return max(estimate_tokens_str(text), estimate_tokens(structured))
+
+    full = largest_within(len(listed), lambda k: cost(k, 0), token_budget)
+    shown = largest_within(len(listed) - full, lambda p: cost(full, p), token_budget)
+    text, structured = answer(full, shown)
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured}

@@ -24,13 +24,12 @@ from typing import Any, Callable, Mapping, Optional
 import blake3
 import cbor2
 
-from ..errors import CruxsqlError
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, CruxsqlError, ToolError
 from ..facts import codec, timestamps, view
 from ..facts.codec import Fact
 from ..facts.store import Store
 from ..recall import scope as agent_scope
 from .memory_panel import pinned_by
-from .tool_results import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ToolError
 
 FORGET_RESERVED = ("__agent::", "__ops::", "__bootstrap__::", "__agent_session::", "__memory_pin::")
 SCOPE_TYPES = ("entity_prefix", "key_glob", "passport_id", "before_timestamp", "tenant_id")
@@ -50,7 +49,7 @@ class ForgetScope:
     @classmethod
     def parse(cls, obj: Any) -> "ForgetScope":
         if obj is None:
-            raise ToolError(INVALID_PARAMS, "missing required param: scope", {"param": "scope", "required": True})
+            raise ToolError("missing required param: scope", {"param": "scope", "required": True}, code=INVALID_PARAMS)
         problem = None
         if not isinstance(obj, dict) or set(obj) != {"type", "value"}:
             problem = "expected an object with exactly `type` and `value`"
@@ -59,8 +58,8 @@ class ForgetScope:
         elif not isinstance(obj["value"], str):
             problem = "`value` must be a string"
         if problem:
-            raise ToolError(INVALID_PARAMS, f"invalid scope: {problem}",
-                            {"param": "scope", "accepted_types": list(SCOPE_TYPES), "error": problem})
+            raise ToolError(f"invalid scope: {problem}",
+                            {"param": "scope", "accepted_types": list(SCOPE_TYPES), "error": problem}, code=INVALID_PARAMS)
         return cls(obj["type"], obj["value"])
 
     def render(self) -> str:
@@ -154,15 +153,15 @@ def memory_forget(store: Store, scope: Any, reason: Any, *, agent: Optional[str]
     """Soft-delete the scope's facts in one append and return the forget receipt (top-level keys)."""
     env = os.environ if env is None else env
     if not _flag_on(env):
-        raise ToolError(METHOD_NOT_FOUND, "memory_forget is disabled (set CORECRUXD_FEATURE_SCOPED_FORGET=1 to enable)",
-                        {"feature_flag": FLAG, "enabled": False})
+        raise ToolError("memory_forget is disabled (set CORECRUXD_FEATURE_SCOPED_FORGET=1 to enable)",
+                        {"feature_flag": FLAG, "enabled": False}, code=METHOD_NOT_FOUND)
     if not agent:
-        raise ToolError(INVALID_PARAMS, "memory_forget requires an authenticated agent identity (passport)",
-                        {"param": "passport", "requires_agent_identity": True})
+        raise ToolError("memory_forget requires an authenticated agent identity (passport)",
+                        {"param": "passport", "requires_agent_identity": True}, code=INVALID_PARAMS)
     parsed = ForgetScope.parse(scope)
     if not isinstance(reason, str) or not reason.strip():
-        raise ToolError(INVALID_PARAMS, "memory_forget requires a non-empty `reason`",
-                        {"param": "reason", "required": True})
+        raise ToolError("memory_forget requires a non-empty `reason`",
+                        {"param": "reason", "required": True}, code=INVALID_PARAMS)
     now = timestamps.now_ns()
     outcome: dict[str, Any] = {}
 
@@ -176,10 +175,9 @@ def memory_forget(store: Store, scope: Any, reason: Any, *, agent: Optional[str]
             blocked += bool(covering)
             holds.update((h["hold_id"], h) for h in covering)
         if holds:
-            raise ToolError(LEGAL_HOLD_ACTIVE_ERROR,
-                            f"memory_forget refused: {len(holds)} active legal hold(s) cover the requested facts",
+            raise ToolError(f"memory_forget refused: {len(holds)} active legal hold(s) cover the requested facts",
                             {"error": "LEGAL_HOLD_ACTIVE", "hold_ids": sorted(holds),
-                             "holds": [holds[k] for k in sorted(holds)], "facts_blocked": blocked})
+                             "holds": [holds[k] for k in sorted(holds)], "facts_blocked": blocked}, code=LEGAL_HOLD_ACTIVE_ERROR)
         # active consolidation members are skipped: the store's own delete refuses them
         deleted = [f for f in facts if not _is_consolidation_member(store, f.fact_id)]
         outcome["resolved"], outcome["deleted"] = facts, deleted
@@ -191,7 +189,7 @@ def memory_forget(store: Store, scope: Any, reason: Any, *, agent: Optional[str]
     except ToolError:
         raise
     except CruxsqlError as exc:
-        raise ToolError(INTERNAL_ERROR, "fact journal append failed", {"error": str(exc)}) from exc
+        raise ToolError("fact journal append failed", {"error": str(exc)}, code=INTERNAL_ERROR) from exc
     deleted: list[Fact] = outcome["deleted"]
     window_s = _window_days(env) * 86_400
     now_text = timestamps.format_event_time(now)

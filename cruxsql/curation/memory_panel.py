@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
-from ..errors import CruxsqlError, NotFound
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, CruxsqlError, NotFound, ToolError
 from ..facts import timestamps
 from ..facts.codec import Fact
 from ..facts.privacy import NamespaceOwner, split_private_entity
 from ..facts.store import Store
 from ..recall import scope
 from ..recall.queries import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED, pin_value_pinned
-from .tool_results import INTERNAL_ERROR, INVALID_PARAMS, ToolError, flag_on
+from .tool_results import flag_on
 
 PANEL_FLAG = "CORECRUXD_FEATURE_MEMORY_PANEL"
 ACK_FLAG = "CORECRUXD_FEATURE_MEMORY_ACK"
@@ -50,16 +50,21 @@ def _disabled(tool: str) -> dict[str, Any]:
 
 def _require_agent(tool: str, agent: Optional[str]) -> str:
     if not agent:
-        raise ToolError(INVALID_PARAMS, f"{tool} requires an authenticated agent identity",
-                        {"requires_agent_identity": True})
+        raise ToolError(f"{tool} requires an authenticated agent identity",
+                        {"requires_agent_identity": True}, code=INVALID_PARAMS)
     return agent
 
 
-def _lookup(store: Store, fact_id: str, tenant: str) -> Fact:
+def _lookup(store: Store, fact_id: str, tenant: str, agent: Optional[str]) -> Fact:
+    """The fact, if it exists and the agent may see it: another agent's private fact answers exactly as a
+    nonexistent one (Crux says "not editable" for it, which tells the caller that it exists)."""
     try:
-        return store.get(fact_id, tenant)
+        fact = store.get(fact_id, tenant)
     except NotFound:
-        raise ToolError(INVALID_PARAMS, f"fact not found: {fact_id}", {"fact_id": fact_id}) from None
+        fact = None
+    if fact is None or scope.visible_entity(fact.entity, fact.private, agent) is None:
+        raise ToolError(f"fact not found: {fact_id}", {"fact_id": fact_id}, code=INVALID_PARAMS) from None
+    return fact
 
 
 def panel_entity(fact: Fact, agent: Optional[str]) -> Optional[str]:
@@ -89,7 +94,7 @@ def memory_fact(store: Store, fact: Fact, agent: Optional[str], tenant: str) -> 
             "key": fact.key, "value": fact.value, "version": fact.version,
             "stored_at": timestamps.format_event_time(fact.stored_at), "confidence": fact.confidence,
             "pinned": pinned_by(store, agent, fact.fact_id, tenant), "source_receipt": fact.source_receipt,
-            "actor": fact.actor}
+            "actor": fact.actor, "superseded_by": fact.superseded_by}
 
 
 def memory_edit(store: Store, fact_id: str, new_value: str, reason: Optional[str] = None, *,
@@ -100,10 +105,10 @@ def memory_edit(store: Store, fact_id: str, new_value: str, reason: Optional[str
     if not flag_on(PANEL_FLAG, True, env):
         return _disabled("memory_edit")
     agent = _require_agent("memory_edit", agent)
-    old = _lookup(store, fact_id, tenant)
+    old = _lookup(store, fact_id, tenant, agent)
     if panel_entity(old, agent) is None:
-        raise ToolError(INVALID_PARAMS, "fact is not editable through the memory panel",
-                        {"fact_id": fact_id, "reason": "reserved_or_invisible"})
+        raise ToolError("fact is not editable through the memory panel",
+                        {"fact_id": fact_id, "reason": "reserved_or_invisible"}, code=INVALID_PARAMS)
     own = split_private_entity(old.entity)    # the agent's own private fact: stored again as its own
     entity, owner_agent = (own[1], agent) if own is not None else (old.entity, None)
     try:
@@ -111,7 +116,7 @@ def memory_edit(store: Store, fact_id: str, new_value: str, reason: Optional[str
                           source_receipt=f"memory_edit:{reason}" if reason is not None else None,
                           private=old.private, horizon_class=old.horizon_class, actor=actor, agent=owner_agent)
     except CruxsqlError as exc:
-        raise ToolError(INTERNAL_ERROR, "memory_edit: fact journal append failed", {"error": str(exc)}) from exc
+        raise ToolError("memory_edit: fact journal append failed", {"error": str(exc)}, code=INTERNAL_ERROR) from exc
     if pinned_by(store, agent, fact_id, tenant):
         store.store(f"{MEMORY_PIN_PREFIX}{agent}::{new.fact_id}", "pinned", "1", tenant=tenant, owner=PIN_OWNER)
     return _payload(f"edited fact {fact_id} \u2192 {new.fact_id} (v{new.version} supersedes {fact_id})",
@@ -124,15 +129,15 @@ def memory_pin(store: Store, fact_id: str, pinned: bool = True, *, agent: Option
     if not flag_on(PANEL_FLAG, True, env):
         return _disabled("memory_pin")
     agent = _require_agent("memory_pin", agent)
-    fact = _lookup(store, fact_id, tenant)
+    fact = _lookup(store, fact_id, tenant, agent)
     if panel_entity(fact, agent) is None:
-        raise ToolError(INVALID_PARAMS, "fact is not pinnable through the memory panel",
-                        {"fact_id": fact_id, "reason": "reserved_or_invisible"})
+        raise ToolError("fact is not pinnable through the memory panel",
+                        {"fact_id": fact_id, "reason": "reserved_or_invisible"}, code=INVALID_PARAMS)
     try:
         store.store(f"{MEMORY_PIN_PREFIX}{agent}::{fact_id}", "pinned", "1" if pinned else "0", tenant=tenant,
                     owner=PIN_OWNER)
     except CruxsqlError as exc:
-        raise ToolError(INTERNAL_ERROR, "memory_pin: fact journal append failed", {"error": str(exc)}) from exc
+        raise ToolError("memory_pin: fact journal append failed", {"error": str(exc)}, code=INTERNAL_ERROR) from exc
     return _payload(f"{'pinned' if pinned else 'unpinned'} fact {fact_id}", {"fact_id": fact_id, "pinned": pinned})
 
 
@@ -149,13 +154,13 @@ def memory_history(store: Store, entity: Optional[str] = None, key: Optional[str
         return _disabled("memory_history")
     if entity is None or key is None:
         if fact_id is None:
-            raise ToolError(INVALID_PARAMS, "memory_history requires either {entity,key} or {fact_id}",
-                            {"required_alternatives": ["entity+key", "fact_id"]})
-        fact = _lookup(store, fact_id, tenant)
+            raise ToolError("memory_history requires either {entity,key} or {fact_id}",
+                            {"required_alternatives": ["entity+key", "fact_id"]}, code=INVALID_PARAMS)
+        fact = _lookup(store, fact_id, tenant, agent)
         entity, key = scope.visible_entity(fact.entity, fact.private, agent) or fact.entity, fact.key
     if entity.startswith(MEMORY_VIEW_RESERVED):
-        raise ToolError(INVALID_PARAMS, "memory_history: entity is reserved (not visible through memory panel)",
-                        {"entity": entity})
+        raise ToolError("memory_history: entity is reserved (not visible through memory panel)",
+                        {"entity": entity}, code=INVALID_PARAMS)
     stored = [entity] + ([scope.owner_entity(agent, entity)] if agent else [])
     rows = store.db.execute(
         f"SELECT fact_id FROM facts WHERE tenant_hash = ? AND key = ? AND entity IN ({','.join('?' * len(stored))}) "
@@ -197,16 +202,16 @@ def memory_acknowledge_use(store: Store, buffer: AckBuffer, turn_id: Any, fact_i
     (default off); unknown, deleted, invisible and reserved facts are counted, not acknowledged.
     Crux's result keys are top-level (no `structuredContent`)."""
     if not agent:
-        raise ToolError(INVALID_PARAMS, "memory_acknowledge_use requires an authenticated agent identity (passport). "
+        raise ToolError("memory_acknowledge_use requires an authenticated agent identity (passport). "
                         "Set CRUX_AGENT_TOKEN or CRUX_AGENT_TOKENS and pass a Bearer header.",
-                        {"requires_agent_identity": True})
+                        {"requires_agent_identity": True}, code=INVALID_PARAMS)
     if not isinstance(turn_id, str):
-        raise ToolError(INVALID_PARAMS, "turn_id is required (opaque per-host turn identifier)")
+        raise ToolError("turn_id is required (opaque per-host turn identifier)", code=INVALID_PARAMS)
     raw_intent = intent if intent is not None else "answer"
     if raw_intent not in ACK_INTENTS:
-        raise ToolError(INVALID_PARAMS, f"intent must be one of {', '.join(ACK_INTENTS)}")
+        raise ToolError(f"intent must be one of {', '.join(ACK_INTENTS)}", code=INVALID_PARAMS)
     if fact_ids is not None and not isinstance(fact_ids, list):
-        raise ToolError(INVALID_PARAMS, "fact_ids must be an array of strings")
+        raise ToolError("fact_ids must be an array of strings", code=INVALID_PARAMS)
     ids = [f for f in (fact_ids or []) if isinstance(f, str)]
     if not flag_on(ACK_FLAG, False, env):
         return {**_payload(f"memory_acknowledge_use: feature disabled ({ACK_FLAG} off). Turn {turn_id} not "

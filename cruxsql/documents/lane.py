@@ -39,6 +39,7 @@ from .search import (
     EMPTY_INDEX_SCAN,
     ExpandedChunk,
     ExpandError,
+    budgeted_search,
     contract_is_crc_v1,
     expand_payload,
     profile_meta,
@@ -597,7 +598,13 @@ class DocumentLane:
             return EMPTY_INDEX_QUERY
         result, ranking = self.ranked_search(query, tenant, limit, min_score, dense, tenant_statistics, rerank_depth)
         inner = query_payload(result, token_budget, coverage_style, shaped, ranking)
-        return wrap_crc_v1(inner, "search") if contract_is_crc_v1(contract) else inner
+        if not contract_is_crc_v1(contract):
+            return inner
+        envelope = wrap_crc_v1(inner, "search")
+        if token_budget is None or not shaped:
+            return envelope
+        best = self.expand([envelope["pointers"][0]["id"]], tenant)[0] if envelope["pointers"] else []
+        return budgeted_search(envelope, best[0].text if best else None, token_budget)
 
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,
                    token_budget: Optional[int] = None, contract: Optional[str] = None,

@@ -7,6 +7,7 @@ as Crux's `wrap_query` / `wrap_scan` / `wrap_expand` do.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -256,3 +257,47 @@ def wrap_crc_v1(inner: dict[str, Any], kind: str) -> dict[str, Any]:
         "next": {"expand": NEXT_EXPAND if search else None, "resolution_pointer": None},
         "meta": meta,
     }
+
+
+# What an agent acts on in a budgeted `query` answer; the rest of Crux's meta (the embedding profile
+# twice over, provenance tallies, merge-rule labels) is dropped under a budget.
+LEAN_META = ("total_candidates", "coverage", "score_space", "local_semantic_profile_id", "dense_segments_skipped")
+
+
+def _text_tokens(value: Any) -> int:
+    """chars/4 of the compact JSON text, as the agent receives it (Crux's estimator)."""
+    return max(1, len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) // 4)
+
+
+def budgeted_search(envelope: dict[str, Any], best_text: Optional[str], budget: int) -> dict[str, Any]:
+    """A CRC-v1 search envelope that fits `budget` tokens, envelope included (cruxsql's; Crux spends
+    ~485 tokens of envelope under any budget and returns no text): the best hit's text as `content`
+    (cut to fit, `truncated` said so), the other hits as pointers while they fit, and only the meta an
+    agent acts on. The first pointer always stays."""
+    meta = {k: v for k, v in envelope.get("meta", {}).items() if k in LEAN_META}
+    pointers = envelope["pointers"]
+
+    def answer(n: int, text: Optional[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {"contract": envelope["contract"], "kind": envelope["kind"],
+                               "hydrate_tier": "mixed" if text is not None else "pointer", "pointers": pointers[:n]}
+        if text is not None and pointers:
+            out["content"] = [{"id": pointers[0]["id"], "text": text,
+                               **({"truncated": True} if best_text is not None and len(text) < len(best_text) else {})}]
+        out["next"] = envelope["next"]
+        out["meta"] = {**meta, "left_out": max(0, meta.get("total_candidates", len(pointers)) - n)}
+        return out
+
+    def fits(n: int, text: Optional[str]) -> bool:
+        return _text_tokens(answer(n, text)) <= budget
+
+    if best_text is None or not pointers or not fits(1, ""):
+        best_text = None
+        kept = max((n for n in range(1, len(pointers) + 1) if fits(n, None)), default=1)
+        return answer(kept, None)
+    lo, hi = 0, len(best_text)                 # the longest prefix of the best text that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(1, best_text[:mid]) else (lo, mid - 1)
+    text = best_text[:lo]
+    kept = max((n for n in range(1, len(pointers) + 1) if fits(n, text)), default=1)
+    return answer(kept, text)

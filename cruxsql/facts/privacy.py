@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..errors import CapabilityDenied, CruxsqlError, InvalidInput
+from ..errors import CAPABILITY_DENIED, INVALID_PARAMS, CapabilityDenied, CruxsqlError, InvalidInput
 
 DEFAULT_PRIVATE_PREFIXES: tuple[str, ...] = (
     "__action_enrichment_receipt__::", "__agent::", "__ops::", "__ops__::", "__ax__::", "__ax_session::",
@@ -55,8 +55,6 @@ CRUXSQL_OWNED_ENTITY_PREFIXES: tuple[str, ...] = ("__erasure_report__::",)
 AGENT_PRIVATE_ENTITY_PREFIX = "__agent::"
 GENERIC_CREATE_RESERVED_PREFIXES: tuple[str, ...] = (AGENT_PRIVATE_ENTITY_PREFIX,)
 
-INVALID_PARAMS = -32602      # JSON-RPC codes Crux answers with (crux-mcp dispatch.rs)
-CAPABILITY_DENIED = -32030
 
 ALWAYS_PRIVATE_ENV = "CORECRUXD_ALWAYS_PRIVATE_PREFIXES"
 SHARE_OVERRIDE_ENV = "CORECRUXD_SHARE_PREFIXES_OVERRIDE"

@@ -13,6 +13,8 @@ from ..facts.codec import Fact
 from ..facts.store import Store
 from ..recall import Recall, scope
 from ..recall.tokens import POINTER_TOKENS
+
+NOTE_TOKENS = 40     # room kept for the note that says an answer was shaped
 from .identity import Identity
 from .registry import ToolError
 
@@ -30,6 +32,7 @@ class Call:
     control: bool = False                    # the savings holdout put this request in the control arm
     lane_factory: Optional[Callable[[], DocumentLane]] = None
     notes: list[str] = field(default_factory=list)
+    allowance: Optional[int] = None          # tokens this answer may take before the session limit (None: no limit)
 
     @property
     def agent(self) -> Optional[str]:
@@ -63,11 +66,12 @@ class Call:
         return self.agent
 
     def budget(self, requested: Optional[int]) -> Optional[int]:
-        """The token budget to shape an answer to: the requested one, cut down to half of what is left
-        once the agent nears its session limit (with a note saying so)."""
-        if self.standing.state != NEAR or self.standing.remaining is None:
+        """The token budget to shape an answer to: the requested one, cut down to what is left of the
+        session (half of it: the text and the structured content each get the budget; a note says so).
+        An answer without a requested budget is shaped once the agent nears its limit."""
+        if self.allowance is None or (requested is None and self.standing.state != NEAR):
             return requested
-        cap = max(POINTER_TOKENS, self.standing.remaining // 2)
+        cap = max(POINTER_TOKENS, (self.allowance - NOTE_TOKENS) // 2)
         if requested is not None and requested <= cap:
             return requested
         self.notes.append(f"session budget: {self.standing.used} of {self.standing.limit} tokens used; "

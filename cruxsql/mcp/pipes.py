@@ -20,7 +20,7 @@ _CHUNK = 1 << 16
 
 
 class FdLines:
-    """Lines (text) read from a non-blocking descriptor as they arrive."""
+    """Lines (bytes, newline included) read from a non-blocking descriptor as they arrive."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -29,12 +29,12 @@ class FdLines:
     def __aiter__(self) -> "FdLines":
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> bytes:
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
                 line, self.buffer = self.buffer[:end + 1], self.buffer[end + 1:]
-                return line.decode("utf-8", "replace")
+                return line
             try:
                 chunk = os.read(self.fd, _CHUNK)
             except BlockingIOError:
@@ -43,7 +43,7 @@ class FdLines:
             if not chunk:
                 if self.buffer:
                     line, self.buffer = self.buffer, b""
-                    return line.decode("utf-8", "replace")
+                    return line
                 raise StopAsyncIteration
             self.buffer += chunk
 

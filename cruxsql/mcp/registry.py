@@ -11,14 +11,12 @@ from typing import Any, Callable, Optional, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import InvalidInput
+from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
+from .wire import value_problem
 
 READ, WRITE, ACCOUNTING = "read", "write", "accounting"
 KINDS = (READ, WRITE, ACCOUNTING)
 _MARK = "__cruxsql_mcp_tool__"
-
-
-class ToolError(Exception):
-    """A tool's one-line refusal (the agent sees the message as a tool error; the server keeps serving)."""
 
 
 @dataclass
@@ -43,9 +41,14 @@ class ToolSpec:
     model: type[BaseModel]
     input_schema: dict[str, Any]
     holdout: bool                # answers are sampled by the savings holdout (shaped vs unshaped)
+    output_schema: Optional[dict[str, Any]] = None   # the structured content's shape (tools that return one)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The tool's keyword arguments, or InvalidInput naming the first bad argument."""
+        for name, value in arguments.items():
+            problem = value_problem(value, f"`{name}`")
+            if problem:
+                raise InvalidInput(f"{self.name}: {problem}")
         try:
             parsed = self.model.model_validate(arguments)
         except ValidationError as exc:
@@ -59,16 +62,34 @@ class ToolSpec:
         return {name: getattr(parsed, name) for name in self.model.model_fields}
 
 
-def tool(*, kind: str, core: bool = False, holdout: bool = False) -> Callable[[Callable], Callable]:
-    """Mark a function of a module in `cruxsql/mcp/tools/` as an MCP tool (see the package docstring)."""
+def tool(*, kind: str, core: bool = False, holdout: bool = False,
+         output: Optional[dict[str, Any]] = None) -> Callable[[Callable], Callable]:
+    """Mark a function of a module in `cruxsql/mcp/tools/` as an MCP tool (see the package docstring).
+    `output`: the shape of its structured content (`shape(...)`), for a tool that returns one."""
     if kind not in KINDS:
         raise ValueError(f"tool kind must be one of {KINDS}, got {kind!r}")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout})
+        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout, "output": output})
         return fn
 
     return mark
+
+
+_JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def shape(**fields: str) -> dict[str, Any]:
+    """An output schema from field types: `shape(fact_id="string", reason="string?")` (`?`: may be null).
+    Fields are listed, none required and others allowed: a client learns the shape, and a tool's
+    Crux-compatible answers (some keys only some of the time) always conform."""
+    props = {}
+    for name, kind in fields.items():
+        base = kind.rstrip("?")
+        if base not in _JSON_TYPES:
+            raise ValueError(f"output field {name}: unknown JSON type {kind!r}")
+        props[name] = {"type": [base, "null"] if kind.endswith("?") else base}
+    return {"type": "object", "properties": props}
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -101,7 +122,7 @@ def spec_of(fn: Callable) -> ToolSpec:
     schema["properties"] = {k: _simplify_optional(v) for k, v in schema.get("properties", {}).items()}
     schema.pop("additionalProperties", None)
     doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
-    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"])
+    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"], meta["output"])
 
 
 def discover(package: str = "cruxsql.mcp.tools") -> dict[str, ToolSpec]:

@@ -18,18 +18,20 @@ from mcp.server.lowlevel import Server
 
 from ..accounting.holdout import Holdout, holdout_fraction
 from ..accounting.tool_errors import record_error
-from ..accounting.usage import OVER, BudgetPolicy, TokenLedger
+from ..accounting.usage import BudgetPolicy, TokenLedger
 from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
 from ..recall import Recall
-from ..recall.tokens import estimate_tokens, estimate_tokens_str
+from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
 from .call import Call
 from .identity import AgentRegistry, Identity
 from .pipes import stdio_pipes
 from .registry import READ, ToolError, ToolResult, ToolSpec, discover
+from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
+MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
 INSTRUCTIONS = ("cruxsql: memory for agents. Recall with query_facts before asking the user; store what you "
                 "learn with store_fact; search documents with query, read them with query_expand.")
@@ -59,7 +61,8 @@ class CruxServer:
     # --- tool list --------------------------------------------------------------------------------
 
     def tool_definitions(self) -> list[types.Tool]:
-        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema) for s in self.listed]
+        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
+                           output_schema=s.output_schema) for s in self.listed]
 
     def tools_list_tokens(self) -> int:
         """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""
@@ -98,17 +101,28 @@ class CruxServer:
         spec: Optional[ToolSpec] = self.specs.get(name)
         standing = self.ledger.standing(identity.agent)
         refused = control = False
+        declared: Optional[int] = None
+        tokens_in = _arguments_tokens(arguments)
+        allowance = None if standing.remaining is None else standing.remaining - tokens_in
         try:
             if spec is None:
                 raise ToolError(f"unknown tool: {name}")
             kwargs = spec.validate(arguments)
-            if spec.kind == READ and standing.state == OVER:
+            declared = kwargs.get("token_budget")
+            metered = spec.kind == READ and allowance is not None
+            if metered and allowance < MIN_ANSWER_TOKENS:
                 refused = True
                 raise ToolError(standing.refusal())
             control = spec.holdout and self.holdout.request_is_control(arguments)
-            call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane)
+            call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane,
+                        allowance=allowance if metered else None)
             result = spec.fn(call, **kwargs)
             result_notes = call.notes
+            if metered and _wire_tokens(_wire(result, result_notes)) > allowance:
+                refused = True            # even shaped, the answer would overshoot what is left: refuse it
+                raise ToolError(f"session token budget: this answer takes {_wire_tokens(_wire(result, result_notes))} "
+                                f"tokens and agent {standing.agent} has {allowance} left of {standing.limit}; "
+                                "ask for less (a smaller token_budget, top_k or limit)")
         except (ToolError, CruxsqlError) as exc:    # Crux's error data (e.g. RESERVED_ENTITY_PREFIX) travels along
             result, result_notes = ToolResult(str(exc), getattr(exc, "data", None), is_error=True), []
             self._note_error(name, identity, result.text, internal=False)
@@ -117,12 +131,13 @@ class CruxServer:
             result, result_notes = ToolResult(f"internal error in {name}: {type(exc).__name__}: {exc}",
                                               is_error=True), []
             self._note_error(name, identity, result.text, internal=True)
+        if result.is_error:           # one line, whatever the input it names held
+            result.text = result.text.replace("\r", "\\r").replace("\n", "\\n")
+        elif spec is not None and spec.output_schema is not None and result.structured is None:
+            result.structured = {}    # a tool with an output schema always sends structured content (a disabled panel)
         wire = _wire(result, result_notes)
-        tokens_out = estimate_tokens_str(result.text) if result.is_error else estimate_tokens(
-            wire.model_dump(mode="json", by_alias=True, exclude_none=True))
-        declared = arguments.get("token_budget")
-        declared = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
-        self.ledger.record(identity.agent, estimate_tokens(arguments), tokens_out, declared, refused)
+        tokens_out = estimate_tokens_str(result.text) if result.is_error else _wire_tokens(wire)
+        self.ledger.record(identity.agent, tokens_in, tokens_out, declared, refused)
         if spec is not None and spec.holdout and result.sample and not result.is_error:
             self.holdout.record(arguments, control, result.text, result.payload)
         return wire
@@ -141,7 +156,8 @@ class CruxServer:
         from mcp.server.stdio import stdio_server
 
         async with stdio_pipes() as (stdin, stdout):
-            async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
+            gate = RequestGate(stdin, stdout)
+            async with stdio_server(gate.lines, gate.writer) as (read, write):  # type: ignore[arg-type]
                 await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
@@ -153,6 +169,20 @@ class CruxServer:
 
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
+
+
+def _wire_tokens(wire: types.CallToolResult) -> int:
+    """What an answer costs the agent: chars/4 of everything it receives (text, notes, structured content)."""
+    return estimate_tokens(wire.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _arguments_tokens(arguments: dict[str, Any]) -> int:
+    """`estimate_tokens` of the arguments as sent, refused ones included (a lone surrogate counts as 3 bytes,
+    a value too deep to serialise as 1 token)."""
+    try:
+        return max(1, len(compact_json(arguments).encode("utf-8", "surrogatepass")) // CHARS_PER_TOKEN)
+    except (RecursionError, ValueError):
+        return 1
 
 
 def _wire(result: ToolResult, notes: Optional[list[str]] = None) -> types.CallToolResult:

@@ -15,7 +15,6 @@ from .tokens import POINTER_TOKENS, SUMMARY_TOKENS, content_hash, crc_full_cost,
 CONTRACT = "crc-v1"
 SCHEMA_URL = "https://cuecrux.com/contracts/crc-v1.schema.json"
 LEGACY_CONTRACTS = ("legacy", "v0", "none", "off")
-CONSOLE_FACTS_LINK = "https://crux.cuecrux.com/console#/facts"
 
 
 def enabled(contract: Optional[str]) -> bool:
@@ -84,7 +83,7 @@ def wrap_facts_tiered(rows: Sequence[Mapping[str, Any]], entity: Optional[str], 
             "receipts_used": [],
             "memories_used": memories,
             "autonomy_consumed": {"capability": "facts:read", "cost_credits": 0, "scope": "agent"},
-            "links": {"open_in_console": CONSOLE_FACTS_LINK},
+            "links": {},     # Crux links its own hosted console here; cruxsql has no such page to point at
         },
         "next": {"canonical_slug": entity or (first.get("entity") if rows else None), "resolution_pointer": None,
                  "expand": None},

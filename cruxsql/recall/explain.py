@@ -5,8 +5,9 @@ result reports it). Per row it gives
 which term matched which field, and the effective confidence as confidence × decay, with the horizon
 (× salience, when access counting lengthened it) that decided fresh or stale. For the whole answer it
 counts the facts of the caller's tenant that matched the terms but were dropped, by the first pipeline
-step that dropped them (Crux's order: deleted, valid time, superseded, agent visibility), plus the
-answer's own floor and budget/top-k counts. Other tenants are never counted.
+step that dropped them (Crux's order: deleted, valid time, superseded), plus the answer's own floor and
+budget/top-k counts. Only facts the caller may see are counted: other tenants and other agents' private
+facts never are (a count of them would let a caller test words against memory it may not read).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def _exclusions(recall, terms: Optional[list[str]], tenant: str, agent: Optional
 
     plan = _Plan(params={"tenant": tenant, "agent": agent})
     plan.where.append("+f.tenant_hash = :tenant")
+    plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
     recall._entity_filters(plan, agent, entity, entity_prefix)
     if terms:
         recall._match_filter(plan, terms)
@@ -64,9 +66,7 @@ def _exclusions(recall, terms: Optional[list[str]], tenant: str, agent: Optional
                      "AND (f.valid_to_ns IS NULL OR :as_of < f.valid_to_ns))")
     superseded = "0" if include_superseded else "f.superseded_by IS NOT NULL"
     reason = (f"CASE WHEN f.deleted THEN 'deleted' WHEN {not_valid} THEN 'not_valid_at_as_of' "
-              f"WHEN {superseded} THEN 'superseded' "
-              "WHEN NOT coalesce((t.owner IS NULL AND f.private = 0) OR t.owner = :agent, 0) "
-              "THEN 'not_visible_to_caller' END")
+              f"WHEN {superseded} THEN 'superseded' END")
     sql = (f"SELECT reason, count(*) FROM (SELECT {reason} AS reason FROM facts f JOIN recall_text t "
            f"ON t.seq = f.seq WHERE {' AND '.join(plan.where)}) WHERE reason IS NOT NULL GROUP BY reason")
     return {r: n for r, n in recall.db.execute(sql, plan.params)}

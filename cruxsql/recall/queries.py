@@ -165,19 +165,44 @@ class QueryResult:
             out["known_at"] = self.known_at
         return out
 
-    def crux_payload(self) -> dict[str, Any]:
+    def crux_payload(self, budgeted: bool = True) -> dict[str, Any]:
         """The Crux MCP tool result: `content` text plus `structuredContent` (crates/crux-mcp/src/tools/facts.rs).
 
         CRC-v1: the text is the compact envelope; legacy: one line per row; empty: the sentence, and no
-        envelope. cruxsql's own counts (`matched`, `left_out`, ...) are in `to_dict()`."""
-        structured: dict[str, Any] = {"rows": self.rows}
-        if self.crc_v1 is not None:
-            structured["crc_v1"] = self.crc_v1
-            text = tokens.compact_json(self.crc_v1)
+        envelope. cruxsql's own counts (`matched`, `left_out`, ...) are in `to_dict()`.
+
+        Under a token budget the structured content obeys it as the text does (Crux sends every row in
+        full there, whatever the budget): rows the text hydrates, as many as fit, in full; the other
+        rows the text emits as `pointers` (fact ids); `left_out` counts the rest. The envelope is not
+        repeated beside them (it is the text). `budgeted=False`: Crux's structure (the holdout's control arm)."""
+        text = tokens.compact_json(self.crc_v1) if self.crc_v1 is not None else self.text()
+        if self.token_budget is None or not budgeted:
+            structured: dict[str, Any] = {"rows": self.rows}
+            if self.crc_v1 is not None:
+                structured["crc_v1"] = self.crc_v1
+            structured["filtered_below_threshold"] = self.filtered_below_threshold
         else:
-            text = self.text()
-        structured["filtered_below_threshold"] = self.filtered_below_threshold
+            structured = self.budgeted_structure(self.token_budget)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+
+    def budgeted_structure(self, budget: int) -> dict[str, Any]:
+        """`{rows, pointers, left_out, filtered_below_threshold}` within `budget` tokens (see crux_payload)."""
+        if self.crc_v1 is not None:
+            hydrated = {c["id"] for c in self.crc_v1["content"]}
+            emitted = [p["id"] for p in self.crc_v1["pointers"]]
+        else:
+            hydrated = {r["fact_id"] for r in self.rows}
+            emitted = [r["fact_id"] for r in self.rows]
+        full = [r for r in self.rows if r["fact_id"] in hydrated]
+        shown = self.matched - self.filtered_below_threshold
+
+        def structure(k: int) -> dict[str, Any]:
+            ids = [r["fact_id"] for r in full[:k]]
+            pointers = [{"fact_id": fid} for fid in emitted if fid not in ids]
+            return {"rows": full[:k], "pointers": pointers, "left_out": shown - k - len(pointers),
+                    "filtered_below_threshold": self.filtered_below_threshold}
+
+        return structure(tokens.largest_within(len(full), lambda k: tokens.estimate_tokens(structure(k)), budget))
 
     def text(self) -> str:
         """Crux's legacy text: one line per row, or the empty-result sentence."""
@@ -185,10 +210,28 @@ class QueryResult:
             if self.filtered_below_threshold:
                 return f"no facts above confidence floor ({self.filtered_below_threshold} below threshold)"
             return "no facts found"
-        return "\n".join(
-            f"[{r['entity']}] {r['key']} = {r['value']} (confidence={r['confidence']:.2f}, "
-            f"effective_confidence={r['effective_confidence']:.2f}, freshness={r['freshness']}, "
-            f"age_hours={r['age_hours']})" for r in self.rows)
+        return _legacy_text(self.rows)
+
+
+def _legacy_text(rows: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"[{r['entity']}] {r['key']} = {r['value']} (confidence={r['confidence']:.2f}, "
+        f"effective_confidence={r['effective_confidence']:.2f}, freshness={r['freshness']}, "
+        f"age_hours={r['age_hours']})" for r in rows)
+
+
+def _envelope_within(rows: list[dict[str, Any]], entity: Optional[str], query: Optional[str], full: int, emit: int,
+                     budget: int) -> dict[str, Any]:
+    """Crux's tiered envelope (`full` rows hydrated, `emit` emitted), cut until its compact text fits the
+    budget: Crux charges only the values and 40 tokens a pointer, so its envelope overshot small budgets
+    several times over. The first row is always emitted in full, as in Crux (the smallest answer)."""
+    def envelope(k: int, hydrated: int) -> dict[str, Any]:
+        return crc_v1.wrap_facts_tiered(rows[:k], entity, query, min(hydrated, k), len(rows))
+
+    def size(k: int) -> int:
+        return tokens.estimate_tokens_str(tokens.compact_json(envelope(k, full)))
+
+    return envelope(tokens.largest_within(emit, size, budget, least=1), full)
 
 
 @dataclass
@@ -227,8 +270,10 @@ class MemoryViewResult:
     def text(self) -> str:
         if not self.facts:
             return "no memory visible"
+        # ` [superseded]` is cruxsql's: Crux lists a retired version beside the current one unmarked
         return "\n".join(f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})"
-                         + (" [pinned]" if f["pinned"] else "") for f in self.facts)
+                         + (" [pinned]" if f["pinned"] else "") + (" [superseded]" if f.get("superseded_by") else "")
+                         for f in self.facts)
 
     def crux_payload(self) -> dict[str, Any]:
         """The Crux `memory_view` result: text lines plus `{facts, total_tokens, returned}`."""
@@ -596,9 +641,16 @@ class Recall:
         if use_crc and rows:
             if reversible:
                 full, emit = tokens.fact_emit_within_budget([r[7] for r in picked], token_budget)
-                result.crc_v1 = crc_v1.wrap_facts_tiered(rows[:emit], entity, query, full, len(rows))
+                result.crc_v1 = _envelope_within(rows, entity, query, full, emit, token_budget)
             else:
                 result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
+        elif rows and token_budget is not None and not use_crc:
+            # the legacy lines count in full against the budget, not only the values (first fact always)
+            kept = tokens.largest_within(len(rows), lambda k: tokens.estimate_tokens_str(_legacy_text(rows[:k])),
+                                         token_budget, least=1)
+            result.left_out += len(rows) - kept
+            result.total_tokens = sum(r[7] for r in picked[:kept])
+            result.rows = rows = rows[:kept]
         if rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
             self.record_access([r["fact_id"] for r in rows], now_arg)
         return result
@@ -718,7 +770,8 @@ class Recall:
         # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
         # fact_id here, so a tie group is always read whole before the cut
         sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
-               f"f.source_receipt, f.actor, f.tokens {base} ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
+               f"f.source_receipt, f.actor, f.tokens, f.superseded_by {base} "
+               f"ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
         ordered: list[tuple] = []
         group: list[tuple] = []
         for r in self.db.execute(sql, plan.params):
@@ -738,7 +791,7 @@ class Recall:
         pins = self._pins(agent, tenant_name, [r[0] for r in picked])
         facts = [{"id": r[0], "entity": r[1], "key": r[2], "value": r[3], "version": r[4],
                   "stored_at": timestamps.format_event_time(r[5]), "confidence": r[6], "pinned": r[0] in pins,
-                  "source_receipt": r[7], "actor": r[8]} for r in picked]
+                  "source_receipt": r[7], "actor": r[8], "superseded_by": r[10]} for r in picked]
         return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped)
 
     def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:

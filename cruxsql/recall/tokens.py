@@ -8,7 +8,7 @@ not with a provider's usage report.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 CHARS_PER_TOKEN = 4
 POINTER_TOKENS = 40
@@ -114,3 +114,16 @@ def cut_utf8(text: str, max_bytes: int) -> str:
 def epitome(entity: str, key: str, value: str) -> str:
     """The CRC-v1 epitome: `"{entity} {key} = {value}"`, at most 80 bytes."""
     return cut_utf8(f"{entity} {key} = {value}", EPITOME_BYTES)
+
+
+def largest_within(n: int, cost: Callable[[int], int], budget: int, least: int = 0) -> int:
+    """The largest k in least..n whose `cost(k)` (growing with k) is at most `budget`, else `least`: how
+    many items of an answer fit once its envelope is counted too (binary search, log n costings)."""
+    lo, hi = least, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cost(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

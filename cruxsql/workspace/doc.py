@@ -4,7 +4,9 @@ Files under ~2 KB come back whole: a two-step outline-then-section retrieval onl
 A section's text is verbatim. The same gate applies inside a file: a section whose subsections take it
 past ~2 KB comes back as its own text with one line per subsection (title, span, size) and the exact
 commands that read all of it or one subsection; a line after it says where the section sits (its parent,
-the previous and next sibling). Outlines and skeletons are marked as summaries.
+the previous and next sibling). Outlines and skeletons are marked as summaries. An outline lists at most
+MAX_SIBLINGS headings under one parent; the rest of them are one `+N more` line with their span and
+size (a changelog with a hundred version headings costs a few lines, not a hundred).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .reply import Reply, thousands
 from .snapshot import load
 
 WHOLE_BELOW_BYTES = 2048
+MAX_SIBLINGS = 8
 DOC_VIEWS = ("outline", "section", "code", "links", "skeleton")
 
 
@@ -44,14 +47,7 @@ def ctx_doc(db: apsw.Connection, root: Path, path: str, view: str = "outline", p
     found = markdown.sections(indexed.text)
     lossy = f"{head} · mode={view} (full ≈ {thousands(indexed.tokens)} tok)"
     if view == "outline":
-        out = [lossy]
-        for s in found:
-            cost = estimate_tokens("\n".join(lines[s.start - 1:s.end]))
-            out.append(f"{'  ' * (s.level - 1)}L{s.start} {'#' * s.level} {s.title} (~{cost} tok)")
-        out.append(f"→ ctx_doc {indexed.path} --section PATTERN")
-        return Reply("\n".join(out), data | {"sections": [
-            {"level": s.level, "title": s.title, "slug": s.slug, "start": s.start, "end": s.end} for s in found]},
-            [indexed.path])
+        return _outline(indexed.path, lines, found, lossy, data)
     if view == "section":
         return _section(indexed.path, lines, found, pattern or "", head, data, whole_below)
     if view == "code":
@@ -79,6 +75,47 @@ def ctx_doc(db: apsw.Connection, root: Path, path: str, view: str = "outline", p
         out.append(f"code L{b.start}-{b.end} {b.lang or '(no lang)'} · {len(b.text.splitlines())} lines")
     out.append(f"→ ctx_doc {indexed.path} --section PATTERN")
     return Reply("\n".join(out), data, [indexed.path])
+
+
+def _outline(path: str, lines: list[str], found: list[markdown.Section], head: str, data: dict) -> Reply:
+    """One line per heading, at most MAX_SIBLINGS under one parent; the others folded into `+N more`."""
+    entries: list[dict] = []                     # a shown heading, or a fold of its later siblings
+    folds: dict[tuple, dict] = {}
+    siblings: dict[tuple, int] = {}
+    stack: list[tuple[int, int, bool]] = []      # (level, index in found, folded away)
+    for i, s in enumerate(found):
+        while stack and stack[-1][0] >= s.level:
+            stack.pop()
+        if stack and stack[-1][2]:               # under a folded heading: inside the fold's span
+            stack.append((s.level, i, True))
+            continue
+        key = (stack[-1][1] if stack else None, s.level)
+        siblings[key] = siblings.get(key, 0) + 1
+        cost = estimate_tokens("\n".join(lines[s.start - 1:s.end]))
+        if siblings[key] <= MAX_SIBLINGS:
+            entries.append({"level": s.level, "title": s.title, "slug": s.slug, "start": s.start, "end": s.end,
+                            "tokens": cost})
+            stack.append((s.level, i, False))
+            continue
+        if key not in folds:
+            folds[key] = {"level": s.level, "more": 0, "start": s.start, "end": s.end, "tokens": 0}
+            entries.append(folds[key])
+        fold = folds[key]
+        fold["more"] += 1
+        fold["end"] = max(fold["end"], s.end)
+        fold["tokens"] += cost
+        stack.append((s.level, i, True))
+    out = [head]
+    for e in entries:
+        indent = "  " * (e["level"] - 1)
+        if "more" in e:
+            out.append(f"{indent}+{e['more']} more {'#' * e['level']} headings, L{e['start']}-{e['end']} "
+                       f"(~{thousands(e['tokens'])} tok)")
+        else:
+            out.append(f"{indent}L{e['start']} {'#' * e['level']} {e['title']} (~{e['tokens']} tok)")
+    out.append(f"→ ctx_doc {path} --section PATTERN")
+    return Reply("\n".join(out), data | {"sections": [{k: v for k, v in e.items() if k != "tokens"}
+                                                      for e in entries]}, [path])
 
 
 def _section(path: str, lines: list[str], found: list[markdown.Section], pattern: str, head: str, data: dict,

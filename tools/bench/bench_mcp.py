@@ -113,7 +113,7 @@ def main() -> None:
         store = cruxsql.open(data)
         local = CruxServer(store, identity=Identity("bench", "tenant0"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CRUX", "CORECRUXD"))}
-        command = [sys.executable, "-m", "cruxsql", "mcp", "--data-dir", str(data), "--agent", "bench",
+        command = [sys.executable, "-m", "cruxsql", "mcp", "--data-dir", str(data), "--create", "--agent", "bench",
                    "--tenant", "tenant0"]
         raw = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         raw_call(raw, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -28,7 +28,10 @@ Contract for adding a tool (no central list to edit):
      `core=True` adds the tool to `--tools core`. `holdout=True` samples its answers in the savings
      holdout (`call.control` is then True for the control arm: answer unshaped, pretty JSON).
 3. Return a `ToolResult(text, structured)`: Crux's text and its structured content (None for Crux's
-   text-only tools). Refuse with `ToolError("one line")` or a cruxsql error (`InvalidInput`, `NotFound`,
+   text-only tools). A tool with structured content declares its shape, `@tool(..., output=shape(
+   fact_id="string", reason="string?"))`: it goes out as the tool's `outputSchema` (a test holds every
+   structured answer to it). A `token_budget` applies to the text and the structured content alike:
+   past it, ids and counts, never full values. Refuse with `ToolError("one line")` or a cruxsql error (`InvalidInput`, `NotFound`,
    `Conflict`); the agent sees one line, the server keeps serving. Put the logic itself in the
    feature package (no SQL here): a tool function only maps arguments and shapes the answer.
 

@@ -16,6 +16,8 @@ from pydantic import WithJsonSchema
 from ...curation import consolidation as cons
 from ...curation.contradictions import memory_contradictions as contradictions_payload
 from ...curation.contradictions import require_consolidation_feature
+from ...curation.disagreements import REASONS as DISAGREEMENT_REASONS
+from ...curation.disagreements import memory_disagreements as disagreements_payload
 from ...curation.forget import SCOPE_TYPES
 from ...curation.forget import memory_forget as forget_payload
 from ...curation.forget import memory_forget_dry_run as forget_dry_run_payload
@@ -24,14 +26,15 @@ from ...curation.memory_panel import memory_acknowledge_use as acknowledge_paylo
 from ...curation.memory_panel import memory_edit as edit_payload
 from ...curation.memory_panel import memory_history as history_payload
 from ...curation.memory_panel import memory_pin as pin_payload
-from ...curation.tool_results import CAPABILITY_DENIED, INVALID_PARAMS, ToolError as CurationError
+from ...errors import CAPABILITY_DENIED, ToolError
 from ...governance import legal_holds
 from ...recall import scope as agent_scope
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolResult, shape, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 Intent = Literal["answer", "decision", "tool_call", "implicit"]
+DisagreementReason = Literal[DISAGREEMENT_REASONS]  # type: ignore[valid-type]
 # Validated by `ForgetScope.parse` (Crux's error texts); the schema tells the agent the five types.
 ForgetScope = Annotated[dict[str, Any], WithJsonSchema({
     "type": "object", "required": ["type", "value"],
@@ -49,14 +52,23 @@ def _answer(payload: dict[str, Any]) -> ToolResult:
     return ToolResult(payload["content"][0]["text"], extra.get("structuredContent", extra or None))
 
 
-@tool(kind=READ)
+@tool(kind=READ, output=shape(candidates="array", count="integer", limit="integer", dry_run="boolean"))
 def memory_contradictions(call: Call, limit: int = 50, token_budget: int = 500) -> ToolResult:
     """Live facts sharing an entity and key with opposite polarity (yes/no, up/down); read-only."""
     call.store.refresh()
     return _answer(contradictions_payload(call.store.db, call.tenant, limit, call.budget(token_budget)))
 
 
-@tool(kind=WRITE)
+@tool(kind=READ, output=shape(findings="array", pointers="array", count="integer", left_out="integer"))
+def memory_disagreements(call: Call, reasons: Optional[list[DisagreementReason]] = None, limit: int = 50,
+                         token_budget: int = 500) -> ToolResult:
+    """Disagreements Crux's detector misses: numeric, phrase polarity, actor flip-flops, with evidence."""
+    call.store.refresh()
+    return _answer(disagreements_payload(call.store.db, call.tenant, call.budget(token_budget) or 0, limit,
+                                         set(reasons) if reasons else None))
+
+
+@tool(kind=WRITE, output=shape(status="string", receipt="object"))
 def memory_consolidate(call: Call, entity: str, key: str, canonical_value: str, target_fact_ids: list[str],
                        protected_fact_ids: Optional[list[str]] = None, confidence: float = 1.0,
                        protected_confidence_floor: float = 0.99, consolidation_id: Optional[str] = None,
@@ -73,24 +85,25 @@ def memory_consolidate(call: Call, entity: str, key: str, canonical_value: str, 
                                            agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(status="string", canonical_fact_id="string", restored_fact_ids="array"))
 def memory_consolidate_undo(call: Call, canonical_fact_id: str, source_fact_ids: list[str]) -> ToolResult:
     """Undo a consolidation: its source facts live again, its canonical deleted."""
     require_consolidation_feature()
     if not call.agent:
-        raise CurationError(CAPABILITY_DENIED, "memory_consolidate_undo requires an authenticated passport "
-                            "(anonymous calls rejected)", {"tool": "memory_consolidate_undo", "requires_passport": True})
+        raise ToolError("memory_consolidate_undo requires an authenticated passport (anonymous calls rejected)",
+                        {"tool": "memory_consolidate_undo", "requires_passport": True}, code=CAPABILITY_DENIED)
     try:
-        report = cons.consolidate_undo_v1(call.store, canonical_fact_id, source_fact_ids, call.tenant)
+        report = cons.consolidate_undo_v1(call.store, canonical_fact_id, source_fact_ids, call.tenant,
+                                          cons.agent_viewer(call.agent))
     except cons.ConsolidationError as exc:
-        raise CurationError(exc.code, str(exc), exc.data()) from exc
+        raise ToolError(str(exc), exc.data(), code=exc.code) from exc
     if report["status"] == "already_undone":
         return ToolResult(f"consolidation {canonical_fact_id} was already undone; nothing written", report)
     return ToolResult(f"undid consolidation {canonical_fact_id}: canonical deleted, "
                       f"{len(report['restored_fact_ids'])} source fact(s) live again", report)
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(old_fact_id="string", new_fact="object", reason="string?"))
 def memory_edit(call: Call, fact_id: str, new_value: str, reason: Optional[str] = None) -> ToolResult:
     """Store new_value as the next version of a fact, keeping its pin."""
     _bounded("new_value", new_value, MAX_VALUE_BYTES)
@@ -99,14 +112,14 @@ def memory_edit(call: Call, fact_id: str, new_value: str, reason: Optional[str] 
                                 actor=call.agent))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(fact_id="string", pinned="boolean"))
 def memory_pin(call: Call, fact_id: str, pinned: bool = True) -> ToolResult:
     """Pin or unpin a fact for this agent (forgets skip pinned facts)."""
     call.store.refresh()
     return _answer(pin_payload(call.store, fact_id, pinned, agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=READ)
+@tool(kind=READ, output=shape(versions="array"))
 def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] = None,
                    fact_id: Optional[str] = None) -> ToolResult:
     """All versions of entity+key, or of fact_id's chain, deleted ones included."""
@@ -114,11 +127,12 @@ def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] 
     if fact_id is not None and (entity is None or key is None):
         # Crux names the stored entity of another agent's private fact in its refusal; that fact is not found here
         if call.visible_fact(fact_id, include_deleted=True) is None:
-            raise CurationError(INVALID_PARAMS, f"fact not found: {fact_id}", {"fact_id": fact_id})
+            raise ToolError(f"fact not found: {fact_id}", {"fact_id": fact_id})
     return _answer(history_payload(call.store, entity, key, fact_id, agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(turn_id="string", feature_enabled="boolean", memories_used="array",
+                               filtered_count="integer"))
 def memory_acknowledge_use(call: Call, turn_id: str, fact_ids: Optional[list[str]] = None,
                            intent: Optional[Intent] = None, retrieved_chunk_ids: Optional[list[str]] = None,
                            confidence: Optional[float] = None, note: Optional[str] = None) -> ToolResult:
@@ -130,7 +144,8 @@ def memory_acknowledge_use(call: Call, turn_id: str, fact_ids: Optional[list[str
                                        tenant=call.tenant))
 
 
-@tool(kind=READ)
+@tool(kind=READ, output=shape(scope="object", count="integer", facts_that_would_be_affected="array",
+                              dry_run="boolean"))
 def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional[int] = None,
                           include_pinned: bool = False) -> ToolResult:
     """What memory_forget would delete for a scope; writes nothing."""
@@ -139,7 +154,10 @@ def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional
                                           agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(forget_receipt_id="string", facts_affected="integer",
+                               recovery_window_seconds="integer", recovery_window_ends_at="string",
+                               receipt_body_cbor_hex="string", receipt_body_hash_hex="string", scope="object",
+                               passport_id="string?"))
 def memory_forget(call: Call, scope: ForgetScope, reason: str, tenant_id: Optional[str] = None,
                   token_budget: Optional[int] = None, include_pinned: bool = False) -> ToolResult:
     """Soft-delete a scope's unpinned facts and return a forget receipt (try the dry run first)."""

@@ -11,8 +11,9 @@ from typing import Any, Literal, Optional, Union
 from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
+from ..arguments import Contract
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
 MAX_INGEST_BYTES = 256 * 1024
 
@@ -32,7 +33,7 @@ def _answer(call: Call, payload: Union[dict[str, Any], str]) -> ToolResult:
 
 @tool(kind=READ, core=True, holdout=True)
 def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] = None,
-          min_score: Optional[float] = None, contract: Optional[str] = None,
+          min_score: Optional[float] = None, contract: Contract = None,
           tenant_id: Optional[str] = None, dense: bool = True, fused: bool = False,
           fusion: Literal["weighted", "rrf"] = "weighted") -> ToolResult:
     """BM25 search (dense re-ranked when vectors exist; fused: all lanes) with pointers and coverage."""
@@ -46,7 +47,7 @@ def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] =
 
 @tool(kind=READ, holdout=True)
 def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[int] = None,
-               contract: Optional[str] = None, tenant_id: Optional[str] = None) -> ToolResult:
+               contract: Contract = None, tenant_id: Optional[str] = None) -> ToolResult:
     """BM25 search charging whole documents against token_budget; says when the budget cut it."""
     if limit < 0:
         raise ToolError(f"limit {limit} must not be negative")
@@ -55,13 +56,15 @@ def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[i
 
 
 @tool(kind=READ, core=True, holdout=True)
-def query_expand(call: Call, result_ids: list[str], contract: Optional[str] = None,
+def query_expand(call: Call, result_ids: list[str], contract: Contract = None,
                  tenant_id: Optional[str] = None) -> ToolResult:
     """The text of search results by result_id ("segment:doc")."""
     return _answer(call, call.lane.query_expand(result_ids, _tenant(call, tenant_id), contract))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(ingested="integer", documents="integer", frame_count="integer", duplicates="integer",
+                               sealed="boolean", segment_seq="integer", segment_id="string", file_name="string",
+                               blake3="string"))
 def ingest_document(call: Call, doc_id: str, text: str, markdown: bool = True) -> ToolResult:
     """Add a note or document (at most 256 KiB) to the searchable documents."""
     size = len(text.encode("utf-8", "surrogatepass"))

@@ -12,8 +12,9 @@ from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.tokens import compact_json
+from ..arguments import Contract
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
 HorizonClass = Literal["volatile", "medium", "stable", "none"]
 MAX_VALUE_BYTES = 1024 * 1024
@@ -26,7 +27,8 @@ def _bounded(name: str, text: str, limit: int) -> None:
         raise ToolError(f"`{name}` is {size} bytes; the limit is {limit}")
 
 
-@tool(kind=WRITE, core=True)
+@tool(kind=WRITE, core=True, output=shape(fact_id="string", entity="string", key="string", version="integer",
+                                          superseded_fact_ids="array"))
 def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Optional[str] = None,
                confidence: float = 1.0, private: bool = False, horizon_class: Optional[HorizonClass] = None,
                freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None) -> ToolResult:
@@ -64,10 +66,12 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
                                    "superseded_fact_ids": refs})
 
 
-@tool(kind=READ, core=True, holdout=True)
+@tool(kind=READ, core=True, holdout=True, output=shape(rows="array", crc_v1="object", pointers="array",
+                                                       left_out="integer", filtered_below_threshold="integer",
+                                                       explain="object"))
 def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
                 token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
-                min_effective_confidence: Optional[float] = None, contract: Optional[str] = None,
+                min_effective_confidence: Optional[float] = None, contract: Contract = None,
                 explain: bool = False) -> ToolResult:
     """Recall facts: any query word matching a value, key or entity; ranked by freshness-decayed confidence.
     A token_budget returns the best in full and the rest as pointers; explain says why."""
@@ -75,7 +79,7 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
         query, entity=entity, tenant=call.tenant, agent=call.agent, top_k=top_k,
         token_budget=call.budget(token_budget), min_effective_confidence=min_effective_confidence, as_of=as_of,
         include_superseded=include_superseded, contract=contract, shaped=not call.control)
-    payload = result.crux_payload()
+    payload = result.crux_payload(budgeted=not call.control)
     text = payload["content"][0]["text"]
     if result.crc_v1 is not None:
         text = pretty_json(result.crc_v1) if call.control else compact_json(result.crc_v1)
@@ -100,8 +104,8 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
 def delete_fact(call: Call, fact_id: str) -> ToolResult:
     """Soft-delete one fact by id."""
     call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
-    if call.visible_fact(fact_id) is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if call.visible_fact(fact_id) is None:       # Crux answers this with isError false: the agent believed it
+        raise ToolError(f"fact not found: {fact_id}")
     try:
         call.store.delete(fact_id, tenant=call.tenant)
     except Conflict as exc:

@@ -10,10 +10,10 @@ from ...recall import scope
 from ...recall.freshness_report import is_reserved, memory_freshness as freshness_report
 from ...recall.reverification import reverify_with_receipt
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
 
-@tool(kind=READ)
+@tool(kind=READ, output=shape(facts="array", total_tokens="integer", returned="integer"))
 def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                 token_budget: int = 2000) -> ToolResult:
     """The memory panel: this agent's visible facts, newest first, with pins."""
@@ -26,7 +26,7 @@ def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = N
     return ToolResult(payload["content"][0]["text"], payload["structuredContent"])
 
 
-@tool(kind=READ)
+@tool(kind=READ, output=shape(rows="array", policy="object", now="string"))
 def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                      token_budget: int = 500) -> ToolResult:
     """Fresh or stale, oldest first: which facts need re-verifying (top_k at most 500)."""
@@ -47,24 +47,24 @@ def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
     return visible
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(fact_id="string", horizon_class="string", ok="boolean"))
 def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatile", "medium", "stable", "none"]
                        ) -> ToolResult:
     """Set a fact's freshness horizon (how fast it goes stale)."""
     call.require_agent("memory_set_horizon")
-    if _target(call, fact_id, "set horizon on") is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if _target(call, fact_id, "set horizon on") is None:    # Crux: isError false
+        raise ToolError(f"fact not found: {fact_id}")
     call.store.set_horizon(fact_id, horizon_class, tenant=call.tenant)
     return ToolResult(f"set horizon_class={horizon_class} on fact {fact_id}",
                       {"fact_id": fact_id, "horizon_class": horizon_class, "ok": True})
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, output=shape(fact_id="string", receipt_id="string", receipt_class="string", reverified_at="string"))
 def memory_reverify(call: Call, fact_id: str) -> ToolResult:
     """Mark a fact re-verified now (resets its decay) and write a receipt."""
     agent = call.require_agent("memory_reverify")
-    if _target(call, fact_id, "reverify") is None:
-        return ToolResult(f"fact not found: {fact_id}")
+    if _target(call, fact_id, "reverify") is None:          # Crux: isError false
+        raise ToolError(f"fact not found: {fact_id}")
     done = reverify_with_receipt(call.store, fact_id, call.tenant, agent)
     return ToolResult(f"re-verified fact {fact_id} at {done.reverified_at} (receipt {done.receipt_id}, class=Reverify)",
                       {"fact_id": fact_id, "receipt_id": done.receipt_id, "receipt_class": "Reverify",
