@@ -121,7 +121,9 @@ def test_memory_view_answers_crux_feature_disabled_response(portal, tmp_path: Pa
     client = stdio(portal, tmp_path, "--agent", "a1", env={"CORECRUXD_FEATURE_MEMORY_PANEL": "0"})
     try:
         result = client.call("memory_view", {})
-        assert result.is_error is False and result.structured_content is None
+        # no structured rows: {} rather than absent, since memory_view declares an outputSchema (MCP requires a
+        # conforming structuredContent then); the text is Crux's exactly
+        assert result.is_error is False and not result.structured_content
         assert result.content[0].text == ("memory_view: memory panel explicitly disabled (unset "
                                           "CORECRUXD_FEATURE_MEMORY_PANEL to re-enable; it is on by default)")
     finally:
