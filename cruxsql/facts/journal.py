@@ -188,6 +188,37 @@ class Journal:
         finally:
             self._thread_lock.release()
 
+    @contextmanager
+    def lock_unless_busy(self) -> Iterator[bool]:
+        """The writer lock without waiting for it: yields True with it held (re-entrantly, when this thread
+        holds it already), False when another thread or process holds it. For a reader that catches the
+        view up only when it costs no wait."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            if self._lock_depth == 0:
+                fd = self._lock_file()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    yield False
+                    return
+                try:
+                    _record_holder(fd)
+                except OSError:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    raise
+            self._lock_depth += 1
+            try:
+                yield True
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
     def _acquire(self, fd: int) -> None:
         """flock LOCK, waiting at most `lock_timeout`; then record our pid in it for waiters to name."""
         if self.lock_timeout is None and self.on_lock_wait is None:
