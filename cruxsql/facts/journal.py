@@ -121,6 +121,7 @@ class PendingAppend:
             try:
                 self._sync.result()
             except OSError as exc:
+                self.journal._take_back(self.start)
                 raise self.journal._poison(exc) from exc
         return self.start, self.end
 
@@ -483,8 +484,18 @@ class Journal:
         try:
             self._sync(fd, created)
         except OSError as exc:
+            self._take_back(pending.start)
             raise self._poison(exc) from exc
         return pending
+
+    def _take_back(self, start: int) -> None:
+        """After a failed fsync, cut the lines just written back off (the caller holds the lock): the
+        write is reported failed, so nothing of it may be replayed later. Best effort: the journal is
+        poisoned either way, and an unterminated rest is quarantined by the next open."""
+        try:
+            os.truncate(self.path, start)
+        except OSError:
+            pass
 
     def _sync(self, fd: int, created: bool) -> None:
         try:
