@@ -146,3 +146,21 @@ def test_a_view_commit_that_fails_after_the_fsync_still_reports_the_write(tmp_pa
         assert store.store("svc", "k", "v2").version == 3  # the store stays usable
         assert [f.value for f in store.history("svc", "k")] == ["v0", "v1", "v2"]
         assert store.verify().ok
+
+
+def test_a_read_never_waits_for_sqlites_write_lock(tmp_path: Path) -> None:
+    # a write indexes what it stored, so a read has nothing to write: it answers while another
+    # connection (a compaction's view rewrite, say) holds SQLite's write lock
+    with cruxsql.open(tmp_path) as store:
+        fact = store.store("svc", "k", "indexed by its own write")
+        from cruxsql.recall.fact_index import TextIndex
+        assert TextIndex(store.db).is_current()
+        other = apsw.Connection(str(tmp_path / "cruxsql.db"))
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            store.db.setbusytimeout(0)  # a wait would fail at once instead of passing unseen
+            rows = cruxsql.Recall(store).query_facts("indexed", contract="legacy").rows
+            assert [r["fact_id"] for r in rows] == [fact.fact_id]
+        finally:
+            other.execute("ROLLBACK")
+            other.close()

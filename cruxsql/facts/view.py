@@ -237,15 +237,17 @@ class Rewrite:
 # above this one, so each hook is named here ("module:function") and imported when first needed.
 # - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
 #   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
-#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms);
+#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
+#   index: a read never writes it, so it never waits for SQLite's write lock);
 # - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
-#   tail): tables a read catches up lazily (recall's text index: cheap for the few facts a write adds,
-#   and a write should not pay for it) built there, so the first read after it does not stall;
+#   tail): what such a replay builds at its end (the text index, already current from the replay hook,
+#   unless a caller left that hook out);
 # - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
 #   of starting over on its new generation.
 DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
     "replay": ("cruxsql.curation.exact_duplicates:keep_current",
-               "cruxsql.recall.fact_index:keep_timeline_current"),
+               "cruxsql.recall.fact_index:keep_timeline_current",
+               "cruxsql.recall.fact_index:index_in_the_write"),
     "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
     "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
                 "cruxsql.recall.fact_index:carry_text_index",
