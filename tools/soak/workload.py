@@ -60,6 +60,8 @@ class Outcome:
 
     def error(self, where: str, text: str) -> None:
         self.errors.append(f"{where}: {text}"[:2000])
+        self._acks.write(json.dumps(["X", "", self.errors[-1]]) + "\n")
+        self._acks.flush()
 
     def write(self) -> None:
         self.out.write_text(json.dumps({
