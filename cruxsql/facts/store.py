@@ -456,9 +456,13 @@ class Store:
             chains = [self._chain_key(r) for r in requests]
             heads = self._chain_heads(chains)
             facts = []
+            stored_at: dict[tuple[str, str, str], int] = {}
             for req, chain, fact_id in zip(requests, chains, fact_ids):
-                fact = self._build_fact(req, now, heads.get(chain), fact_id)
-                heads[chain] = (fact.fact_id, fact.version)  # a later request of the chain follows this one
+                # a later request of a chain follows the one before it, 1 ns later (so that every order
+                # by stored_at, a compaction's included, keeps the versions in order)
+                at = stored_at[chain] + 1 if chain in stored_at else now
+                fact = self._build_fact(req, at, heads.get(chain), fact_id)
+                heads[chain], stored_at[chain] = (fact.fact_id, fact.version), at
                 facts.append(fact)
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
