@@ -167,37 +167,23 @@ class Journal:
     @contextmanager
     def lock_if_free(self) -> Iterator[bool]:
         """The writer lock if nobody holds it right now (yields True, held until the block ends), else
-        nothing (yields False): for housekeeping that is better skipped than waited for."""
-        if not self._thread_lock.acquire(blocking=False):
-            yield False
-            return
-        try:
-            if self._lock_depth:  # this thread holds it already
-                yield False
-                return
-            fd = self._lock_file()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                _record_holder(fd)
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            self._thread_lock.release()
+        nothing (yields False, also when this thread holds it already): for housekeeping that is better
+        skipped than waited for."""
+        with self.lock_unless_busy(reentrant=False) as held:
+            yield held
 
     @contextmanager
-    def lock_unless_busy(self) -> Iterator[bool]:
+    def lock_unless_busy(self, reentrant: bool = True) -> Iterator[bool]:
         """The writer lock without waiting for it: yields True with it held (re-entrantly, when this thread
-        holds it already), False when another thread or process holds it. For a reader that catches the
-        view up only when it costs no wait."""
+        holds it already, unless not `reentrant`), False when another thread or process holds it. For a
+        reader that catches the view up only when it costs no wait."""
         if not self._thread_lock.acquire(blocking=False):
             yield False
             return
         try:
+            if self._lock_depth and not reentrant:
+                yield False
+                return
             if self._lock_depth == 0:
                 fd = self._lock_file()
                 try:

@@ -422,10 +422,13 @@ class Store:
         return self.store_batch([req], as_batch=False, owner=owner, idempotency_key=idempotency_key)[0]
 
     def store_batch(self, requests: list[StoreRequest], as_batch: bool = True,
-                    owner: Optional[NamespaceOwner] = None, idempotency_key: Optional[str] = None) -> list[Fact]:
+                    owner: Optional[NamespaceOwner] = None, idempotency_key: Optional[str] = None,
+                    chain: bool = True) -> list[Fact]:
         """Store several facts as one `store_batch` event (all built first, as Crux does). Nothing is
         stored if any request names a create-reserved entity `owner` does not own. Requests for the same
-        (entity, key) chain in request order: v1, v2, ..., one head (Crux gives each version 1).
+        (entity, key) chain in request order: v1, v2, ..., one head (Crux builds each from the head before
+        the batch: the same version twice, two heads). `chain=False` writes what Crux's store_batch
+        writes (for journals that must match a Crux daemon's, e.g. tests of what Crux data looks like).
 
         `idempotency_key`: a retry with the same key (same agent and tenant, same requests, within the
         window) returns the first call's facts and appends nothing (idempotency.py)."""
@@ -444,11 +447,11 @@ class Store:
                     return [f for f in first if isinstance(f, Fact)]
                 if rec is not None:
                     fact_ids = list(rec.fact_ids)
-            facts = self._store_batch_locked(requests, as_batch, fact_ids, keyed)
+            facts = self._store_batch_locked(requests, as_batch, fact_ids, keyed, chain)
         return facts
 
     def _store_batch_locked(self, requests: list[StoreRequest], as_batch: bool, fact_ids: list[Optional[str]],
-                            keyed: Optional[tuple[str, str, str, str]]) -> list[Fact]:
+                            keyed: Optional[tuple[str, str, str, str]], chain: bool) -> list[Fact]:
         def build() -> list[codec.Event]:
             now = timestamps.now_ns()
             for req in requests:
@@ -457,12 +460,13 @@ class Store:
             heads = self._chain_heads(chains)
             facts = []
             stored_at: dict[tuple[str, str, str], int] = {}
-            for req, chain, fact_id in zip(requests, chains, fact_ids):
+            for req, key, fact_id in zip(requests, chains, fact_ids):
                 # a later request of a chain follows the one before it, 1 ns later (so that every order
                 # by stored_at, a compaction's included, keeps the versions in order)
-                at = stored_at[chain] + 1 if chain in stored_at else now
-                fact = self._build_fact(req, at, heads.get(chain), fact_id)
-                heads[chain], stored_at[chain] = (fact.fact_id, fact.version), at
+                at = stored_at[key] + 1 if key in stored_at else now
+                fact = self._build_fact(req, at, heads.get(key), fact_id)
+                if chain:
+                    heads[key], stored_at[key] = (fact.fact_id, fact.version), at
                 facts.append(fact)
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
