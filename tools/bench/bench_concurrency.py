@@ -29,7 +29,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
+if sys.argv[1:2] != ["--child"]:  # a child imports the cruxsql its PYTHONPATH names (--code)
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 WORDS = ("deploy canary rollout service owner alice database index latency budget incident runbook schema "
