@@ -191,12 +191,18 @@ class Store:
         path = self.data_dir / view.DB_NAME
         if not path.is_file():
             return False
-        db = view.open_connection(path, migrate_schema=False)
-        if view.pending_migrations(db):
-            db.close()
+        db: Optional[apsw.Connection] = None
+        try:
+            db = view.open_connection(path, migrate_schema=False)
+            if view.pending_migrations(db):
+                db.close()
+                return False
+            view.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
+            self.db = db
+        except (apsw.BusyError, apsw.LockedError):  # a view still being created: wait for the lock
+            if db is not None:
+                db.close()
             return False
-        view.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
-        self.db = db
         self.checkpointer = WalCheckpointer(self.db, path, self.journal.lock_if_free)
         self.quarantined = None
         self.last_replay = view.ReplayStats()
