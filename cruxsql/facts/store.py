@@ -350,9 +350,12 @@ class Store:
                 # runs on the journal's thread while this transaction is prepared (see Journal.write).
                 # A failed fsync raises JournalPoisoned here and rolls the transaction back. The lines
                 # are replayed from the events in hand, not read back and decoded (appended.py).
-                self._in_write_transaction(
-                    lambda: (replay_appended(self.db, self.journal, self.policy, events, lines, pending.start),
-                             pending.wait(), crash_point("store-after-append")))
+                def apply() -> None:
+                    replay_appended(self.db, self.journal, self.policy, events, lines, pending.start)
+                    pending.wait()
+                    crash_point("store-after-append")
+
+                self._in_write_transaction(apply)
             except JournalPoisoned:
                 raise
             except Exception:
@@ -469,10 +472,10 @@ class Store:
             for req, key, fact_id in zip(requests, chains, fact_ids):
                 # a later request of a chain follows the one before it, 1 ns later (so that every order
                 # by stored_at, a compaction's included, keeps the versions in order)
-                at = stored_at[key] + 1 if key in stored_at else now
-                fact = self._build_fact(req, at, heads.get(key), fact_id)
+                born = stored_at[key] + 1 if key in stored_at else now
+                fact = self._build_fact(req, born, heads.get(key), fact_id)
                 if chain:
-                    heads[key], stored_at[key] = (fact.fact_id, fact.version), at
+                    heads[key], stored_at[key] = (fact.fact_id, fact.version), born
                 facts.append(fact)
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
