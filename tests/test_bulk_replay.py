@@ -16,6 +16,9 @@ from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
 from cruxsql.recall.fact_index import TextIndex  # importing it registers recall's replay hooks
 
+# these test the text index's own sync: writes leave indexing to it here (conftest.py)
+pytestmark = pytest.mark.usefixtures("lazy_text_index")
+
 T0 = timestamps.parse_ns("2026-03-01T08:00:00Z")
 ENTITIES = ("svc", "proj", "secret::vault", "incident:9", "__repo_scan__::t::r", "user")
 # a random id, clock readings, and the journal copy's inode (each view replays its own copy)

@@ -18,6 +18,9 @@ from cruxsql.governance import compaction, erasure, retention
 from cruxsql.recall import fact_index
 from cruxsql.recall.fact_index import BLOCK_BITS, TextIndex
 
+# these test the text index's own sync: writes leave indexing to it here (conftest.py)
+pytestmark = pytest.mark.usefixtures("lazy_text_index")
+
 TERMS = ("same value", "ÉTÉ", "gone", "kept", "alpha", "agent", "dup", "xyz")
 
 

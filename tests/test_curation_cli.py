@@ -25,7 +25,7 @@ def run(cli):
 
 def seed(data: Path, *reqs: StoreRequest) -> list[str]:
     with Store(data) as store:
-        return [f.fact_id for f in store.store_batch(list(reqs))]
+        return [f.fact_id for f in store.store_batch(list(reqs), chain=False)]
 
 
 def test_curate_contradictions_json_csv_and_empty(run, data: Path) -> None:

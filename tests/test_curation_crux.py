@@ -16,7 +16,8 @@ from cruxsql.facts.store import Store, StoreRequest
 
 def both(store: Store, entity: str, key: str, *values: str, tenant: str = "default", owner=None, **kw) -> list[str]:
     """Store several live facts of one (entity, key) at once (a batch never supersedes within itself)."""
-    facts = store.store_batch([StoreRequest(entity, key, v, tenant, **kw) for v in values], owner=owner)
+    facts = store.store_batch([StoreRequest(entity, key, v, tenant, **kw) for v in values], owner=owner,
+                               chain=False)
     return [f.fact_id for f in facts]
 
 

@@ -18,7 +18,7 @@ from cruxsql.facts.store import Store, StoreRequest
 
 
 def batch(store: Store, entity: str, key: str, *values: str, **kw) -> list[str]:
-    return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, **kw) for v in values])]
+    return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, **kw) for v in values], chain=False)]
 
 
 @pytest.mark.parametrize("a,b,expected", [
@@ -144,7 +144,7 @@ def test_read_paths_never_change_the_journal(tmp_path_factory, ops) -> None:
     with Store(tmp_path_factory.mktemp("d")) as store:
         for entity, key, value, actor, as_batch in ops:
             if as_batch:
-                store.store_batch([StoreRequest(entity, key, value, actor=actor)] * 2)
+                store.store_batch([StoreRequest(entity, key, value, actor=actor)] * 2, chain=False)
             else:
                 store.store(entity, key, value, actor=actor)
         before = store.journal.path.read_bytes()

@@ -69,7 +69,7 @@ def pairs(got: list[tuple]) -> list[tuple[str, str, str, str]]:
 
 
 def ids(store: Store, entity: str, key: str, *values: str, **kw) -> list[str]:
-    return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, **kw) for v in values])]
+    return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, **kw) for v in values], chain=False)]
 
 
 @pytest.fixture

@@ -114,7 +114,8 @@ def test_parse_leading_number(text: str, expected) -> None:
 
 
 def test_aggregate_ops_budget_and_temporal_diff(store: Store) -> None:
-    facts = store.store_batch([StoreRequest("deal", "amount", v) for v in ("$100", "$250.5", "n/a", "$100")])
+    facts = store.store_batch([StoreRequest("deal", "amount", v) for v in ("$100", "$250.5", "n/a", "$100")],
+                              chain=False)
     by = lambda op, **kw: aggregate_v1(store.db, AggregateRequest(op, "deal", "amount", **kw))  # noqa: E731
     assert by("count") == {"op": "count", "matched": 4, "value": 4, "llm_calls": 0,
                            "tokens_scanned": sum(f.tokens for f in facts), "budget_truncated": False}
@@ -163,7 +164,8 @@ def test_export_and_list_page(store: Store) -> None:
 
 
 def test_dedup_latest(store: Store) -> None:
-    a = store.store_batch([StoreRequest("b", "k", "1"), StoreRequest("a", "k", "1"), StoreRequest("b", "k", "2")])
+    a = store.store_batch([StoreRequest("b", "k", "1"), StoreRequest("a", "k", "1"), StoreRequest("b", "k", "2")],
+                          chain=False)
     c = store.store("a", "k", "newer")
     got = dedup_latest([store.get(x.fact_id) for x in a] + [c])
     assert [(f.entity, f.fact_id) for f in got] == [("a", c.fact_id), ("b", a[0].fact_id)]

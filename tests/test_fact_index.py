@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,9 @@ import cruxsql
 from cruxsql.governance import compaction
 from cruxsql.recall.fact_index import TextIndex
 from cruxsql.recall.trigrams import term_grams
+
+# these test the text index's own sync: writes leave indexing to it here (conftest.py)
+pytestmark = pytest.mark.usefixtures("lazy_text_index")
 
 
 def _expected(store, term: str) -> list[int]:

@@ -55,7 +55,8 @@ def journal(data_dir: Path) -> bytes:
 def seed(data_dir: Path, entity: str, key: str, *values: str, **kw) -> list[str]:
     """Live facts of one (entity, key) at once, in tenant acme (a batch never supersedes within itself)."""
     with cruxsql.open(data_dir) as store:
-        return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, "acme", **kw) for v in values])]
+        return [f.fact_id for f in store.store_batch([StoreRequest(entity, key, v, "acme", **kw) for v in values],
+                                                           chain=False)]
 
 
 def error(result) -> tuple[str, object]:

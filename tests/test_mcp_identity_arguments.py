@@ -45,6 +45,7 @@ def base_arguments(tool: str, target: str) -> dict[str, Any]:
         "query_expand": {"result_ids": ["r_0"]},
         "ingest_document": {"doc_id": "probe-doc", "text": f"{PROBE} document"},
         "store_fact": {"entity": "notes", "key": "probe", "value": PROBE},
+        "store_batch": {"facts": [{"entity": "notes", "key": "probe", "value": PROBE}]},
         "query_facts": {"query": "secret"},
         "get_bootstrap": {"topic": "docs"},
         "delete_fact": {"fact_id": target},

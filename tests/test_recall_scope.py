@@ -238,9 +238,9 @@ def test_compaction_drops_derived_copies_and_recall_stays_exact(tmp_path, view_u
     store.delete(gone.fact_id)
     compaction.compact(store, view_update=view_update)
     # nothing derived from the erased fact survives in the view, before any further read (the direct
-    # path carries the kept fact's text row and postings over; a rebuild starts the index over)
+    # path carries the kept fact's text row and postings over; a rebuild indexes the kept fact anew)
     import numpy as np
-    kept = [] if view_update == "rebuild" else [1]
+    kept = [1]
     assert [r[0] for r in store.db.execute("SELECT seq FROM recall_text")] == kept
     postings = {int(s) for (blob,) in store.db.execute("SELECT seqs FROM recall_grams")
                 for s in np.frombuffer(blob, dtype="<u2")}

@@ -10,7 +10,7 @@ import pytest
 
 import cruxsql
 from cruxsql.facts import privacy
-from cruxsql.governance import legal_holds
+from cruxsql.governance import compaction, legal_holds
 from cruxsql.facts.store import StoreRequest
 
 
@@ -52,15 +52,30 @@ def test_a_deleted_head_is_skipped_by_the_chain(tmp_path: Path) -> None:
         assert (v3.version, v3.supersedes) == (2, v1.fact_id)
 
 
-def test_a_batch_builds_every_fact_before_inserting(tmp_path: Path) -> None:
+def test_a_batch_chains_repeated_requests_in_request_order(tmp_path: Path) -> None:
+    # Crux builds every fact of a batch from the chain heads before it, so two requests for one
+    # (entity, key) both become version 2 and both current; cruxsql chains them: v2, v3, one head.
     with cruxsql.open(tmp_path) as store:
-        store.store("e", "k", "0")
+        v1 = store.store("e", "k", "0")
         facts = store.store_batch([StoreRequest("e", "k", "a"), StoreRequest("e", "k", "b"),
                                    StoreRequest("other", "k", "c", tenant_hash="t9", confidence=0.25)])
-        assert [f.version for f in facts] == [2, 2, 1]
+        assert [f.version for f in facts] == [2, 3, 1]
+        assert [f.supersedes for f in facts] == [v1.fact_id, facts[0].fact_id, None]
         assert facts[2].tenant_hash == "t9" and facts[2].confidence == 0.25
-    ops = [e["op"] for e in journal(tmp_path)]
-    assert ops == ["store", "store_batch", "supersede", "supersede"]
+        assert facts[1].stored_at == facts[0].stored_at + 1 == facts[2].stored_at + 1
+        heads = store.db.execute("SELECT value FROM live_facts WHERE entity = 'e' AND key = 'k'").fetchall()
+        assert heads == [("b",)]
+        assert [(f.value, f.superseded_by) for f in store.history("e", "k")] == [
+            ("0", facts[0].fact_id), ("a", facts[1].fact_id), ("b", None)]
+        assert store.verify().ok
+        events = journal(tmp_path)
+        assert [e["op"] for e in events] == ["store", "store_batch", "supersede", "supersede"]
+        assert [(e["fact_id"], e["by_fact_id"]) for e in events[2:]] == [
+            (v1.fact_id, facts[0].fact_id), (facts[0].fact_id, facts[1].fact_id)]
+        compaction.compact(store)  # orders by stored_at: the chain keeps its order and its one head
+        assert store.store("e", "k", "c").version == 4
+        assert [f.value for f in store.history("e", "k")] == ["0", "a", "b", "c"]
+        assert store.verify().ok
 
 
 def test_born_private_prefixes_and_env_overrides(tmp_path: Path, monkeypatch) -> None:

@@ -72,17 +72,20 @@ def init(data_dir: Path) -> None:
 @click.option("--horizon", type=click.Choice(HORIZON_CLASSES), help="Freshness horizon (default: by entity prefix).")
 @actor_option("Who stored it.")
 @json_flag("Print the whole stored fact as JSON.")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Client key: a retry with the same key prints the first result and stores nothing again.")
 @data_dir_option
 @fails_cleanly
 def store(entity: str, key: str, value: str, tenant: str, confidence: float, source_receipt: Optional[str],
-          private: bool, horizon: Optional[str], actor: Optional[str], as_json: bool, data_dir: Path) -> None:
+          private: bool, horizon: Optional[str], actor: Optional[str], as_json: bool, idempotency_key: Optional[str],
+          data_dir: Path) -> None:
     """Store VALUE as the newest version of (ENTITY, KEY).
 
     Prints the new fact's id and version; a previous version is marked superseded.
     """
     with open_store(data_dir, "create") as s:
         fact = s.store(entity, key, value, tenant=tenant, confidence=confidence, source_receipt=source_receipt,
-                       private=private, horizon_class=horizon, actor=actor)
+                       private=private, horizon_class=horizon, actor=actor, idempotency_key=idempotency_key)
     if as_json:
         echo_json(fact.to_dict())
         return
@@ -93,13 +96,16 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 @click.command("store-batch")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @json_flag("Print the stored facts as a JSON array.")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Client key: a retry with the same key prints the first result and stores nothing again.")
 @data_dir_option
 @fails_cleanly
-def store_batch(file, as_json: bool, data_dir: Path) -> None:
+def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
     """Store every request of FILE (JSONL, `-` for stdin) as one store_batch event.
 
     Each line is an object with the StoreFact keys: entity, key, value (required), tenant_hash,
     source_receipt, confidence, private, horizon_class, actor. Nothing is stored if any line is bad.
+    Lines for the same (entity, key) become successive versions, in file order.
     """
     requests = []
     for n, line in enumerate(file, 1):
@@ -113,7 +119,7 @@ def store_batch(file, as_json: bool, data_dir: Path) -> None:
     if not requests:
         raise InvalidInput("no store requests in the input")
     with open_store(data_dir, "create") as s:
-        facts = s.store_batch(requests)
+        facts = s.store_batch(requests, idempotency_key=idempotency_key)
     if as_json:
         echo_json([f.to_dict() for f in facts])
         return
@@ -154,12 +160,14 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
 @click.command()
 @click.argument("fact_id")
 @tenant_option("Refuse unless the fact is in this tenant.")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Client key: a retry with the same key prints the first result and stores nothing again.")
 @data_dir_option
 @fails_cleanly
-def delete(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
+def delete(fact_id: str, tenant: Optional[str], idempotency_key: Optional[str], data_dir: Path) -> None:
     """Mark a fact deleted (its text leaves the journal at the next compaction)."""
     with open_store(data_dir, "write") as s:
-        s.delete(fact_id, tenant=tenant)
+        s.delete(fact_id, tenant=tenant, idempotency_key=idempotency_key)
     click.echo(f"deleted {fact_id}")
 
 

@@ -99,7 +99,8 @@ class ClusterStore(Store):
             self.mirror.catch_up(self, progress=progress)
             return stats
 
-    def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+    def commit(self, build: Callable[[], list[codec.Event]],
+               before_append: Optional[Callable[[list[codec.Event]], None]] = None) -> list[codec.Event]:
         """Build from this node's view, publish, mirror up to the acknowledged message. A mutation of one
         chain needs only that chain current here (its subject's last sequence says whether it is); any
         other is built after catching up with the whole stream."""
@@ -128,6 +129,8 @@ class ClusterStore(Store):
                     # built on the whole stream up to `through` (the position stays before a trailing
                     # incomplete generation): a message landing in between refuses the publish
                     expected_stream = through
+            if before_append is not None:  # (an idempotency key's intent: kept by this node)
+                before_append(events)
             payload = "".join(line + "\n" for line in lines).encode("utf-8")
             try:
                 seq: Optional[int] = self._publish(subject, payload, expected_chain, expected_stream)

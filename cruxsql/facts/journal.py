@@ -177,6 +177,7 @@ class PendingAppend:
             try:
                 self._sync.result()
             except OSError as exc:
+                self.journal._take_back(self.start)
                 raise self.journal._poison(exc) from exc
         return self.start, self.end
 
@@ -223,25 +224,42 @@ class Journal:
     @contextmanager
     def lock_if_free(self) -> Iterator[bool]:
         """The writer lock if nobody holds it right now (yields True, held until the block ends), else
-        nothing (yields False): for housekeeping that is better skipped than waited for."""
+        nothing (yields False, also when this thread holds it already): for housekeeping that is better
+        skipped than waited for."""
+        with self.lock_unless_busy(reentrant=False) as held:
+            yield held
+
+    @contextmanager
+    def lock_unless_busy(self, reentrant: bool = True) -> Iterator[bool]:
+        """The writer lock without waiting for it: yields True with it held (re-entrantly, when this thread
+        holds it already, unless not `reentrant`), False when another thread or process holds it. For a
+        reader that catches the view up only when it costs no wait."""
         if not self._thread_lock.acquire(blocking=False):
             yield False
             return
         try:
-            if self._lock_depth:  # this thread holds it already
+            if self._lock_depth and not reentrant:
                 yield False
                 return
-            fd = self._lock_file()
+            if self._lock_depth == 0:
+                fd = self._lock_file()
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    yield False
+                    return
+                try:
+                    _record_holder(fd)
+                except OSError:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    raise
+            self._lock_depth += 1
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                _record_holder(fd)
                 yield True
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()
 
@@ -454,8 +472,18 @@ class Journal:
         try:
             self._sync(fd, created)
         except OSError as exc:
+            self._take_back(pending.start)
             raise self._poison(exc) from exc
         return pending
+
+    def _take_back(self, start: int) -> None:
+        """After a failed fsync, cut the lines just written back off (the caller holds the lock): the
+        write is reported failed, so nothing of it may be replayed later. Best effort: the journal is
+        poisoned either way, and an unterminated rest is quarantined by the next open."""
+        try:
+            os.truncate(self.path, start)
+        except OSError:
+            pass
 
     def _sync(self, fd: int, created: bool) -> None:
         try:

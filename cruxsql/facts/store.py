@@ -2,7 +2,14 @@
 
 Every mutation: take the lock, catch the view up to the journal's end, append the event(s) with
 fsync, replay the appended lines into SQLite (one transaction that also advances the checkpoint),
-release. An event that is not durable in the journal is never visible in the view.
+release. An event that is not durable in the journal is never visible in the view. Once the fsync has
+returned, the write has happened and is reported so, even if the view's transaction failed (the next
+reader or writer replays the lines); a write reported failed appended nothing.
+
+Reads never take the writer lock: `refresh` catches the view up only when the lock is free, and
+otherwise leaves the last committed view to answer (every acknowledged write is in it, since a write
+is acknowledged after its view commit, or is repaired into it by the next catch-up); `read_snapshot`
+keeps a read's statements on one SQLite snapshot.
 """
 
 from __future__ import annotations
@@ -18,12 +25,14 @@ from typing import Any, Callable, Iterator, Optional
 
 import apsw
 
-from ..errors import Conflict, InvalidInput, NotFound, ReadOnlyStore
+from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
 from . import codec, extension_events, timestamps, view
 from .appended import replay_appended
+from .busy import retry_busy
 from .checkpointer import WalCheckpointer
 from .codec import Fact
 from .faults import crash_point
+from .idempotency import IdempotencyJournal, KeyRecord, check_key, request_hash
 from .journal import Journal
 from .privacy import (
     NamespaceOwner,
@@ -172,6 +181,8 @@ class Store:
         # What the view was last seen caught up with (see `refresh`): the journal's stat, the view's
         # data_version and this connection's total_changes. None: check in full.
         self._caught_up: Optional[tuple] = None
+        self.idempotency = IdempotencyJournal(self.data_dir)
+        self._snapshot_depth = 0
         if read_only:
             self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
             self.quarantined = None
@@ -179,6 +190,9 @@ class Store:
             extension_events.replay(self.db, self.extensions, self.policy)
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self.journal.lock_unless_busy() as free:
+            if not free and self._open_beside_writer():
+                return
         with self.writer_lock():
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
@@ -188,6 +202,30 @@ class Store:
             self.quarantined = self._repair_journal()
             self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
+
+    def _open_beside_writer(self) -> bool:
+        """Open while another process holds the writer lock, without waiting for it: possible when the
+        view exists with the current schema (then the repair of a torn tail and the catch-up are left to
+        the first call that finds the lock free). False: the caller must wait for the lock."""
+        path = self.data_dir / view.DB_NAME
+        if not path.is_file():
+            return False
+        db: Optional[apsw.Connection] = None
+        try:
+            db = view.open_connection(path, migrate_schema=False)
+            if view.pending_migrations(db):
+                db.close()
+                return False
+            view.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
+            self.db = db
+        except (apsw.BusyError, apsw.LockedError):  # a view still being created: wait for the lock
+            if db is not None:
+                db.close()
+            return False
+        self.checkpointer = WalCheckpointer(self.db, path, self.journal.lock_if_free)
+        self.quarantined = None
+        self.last_replay = view.ReplayStats()
+        return True
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -226,19 +264,54 @@ class Store:
         mtime, ctime), the view's `data_version` (bumped by another connection's commit) and this
         connection's `total_changes` are what they were when the view was last seen to end exactly at
         the journal's end, nothing can have changed and the full check (checkpoint read, a hash of the
-        journal's last 4 KiB, torn-tail probe) is skipped."""
-        with self.writer_lock():
-            if self.read_only:
+        journal's last 4 KiB, torn-tail probe) is skipped.
+
+        Never waits for a writer: when another thread or process holds the writer lock, the view is left
+        as it was last committed (a writer acknowledges only after its view commit, so every
+        acknowledged write is in it) and is caught up by a later call. Under the lock (every write, and
+        the long mutations), it always catches up."""
+        if self.read_only:
+            with self.writer_lock():
                 stats = view.replay(self.db, self.journal, self.policy, progress)
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
-            if self._caught_up is not None and self._caught_up == self._sync_key():
+        if self._caught_up is not None and self._caught_up == self._sync_key():
+            return view.ReplayStats()
+        with self.journal.lock_unless_busy() as free:
+            if not free:
                 return view.ReplayStats()
-            self._repair_journal()
-            stats = view.replay(self.db, self.journal, self.policy, progress)
-            extension_events.replay(self.db, self.extensions, self.policy)
-            self._note_caught_up()
-            return stats
+            return self._catch_up(progress)
+
+    def _catch_up(self, progress: Progress = None) -> view.ReplayStats:
+        """Repair the journal's end and replay its tail, then cruxsql's own fact events, into the view
+        (under the lock). A replay that met SQLITE_BUSY rolled its batch back and starts again from the
+        checkpoint."""
+        self._repair_journal()
+        stats = retry_busy(lambda: view.replay(self.db, self.journal, self.policy, progress))
+        retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
+        self._note_caught_up()
+        return stats
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Run the block's reads on one SQLite snapshot (a read transaction), so that a read made of
+        several statements never sees a write, or a compaction's swap, land between two of them. Nested
+        blocks share the outermost snapshot; inside a caller's own transaction, nothing is opened."""
+        opened = self._snapshot_depth == 0 and self.db.getautocommit()
+        if opened:
+            self.db.execute("BEGIN DEFERRED")
+        self._snapshot_depth += 1
+        try:
+            yield
+        finally:
+            self._snapshot_depth -= 1
+            if opened and not self.db.getautocommit():
+                self.db.execute("COMMIT")
+
+    @property
+    def in_snapshot(self) -> bool:
+        """Whether a `read_snapshot` block is open (a write to a derived table must wait for its end)."""
+        return self._snapshot_depth > 0
 
     def rebuild(self, progress: Progress = None) -> view.ReplayStats:
         """Recreate the fact view from the journal alone."""
@@ -248,8 +321,8 @@ class Store:
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
             self._repair_journal()
-            stats = view.rebuild(self.db, self.journal, self.policy, progress)
-            extension_events.replay(self.db, self.extensions, self.policy)
+            stats = retry_busy(lambda: view.rebuild(self.db, self.journal, self.policy, progress))
+            retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
             self._note_caught_up()
             return stats
 
@@ -279,16 +352,25 @@ class Store:
 
     # --- writing ---------------------------------------------------------------------------------
 
-    def commit(self, build: Callable[[], list[codec.Event]]) -> list[codec.Event]:
+    def commit(self, build: Callable[[], list[codec.Event]],
+               before_append: Optional[Callable[[list[codec.Event]], None]] = None) -> list[codec.Event]:
         """The one write path: under the lock, catch up, call `build()` to make events from the current
         state, append them durably, and replay them into the view in a transaction committed after the
-        journal's fsync. Returns the events."""
+        journal's fsync. Returns the events. `before_append(events)` runs just before the append (an
+        idempotency key's intent is written there).
+
+        The outcome is exact: an error before the fsync returned means nothing was appended (a failed
+        fsync poisons the journal and takes the lines back out); once it returned, the write is reported
+        done even if the view's transaction failed (SQLITE_BUSY, an I/O error): the view is caught up
+        from the journal right away if it can be, else by the next reader or writer."""
         if self.read_only:
             raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
         with self.writer_lock():
-            self.refresh()
+            self._catch_up()
             events = build()
             lines = [codec.encode_event(e) for e in events]
+            if before_append is not None:
+                before_append(events)
             pending = self.journal.write(lines)
             self._caught_up = None
             try:
@@ -297,10 +379,21 @@ class Store:
                 # runs on the journal's thread while this transaction is prepared (see Journal.write).
                 # A failed fsync raises JournalPoisoned here and rolls the transaction back. The lines
                 # are replayed from the events in hand, not read back and decoded (appended.py).
-                with self.db:
+                def apply() -> None:
                     replay_appended(self.db, self.journal, self.policy, events, lines, pending.start)
                     pending.wait()
                     crash_point("store-after-append")
+
+                self._in_write_transaction(apply)
+            except JournalPoisoned:
+                raise
+            except Exception:
+                pending.wait()  # not durable after all: JournalPoisoned, the write did not happen
+                try:  # durable: the write happened; repair the view from the journal now if possible
+                    self._catch_up()
+                except Exception:
+                    pass  # the next reader or writer finds the view behind the journal and replays
+                return events
             finally:
                 pending.wait()
             self._note_caught_up()
@@ -322,6 +415,23 @@ class Store:
             self._note_caught_up()
             return events
 
+    def _in_write_transaction(self, work: Callable[[], Any]) -> None:
+        """`work()` in a view transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE: it
+        waits in the busy handler for a reader's derived-table write, instead of failing later with a
+        stale snapshot); inside a caller's transaction, a savepoint."""
+        if not self.db.getautocommit():
+            with self.db:
+                work()
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            work()
+            self.db.execute("COMMIT")
+        except BaseException:
+            if not self.db.getautocommit():
+                self.db.execute("ROLLBACK")
+            raise
+
     def _chain_key(self, req: StoreRequest) -> tuple[str, str, str]:
         """The (tenant, entity, key) chain a request stores into."""
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
@@ -338,13 +448,14 @@ class Store:
             (json.dumps(sorted(set(chains)), ensure_ascii=False),))
         return {(t, e, k): (fact_id, version) for t, e, k, fact_id, version in rows}
 
-    def _build_fact(self, req: StoreRequest, now: int, prev: Optional[tuple[str, int]]) -> Fact:
+    def _build_fact(self, req: StoreRequest, now: int, prev: Optional[tuple[str, int]],
+                    fact_id: Optional[str] = None) -> Fact:
         """The fact a (checked) request stores, after `prev` (its chain's head) if any."""
         tenant, entity, _ = self._chain_key(req)
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
             else codec.default_horizon_for_entity(req.entity)
         return Fact(
-            fact_id="f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=entity, key=req.key, value=req.value,
+            fact_id=fact_id or "f_" + uuid.uuid4().hex, tenant_hash=tenant, entity=entity, key=req.key, value=req.value,
             source_receipt=req.source_receipt, confidence=check_confidence(req.confidence), stored_at=now,
             tokens=codec.token_cost(req.value), version=prev[1] + 1 if prev else 1,
             supersedes=prev[0] if prev else None, private=self.policy.enforce(entity, req.private),
@@ -354,37 +465,71 @@ class Store:
     def store(self, entity: str, key: str, value: str, *, tenant: str = "default", confidence: float = 1.0,
               source_receipt: Optional[str] = None, private: bool = False, horizon_class: Optional[str] = None,
               actor: Optional[str] = None, agent: Optional[str] = None,
-              owner: Optional[NamespaceOwner] = None) -> Fact:
+              owner: Optional[NamespaceOwner] = None, idempotency_key: Optional[str] = None) -> Fact:
         """Store a new version of (tenant, entity, key): a `store` line, then a `supersede` line if it
         retires a predecessor. With `private` and an `agent`, the fact is that agent's own, stored under
         `__agent::<agent>::<entity>` as Crux's `store_fact` does. An entity under a create-reserved
-        prefix is refused (`ReservedEntityPrefix`) unless `owner` owns it."""
+        prefix is refused (`ReservedEntityPrefix`) unless `owner` owns it. `idempotency_key`: see
+        `store_batch`."""
         req = StoreRequest(entity, key, value, tenant, source_receipt, confidence, private, horizon_class, actor,
                            agent)
-        return self.store_batch([req], as_batch=False, owner=owner)[0]
+        return self.store_batch([req], as_batch=False, owner=owner, idempotency_key=idempotency_key)[0]
 
     def store_batch(self, requests: list[StoreRequest], as_batch: bool = True,
-                    owner: Optional[NamespaceOwner] = None) -> list[Fact]:
+                    owner: Optional[NamespaceOwner] = None, idempotency_key: Optional[str] = None,
+                    chain: bool = True) -> list[Fact]:
         """Store several facts as one `store_batch` event (all built first, as Crux does). Nothing is
-        stored if any request names a create-reserved entity `owner` does not own."""
+        stored if any request names a create-reserved entity `owner` does not own. Requests for the same
+        (entity, key) chain in request order: v1, v2, ..., one head (Crux builds each from the head before
+        the batch: the same version twice, two heads). `chain=False` writes what Crux's store_batch
+        writes (for journals that must match a Crux daemon's, e.g. tests of what Crux data looks like).
+
+        `idempotency_key`: a retry with the same key (same agent and tenant, same requests, within the
+        window) returns the first call's facts and appends nothing (idempotency.py)."""
         if not requests:
             raise InvalidInput("store_batch needs at least one request")
         for req in requests:
             check_create(req.entity, owner)
+        op = "store_batch" if as_batch else "store"
+        keyed = self._keyed(idempotency_key, op, requests[0].tenant_hash, requests[0].agent,
+                            [{k: getattr(r, k) for k in (*_STORE_FACT_KEYS, "agent")} for r in requests])
+        with self.writer_lock():
+            fact_ids: list[Optional[str]] = [None] * len(requests)
+            if keyed is not None:
+                first, rec = self._first_result(keyed)
+                if first is not None:
+                    return [f for f in first if isinstance(f, Fact)]
+                if rec is not None:
+                    fact_ids = list(rec.fact_ids)
+            facts = self._store_batch_locked(requests, as_batch, fact_ids, keyed, chain)
+        return facts
 
+    def _store_batch_locked(self, requests: list[StoreRequest], as_batch: bool, fact_ids: list[Optional[str]],
+                            keyed: Optional[tuple[str, str, str, str]], chain: bool) -> list[Fact]:
         def build() -> list[codec.Event]:
             for req in requests:
                 req.check()
             chains = [self._chain_key(r) for r in requests]
             heads = self._chain_heads(chains)
-            # each fact stamped when it is built, as Crux's try_store_bulk does (build_fact reads the clock
-            # once per fact: crates/corecrux-memory/src/fact_store.rs)
-            facts = [self._build_fact(r, timestamps.now_ns(), heads.get(c)) for r, c in zip(requests, chains)]
+            facts = []
+            stored_at: dict[tuple[str, str, str], int] = {}
+            for req, key, fact_id in zip(requests, chains, fact_ids):
+                # each fact stamped when it is built, as Crux's try_store_bulk does (build_fact reads the clock
+                # once per fact: crates/corecrux-memory/src/fact_store.rs); a later request of a chain comes at
+                # least 1 ns after the one before it, so every order by stored_at (a compaction's included)
+                # keeps the versions in order
+                born = timestamps.now_ns()
+                if key in stored_at:
+                    born = max(born, stored_at[key] + 1)
+                fact = self._build_fact(req, born, heads.get(key), fact_id)
+                if chain:
+                    heads[key], stored_at[key] = (fact.fact_id, fact.version), born
+                facts.append(fact)
             head: list[codec.Event] = [codec.StoreBatchEvent(facts)] if as_batch else [codec.StoreEvent(f) for f in facts]
             at = timestamps.format_event_time(timestamps.now_ns())
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
 
-        events = self.commit(build)
+        events = self._commit_keyed(build, keyed)
         facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
         # What replay stored is what was built (privacy and the tenant default are applied when building,
         # ids are fresh, and the batch's supersede lines only touch older facts), except where a
@@ -423,10 +568,22 @@ class Store:
         check_target(fact_id, row[3], action, owner)
         return row
 
-    def delete(self, fact_id: str, tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None) -> None:
+    def delete(self, fact_id: str, tenant: Optional[str] = None, owner: Optional[NamespaceOwner] = None,
+               idempotency_key: Optional[str] = None, agent: Optional[str] = None) -> None:
         """Mark a fact deleted (its text stays in the journal until compaction). A daemon-owned fact is
-        refused (`ReservedTarget`) unless `owner` owns it."""
+        refused (`ReservedTarget`) unless `owner` owns it. `idempotency_key` (scoped to `tenant` and
+        `agent`): a retry of a delete that happened returns quietly, appending nothing."""
+        keyed = self._keyed(idempotency_key, "delete", tenant or "default", agent, fact_id)
+        if keyed is not None:
+            with self.writer_lock():
+                first, _ = self._first_result(keyed)
+                if first is None:
+                    self._delete_locked(fact_id, tenant, owner, keyed)
+            return
+        self._delete_locked(fact_id, tenant, owner, None)
 
+    def _delete_locked(self, fact_id: str, tenant: Optional[str], owner: Optional[NamespaceOwner],
+                       keyed: Optional[tuple[str, str, str, str]]) -> None:
         def build() -> list[codec.Event]:
             row = self._require_writable(fact_id, tenant, "delete", owner)
             if row[1]:
@@ -434,7 +591,60 @@ class Store:
             self._consolidation_guard(fact_id)
             return [codec.DeleteEvent(fact_id, timestamps.format_event_time(timestamps.now_ns()))]
 
-        self.commit(build)
+        self._commit_keyed(build, keyed)
+
+    # --- idempotency keys ------------------------------------------------------------------------
+
+    def _keyed(self, key: Optional[str], op: str, tenant: str, agent: Optional[str],
+               request: Any) -> Optional[tuple[str, str, str, str]]:
+        """(scope, key, op, request hash) of a keyed write, or None without a key."""
+        if key is None:
+            return None
+        scope = f"{tenant or 'default'}\x1f{agent or ''}"
+        return scope, check_key(key), op, request_hash(op, request)
+
+    def _first_result(self, keyed: tuple[str, str, str, str]) -> tuple[Optional[list], Optional[KeyRecord]]:
+        """Under the lock: the first result of a keyed write that happened ((facts or [fact_id]), record),
+        or (None, record) when its key is unknown or its first attempt never reached the journal (then
+        the write is made again, with the record's fact ids). Conflict when its facts are gone."""
+        scope, key, op, req_hash = keyed
+        self._catch_up()
+        self.idempotency.load()
+        rec = self.idempotency.lookup(scope, key, op, req_hash)
+        if rec is None:
+            return None, None
+        ids = apsw.carray(tuple(rec.fact_ids))
+        if op == "delete":
+            row = self.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (rec.fact_ids[0],)).fetchone()
+            return ([rec.fact_ids[0]] if rec.done or (row is not None and row[0]) else None), rec
+        stored = {f.fact_id: f for f in view.iter_facts(self.db, "WHERE fact_id IN carray(?)", (ids,))}
+        if stored:
+            return [stored[i] for i in rec.fact_ids if i in stored], rec
+        named = self.db.execute("SELECT 1 FROM journal_event_facts WHERE fact_id IN carray(?) LIMIT 1",
+                                (ids,)).fetchone()
+        if rec.done or named:
+            raise Conflict(f"idempotency key {key!r}: the facts its first call stored have since been removed "
+                           "(compacted or erased); nothing was stored again")
+        return None, rec
+
+    def _commit_keyed(self, build: Callable[[], list[codec.Event]],
+                      keyed: Optional[tuple[str, str, str, str]]) -> list[codec.Event]:
+        """`commit`, with a key's intent journaled before the append and its completion after."""
+        if keyed is None:
+            return self.commit(build)
+        scope, key, op, req_hash = keyed
+
+        def intend(events: list[codec.Event]) -> None:
+            ids = [e.fact_id for e in events if e.op == "delete"] if op == "delete" else \
+                [f.fact_id for e in events for f in codec.event_facts(e) if e.op in ("store", "store_batch")]
+            self.idempotency.intend(scope, key, op, req_hash, ids)
+
+        events = self.commit(build, before_append=intend)
+        try:
+            self.idempotency.finish(scope, key)
+        except OSError:
+            pass  # the intent and the facts in the journal already say the write happened
+        return events
 
     def supersede(self, fact_id: str, by_fact_id: str, tenant: Optional[str] = None,
                   owner: Optional[NamespaceOwner] = None) -> None:

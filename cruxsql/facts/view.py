@@ -20,6 +20,7 @@ import apsw
 from ..errors import ViewTooNew
 from . import bulk, codec, timestamps
 from .codec import CorruptLine, Event, Fact
+from .busy import BUSY_TIMEOUT_MS
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal, Record
 from .privacy import PrivacyPolicy
@@ -103,10 +104,11 @@ class ReplayStats:
     rebuilt: bool = False
 
 
-def open_connection(path: Path) -> apsw.Connection:
-    """An apsw connection to the view with the pragmas docs/architecture.md names, migrated."""
+def open_connection(path: Path, migrate_schema: bool = True) -> apsw.Connection:
+    """An apsw connection to the view with the pragmas docs/architecture.md names, migrated (unless
+    `migrate_schema` is False: the caller checks `pending_migrations` itself)."""
     db = apsw.Connection(str(path))
-    db.setbusytimeout(30_000)
+    db.setbusytimeout(BUSY_TIMEOUT_MS)
     db.execute("PRAGMA journal_mode=WAL")
     # The view's commits do not fsync (WAL + NORMAL: only checkpoints sync, and they run off the write
     # path, see checkpointer.py). What that risks is losing the view's last transactions to a power cut
@@ -119,7 +121,8 @@ def open_connection(path: Path) -> apsw.Connection:
     db.execute("PRAGMA cache_size=-65536")  # 64 MiB: replay inserts into random-keyed B-trees
     db.execute("PRAGMA secure_delete=ON")
     db.execute("PRAGMA foreign_keys=ON")
-    migrate(db)
+    if migrate_schema:
+        migrate(db)
     return db
 
 
@@ -148,11 +151,28 @@ def open_snapshot(path: Path) -> apsw.Connection:
     return db
 
 
+def _migration_files(directory: Optional[Path] = None) -> list[tuple[int, str, Path]]:
+    directory = directory or migrations_dir()
+    return [(int(m.group(1)), m.group(2), path) for path in sorted(directory.glob("*.sql"))
+            if (m := _MIGRATION_NAME.match(path.name))]
+
+
+def pending_migrations(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
+    """The migrations `db` lacks, read without taking SQLite's write lock (a view opened beside a long
+    writer need not wait for it when its schema is current)."""
+    try:
+        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+    except apsw.SQLError:
+        applied = set()
+    return [path.name for version, _, path in _migration_files(directory) if version not in applied]
+
+
 def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
     """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
-    directory = directory or migrations_dir()
-    pending = [(int(m.group(1)), m.group(2), path) for path in sorted(directory.glob("*.sql"))
-               if (m := _MIGRATION_NAME.match(path.name))]
+    pending = _migration_files(directory)
+    if pending and not pending_migrations(db, directory) and db.execute(
+            "SELECT max(version) FROM schema_migrations").fetchone()[0] <= pending[-1][0]:
+        return []  # nothing to apply (and not a newer schema, refused below): no write lock taken
     done = []
     # BEGIN IMMEDIATE takes the write lock before reading what is applied: a deferred transaction that
     # reads and then writes cannot wait for another writer and fails with SQLITE_BUSY instead.
@@ -217,15 +237,17 @@ class Rewrite:
 # above this one, so each hook is named here ("module:function") and imported when first needed.
 # - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
 #   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
-#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms);
+#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
+#   index: a read never writes it, so it never waits for SQLite's write lock);
 # - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
-#   tail): tables a read catches up lazily (recall's text index: cheap for the few facts a write adds,
-#   and a write should not pay for it) built there, so the first read after it does not stall;
+#   tail): what such a replay builds at its end (the text index, already current from the replay hook,
+#   unless a caller left that hook out);
 # - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
 #   of starting over on its new generation.
 DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
     "replay": ("cruxsql.curation.exact_duplicates:keep_current",
-               "cruxsql.recall.fact_index:keep_timeline_current"),
+               "cruxsql.recall.fact_index:keep_timeline_current",
+               "cruxsql.recall.fact_index:index_in_the_write"),
     "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
     "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
                 "cruxsql.recall.fact_index:carry_text_index",

@@ -655,3 +655,9 @@ class Timeline:
                 rows += [(fact_id, attr, line_no, at, *_BIRTH_COLUMNS[attr](values)) for attr in births[fact_id]]
         return rows
 
+
+def index_in_the_write(db: apsw.Connection, journal: Journal) -> None:
+    """Replay hook: index the facts a write (or a tail) brought in, in its own view transaction. A read
+    never has to write the index, so it never waits for SQLite's write lock (a compaction holds it for
+    its whole view rewrite): its snapshot holds every committed fact, indexed."""
+    keep_text_index_current(db)

@@ -34,9 +34,11 @@ A blank query still matches nothing (Crux: OR over zero terms).
 
 from __future__ import annotations
 
+import functools
 import math
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
 
 import apsw
 import numpy as np
@@ -54,6 +56,7 @@ from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, 
 TimeArg = Union[None, str, int]
 _I64_MAX = 9223372036854775807
 
+F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_TOP_K = 10
 BOOTSTRAP_PREFIX = "__bootstrap__::"
 BOOTSTRAP_TOP_K = 100
@@ -300,6 +303,15 @@ def _floor_ms(expr: str) -> str:
     return f"(({expr}) - ((({expr}) % 1000000) + 1000000) % 1000000) / 1000000"
 
 
+def _on_one_snapshot(read: F) -> F:
+    """Run a Recall read in `_one_snapshot`."""
+    @functools.wraps(read)
+    def run(self: "Recall", *args: Any, **kwargs: Any) -> Any:
+        with self._one_snapshot():
+            return read(self, *args, **kwargs)
+    return run  # type: ignore[return-value]
+
+
 class Recall:
     """query_facts / get_bootstrap / memory_view over one store."""
 
@@ -313,15 +325,38 @@ class Recall:
         self.policy = policy
         self.index = TextIndex(self.db)
         self.timeline = Timeline(self.db, store.journal)
+        self._reads: Optional[ExitStack] = None  # the snapshot of the read in progress (`_one_snapshot`)
+        self._after_read: list[Callable[[], None]] = []
 
     # --- shared plumbing --------------------------------------------------------------------------
 
+    @contextmanager
+    def _one_snapshot(self) -> Iterator[None]:
+        """Around a read: `_prepare` opens a read snapshot once the derived tables are caught up, and
+        writes the read makes (access counts) wait until it has ended. Nested reads share it."""
+        if self._reads is not None:
+            yield
+            return
+        self._reads, after = ExitStack(), []
+        try:
+            with self._reads:
+                yield
+            after = self._after_read
+        finally:
+            self._reads, self._after_read = None, []
+        for write in after:
+            write()
+
     def _prepare(self, known_at: Optional[int] = None) -> None:
+        if self.store.in_snapshot:
+            return  # a read nested in another: its snapshot is already open, caught up
         if self.refresh:
             self.store.refresh()
         self.index.sync()
         if known_at is not None:
             self.timeline.sync()
+        if self._reads is not None:
+            self._reads.enter_context(self.store.read_snapshot())
 
     def _decay(self) -> DecayPolicy:
         return self.policy or DecayPolicy.from_env()
@@ -491,6 +526,7 @@ class Recall:
 
     # --- query_facts ------------------------------------------------------------------------------
 
+    @_on_one_snapshot
     def query_facts(self, query: Optional[str] = None, *, entity: Optional[str] = None,
                     entity_prefix: Optional[str] = None, tenant: Optional[str] = None, agent: Optional[str] = None,
                     top_k: Optional[int] = DEFAULT_TOP_K, token_budget: Optional[int] = None,
@@ -500,7 +536,8 @@ class Recall:
         """Crux `query_facts`, plus `known_at` transaction-time travel. See the module docstring.
 
         `shaped=False` is the savings holdout's control arm: a token budget is applied by the legacy
-        greedy drop even under CRC-v1, instead of the reversible envelope."""
+        greedy drop even under CRC-v1, instead of the reversible envelope. Its statements read one
+        snapshot: a write or a compaction landing meanwhile is either wholly seen or not at all."""
         top_k = DEFAULT_TOP_K if top_k is None else _count_arg(top_k, "top_k")
         token_budget = _count_arg(token_budget, "token_budget")
         floor = _floor_arg(min_effective_confidence)
@@ -658,8 +695,12 @@ class Recall:
     # --- salience ---------------------------------------------------------------------------------
 
     def record_access(self, fact_ids: list[str], at_ns: Optional[int] = None) -> None:
-        """`record_access`: access_count += 1 and last_accessed_at = now, in the view only."""
+        """`record_access`: access_count += 1 and last_accessed_at = now, in the view only (after the
+        read in progress, if any, has left its snapshot)."""
         at_ns = timestamps.now_ns() if at_ns is None else at_ns
+        if self._reads is not None:
+            self._after_read.append(lambda: self.record_access(fact_ids, at_ns))
+            return
         with self.db:
             self.db.executemany(
                 "INSERT INTO recall_salience (fact_id, access_count, last_accessed_at_ns) "
@@ -735,6 +776,7 @@ class Recall:
 
     # --- memory_view ------------------------------------------------------------------------------
 
+    @_on_one_snapshot
     def memory_view(self, entity: Optional[str] = None, key: Optional[str] = None, top_k: Optional[int] = 20,
                     token_budget: Optional[int] = 2000, *, tenant: Optional[str] = None,
                     agent: Optional[str] = None) -> MemoryViewResult:

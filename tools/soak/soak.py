@@ -7,13 +7,16 @@ inside their mutation loop, kills them with SIGKILL after a random delay, then r
 this process and checks: every acknowledged write is there (a loss otherwise), every acknowledged
 delete and erasure holds, the view equals a fresh replay of the journal, there is no corrupt line and
 no version chain has two current heads (a verify failure otherwise). Phases: writes, store-batch, delete, compact, erase, retention apply,
-and four concurrent writers with a compactor. Bounded by kill count and time; loopback only (no
+four concurrent writers with a compactor, and the mixed workload of many agents (tools/soak/workload.py:
+MCP writers and readers, a CLI reader, an API writer, compactions and erasures), where any error a
+client meets is a failure too. Bounded by kill count and time; loopback only (no
 network at all). Prints one table row per phase; exits 1 on any loss or failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -29,6 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cruxsql.facts.store import Store  # noqa: E402
 
 WORKER = Path(__file__).with_name("worker.py")
+WORKLOAD = Path(__file__).with_name("workload.py")
+MIXED = "mixed workload"
+MIXED_ROLES = [("mcp-writer", "w1"), ("mcp-writer", "w2"), ("mcp-reader", "r1"), ("mcp-reader", "r2"),
+               ("cli-reader", "c1"), ("api-writer", "a1"), ("maintainer", "m1")]
 # phase: (share of the kills, worker phases started together, seconds of work before the kill)
 PHASES = {
     "writes": (0.25, ["writes"], (0.05, 0.8)),
@@ -38,6 +45,9 @@ PHASES = {
     "erase": (0.08, ["erase"], (0.1, 2.5)),
     "retention apply": (0.08, ["retention"], (0.1, 2.5)),
     "concurrent writers + compactor": (0.20, ["concurrent"] * 4 + ["compactor"], (0.2, 1.5)),
+    # tools/soak/workload.py's roles, all at once: 2 MCP writers, 2 MCP readers, a CLI reader, an API writer
+    # and a compaction + erasure every few seconds (tests/test_mixed_workload.py runs it once, unkilled)
+    MIXED: (0.10, [role for role, _ in MIXED_ROLES], (2.0, 8.0)),
 }
 ROUNDS_PER_DIRECTORY = 12  # a fresh data directory every so often keeps verify's full replay cheap
 
@@ -95,6 +105,39 @@ def _round(phase: str, workers: list[str], delay: tuple[float, float], data_dir:
     _check(data_dir, res, ledger)
 
 
+def _mixed_round(delay: tuple[float, float], data_dir: Path, rng: random.Random, res: PhaseResult,
+                 ledger: dict[str, set[str]]) -> None:
+    """Every workload role for a random while, then SIGKILL to every process of every role (their MCP
+    servers and CLI commands too); what each acknowledged is read back from its `.acks` file, and an
+    error any client met ("X" lines) is a failure."""
+    if not (data_dir / "facts.jsonl").exists():
+        with Store(data_dir) as store:
+            store.store("seed", "k", "before the workload")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "WORKLOAD_MAINTAIN_EVERY": "2"}
+    tag = f"{rng.getrandbits(32):08x}"
+    procs = [subprocess.Popen([sys.executable, str(WORKLOAD), role, str(data_dir),
+                               str(data_dir.parent / f"{data_dir.name}-{name}-{tag}.json"), "3600", f"{name}{tag}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+             for role, name in MIXED_ROLES]
+    time.sleep(rng.uniform(*delay))
+    for p in rng.sample(procs, len(procs)):
+        os.killpg(p.pid, signal.SIGKILL)
+    for p in procs:
+        p.wait(timeout=60)
+        res.kills += 1
+    for acks in data_dir.parent.glob(f"{data_dir.name}-*-{tag}.json.acks"):
+        for line in acks.read_text().split("\n")[:-1]:  # a last line without its newline: not acknowledged
+            kind, fact_id, text = json.loads(line)
+            if kind == "X":
+                res.verify_failures += 1
+                res.problems.append(f"client error: {text[:300]}")
+            elif kind in ("S", "D"):
+                res.acknowledged += 1
+                ledger["kept" if kind == "S" else "deleted"].add(fact_id)
+    ledger["kept"] -= ledger["deleted"]
+    _check(data_dir, res, ledger)
+
+
 def _check(data_dir: Path, res: PhaseResult, ledger: dict[str, set[str]]) -> None:
     before = {p.name for p in data_dir.glob("facts.jsonl.torn.*")}
     with Store(data_dir) as store:
@@ -139,7 +182,10 @@ def main() -> int:
             if rounds % ROUNDS_PER_DIRECTORY == 0:
                 data_dir = root / f"{phase.replace(' ', '-')}-{rounds}"
                 ledger = {"kept": set(), "deleted": set(), "gone": set(), "erased": set()}
-            _round(phase, workers, delay, data_dir, rng, res, ledger)
+            if phase == MIXED:
+                _mixed_round(delay, data_dir, rng, res, ledger)
+            else:
+                _round(phase, workers, delay, data_dir, rng, res, ledger)
             rounds += 1
         print(f"  {phase}: {res.kills} kills, {res.acknowledged} acknowledged, {res.losses} losses, "
               f"{res.verify_failures} verify failures ({time.monotonic() - started:.0f} s)", file=sys.stderr)

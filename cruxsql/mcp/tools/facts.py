@@ -7,6 +7,7 @@ from typing import Literal, Optional
 from ...accounting.holdout import pretty_json
 from ...errors import Conflict
 from ...facts.privacy import check_supersedes_target
+from ...facts.store import StoreRequest
 from ...recall import crc_v1
 from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
@@ -31,9 +32,11 @@ def _bounded(name: str, text: str, limit: int) -> None:
                                           superseded_fact_ids="array"))
 def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Optional[str] = None,
                confidence: float = 1.0, private: bool = False, horizon_class: Optional[HorizonClass] = None,
-               freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None) -> ToolResult:
+               freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None,
+               idempotency_key: Optional[str] = None) -> ToolResult:
     """Store a fact (entity, key, value); a new value for the same entity and key supersedes the old one.
-    private=true keeps it visible to this agent only."""
+    private=true keeps it visible to this agent only. idempotency_key: a retry with the same key returns
+    the first call's result and stores nothing again."""
     _bounded("entity", entity, MAX_NAME_BYTES)
     _bounded("key", key, MAX_NAME_BYTES)
     _bounded("value", value, MAX_VALUE_BYTES)
@@ -53,9 +56,10 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
         raise ToolError(f"one or more supersedes fact_ids do not exist or are not visible to you: {', '.join(invalid)}")
     fact = call.store.store(entity, key, value, tenant=call.tenant, confidence=confidence,
                             source_receipt=source_receipt, private=private, horizon_class=horizon, actor=call.agent,
-                            agent=call.agent)
+                            agent=call.agent, idempotency_key=idempotency_key)
     for ref in refs:
-        call.store.supersede(ref, fact.fact_id, tenant=call.tenant)
+        if call.store.get(ref).superseded_by != fact.fact_id:  # (a keyed retry: done the first time)
+            call.store.supersede(ref, fact.fact_id, tenant=call.tenant)
     text = f"stored fact {fact.fact_id} (entity={entity}, key={key}"
     if fact.supersedes:
         text += f", supersedes={fact.supersedes}"
@@ -101,13 +105,40 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
 
 
 @tool(kind=WRITE)
-def delete_fact(call: Call, fact_id: str) -> ToolResult:
-    """Soft-delete one fact by id."""
+def store_batch(call: Call, facts: list[dict], idempotency_key: Optional[str] = None) -> ToolResult:
+    """Store several facts at once (cruxsql's own tool): each {entity, key, value} with optional
+    source_receipt, confidence, private, horizon_class. Repeats of one entity and key chain in order.
+    idempotency_key: a retry with the same key returns the first result and stores nothing again."""
+    if not facts:
+        raise ToolError("`facts` must hold at least one fact")
+    requests = []
+    for i, obj in enumerate(facts):
+        if isinstance(obj, dict) and ("tenant_hash" in obj or "actor" in obj):
+            raise ToolError(f"facts[{i}]: tenant and actor come from the connection, not from arguments")
+        req = StoreRequest.from_obj(obj, where=f"facts[{i}]")
+        for name in ("entity", "key"):
+            _bounded(f"facts[{i}].{name}", getattr(req, name), MAX_NAME_BYTES)
+        _bounded(f"facts[{i}].value", req.value, MAX_VALUE_BYTES)
+        if req.private and call.agent is None:
+            raise ToolError("private facts require an authenticated agent identity")
+        req.tenant_hash, req.actor, req.agent = call.tenant, call.agent, call.agent
+        requests.append(req)
+    stored = call.store.store_batch(requests, idempotency_key=idempotency_key)
+    rows = [{"fact_id": f.fact_id, "entity": r.entity, "key": f.key, "version": f.version,
+             "supersedes": f.supersedes} for f, r in zip(stored, requests)]
+    return ToolResult(f"stored {len(rows)} facts: " + ", ".join(
+        f"{r['fact_id']} ({r['entity']}/{r['key']} v{r['version']})" for r in rows), {"facts": rows})
+
+
+@tool(kind=WRITE)
+def delete_fact(call: Call, fact_id: str, idempotency_key: Optional[str] = None) -> ToolResult:
+    """Soft-delete one fact by id. idempotency_key: a retry with the same key reports the first
+    result and appends nothing."""
     call.store.refresh()  # a fact another process (or a Crux daemon) just appended is found
-    if call.visible_fact(fact_id) is None:       # Crux answers this with isError false: the agent believed it
-        raise ToolError(f"fact not found: {fact_id}")
+    if call.visible_fact(fact_id, include_deleted=idempotency_key is not None) is None:
+        raise ToolError(f"fact not found: {fact_id}")   # Crux answers this with isError false: the agent believed it
     try:
-        call.store.delete(fact_id, tenant=call.tenant)
+        call.store.delete(fact_id, tenant=call.tenant, idempotency_key=idempotency_key, agent=call.agent)
     except Conflict as exc:
         raise ToolError(str(exc)) from None
     return ToolResult(f"deleted fact {fact_id}")
