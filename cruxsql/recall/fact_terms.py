@@ -1,0 +1,265 @@
+"""The word index of relevance-ranked recall: an analyzer for facts and BM25 postings kept beside the text index.
+
+Analyzer: the document lane's word split and suffix stemmer (`documents.analyzer`), with what short facts
+need on top: Unicode lowercasing, the possessive `'s` dropped, stopwords (question words, auxiliaries,
+articles) left out, the stemmer applied until it settles (so `payments`, `payment` and `pay` meet), and
+multi-word names kept as units: an entity or key of two or more words (`payments-api`, `Maria Okafor`)
+and any hyphenated or dotted chunk of a value also index one unit term (`=payments-api`,
+`=maria-okafor`) beside their words, which a query's consecutive words find whatever punctuation joins
+them.
+
+Postings (`recall_terms`, migration 0019): per (tenant, owner, term, block of 65536 seqs) one blob of
+8-byte records (seq offset, term frequency and word count per field: entity, key, value), so a query reads
+a few rows per term and scores them with numpy. `owner` is '' for facts the whole tenant sees, else the
+owner of an `__agent::<owner>::` entity; facts nobody can recall (private without an owner) are not
+indexed. `recall_term_stats` holds N and the summed field lengths per scope. The index follows
+`facts.seq` with `fact_index.TextIndex` (same state, same hooks): facts' text never changes after
+insert, so indexing is append-only, and a compaction drops the dropped facts' postings (`drop`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import apsw
+import numpy as np
+
+from ..documents.analyzer import split_words, stem
+from .scope import rust_lower, split_private_entity
+
+BLOCK_BITS = 16
+BLOCK_SIZE = 1 << BLOCK_BITS
+UNIT = "="                       # prefix of a unit term (never produced by the word split)
+FIELDS = ("entity", "key", "value")
+POSTING = np.dtype([("off", "<u2"), ("tf", "u1", (3,)), ("len", "u1", (3,))])
+_CHUNK = 50_000                  # facts analysed and written at a time
+_MAX_UNIT_WORDS = 4
+
+STOPWORDS = frozenset("""
+a an the and or but if of at by for with about against between into through during before after above below to
+from up down in out on off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very can will just should now is am are was
+were be been being have has had having do does did doing would could might must shall may i me my myself we our
+ours you your yours he him his she her hers it its they them their theirs what which who whom whose this that
+these those use uses used using tell know show find give get got s t don doesn didn isn aren wasn weren
+""".split())
+
+_VALUE_CHUNK = re.compile(r"\S+")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def term_of(word: str) -> str:
+    """A lowercased word's index term: the stemmer applied until it settles (`payments` -> `pay`)."""
+    for _ in range(3):
+        stemmed = stem(word)
+        if stemmed == word:
+            break
+        word = stemmed
+    return word
+
+
+def words(text: str) -> list[str]:
+    """The lowercased words of `text` (possessive `'s` and edge apostrophes dropped; one-character ASCII
+    pieces dropped, as the document analyzer does)."""
+    out = []
+    for piece in split_words(rust_lower(text)):
+        if piece.endswith("'s"):
+            piece = piece[:-2]
+        piece = piece.strip("'")
+        if len(piece) > 1 or (piece and not piece.isascii()):
+            out.append(piece)
+    return out
+
+
+def unit_term(parts: Sequence[str]) -> str:
+    return UNIT + "-".join(parts)
+
+
+def field_terms(text: str, whole_unit: bool) -> tuple[list[str], int]:
+    """(terms with repeats, word count) of one field. `whole_unit`: the field is a name (entity, key), a
+    unit of its own when it has two words or more; otherwise every chunk of two or more words is."""
+    ws = words(text)
+    terms = [term_of(w) for w in ws if w not in STOPWORDS]
+    if whole_unit:
+        if 1 < len(ws):
+            terms.append(unit_term(ws))
+    else:
+        for chunk in _VALUE_CHUNK.findall(text):
+            parts = words(chunk)
+            if 1 < len(parts) <= 8:
+                terms.append(unit_term(parts))
+    return terms, len(terms)
+
+
+@dataclass(frozen=True)
+class TermPostings:
+    """One term's postings in the caller's scopes: seqs (ascending), tf and word counts (n x 3 fields)."""
+
+    seqs: np.ndarray
+    tf: np.ndarray
+    lengths: np.ndarray
+
+
+@dataclass(frozen=True)
+class ScopeStats:
+    facts: int
+    avg_lengths: np.ndarray      # per field (entity, key, value), at least 1.0
+
+
+def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
+    """(owner or '', visible entity) of a fact, or None when no caller can recall it."""
+    split = split_private_entity(entity)
+    if split is not None:
+        return split
+    return None if private else ("", entity)
+
+
+class FactTerms:
+    """The BM25 postings of one view's facts (maintained by `fact_index.TextIndex`)."""
+
+    def __init__(self, db: apsw.Connection) -> None:
+        self.db = db
+
+    # --- maintenance (inside the text index's transaction) -----------------------------------------
+
+    def wipe(self) -> None:
+        self.db.execute("DELETE FROM recall_terms")
+        self.db.execute("DELETE FROM recall_term_stats")
+
+    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, list[tuple[str, str, str]], np.ndarray]:
+        """(per-scope stats deltas, postings records, their (tenant, owner, term), their blocks) of `rows`
+        (seq, tenant, entity, key, value, private)."""
+        stats: dict[tuple[str, str], np.ndarray] = {}
+        keys: list[tuple[str, str, str]] = []
+        seqs: list[int] = []
+        tfs: list[tuple[int, int, int]] = []
+        lens: list[tuple[int, int, int]] = []
+        for seq, tenant, entity, key, value, private in rows:
+            scoped = _scope_of(entity, private)
+            if scoped is None:
+                continue
+            owner, visible = scoped
+            per_field = (field_terms(visible, True), field_terms(key, True), field_terms(value, False))
+            length = tuple(min(255, n) for _, n in per_field)
+            delta = stats.setdefault((tenant, owner), np.zeros(4, dtype=np.int64))
+            delta += (1, *length)
+            counts = [Counter(terms) for terms, _ in per_field]
+            for term in dict.fromkeys(t for c in counts for t in c):
+                keys.append((tenant, owner, term))
+                seqs.append(seq)
+                tfs.append(tuple(min(255, c.get(term, 0)) for c in counts))
+                lens.append(length)
+        records = np.zeros(len(seqs), dtype=POSTING)
+        seq_arr = np.array(seqs, dtype=np.int64)
+        records["off"] = seq_arr & (BLOCK_SIZE - 1)
+        if seqs:
+            records["tf"] = np.array(tfs, dtype=np.uint8)
+            records["len"] = np.array(lens, dtype=np.uint8)
+        return stats, records, keys, seq_arr >> BLOCK_BITS
+
+    def add(self, rows: Sequence[tuple]) -> None:
+        """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed."""
+        stats, records, keys, blocks = self._analyse(rows)
+        if not len(records):
+            return
+        numbers: dict[tuple[str, str, str], int] = {}
+        ids = np.fromiter((numbers.setdefault(k, len(numbers)) for k in keys), dtype=np.int64, count=len(keys))
+        names = list(numbers)
+        order = np.lexsort((np.arange(len(ids)), blocks, ids))     # seqs stay ascending within a group
+        ids, blocks, records = ids[order], blocks[order], records[order]
+        starts = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (blocks[1:] != blocks[:-1])])
+        bounds = np.r_[starts, len(ids)].tolist()
+        raw = records.tobytes()
+        size = POSTING.itemsize
+        self.db.executemany(
+            "INSERT INTO recall_terms (tenant, owner, term, block, postings) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant, owner, term, block) DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)",
+            ((*names[ids[s]], int(blocks[s]), raw[s * size:e * size]) for s, e in zip(bounds[:-1], bounds[1:])))
+        self._count(stats, 1)
+
+    def _count(self, stats: dict[tuple[str, str], np.ndarray], sign: int) -> None:
+        self.db.executemany(
+            "INSERT INTO recall_term_stats (tenant, owner, facts, entity_words, key_words, value_words) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, owner) DO UPDATE SET facts = facts + excluded.facts, "
+            "entity_words = entity_words + excluded.entity_words, key_words = key_words + excluded.key_words, "
+            "value_words = value_words + excluded.value_words",
+            [(tenant, owner, *(sign * delta).tolist()) for (tenant, owner), delta in stats.items()])
+
+    def index_range(self, last: int, max_seq: int) -> None:
+        """Index the facts with seqs in (last, max_seq]."""
+        while last < max_seq:
+            hi = min(max_seq, last + _CHUNK)
+            self.add(self.db.execute(
+                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? "
+                "ORDER BY seq", (last, hi)).fetchall())
+            last = hi
+
+    def drop(self, seqs: Sequence[int]) -> None:
+        """Take the facts `seqs` (still in `facts`) out of the postings and the statistics."""
+        for i in range(0, len(seqs), _CHUNK):
+            chunk = np.array(seqs[i:i + _CHUNK], dtype=np.int64)
+            rows = self.db.execute(
+                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
+                (apsw.carray(chunk),)).fetchall()
+            stats, _, keys, blocks = self._analyse(rows)
+            gone = set(chunk.tolist())
+            updates, deletes = [], []
+            for key, block in sorted(set(zip(keys, blocks.tolist()))):
+                row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
+                                      "AND block = ?", (*key, block)).fetchone()
+                if row is None:
+                    continue
+                records = np.frombuffer(row[0], dtype=POSTING)
+                full = records["off"].astype(np.int64) + (block << BLOCK_BITS)
+                kept = records[~np.isin(full, chunk)] if gone else records
+                if len(kept) == len(records):
+                    continue
+                (updates if len(kept) else deletes).append(
+                    ((kept.tobytes(), *key, block) if len(kept) else (*key, block)))
+            self.db.executemany("UPDATE recall_terms SET postings = ? WHERE tenant = ? AND owner = ? AND term = ? "
+                                "AND block = ?", updates)
+            self.db.executemany("DELETE FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? AND block = ?",
+                                deletes)
+            self._count(stats, -1)
+
+    # --- lookups ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _owners(agent: Optional[str]) -> tuple[str, ...]:
+        return ("",) if agent is None else ("", agent)
+
+    def postings(self, tenant: str, agent: Optional[str], terms: Sequence[str]) -> dict[str, TermPostings]:
+        """The postings of `terms` among the facts of the tenant that the caller may see (public ones and
+        the caller's own); terms with none are absent."""
+        if not terms:
+            return {}
+        owners = self._owners(agent)
+        parts: dict[str, list[tuple[int, bytes]]] = {}
+        for term, block, blob in self.db.execute(
+                f"SELECT term, block, postings FROM recall_terms WHERE tenant = ? AND owner IN "
+                f"({', '.join('?' * len(owners))}) AND term IN carray(?)",
+                (tenant, *owners, apsw.carray(tuple(dict.fromkeys(terms))))):
+            parts.setdefault(term, []).append((block, blob))
+        out = {}
+        for term, blobs in parts.items():
+            records = [np.frombuffer(blob, dtype=POSTING) for _, blob in blobs]
+            seqs = np.concatenate([r["off"].astype(np.int64) + (b << BLOCK_BITS) for (b, _), r in zip(blobs, records)])
+            merged = records[0] if len(records) == 1 else np.concatenate(records)
+            if len(blobs) > 1:
+                order = np.argsort(seqs, kind="stable")
+                seqs, merged = seqs[order], merged[order]
+            out[term] = TermPostings(seqs, merged["tf"], merged["len"])
+        return out
+
+    def stats(self, tenant: str, agent: Optional[str]) -> ScopeStats:
+        owners = self._owners(agent)
+        row = self.db.execute(
+            f"SELECT sum(facts), sum(entity_words), sum(key_words), sum(value_words) FROM recall_term_stats "
+            f"WHERE tenant = ? AND owner IN ({', '.join('?' * len(owners))})", (tenant, *owners)).fetchone()
+        facts = int(row[0] or 0)
+        sums = np.array([row[1] or 0, row[2] or 0, row[3] or 0], dtype=np.float64)
+        return ScopeStats(facts, np.maximum(sums / max(facts, 1), 1.0).astype(np.float32))
