@@ -43,6 +43,7 @@ class ToolSpec:
     model: type[BaseModel]
     input_schema: dict[str, Any]
     holdout: bool                # answers are sampled by the savings holdout (shaped vs unshaped)
+    output_schema: Optional[dict[str, Any]] = None   # the structured content's JSON Schema, when declared
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The tool's keyword arguments, or InvalidInput naming the first bad argument."""
@@ -59,13 +60,15 @@ class ToolSpec:
         return {name: getattr(parsed, name) for name in self.model.model_fields}
 
 
-def tool(*, kind: str, core: bool = False, holdout: bool = False) -> Callable[[Callable], Callable]:
-    """Mark a function of a module in `cruxsql/mcp/tools/` as an MCP tool (see the package docstring)."""
+def tool(*, kind: str, core: bool = False, holdout: bool = False,
+         output_schema: Optional[dict[str, Any]] = None) -> Callable[[Callable], Callable]:
+    """Mark a function of a module in `cruxsql/mcp/tools/` as an MCP tool (see the package docstring);
+    `output_schema` is listed as the tool's outputSchema (its structured content must conform)."""
     if kind not in KINDS:
         raise ValueError(f"tool kind must be one of {KINDS}, got {kind!r}")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout})
+        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout, "output_schema": output_schema})
         return fn
 
     return mark
@@ -101,7 +104,8 @@ def spec_of(fn: Callable) -> ToolSpec:
     schema["properties"] = {k: _simplify_optional(v) for k, v in schema.get("properties", {}).items()}
     schema.pop("additionalProperties", None)
     doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
-    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"])
+    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"],
+                    meta["output_schema"])
 
 
 def discover(package: str = "cruxsql.mcp.tools") -> dict[str, ToolSpec]:

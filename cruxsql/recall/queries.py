@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
 import apsw
 import numpy as np
@@ -50,6 +50,9 @@ from . import crc_v1, scope, tokens
 from .fact_embeddings import dense_scores, fact_vectors
 from .fact_index import TextIndex, Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
+
+if TYPE_CHECKING:
+    from .relevance import RecallResult
 
 TimeArg = Union[None, str, int]
 _I64_MAX = 9223372036854775807
@@ -268,6 +271,7 @@ class Recall:
         self.policy = policy
         self.index = TextIndex(self.db)
         self.timeline = Timeline(self.db, store.journal)
+        self.search_cache: dict[str, Any] = {}   # the ranked recall's embedder and vector matrix (relevance.py)
 
     # --- shared plumbing --------------------------------------------------------------------------
 
@@ -483,7 +487,7 @@ class Recall:
                     f"FROM ({self._inner_sql(known_ns, where, salience, scan)}) WHERE {' AND '.join(outer)})")
         return matched_sql_where
 
-    def search(self, text: str, **options: Any) -> "Any":
+    def search(self, text: str, **options: Any) -> "RecallResult":
         """Relevance-ranked recall (BM25 over the facts' words, optionally fused with their embeddings),
         through the same visibility pipeline as `query_facts`. See `relevance.search` for the options."""
         from .relevance import search

@@ -27,6 +27,7 @@ cut, and the structured content (ids and counts, never the values a second time)
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -34,7 +35,7 @@ from typing import Any, Optional
 import apsw
 import numpy as np
 
-from ..embeddings import Embedder
+from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
 from . import fact_terms, scope
@@ -281,6 +282,25 @@ def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
     return False
 
 
+def default_embedder() -> Optional[Embedder]:
+    """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
+    the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
+    BM25 has not, measured in tools/bench/bench_fact_recall.py)."""
+    if os.environ.get(EMBEDDER_ENV):
+        return configured_embedder()
+    try:
+        return embedder_named("minilm")
+    except InvalidInput:
+        return None
+
+
+def shared_embedder(recall: Recall) -> Optional[Embedder]:
+    """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
+    if "embedder" not in recall.search_cache:
+        recall.search_cache["embedder"] = default_embedder()
+    return recall.search_cache["embedder"]
+
+
 def _embedder_is_real(embedder: Optional[Embedder]) -> bool:
     return embedder is not None and embedder.model() != HASH_MODEL
 
@@ -292,7 +312,7 @@ def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]
     db = recall.db
     state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
     key = (embedder.semantic_profile().hash, tenant, agent, state)
-    cache = getattr(recall, "_dense_matrix", None)
+    cache = recall.search_cache.get("dense")
     if cache is None or cache[0] != key:
         rows = db.execute(
             "SELECT f.seq, f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f "
@@ -305,7 +325,7 @@ def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]
         norms = np.linalg.norm(matrix, axis=1)
         matrix /= np.where(norms > 0, norms, 1)[:, None]
         cache = (key, seqs, matrix)
-        recall._dense_matrix = cache  # type: ignore[attr-defined]
+        recall.search_cache["dense"] = cache
     _, seqs, matrix = cache
     q = np.asarray(embedder.embed_one(text), dtype=F32)
     q /= max(F32(np.linalg.norm(q)), F32(1e-12))
