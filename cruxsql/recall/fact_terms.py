@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -65,34 +64,44 @@ def term_of(word: str) -> str:
 def words(text: str) -> list[str]:
     """The lowercased words of `text` (possessive `'s` and edge apostrophes dropped; one-character ASCII
     pieces dropped, as the document analyzer does)."""
-    out = []
-    for piece in split_words(rust_lower(text)):
-        if piece.endswith("'s"):
-            piece = piece[:-2]
-        piece = piece.strip("'")
-        if len(piece) > 1 or (piece and not piece.isascii()):
-            out.append(piece)
-    return out
+    pieces = split_words(rust_lower(text))
+    if "'" in text:
+        pieces = [p[:-2] if p.endswith("'s") else p for p in pieces]
+        pieces = [p.strip("'") for p in pieces]
+    return [p for p in pieces if len(p) > 1 or (p and not p.isascii())]
 
 
 def unit_term(parts: Sequence[str]) -> str:
     return UNIT + "-".join(parts)
 
 
-def field_terms(text: str, whole_unit: bool) -> tuple[list[str], int]:
-    """(terms with repeats, word count) of one field. `whole_unit`: the field is a name (entity, key), a
-    unit of its own when it has two words or more; otherwise every chunk of two or more words is."""
+# Punctuation between two word characters: a value chunk that may name a unit (`eu-west-1`, `payments-api`).
+_JOINED = re.compile(r"\w[^\s\w]+\w")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def name_terms(text: str) -> tuple[tuple[str, ...], int]:
+    """(terms, word count) of a name (an entity or key): its words' terms, plus the unit of the whole name
+    when it has two words or more. Names repeat across facts, so they are remembered."""
     ws = words(text)
     terms = [term_of(w) for w in ws if w not in STOPWORDS]
-    if whole_unit:
-        if 1 < len(ws):
-            terms.append(unit_term(ws))
-    else:
+    length = len(terms)
+    if len(ws) > 1:
+        terms.append(unit_term(ws))
+    return tuple(terms), length
+
+
+def value_terms(text: str) -> tuple[list[str], int]:
+    """(terms with repeats, word count) of a value: its words' terms, plus the unit of every chunk of two
+    to eight words joined by punctuation."""
+    terms = [term_of(w) for w in words(text) if w not in STOPWORDS]
+    length = len(terms)
+    if _JOINED.search(text):
         for chunk in _VALUE_CHUNK.findall(text):
             parts = words(chunk)
             if 1 < len(parts) <= 8:
                 terms.append(unit_term(parts))
-    return terms, len(terms)
+    return terms, length
 
 
 @dataclass(frozen=True)
@@ -130,45 +139,63 @@ class FactTerms:
         self.db.execute("DELETE FROM recall_terms")
         self.db.execute("DELETE FROM recall_term_stats")
 
-    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, list[tuple[str, str, str]], np.ndarray]:
-        """(per-scope stats deltas, postings records, their (tenant, owner, term), their blocks) of `rows`
-        (seq, tenant, entity, key, value, private)."""
-        stats: dict[tuple[str, str], np.ndarray] = {}
-        keys: list[tuple[str, str, str]] = []
+    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, list[int], list[tuple[str, str, str]],
+                                                       np.ndarray]:
+        """(per-scope stats deltas, postings records, their key numbers, the keys (tenant, owner, term) by
+        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order."""
+        scopes: dict[tuple[str, str], int] = {}
+        numbers: dict[tuple[int, str], int] = {}
+        ids: list[int] = []
         seqs: list[int] = []
-        tfs: list[tuple[int, int, int]] = []
-        lens: list[tuple[int, int, int]] = []
+        codes: list[int] = []                  # tf per field packed: entity + key << 12 + value << 24
+        lens: list[int] = []                   # word counts packed the same way
+        stats: dict[tuple[str, str], np.ndarray] = {}
         for seq, tenant, entity, key, value, private in rows:
             scoped = _scope_of(entity, private)
             if scoped is None:
                 continue
             owner, visible = scoped
-            per_field = (field_terms(visible, True), field_terms(key, True), field_terms(value, False))
-            length = tuple(min(255, n) for _, n in per_field)
-            delta = stats.setdefault((tenant, owner), np.zeros(4, dtype=np.int64))
-            delta += (1, *length)
-            counts = [Counter(terms) for terms, _ in per_field]
-            for term in dict.fromkeys(t for c in counts for t in c):
-                keys.append((tenant, owner, term))
+            scope = scopes.setdefault((tenant, owner), len(scopes))
+            e_terms, e_len = name_terms(visible)
+            k_terms, k_len = name_terms(key)
+            v_terms, v_len = value_terms(value)
+            tf: dict[str, int] = {}
+            for t in e_terms:
+                tf[t] = tf.get(t, 0) + 1
+            for t in k_terms:
+                tf[t] = tf.get(t, 0) + (1 << 12)
+            for t in v_terms:
+                tf[t] = tf.get(t, 0) + (1 << 24)
+            e_len, k_len, v_len = min(e_len, 255), min(k_len, 255), min(v_len, 255)
+            delta = stats.get((tenant, owner))
+            if delta is None:
+                delta = stats[(tenant, owner)] = np.zeros(4, dtype=np.int64)
+            delta += (1, e_len, k_len, v_len)
+            packed = e_len | k_len << 12 | v_len << 24
+            for t, code in tf.items():
+                number = numbers.get((scope, t))
+                if number is None:
+                    number = numbers[(scope, t)] = len(numbers)
+                ids.append(number)
                 seqs.append(seq)
-                tfs.append(tuple(min(255, c.get(term, 0)) for c in counts))
-                lens.append(length)
-        records = np.zeros(len(seqs), dtype=POSTING)
+                codes.append(code)
+                lens.append(packed)
         seq_arr = np.array(seqs, dtype=np.int64)
+        records = np.zeros(len(seqs), dtype=POSTING)
         records["off"] = seq_arr & (BLOCK_SIZE - 1)
-        if seqs:
-            records["tf"] = np.array(tfs, dtype=np.uint8)
-            records["len"] = np.array(lens, dtype=np.uint8)
-        return stats, records, keys, seq_arr >> BLOCK_BITS
+        for name, packed_values in (("tf", codes), ("len", lens)):
+            arr = np.array(packed_values, dtype=np.int64)
+            records[name] = np.minimum(np.stack([arr & 0xFFF, (arr >> 12) & 0xFFF, arr >> 24], axis=1), 255)
+        scope_names = list(scopes)
+        names = [(*scope_names[sc], t) for sc, t in numbers]
+        return stats, records, ids, names, seq_arr >> BLOCK_BITS
 
     def add(self, rows: Sequence[tuple]) -> None:
         """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed."""
-        stats, records, keys, blocks = self._analyse(rows)
+        stats, records, id_list, names, blocks = self._analyse(rows)
         if not len(records):
             return
-        numbers: dict[tuple[str, str, str], int] = {}
-        ids = np.fromiter((numbers.setdefault(k, len(numbers)) for k in keys), dtype=np.int64, count=len(keys))
-        names = list(numbers)
+        ids = np.array(id_list, dtype=np.int64)
         order = np.lexsort((np.arange(len(ids)), blocks, ids))     # seqs stay ascending within a group
         ids, blocks, records = ids[order], blocks[order], records[order]
         starts = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (blocks[1:] != blocks[:-1])])
@@ -205,17 +232,16 @@ class FactTerms:
             rows = self.db.execute(
                 "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
                 (apsw.carray(chunk),)).fetchall()
-            stats, _, keys, blocks = self._analyse(rows)
-            gone = set(chunk.tolist())
+            stats, _, ids, names, blocks = self._analyse(rows)
             updates, deletes = [], []
-            for key, block in sorted(set(zip(keys, blocks.tolist()))):
+            for key, block in sorted({(names[i], b) for i, b in zip(ids, blocks.tolist())}):
                 row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
                                       "AND block = ?", (*key, block)).fetchone()
                 if row is None:
                     continue
                 records = np.frombuffer(row[0], dtype=POSTING)
                 full = records["off"].astype(np.int64) + (block << BLOCK_BITS)
-                kept = records[~np.isin(full, chunk)] if gone else records
+                kept = records[~np.isin(full, chunk)]
                 if len(kept) == len(records):
                     continue
                 (updates if len(kept) else deletes).append(

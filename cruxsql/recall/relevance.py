@@ -15,7 +15,8 @@ concept whose words must be adjacent; `-word` excludes facts holding it):
 3. floor: a fact must hold concepts carrying at least FLOOR_SHARE of the query's idf mass, so a query
    nothing relevant matches returns nothing;
 4. tiers: facts holding every concept rank above those holding some;
-5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale);
+5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
+   scores go newest first;
 6. fusion (optional, `fusion=` or on by default when a real embedding model is configured): the fact
    embeddings' cosine ranking fused with the BM25 ranking by reciprocal rank (`rrf`) or by
    `0.7·bm25/max + 0.3·cosine` (`weighted`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR.
@@ -261,7 +262,8 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
     for j, c in enumerate(parsed.concepts):
         parts = held[[position[t] for t in c.parts]].all(axis=0) if c.parts else np.zeros(len(union), bool)
         matched[:, j] = parts | (held[position[c.unit]] if c.unit else False)
-        weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts)))
+        # a concept no fact of the caller's scopes holds weighs nothing: it cannot tell facts apart
+        weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts if t in postings)))
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
     keep = share >= F32(FLOOR_SHARE)
     for j, c in enumerate(parsed.concepts):
@@ -340,6 +342,7 @@ def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]
 class _Ranked:
     seq: int
     fact_id: str
+    stored_at_ns: int
     score: float
     all_terms: bool
     why: dict[str, Any]
@@ -368,45 +371,60 @@ def _with_phrases(db: apsw.Connection, visible: list[tuple], phrases: list[tuple
     return [r for r in visible if all(_phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
 
 
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(found, position) of each `wanted` seq in the ascending `keys` (position valid where found)."""
+    if not len(keys):
+        return np.zeros(len(wanted), bool), np.zeros(len(wanted), np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return keys[at] == wanted, at
+
+
 def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs: np.ndarray,
-          dense_cos: np.ndarray, used: str) -> list[_Ranked]:
-    """Every visible candidate in ranking order: tier (all concepts held) first, then the BM25 score with
-    the confidence prior, fused with the dense ranking under `rrf` or `weighted`."""
-    at = {int(s): i for i, s in enumerate(scored.seqs.tolist())}
-    cosine = {int(s): float(c) for s, c in zip(dense_seqs.tolist(), dense_cos.tolist())}
-    rows = []
-    for seq, eff, stored_at, fact_id in visible:
-        i = at.get(seq)
-        bm25 = float(scored.bm25[i]) if i is not None else 0.0
-        rows.append((seq, fact_id, stored_at, bm25 * (1.0 + PRIOR * (eff - 1.0)), bool(i is not None and scored.all_terms[i]),
-                     i, eff))
-    lexical = sorted((r for r in rows if r[5] is not None), key=lambda r: (not r[4], -r[3], -r[2], r[1]))
-    bm25_rank = {r[0]: n for n, r in enumerate(lexical, start=1)}
-    dense = sorted((r for r in rows if cosine.get(r[0], -1.0) >= DENSE_FLOOR), key=lambda r: (-cosine[r[0]], r[1]))
-    dense_rank = {r[0]: n for n, r in enumerate(dense, start=1)} if used != "bm25" else {}
-    top = max((r[3] for r in lexical), default=0.0) or 1.0
-    out = []
-    for seq, fact_id, stored_at, bm25, tier, i, eff in rows:
-        if used == "bm25" and i is None:
-            continue
-        if used == "rrf":
-            score = sum(1.0 / (RRF_K + ranks[seq]) for ranks in (bm25_rank, dense_rank) if seq in ranks)
-        elif used == "weighted":
-            score = WEIGHTED[0] * bm25 / top + WEIGHTED[1] * max(0.0, cosine.get(seq, 0.0))
-        else:
-            score = bm25
-        if used != "bm25" and seq not in bm25_rank and seq not in dense_rank:
-            continue
-        why: dict[str, Any] = {"bm25": round(bm25, 4), "effective_confidence": eff}
-        if i is not None:
-            why["matched"] = [c.text for c, held in zip(parsed.concepts, scored.matched[i]) if held]
-            why["missing"] = [c.text for c, held in zip(parsed.concepts, scored.matched[i]) if not held]
+          dense_cos: np.ndarray, used: str, start: int, stop: int) -> tuple[int, list[_Ranked]]:
+    """(how many visible candidates rank, those ranked start..stop) in ranking order: tier (all concepts
+    held) first, then the BM25 score with the confidence prior, or its fusion with the dense ranking
+    (`rrf`, `weighted`); equal scores newest first, then by seq."""
+    seqs = np.array([r[0] for r in visible], dtype=np.int64)
+    eff = np.array([r[1] for r in visible], dtype=np.float64)
+    stored = np.array([r[2] for r in visible], dtype=np.int64)
+    lexical, at = _lookup(scored.seqs, scored.bm25, seqs)
+    bm25 = np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+    tier = lexical & scored.all_terms[at] if len(scored.seqs) else np.zeros(len(seqs), bool)
+    dense_order = np.argsort(dense_seqs, kind="stable")
+    has_cos, dat = _lookup(dense_seqs[dense_order], dense_cos, seqs)
+    cos = np.where(has_cos, dense_cos[dense_order][dat] if len(dense_seqs) else 0.0, -1.0)
+
+    def ranks(eligible: np.ndarray, order: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(seqs), dtype=np.int64)
+        picked = order[eligible[order]]
+        out[picked] = np.arange(1, len(picked) + 1)
+        return out
+
+    bm25_rank = ranks(lexical, np.lexsort((-seqs, -stored, -bm25, ~tier)))
+    dense_rank = ranks(cos >= DENSE_FLOOR, np.lexsort((seqs, -cos))) if used != "bm25" else np.zeros(len(seqs), np.int64)
+    if used == "rrf":
+        score = np.where(bm25_rank > 0, 1.0 / (RRF_K + bm25_rank), 0.0) + np.where(
+            dense_rank > 0, 1.0 / (RRF_K + dense_rank), 0.0)
+    elif used == "weighted":
+        top = bm25.max(initial=0.0) or 1.0
+        score = WEIGHTED[0] * bm25 / top + WEIGHTED[1] * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
+    else:
+        score = bm25
+    keep = (bm25_rank > 0) | (dense_rank > 0)
+    order = np.lexsort((-seqs, -stored, -score, ~tier))
+    order = order[keep[order]]
+    page = []
+    for i in order[start:stop].tolist():
+        why: dict[str, Any] = {"bm25": round(float(bm25[i]), 4), "effective_confidence": float(eff[i])}
+        if lexical[i]:
+            held = scored.matched[at[i]]
+            why["matched"] = [c.text for c, h in zip(parsed.concepts, held) if h]
+            why["missing"] = [c.text for c, h in zip(parsed.concepts, held) if not h]
         if used != "bm25":
-            why.update({"dense": round(cosine[seq], 4) if seq in cosine else None,
-                        "rank_bm25": bm25_rank.get(seq), "rank_dense": dense_rank.get(seq)})
-        out.append(_Ranked(seq, fact_id, score, tier, why))
-    out.sort(key=lambda r: (not r.all_terms, -r.score, r.fact_id))
-    return out
+            why.update({"dense": round(float(cos[i]), 4) if has_cos[i] else None,
+                        "rank_bm25": int(bm25_rank[i]) or None, "rank_dense": int(dense_rank[i]) or None})
+        page.append(_Ranked(int(seqs[i]), visible[i][3], int(stored[i]), float(score[i]), bool(tier[i]), why))
+    return len(order), page
 
 
 def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
@@ -473,9 +491,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
             + (" WHERE " + " AND ".join(extra) if extra else ""), plan.params).fetchall()
     if phrases and visible:
         visible = _with_phrases(recall.db, visible, phrases)
-    ranked = _rank(visible, scored, parsed, dense_seqs, dense_cos, used)
-    result.total = len(ranked)
-    page = ranked[offset:offset + top_k]
+    result.total, page = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)
     hits: list[RecallHit] = []
     if page:
         plan.params["page"] = apsw.carray(np.array([r.seq for r in page], dtype=np.int64))
