@@ -193,7 +193,7 @@ def _within_envelope(result: QueryResult) -> _Shown:
 @click.option("--known-at", "known_at", metavar="TS",
               help="Transaction time (RFC 3339): what the store believed at TS.")
 @click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
-@click.option("--top-k", type=COUNT, default=10, show_default=True, help="At most this many facts (max 200).")
+@click.option("--top-k", type=click.IntRange(0, MAX_TOP_K), default=10, show_default=True, help="At most this many facts.")
 @click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many (the next page).")
 @click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 500).")
 @click.option("--fusion", type=click.Choice(("auto", "bm25", "rrf", "weighted")), default="auto", show_default=True,

@@ -20,7 +20,6 @@ insert, so indexing is append-only, and a compaction drops the dropped facts' po
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -47,7 +46,6 @@ ours you your yours he him his she her hers it its they them their theirs what w
 these those use uses used using tell know show find give get got s t don doesn didn isn aren wasn weren
 """.split())
 
-_VALUE_CHUNK = re.compile(r"\S+")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -75,10 +73,6 @@ def unit_term(parts: Sequence[str]) -> str:
     return UNIT + "-".join(parts)
 
 
-# Punctuation between two word characters: a value chunk that may name a unit (`eu-west-1`, `payments-api`).
-_JOINED = re.compile(r"\w[^\s\w]+\w")
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def name_terms(text: str) -> tuple[tuple[str, ...], int]:
     """(terms, word count) of a name (an entity or key): its words' terms, plus the unit of the whole name
@@ -96,11 +90,12 @@ def value_terms(text: str) -> tuple[list[str], int]:
     to eight words joined by punctuation."""
     terms = [term_of(w) for w in words(text) if w not in STOPWORDS]
     length = len(terms)
-    if _JOINED.search(text):
-        for chunk in _VALUE_CHUNK.findall(text):
-            parts = words(chunk)
-            if 1 < len(parts) <= 8:
-                terms.append(unit_term(parts))
+    if not text.replace(" ", "").isalnum():     # punctuation somewhere: a chunk may name a unit
+        for chunk in text.split():
+            if not chunk.isalnum():
+                parts = words(chunk)
+                if 1 < len(parts) <= 8:
+                    terms.append(unit_term(parts))
     return terms, length
 
 
@@ -139,65 +134,71 @@ class FactTerms:
         self.db.execute("DELETE FROM recall_terms")
         self.db.execute("DELETE FROM recall_term_stats")
 
-    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, list[int], list[tuple[str, str, str]],
+    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, np.ndarray, list[tuple[str, str, str]],
                                                        np.ndarray]:
         """(per-scope stats deltas, postings records, their key numbers, the keys (tenant, owner, term) by
-        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order."""
+        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order: the terms
+        of every fact are listed once, then counted per (scope, term, fact, field) with numpy."""
         scopes: dict[tuple[str, str], int] = {}
-        numbers: dict[tuple[int, str], int] = {}
-        ids: list[int] = []
+        tokens: list[str] = []
+        counts: list[tuple[int, int, int]] = []      # terms per field (entity, key, value) of each fact
+        lengths: list[tuple[int, int, int]] = []     # word counts per field
+        fact_scope: list[int] = []
         seqs: list[int] = []
-        codes: list[int] = []                  # tf per field packed: entity + key << 12 + value << 24
-        lens: list[int] = []                   # word counts packed the same way
-        stats: dict[tuple[str, str], np.ndarray] = {}
         for seq, tenant, entity, key, value, private in rows:
             scoped = _scope_of(entity, private)
             if scoped is None:
                 continue
             owner, visible = scoped
-            scope = scopes.setdefault((tenant, owner), len(scopes))
+            fact_scope.append(scopes.setdefault((tenant, owner), len(scopes)))
             e_terms, e_len = name_terms(visible)
             k_terms, k_len = name_terms(key)
             v_terms, v_len = value_terms(value)
-            tf: dict[str, int] = {}
-            for t in e_terms:
-                tf[t] = tf.get(t, 0) + 1
-            for t in k_terms:
-                tf[t] = tf.get(t, 0) + (1 << 12)
-            for t in v_terms:
-                tf[t] = tf.get(t, 0) + (1 << 24)
-            e_len, k_len, v_len = min(e_len, 255), min(k_len, 255), min(v_len, 255)
-            delta = stats.get((tenant, owner))
-            if delta is None:
-                delta = stats[(tenant, owner)] = np.zeros(4, dtype=np.int64)
-            delta += (1, e_len, k_len, v_len)
-            packed = e_len | k_len << 12 | v_len << 24
-            for t, code in tf.items():
-                number = numbers.get((scope, t))
-                if number is None:
-                    number = numbers[(scope, t)] = len(numbers)
-                ids.append(number)
-                seqs.append(seq)
-                codes.append(code)
-                lens.append(packed)
+            tokens += e_terms
+            tokens += k_terms
+            tokens += v_terms
+            counts.append((len(e_terms), len(k_terms), len(v_terms)))
+            lengths.append((e_len, k_len, v_len))
+            seqs.append(seq)
+        n = len(seqs)
+        numbers = {t: i for i, t in enumerate(dict.fromkeys(tokens))}
+        term_ids = np.fromiter(map(numbers.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        count_arr = np.array(counts, dtype=np.int64).reshape(-1, 3)
+        fact_of = np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))
+        field_of = np.repeat(np.tile(np.arange(3, dtype=np.int64), n), count_arr.ravel())
+        scope_arr = np.array(fact_scope, dtype=np.int64)
+        n_terms = max(len(numbers), 1)
+        # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending
+        keys, tf = np.unique(((scope_arr[fact_of] * n_terms + term_ids) * max(n, 1) + fact_of) * 3 + field_of,
+                             return_counts=True)
+        posting_keys, first = np.unique(keys // 3, return_index=True)
+        which = np.searchsorted(posting_keys, keys // 3)
+        records = np.zeros(len(posting_keys), dtype=POSTING)
+        tf_matrix = np.zeros((len(posting_keys), 3), dtype=np.int64)
+        tf_matrix[which, keys % 3] = tf
+        facts = posting_keys % max(n, 1)
         seq_arr = np.array(seqs, dtype=np.int64)
-        records = np.zeros(len(seqs), dtype=POSTING)
-        records["off"] = seq_arr & (BLOCK_SIZE - 1)
-        for name, packed_values in (("tf", codes), ("len", lens)):
-            arr = np.array(packed_values, dtype=np.int64)
-            records[name] = np.minimum(np.stack([arr & 0xFFF, (arr >> 12) & 0xFFF, arr >> 24], axis=1), 255)
+        records["off"] = seq_arr[facts] & (BLOCK_SIZE - 1)
+        records["tf"] = np.minimum(tf_matrix, 255)
+        records["len"] = np.minimum(np.array(lengths, dtype=np.int64).reshape(-1, 3), 255)[facts]
+        group = posting_keys // max(n, 1)                # scope * n_terms + term
+        term_names = list(numbers)
         scope_names = list(scopes)
-        names = [(*scope_names[sc], t) for sc, t in numbers]
-        return stats, records, ids, names, seq_arr >> BLOCK_BITS
+        distinct, ids = np.unique(group, return_inverse=True)
+        names = [(*scope_names[g // n_terms], term_names[g % n_terms]) for g in distinct.tolist()]
+        stats: dict[tuple[str, str], np.ndarray] = {}
+        length_arr = np.array(lengths, dtype=np.int64).reshape(-1, 3)
+        for sc, name in enumerate(scope_names):
+            mine = scope_arr == sc
+            stats[name] = np.array([int(mine.sum()), *np.minimum(length_arr[mine], 255).sum(axis=0).tolist()])
+        return stats, records, ids, names, seq_arr[facts] >> BLOCK_BITS
 
     def add(self, rows: Sequence[tuple]) -> None:
         """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed."""
-        stats, records, id_list, names, blocks = self._analyse(rows)
+        stats, records, ids, names, blocks = self._analyse(rows)
         if not len(records):
             return
-        ids = np.array(id_list, dtype=np.int64)
-        order = np.lexsort((np.arange(len(ids)), blocks, ids))     # seqs stay ascending within a group
-        ids, blocks, records = ids[order], blocks[order], records[order]
+        # postings come grouped by term, seqs ascending; blocks ascend within a group too
         starts = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (blocks[1:] != blocks[:-1])])
         bounds = np.r_[starts, len(ids)].tolist()
         raw = records.tobytes()
@@ -234,7 +235,7 @@ class FactTerms:
                 (apsw.carray(chunk),)).fetchall()
             stats, _, ids, names, blocks = self._analyse(rows)
             updates, deletes = [], []
-            for key, block in sorted({(names[i], b) for i, b in zip(ids, blocks.tolist())}):
+            for key, block in sorted({(names[i], b) for i, b in zip(ids.tolist(), blocks.tolist())}):
                 row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
                                       "AND block = ?", (*key, block)).fetchone()
                 if row is None:

@@ -12,8 +12,9 @@ concept whose words must be adjacent; `-word` excludes facts holding it):
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
    field, then `idf·tf·(k1+1)/(tf+k1)` summed over the query's terms (k1 1.2), idf over the caller's scopes;
-3. floor: a fact must hold concepts carrying at least FLOOR_SHARE of the query's idf mass, so a query
-   nothing relevant matches returns nothing;
+3. coverage and floor: the score is multiplied by the share of the query's idf mass held by the concepts
+   the fact holds (concepts no visible fact holds weigh nothing), and a fact needs a share of at least
+   FLOOR_SHARE, so a query nothing relevant matches returns nothing;
 4. tiers: facts holding every concept rank above those holding some;
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
@@ -265,6 +266,7 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         # a concept no fact of the caller's scopes holds weighs nothing: it cannot tell facts apart
         weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts if t in postings)))
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
+    score *= share                     # a fact missing a concept loses that concept's share of the score
     keep = share >= F32(FLOOR_SHARE)
     for j, c in enumerate(parsed.concepts):
         if c.phrase is not None:
