@@ -20,6 +20,7 @@ insert, so indexing is append-only, and a compaction drops the dropped facts' po
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -85,18 +86,66 @@ def name_terms(text: str) -> tuple[tuple[str, ...], int]:
     return tuple(terms), length
 
 
-def value_terms(text: str) -> tuple[list[str], int]:
-    """(terms with repeats, word count) of a value: its words' terms, plus the unit of every chunk of two
-    to eight words joined by punctuation."""
-    terms = [term_of(w) for w in words(text) if w not in STOPWORDS]
-    length = len(terms)
+def value_units(text: str) -> list[str]:
+    """The unit terms of a value: one per chunk of two to eight words joined by punctuation."""
+    units = []
     if not text.replace(" ", "").isalnum():     # punctuation somewhere: a chunk may name a unit
         for chunk in text.split():
             if not chunk.isalnum():
                 parts = words(chunk)
                 if 1 < len(parts) <= 8:
-                    terms.append(unit_term(parts))
-    return terms, length
+                    units.append(unit_term(parts))
+    return units
+
+
+def value_terms(text: str) -> tuple[list[str], int]:
+    """(terms with repeats, word count) of a value: its words' terms, plus its units."""
+    terms = [term_of(w) for w in words(text) if w not in STOPWORDS]
+    return terms + value_units(text), len(terms)
+
+
+_SEPARATOR = "\x1f"
+_ASCII_PIECE = re.compile(r"[a-z0-9']+|\x1f")
+
+
+def _kept_term(piece: str) -> Optional[str]:
+    """The term of one lowercased ASCII piece as `words` and `value_terms` would keep it, else None."""
+    if piece.endswith("'s"):
+        piece = piece[:-2]
+    piece = piece.strip("'")
+    return term_of(piece) if len(piece) > 1 and piece not in STOPWORDS else None
+
+
+def many_value_terms(values: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """`value_terms` of many values at once, without their units: (term table, term number of each term
+    occurrence, its value's index, each value's word count). ASCII values are split by one regular
+    expression over all of them and each distinct word is analysed once."""
+    joined = _SEPARATOR.join(values)
+    if not joined.isascii() or not values:
+        table: dict[str, int] = {}
+        ids, owners, lengths = [], [], []
+        for i, value in enumerate(values):
+            terms = [term_of(w) for w in words(value) if w not in STOPWORDS]
+            ids += [table.setdefault(t, len(table)) for t in terms]
+            owners += [i] * len(terms)
+            lengths.append(len(terms))
+        return list(table), np.array(ids, dtype=np.int64), np.array(owners, dtype=np.int64), \
+            np.array(lengths, dtype=np.int64)
+    pieces = _ASCII_PIECE.findall(joined.lower())
+    distinct = {p: i for i, p in enumerate(dict.fromkeys(pieces))}
+    piece_ids = np.fromiter(map(distinct.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+    terms: dict[str, int] = {}
+    term_of_piece = np.full(len(distinct), -1, dtype=np.int64)
+    for piece, i in distinct.items():
+        term = _kept_term(piece) if piece != _SEPARATOR else None
+        if term is not None:
+            term_of_piece[i] = terms.setdefault(term, len(terms))
+    separators = piece_ids == distinct.get(_SEPARATOR, -1)
+    owner = np.cumsum(separators)
+    mapped = term_of_piece[piece_ids]
+    kept = mapped >= 0
+    owners = owner[kept]
+    return list(terms), mapped[kept], owners, np.bincount(owners, minlength=len(values)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -140,11 +189,12 @@ class FactTerms:
         number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order: the terms
         of every fact are listed once, then counted per (scope, term, fact, field) with numpy."""
         scopes: dict[tuple[str, str], int] = {}
-        tokens: list[str] = []
-        counts: list[tuple[int, int, int]] = []      # terms per field (entity, key, value) of each fact
-        lengths: list[tuple[int, int, int]] = []     # word counts per field
+        tokens: list[str] = []                       # entity and key terms, then value units
+        counts: list[tuple[int, int]] = []           # terms of the entity and the key of each fact
+        lengths: list[tuple[int, int]] = []          # word counts of the entity and the key
         fact_scope: list[int] = []
         seqs: list[int] = []
+        values: list[str] = []
         for seq, tenant, entity, key, value, private in rows:
             scoped = _scope_of(entity, private)
             if scoped is None:
@@ -153,19 +203,32 @@ class FactTerms:
             fact_scope.append(scopes.setdefault((tenant, owner), len(scopes)))
             e_terms, e_len = name_terms(visible)
             k_terms, k_len = name_terms(key)
-            v_terms, v_len = value_terms(value)
             tokens += e_terms
             tokens += k_terms
-            tokens += v_terms
-            counts.append((len(e_terms), len(k_terms), len(v_terms)))
-            lengths.append((e_len, k_len, v_len))
+            counts.append((len(e_terms), len(k_terms)))
+            lengths.append((e_len, k_len))
             seqs.append(seq)
+            values.append(value)
         n = len(seqs)
-        numbers = {t: i for i, t in enumerate(dict.fromkeys(tokens))}
-        term_ids = np.fromiter(map(numbers.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        count_arr = np.array(counts, dtype=np.int64).reshape(-1, 3)
-        fact_of = np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))
-        field_of = np.repeat(np.tile(np.arange(3, dtype=np.int64), n), count_arr.ravel())
+        count_arr = np.array(counts, dtype=np.int64).reshape(-1, 2)
+        fact_of = [np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))]
+        field_of = [np.repeat(np.tile(np.arange(2, dtype=np.int64), n), count_arr.ravel())]
+        unit_owners = []
+        for i, value in enumerate(values):
+            units = value_units(value)
+            tokens += units
+            unit_owners += [i] * len(units)
+        fact_of.append(np.array(unit_owners, dtype=np.int64))
+        field_of.append(np.full(len(unit_owners), 2, dtype=np.int64))
+        table, value_ids, value_owners, value_lengths = many_value_terms(values)
+        numbers = {t: i for i, t in enumerate(dict.fromkeys([*tokens, *table]))}
+        term_ids = np.concatenate([
+            np.fromiter(map(numbers.__getitem__, tokens), dtype=np.int64, count=len(tokens)),
+            np.array([numbers[t] for t in table], dtype=np.int64)[value_ids] if table else value_ids])
+        fact_of = np.concatenate(fact_of + [value_owners])
+        field_of = np.concatenate(field_of + [np.full(len(value_owners), 2, dtype=np.int64)])
+        length_arr = np.concatenate([np.array(lengths, dtype=np.int64).reshape(-1, 2), value_lengths[:, None]],
+                                    axis=1) if n else np.zeros((0, 3), dtype=np.int64)
         scope_arr = np.array(fact_scope, dtype=np.int64)
         n_terms = max(len(numbers), 1)
         # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending
@@ -180,14 +243,13 @@ class FactTerms:
         seq_arr = np.array(seqs, dtype=np.int64)
         records["off"] = seq_arr[facts] & (BLOCK_SIZE - 1)
         records["tf"] = np.minimum(tf_matrix, 255)
-        records["len"] = np.minimum(np.array(lengths, dtype=np.int64).reshape(-1, 3), 255)[facts]
+        records["len"] = np.minimum(length_arr, 255)[facts]
         group = posting_keys // max(n, 1)                # scope * n_terms + term
         term_names = list(numbers)
         scope_names = list(scopes)
         distinct, ids = np.unique(group, return_inverse=True)
         names = [(*scope_names[g // n_terms], term_names[g % n_terms]) for g in distinct.tolist()]
         stats: dict[tuple[str, str], np.ndarray] = {}
-        length_arr = np.array(lengths, dtype=np.int64).reshape(-1, 3)
         for sc, name in enumerate(scope_names):
             mine = scope_arr == sc
             stats[name] = np.array([int(mine.sum()), *np.minimum(length_arr[mine], 255).sum(axis=0).tolist()])
