@@ -71,10 +71,25 @@ def test_facts_holding_every_concept_rank_above_those_holding_some(store: Store)
     assert {("payments-api", "database"), ("ops", "note")} == set(ranked(result)[:2])
 
 
+def test_holding_every_concept_outranks_a_stronger_partial_match(store: Store) -> None:
+    for i in range(20):
+        store.store(f"filler-{i}", "note", f"beta number {i}")
+    store.store("alpha", "alpha", "alpha alpha")                    # strong, but no beta
+    store.store("zzz", "note", "alpha beta " + " ".join(f"word{i}" for i in range(30)))
+    result = search(store, "alpha beta")
+    assert ranked(result)[:2] == [("zzz", "note"), ("alpha", "alpha")]
+    assert result.hits[0].all_terms and not result.hits[1].all_terms and result.hits[1].score > result.hits[0].score
+
+
 def test_nothing_comes_back_when_nothing_is_relevant(store: Store) -> None:
     for text in ("kubernetes ingress controller", "what is the", ""):
         result = search(store, text)
         assert result.hits == [] and result.total == 0 and result.text() == "no relevant facts"
+    for i in range(30):
+        store.store(f"svc-{i}", "database", f"MariaDB {i}")
+    # a fact holding only the common word of the query is below the floor
+    assert set(ranked(search(store, "payments-api database"))) == {
+        ("payments-api", "database"), ("payments-api", "owner"), ("ops", "note")}
 
 
 def test_quoted_phrases_need_adjacent_words_and_minus_excludes(store: Store) -> None:

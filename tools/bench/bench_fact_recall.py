@@ -122,8 +122,8 @@ class Query:
 
 
 def entity_names(n: int) -> tuple[list[str], list[str], list[str]]:
-    """Service, person and project names: enough entities for ~40 facts each at every size."""
-    want = max(25, n // 40)
+    """Service, person and project names: ~40 facts an entity (20 at 1k facts)."""
+    want = max(50, n // 40)
     services = [f"{a}-{b}" for a in PREFIXES for b in SUFFIXES]
     services += [f"{a}-{c}-{b}" for c in MIDDLES for a in PREFIXES for b in SUFFIXES]
     people = [f"{f} {last}" for last in LAST for f in FIRST]
@@ -192,7 +192,8 @@ def generate(path: Path, n: int, seed: int = 42) -> dict[tuple[str, str], str]:
 
 def draw_queries(newest: dict[tuple[str, str], str], seed: int, variant: int, per_kind: int) -> list[Query]:
     rng = random.Random(seed)
-    targets = rng.sample(sorted(newest), per_kind * 3)
+    targets = rng.sample(sorted(newest), min(per_kind * 3, len(newest)))
+    per_kind = len(targets) // 3
     out = []
     for i, kind in enumerate(("keyword", "question", "paraphrase")):
         for entity, key in targets[i * per_kind:(i + 1) * per_kind]:
