@@ -197,8 +197,8 @@ def _within_envelope(result: QueryResult) -> _Shown:
 @click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many (the next page).")
 @click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 500).")
 @click.option("--fusion", type=click.Choice(("auto", "bm25", "rrf", "weighted")), default="auto", show_default=True,
-              help="Fuse BM25 with the fact embeddings: auto = rrf with a real model (the [semantic] extra or "
-                   "CRUXSQL_EMBEDDER=minilm), else bm25.")
+              help="Fuse BM25 with the fact embeddings: auto = weighted with a real model (the [semantic] extra "
+                   "or CRUXSQL_EMBEDDER=minilm), else bm25.")
 @click.option("--explain", is_flag=True, help="Per fact: the BM25 score, the concepts it holds and misses, its "
               "dense cosine and ranks; and the fusion used.")
 @_format_options

@@ -86,16 +86,20 @@ def name_terms(text: str) -> tuple[tuple[str, ...], int]:
     return tuple(terms), length
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _chunk_unit(chunk: str) -> Optional[str]:
+    """The unit a whitespace-free chunk with punctuation names (two to eight words), else None; chunks
+    repeat (names mentioned in values), so they are remembered."""
+    parts = words(chunk)
+    return unit_term(parts) if 1 < len(parts) <= 8 else None
+
+
 def value_units(text: str) -> list[str]:
     """The unit terms of a value: one per chunk of two to eight words joined by punctuation."""
-    units = []
-    if not text.replace(" ", "").isalnum():     # punctuation somewhere: a chunk may name a unit
-        for chunk in text.split():
-            if not chunk.isalnum():
-                parts = words(chunk)
-                if 1 < len(parts) <= 8:
-                    units.append(unit_term(parts))
-    return units
+    if text.replace(" ", "").isalnum():     # no punctuation: no unit
+        return []
+    units = [_chunk_unit(chunk) for chunk in text.split() if not chunk.isalnum()]
+    return [u for u in units if u is not None]
 
 
 def value_terms(text: str) -> tuple[list[str], int]:
