@@ -3,9 +3,9 @@
 Analyzer: the document lane's word split and suffix stemmer (`documents.analyzer`), with what short facts
 need on top: Unicode lowercasing, the possessive `'s` dropped, stopwords (question words, auxiliaries,
 articles) left out, the stemmer applied until it settles (so `payments`, `payment` and `pay` meet), and
-multi-word names kept as units: an entity or key of two or more words (`payments-api`, `Maria Okafor`)
-and any hyphenated or dotted chunk of a value also index one unit term (`=payments-api`,
-`=maria-okafor`) beside their words, which a query's consecutive words find whatever punctuation joins
+multi-word names kept as units: an entity or key of two or more words (`payments-api`, `Maria Okafor`),
+a value of two to four words, and any hyphenated or dotted chunk of a value also index one unit term
+(`=payments-api`, `=maria-okafor`) beside their words, which a query's consecutive words find whatever punctuation joins
 them.
 
 Postings (`recall_terms`, migration 0019): per (tenant, owner, term, block of 65536 seqs) one blob of
@@ -95,11 +95,17 @@ def _chunk_unit(chunk: str) -> Optional[str]:
 
 
 def value_units(text: str) -> list[str]:
-    """The unit terms of a value: one per chunk of two to eight words joined by punctuation."""
-    if text.replace(" ", "").isalnum():     # no punctuation: no unit
-        return []
-    units = [_chunk_unit(chunk) for chunk in text.split() if not chunk.isalnum()]
-    return [u for u in units if u is not None]
+    """The unit terms of a value: the whole value when it is a name of two to four words (`Maria Okafor`),
+    and one per chunk of two to eight words joined by punctuation."""
+    units = []
+    if 0 < text.count(" ") <= 3:
+        ws = words(text)
+        if 1 < len(ws) <= 4:
+            units.append(unit_term(ws))
+    if text.replace(" ", "").isalnum():     # no punctuation: no other unit
+        return units
+    chunks = [_chunk_unit(chunk) for chunk in text.split() if not chunk.isalnum()]
+    return units + [u for u in chunks if u is not None and u not in units]
 
 
 def value_terms(text: str) -> tuple[list[str], int]:

@@ -6,8 +6,9 @@ is cruxsql's search engine beside it, over the same visibility pipeline (`Recall
 `known_at` transaction time).
 
 Ranking, for a query's *concepts* (its words minus stopwords; consecutive words naming a unit the index
-holds, such as `payments-api` or `Maria Okafor`, count as one concept; a quoted phrase is one required
-concept whose words must be adjacent; `-word` excludes facts holding it):
+holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only by facts holding the
+unit; a quoted phrase is one required concept whose words must be adjacent; `-word` excludes facts
+holding it):
 
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
@@ -244,9 +245,10 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         return empty
     stats = terms.stats(tenant, agent)
     n = F32(max(stats.facts, 1))
-    union = np.unique(np.concatenate([postings[t].seqs for t in present]))
-    score = np.zeros(len(union), dtype=F32)
-    held = np.zeros((len(query_terms), len(union)), dtype=bool)
+    # accumulated over the seq range (vectorised, no sort of the postings' union)
+    size = max(int(postings[t].seqs[-1]) for t in present) + 1
+    score = np.zeros(size, dtype=F32)
+    held = np.zeros((len(query_terms), size), dtype=bool)
     idf: dict[str, F32] = {}
     for i, term in enumerate(query_terms):
         p = postings.get(term)
@@ -254,17 +256,21 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         idf[term] = F32(np.log((n - df + F32(0.5)) / (df + F32(0.5)) + F32(1.0)))
         if p is None:
             continue
-        at = np.searchsorted(union, p.seqs)
+        at = p.seqs
         norm = F32(1.0) - FIELD_B + FIELD_B * p.lengths.astype(F32) / stats.avg_lengths
         tf = (p.tf.astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
         score[at] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
         held[i, at] = True
+    union = np.flatnonzero(held.any(axis=0))
+    score, held = score[union], held[:, union]
     position = {t: i for i, t in enumerate(query_terms)}
     matched = np.zeros((len(union), len(parsed.concepts)), dtype=bool)
     weights = np.zeros(len(parsed.concepts), dtype=F32)
     for j, c in enumerate(parsed.concepts):
         parts = held[[position[t] for t in c.parts]].all(axis=0) if c.parts else np.zeros(len(union), bool)
-        matched[:, j] = parts | (held[position[c.unit]] if c.unit else False)
+        # a name the index holds as a unit is held by the unit only (its words apart are another matter)
+        matched[:, j] = held[position[c.unit]] if c.unit and c.phrase is None else parts | (
+            held[position[c.unit]] if c.unit else False)
         # a concept no fact of the caller's scopes holds weighs nothing: it cannot tell facts apart
         weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts if t in postings)))
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
@@ -275,7 +281,10 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
             keep &= matched[:, j]
     for term in parsed.excluded:
         if term in postings:
-            keep &= ~np.isin(union, postings[term].seqs)
+            out = np.zeros(size, dtype=bool)
+            seqs = postings[term].seqs
+            out[seqs[seqs < size]] = True
+            keep &= ~out[union]
     return _Scored(union[keep], score[keep], matched[keep].all(axis=1), matched[keep])
 
 
@@ -483,7 +492,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         held = [p.seqs for p in terms.postings(tenant_name, agent, parsed.excluded).values()]
         if held:
             dense_pool = dense_pool[~np.isin(dense_pool, np.concatenate(held))]
-    pool = np.union1d(scored.seqs, dense_pool)
+    pool = np.union1d(scored.seqs, dense_pool) if len(dense_pool) else scored.seqs
     plan = recall._visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
     visible_sql = recall._visible_sql(plan, recall._decay(), known_ns, as_of_ns, include_superseded)
     extra = _time_filters(plan, times, key, actor)
