@@ -108,6 +108,7 @@ def test_quoted_phrases_need_adjacent_words_and_minus_excludes(store: Store) -> 
     assert ranked(search(store, '"engineer staff"')) == []
     assert ("billing-worker", "database") not in ranked(search(store, "database -mysql"))
     assert ("billing-worker", "database") in ranked(search(store, "database"))
+    assert {e for e, _ in ranked(search(store, "database -payments-api"))} == {"billing-worker", "ops"}
 
 
 def test_paging_counts_and_the_more_line(store: Store) -> None:

@@ -36,7 +36,7 @@ UNIT = "="                       # prefix of a unit term (never produced by the 
 FIELDS = ("entity", "key", "value")
 POSTING = np.dtype([("off", "<u2"), ("tf", "u1", (3,)), ("len", "u1", (3,))])
 _CHUNK = 50_000                  # facts analysed and written at a time
-_MAX_UNIT_WORDS = 4
+MAX_UNIT_WORDS = 4            # the longest name a query's consecutive words are looked up as
 
 STOPWORDS = frozenset("""
 a an the and or but if of at by for with about against between into through during before after above below to

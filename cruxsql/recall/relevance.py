@@ -92,7 +92,7 @@ def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
     right, without overlaps."""
     spans: list[tuple[int, int, str]] = []
     taken = [False] * len(ws)
-    for size in range(min(fact_terms._MAX_UNIT_WORDS, len(ws)), 1, -1):
+    for size in range(min(fact_terms.MAX_UNIT_WORDS, len(ws)), 1, -1):
         for start in range(0, len(ws) - size + 1):
             if any(taken[start:start + size]):
                 continue
@@ -106,7 +106,7 @@ def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
 def unit_candidates(text: str) -> list[str]:
     """Every unit term that consecutive words of `text` could name (2 to 4 words)."""
     ws = words(text)
-    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms._MAX_UNIT_WORDS + 1)
+    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms.MAX_UNIT_WORDS + 1)
             for i in range(0, len(ws) - n + 1)]
 
 
@@ -125,9 +125,8 @@ def parse_query(text: str, known_units: set[str]) -> ParsedQuery:
     for chunk in rest.split():
         if chunk.startswith("-") and len(chunk) > 1:
             ws = words(chunk[1:])
-            if len(ws) > 1:
-                excluded.append(unit_term(ws))
-            excluded += [term_of(w) for w in ws if w not in STOPWORDS]
+            # `-payments-api` leaves out the name, not every fact holding `api`
+            excluded += [unit_term(ws)] if len(ws) > 1 else [term_of(w) for w in ws if w not in STOPWORDS]
         else:
             kept.append(chunk)
     ws = words(" ".join(kept))
