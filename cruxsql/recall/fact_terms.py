@@ -74,16 +74,27 @@ def unit_term(parts: Sequence[str]) -> str:
     return UNIT + "-".join(parts)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def name_terms(text: str) -> tuple[tuple[str, ...], int]:
+def is_unit(parts: Sequence[str]) -> bool:
+    """Whether words name a unit: two of them at least hold a letter (`payments-api`, `eu-west-1`, not
+    `note-17` or `PostgreSQL 15`, whose words find them as well)."""
+    return sum(1 for p in parts if not p.isdigit()) > 1
+
+
+def _name_terms(text: str) -> tuple[tuple[str, ...], int]:
     """(terms, word count) of a name (an entity or key): its words' terms, plus the unit of the whole name
-    when it has two words or more. Names repeat across facts, so they are remembered."""
+    when it is one."""
     ws = words(text)
     terms = [term_of(w) for w in ws if w not in STOPWORDS]
     length = len(terms)
-    if len(ws) > 1:
+    if is_unit(ws):
         terms.append(unit_term(ws))
     return tuple(terms), length
+
+
+# Names repeat across facts, so their terms are remembered; entities and keys apart, so that many
+# one-off keys (`note-4711`) do not push the entities out.
+name_terms = functools.lru_cache(maxsize=1 << 16)(_name_terms)
+key_terms = functools.lru_cache(maxsize=1 << 16)(_name_terms)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -91,7 +102,7 @@ def _chunk_unit(chunk: str) -> Optional[str]:
     """The unit a whitespace-free chunk with punctuation names (two to eight words), else None; chunks
     repeat (names mentioned in values), so they are remembered."""
     parts = words(chunk)
-    return unit_term(parts) if 1 < len(parts) <= 8 else None
+    return unit_term(parts) if len(parts) <= 8 and is_unit(parts) else None
 
 
 def value_units(text: str) -> list[str]:
@@ -100,7 +111,7 @@ def value_units(text: str) -> list[str]:
     units = []
     if 0 < text.count(" ") <= 3:
         ws = words(text)
-        if 1 < len(ws) <= 4:
+        if len(ws) <= 4 and is_unit(ws):
             units.append(unit_term(ws))
     if text.replace(" ", "").isalnum():     # no punctuation: no other unit
         return units
@@ -212,7 +223,7 @@ class FactTerms:
             owner, visible = scoped
             fact_scope.append(scopes.setdefault((tenant, owner), len(scopes)))
             e_terms, e_len = name_terms(visible)
-            k_terms, k_len = name_terms(key)
+            k_terms, k_len = key_terms(key)
             tokens += e_terms
             tokens += k_terms
             counts.append((len(e_terms), len(k_terms)))
