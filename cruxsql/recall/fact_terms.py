@@ -144,14 +144,16 @@ def many_value_terms(values: Sequence[str]) -> tuple[list[str], np.ndarray, np.n
     joined = _SEPARATOR.join(values)
     if not joined.isascii() or not values:
         table: dict[str, int] = {}
-        ids, owners, lengths = [], [], []
+        ids: list[int] = []
+        of_value: list[int] = []
+        counts: list[int] = []
         for i, value in enumerate(values):
-            terms = [term_of(w) for w in words(value) if w not in STOPWORDS]
-            ids += [table.setdefault(t, len(table)) for t in terms]
-            owners += [i] * len(terms)
-            lengths.append(len(terms))
-        return list(table), np.array(ids, dtype=np.int64), np.array(owners, dtype=np.int64), \
-            np.array(lengths, dtype=np.int64)
+            kept = [term_of(w) for w in words(value) if w not in STOPWORDS]
+            ids += [table.setdefault(t, len(table)) for t in kept]
+            of_value += [i] * len(kept)
+            counts.append(len(kept))
+        return list(table), np.array(ids, dtype=np.int64), np.array(of_value, dtype=np.int64), \
+            np.array(counts, dtype=np.int64)
     pieces = _ASCII_PIECE.findall(joined.lower())
     distinct = {p: i for i, p in enumerate(dict.fromkeys(pieces))}
     piece_ids = np.fromiter(map(distinct.__getitem__, pieces), dtype=np.int64, count=len(pieces))
@@ -164,9 +166,9 @@ def many_value_terms(values: Sequence[str]) -> tuple[list[str], np.ndarray, np.n
     separators = piece_ids == distinct.get(_SEPARATOR, -1)
     owner = np.cumsum(separators)
     mapped = term_of_piece[piece_ids]
-    kept = mapped >= 0
-    owners = owner[kept]
-    return list(terms), mapped[kept], owners, np.bincount(owners, minlength=len(values)).astype(np.int64)
+    keep = mapped >= 0
+    owners = owner[keep]
+    return list(terms), mapped[keep], owners, np.bincount(owners, minlength=len(values)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -232,22 +234,22 @@ class FactTerms:
             values.append(value)
         n = len(seqs)
         count_arr = np.array(counts, dtype=np.int64).reshape(-1, 2)
-        fact_of = [np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))]
-        field_of = [np.repeat(np.tile(np.arange(2, dtype=np.int64), n), count_arr.ravel())]
+        fact_parts = [np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))]
+        field_parts = [np.repeat(np.tile(np.arange(2, dtype=np.int64), n), count_arr.ravel())]
         unit_owners = []
         for i, value in enumerate(values):
             units = value_units(value)
             tokens += units
             unit_owners += [i] * len(units)
-        fact_of.append(np.array(unit_owners, dtype=np.int64))
-        field_of.append(np.full(len(unit_owners), 2, dtype=np.int64))
+        fact_parts.append(np.array(unit_owners, dtype=np.int64))
+        field_parts.append(np.full(len(unit_owners), 2, dtype=np.int64))
         table, value_ids, value_owners, value_lengths = many_value_terms(values)
         numbers = {t: i for i, t in enumerate(dict.fromkeys([*tokens, *table]))}
         term_ids = np.concatenate([
             np.fromiter(map(numbers.__getitem__, tokens), dtype=np.int64, count=len(tokens)),
             np.array([numbers[t] for t in table], dtype=np.int64)[value_ids] if table else value_ids])
-        fact_of = np.concatenate(fact_of + [value_owners])
-        field_of = np.concatenate(field_of + [np.full(len(value_owners), 2, dtype=np.int64)])
+        fact_of = np.concatenate(fact_parts + [value_owners])
+        field_of = np.concatenate(field_parts + [np.full(len(value_owners), 2, dtype=np.int64)])
         length_arr = np.concatenate([np.array(lengths, dtype=np.int64).reshape(-1, 2), value_lengths[:, None]],
                                     axis=1) if n else np.zeros((0, 3), dtype=np.int64)
         scope_arr = np.array(fact_scope, dtype=np.int64)
@@ -317,7 +319,8 @@ class FactTerms:
                 "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
                 (apsw.carray(chunk),)).fetchall()
             stats, _, ids, names, blocks = self._analyse(rows)
-            updates, deletes = [], []
+            updates: list[tuple] = []
+            deletes: list[tuple] = []
             for key, block in sorted({(names[i], b) for i, b in zip(ids.tolist(), blocks.tolist())}):
                 row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
                                       "AND block = ?", (*key, block)).fetchone()
@@ -370,6 +373,7 @@ class FactTerms:
         row = self.db.execute(
             f"SELECT sum(facts), sum(entity_words), sum(key_words), sum(value_words) FROM recall_term_stats "
             f"WHERE tenant = ? AND owner IN ({', '.join('?' * len(owners))})", (tenant, *owners)).fetchone()
+        assert row is not None  # an aggregate always has its row
         facts = int(row[0] or 0)
         sums = np.array([row[1] or 0, row[2] or 0, row[3] or 0], dtype=np.float64)
         return ScopeStats(facts, np.maximum(sums / max(facts, 1), 1.0).astype(np.float32))

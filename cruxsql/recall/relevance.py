@@ -332,9 +332,9 @@ def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]
             "SELECT f.seq, f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f "
             "JOIN recall_text t ON t.seq = f.seq WHERE f.tenant_hash = ? AND f.deleted = 0 AND "
             "((t.owner IS NULL AND f.private = 0) OR t.owner = ?) ORDER BY f.seq", (tenant, agent)).fetchall()
-        vectors = fact_vectors(db, embedder, [r[1:] for r in rows])
+        vectors = fact_vectors(db, embedder, [(str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows])
         seqs = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = (np.stack([vectors[r[1]] for r in rows]).astype(F32) if rows
+        matrix = (np.stack([vectors[str(r[1])] for r in rows]).astype(F32) if rows
                   else np.zeros((0, embedder.dimensions()), F32))
         norms = np.linalg.norm(matrix, axis=1)
         matrix /= np.where(norms > 0, norms, 1)[:, None]
@@ -439,6 +439,11 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
     return len(order), page
 
 
+def _count(value: Optional[int], name: str, default: int) -> int:
+    checked = _count_arg(value, name)
+    return default if checked is None else checked
+
+
 def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
            key: Optional[str] = None, actor: Optional[str] = None, tenant: Optional[str] = None,
            agent: Optional[str] = None, stored_after: TimeArg = None, stored_before: TimeArg = None,
@@ -453,11 +458,11 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     lane's model (`fusion='auto'` uses it when it is a real model, not the hash embedder)."""
     if not isinstance(text, str):
         raise InvalidInput(f"query must be a string, got {text!r}")
-    top_k = DEFAULT_TOP_K if top_k is None else _count_arg(top_k, "top_k")
+    top_k = _count(top_k, "top_k", DEFAULT_TOP_K)
     if top_k > MAX_TOP_K:
         raise InvalidInput(f"top_k must be at most {MAX_TOP_K}, got {top_k}")
-    offset = 0 if offset is None else _count_arg(offset, "offset")
-    budget = DEFAULT_BUDGET if token_budget is None else _count_arg(token_budget, "token_budget")
+    offset = _count(offset, "offset", 0)
+    budget = _count(token_budget, "token_budget", DEFAULT_BUDGET)
     fusion = "auto" if fusion is None else fusion
     if fusion not in FUSIONS:
         raise InvalidInput(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")

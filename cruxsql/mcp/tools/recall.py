@@ -63,7 +63,8 @@ def store_facts(call: Call, facts: list[FactInput]) -> ToolResult:
         raise ToolError("store_facts needs at least one fact")
     if len(facts) > MAX_BATCH:
         raise ToolError(f"store_facts takes at most {MAX_BATCH} facts per call, got {len(facts)}")
-    requests, seen = [], {}
+    requests: list[StoreRequest] = []
+    seen: dict[tuple[str, str, bool], int] = {}
     for i, fact in enumerate(facts):
         for name, limit in (("entity", MAX_NAME_BYTES), ("key", MAX_NAME_BYTES), ("value", MAX_VALUE_BYTES)):
             _bounded(f"facts[{i}].{name}", getattr(fact, name), limit)
