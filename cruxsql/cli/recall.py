@@ -183,7 +183,7 @@ def _within_envelope(result: QueryResult) -> _Shown:
 @click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
 @click.option("--entity-prefix", help="Only facts whose entity starts with this.")
 @click.option("--key", help="Only facts with this key.")
-@click.option("--actor", help="Only facts this actor (agent) wrote.")
+@actor_option("Only facts this actor (agent) wrote.")
 @_scope_options
 @click.option("--stored-after", metavar="TS", help="Only facts stored at or after TS (RFC 3339).")
 @click.option("--stored-before", metavar="TS", help="Only facts stored before TS (RFC 3339).")
