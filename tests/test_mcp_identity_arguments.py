@@ -46,6 +46,8 @@ def base_arguments(tool: str, target: str) -> dict[str, Any]:
         "ingest_document": {"doc_id": "probe-doc", "text": f"{PROBE} document"},
         "store_fact": {"entity": "notes", "key": "probe", "value": PROBE},
         "query_facts": {"query": "secret"},
+        "recall": {"query": "secret", "fusion": "bm25"},
+        "store_facts": {"facts": [{"entity": "notes", "key": "probe-batch", "value": PROBE}]},
         "get_bootstrap": {"topic": "docs"},
         "delete_fact": {"fact_id": target},
         "memory_view": {"entity": "notes"},
