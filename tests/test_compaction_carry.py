@@ -17,6 +17,7 @@ from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, erasure, retention
 from cruxsql.recall import fact_index
 from cruxsql.recall.fact_index import BLOCK_BITS, TextIndex
+from cruxsql.recall.fact_terms import POSTING
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
 pytestmark = pytest.mark.usefixtures("lazy_text_index")
@@ -47,10 +48,20 @@ def postings(db: apsw.Connection) -> set[tuple[int, int]]:
     return out
 
 
+def word_postings(db: apsw.Connection) -> tuple[set, list]:
+    """Every (tenant, owner, term, seq, tfs, lengths) of the ranked recall's word postings, and its stats."""
+    out = set()
+    for tenant, owner, term, block, blob in db.execute("SELECT tenant, owner, term, block, postings FROM recall_terms"):
+        for rec in np.frombuffer(blob, dtype=POSTING):
+            out.add((tenant, owner, term, int(rec["off"]) + (block << BLOCK_BITS), tuple(rec["tf"]), tuple(rec["len"])))
+    stats = sorted(tuple(r) for r in db.execute("SELECT * FROM recall_term_stats WHERE facts > 0"))
+    return out, stats
+
+
 def index_snapshot(db: apsw.Connection) -> tuple:
     index = TextIndex(db)
     text = sorted(tuple(r) for r in db.execute("SELECT * FROM recall_text"))
-    return text, postings(db), {t: index.candidates([t.lower()]).tolist() for t in TERMS}
+    return text, postings(db), {t: index.candidates([t.lower()]).tolist() for t in TERMS}, word_postings(db)
 
 
 def norms_snapshot(db: apsw.Connection) -> tuple:
@@ -96,6 +107,7 @@ def assert_carried(store: Store, monkeypatch) -> None:
     assert db.execute("SELECT seq, lc_value FROM recall_text WHERE lc_value LIKE 'gone_marker%' ORDER BY seq"
                       ).fetchall() == live
     assert TextIndex(db).candidates(["gone_marker"]).tolist() == [r[0] for r in live]
+    assert {p[3] for p in word_postings(db)[0] if p[2] == "=gone-marker"} == {r[0] for r in live}
     # the carried state keeps up with what comes next, by replay as usual
     monkeypatch.setattr(exact_duplicates, "recompute", lambda db: pytest.fail("fact_norms recomputed"))
     store.store("svc", "z", "SAME VALUE")

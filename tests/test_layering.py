@@ -18,7 +18,7 @@ LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "facts": {"errors"},
     "embeddings": {"errors"},
-    "recall": {"errors", "facts", "embeddings"},
+    "recall": {"errors", "facts", "embeddings", "documents"},  # the ranked recall reuses the documents analyzer
     "documents": {"errors", "facts", "embeddings"},
     "governance": FEATURES,
     "interchange": {"errors", "facts"},

@@ -1,4 +1,4 @@
-"""CLI commands of fact recall: query, bootstrap, view. They call only `cruxsql.recall.Recall`."""
+"""CLI commands of fact recall: query, recall, bootstrap, view. They call only `cruxsql.recall.Recall`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..recall import bootstrap_seed, scope
 from ..recall import explain as recall_explain
 from ..recall.queries import QueryResult, Recall
 from ..recall.tokens import POINTER_TOKENS
+from ..recall.relevance import MAX_TOP_K, default_embedder
 from .common import (
     COUNT,
     contract_option,
@@ -178,6 +179,63 @@ def _within_envelope(result: QueryResult) -> _Shown:
     return _Shown(rows, lines, records, len(full_rows), tokens if tiered else result.total_tokens)
 
 
+@click.command("recall")
+@click.argument("text")
+@click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
+@click.option("--entity-prefix", help="Only facts whose entity starts with this.")
+@click.option("--key", help="Only facts with this key.")
+@actor_option("Only facts this actor (agent) wrote.")
+@_scope_options
+@click.option("--stored-after", metavar="TS", help="Only facts stored at or after TS (RFC 3339).")
+@click.option("--stored-before", metavar="TS", help="Only facts stored before TS (RFC 3339).")
+@click.option("--valid-after", metavar="TS", help="Only facts valid at some time after TS.")
+@click.option("--valid-before", metavar="TS", help="Only facts valid at some time before TS.")
+@click.option("--as-of", "as_of", metavar="TS", help="Valid time (RFC 3339): facts valid at TS.")
+@click.option("--known-at", "known_at", metavar="TS",
+              help="Transaction time (RFC 3339): what the store believed at TS.")
+@click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
+@click.option("--top-k", type=click.IntRange(0, MAX_TOP_K), default=10, show_default=True, help="At most this many facts.")
+@click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many (the next page).")
+@click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 500).")
+@click.option("--fusion", type=click.Choice(("auto", "bm25", "rrf", "weighted")), default="auto", show_default=True,
+              help="Fuse BM25 with the fact embeddings: auto = weighted with a real model (the [semantic] extra "
+                   "or CRUXSQL_EMBEDDER=minilm), else bm25.")
+@click.option("--explain", is_flag=True, help="Per fact: the BM25 score, the concepts it holds and misses, its "
+              "dense cosine and ranks; and the fusion used.")
+@_format_options
+@data_dir_option
+@fails_cleanly
+@_option_names
+def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str], key: Optional[str],
+                   actor: Optional[str], tenant: Optional[str], agent: Optional[str], stored_after: Optional[str],
+                   stored_before: Optional[str], valid_after: Optional[str], valid_before: Optional[str],
+                   as_of: Optional[str], known_at: Optional[str], include_superseded: bool, top_k: int, offset: int,
+                   token_budget: Optional[int], fusion: str, explain: bool, fmt: str, data_dir: Path) -> None:
+    """Facts most relevant to TEXT, best first, one line each (entity · key · value · age · id).
+
+    \b
+    Ranked by BM25 over the facts' words (entity, key and value weighted 3:2:1; stopwords,
+    punctuation and plurals ignored; names such as payments-api or "Maria Okafor" matched whole).
+    Facts holding every query word come first; nothing comes back when nothing is relevant.
+      "exact phrase"   the words adjacent, in this order
+      -word            leave out facts holding the word
+    Unlike `query` (Crux's query_facts: any word as a substring, ranked by confidence), this ranks
+    by relevance. `+N more (offset=K)` says how to ask for the next page.
+    """
+    with open_store(data_dir, "read") as store:
+        result = Recall(store).search(
+            text, entity=entity, entity_prefix=entity_prefix, key=key, actor=actor, tenant=tenant, agent=agent,
+            stored_after=stored_after, stored_before=stored_before, valid_after=valid_after,
+            valid_before=valid_before, as_of=as_of, known_at=known_at, include_superseded=include_superseded,
+            top_k=top_k, offset=offset, token_budget=token_budget, fusion=fusion,
+            embedder=None if fusion == "bm25" else default_embedder(), explain=explain)
+    if _echo_structured(result.to_dict(), fmt, "facts"):
+        return
+    click.echo(result.text())
+    if explain and result.explain is not None:
+        echo_json({k: v for k, v in result.explain.items()})
+
+
 @click.command()
 @click.option("--topic", help="doc, pattern, resolution, tool-output, or any other topic.")
 @click.option("--query", "query_text", metavar="TEXT",
@@ -280,4 +338,4 @@ def bootstrap_seed_command(topic: str, name: str, key: str, value: str, tenant: 
     click.echo(f"{fact.fact_id} {fact.entity} version {fact.version}")
 
 
-COMMANDS = (query, bootstrap, view, bootstrap_seed_command)
+COMMANDS = (query, recall_command, bootstrap, view, bootstrap_seed_command)

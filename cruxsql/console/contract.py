@@ -224,6 +224,8 @@ INTERNAL: dict[str, str] = {
     "recall_text": "per fact: agent scope split and lowercased text for recall's OR-match",
     "recall_grams": "trigram postings of recall's index",
     "recall_dirty": "facts whose text changed in place and must be re-indexed",
+    "recall_terms": "word postings of the ranked recall, per tenant, owner, term and block of seqs",
+    "recall_term_stats": "facts and summed field word counts per tenant and owner, for the ranked recall",
     "recall_salience": "opt-in recall access counters (never journaled)",
     "recall_timeline_state": "how far the transaction-time index has been built",
     "recall_event_times": "event times by journal line, for known_at recall",

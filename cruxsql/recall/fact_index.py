@@ -31,6 +31,7 @@ from ..errors import InvalidInput
 from ..facts import codec, timestamps, view
 from ..facts.journal import Journal
 from . import trigrams
+from .fact_terms import FactTerms
 from .scope import rust_lower, split_private_entity
 
 BLOCK_BITS = 16
@@ -98,6 +99,7 @@ class TextIndex:
     def __init__(self, db: apsw.Connection, batch: int = INDEX_BATCH) -> None:
         self.db = db
         self.batch = batch
+        self.terms = FactTerms(db)
 
     # --- maintenance ------------------------------------------------------------------------------
 
@@ -107,6 +109,7 @@ class TextIndex:
     def _wipe(self) -> None:
         for table in ("recall_text", "recall_grams", "recall_dirty", "recall_index_state"):
             self.db.execute(f"DELETE FROM {table}")
+        self.terms.wipe()
 
     def is_current(self) -> bool:
         generation = _generation(self.db)
@@ -133,27 +136,22 @@ class TextIndex:
             if state is not None:
                 self._wipe()
             return 0
-        if state is None or state[0] != generation:
+        # Text changed in place (recall_dirty): the word postings of the old text cannot be told apart
+        # from the new, so the index starts over.
+        if state is None or state[0] != generation or db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone():
             self._wipe()
             last = 0
+            state = None
         else:
             last = state[1]
         done = 0
-        dirty = [r[0] for r in db.execute("SELECT seq FROM recall_dirty ORDER BY seq")]
-        if dirty:
-            db.execute("DELETE FROM recall_dirty")
-            for i in range(0, len(dirty), 10_000):
-                chunk = np.array(dirty[i:i + 10_000], dtype=np.int64)
-                rows = db.execute(
-                    "SELECT seq, entity, key, value FROM facts WHERE seq IN carray(?) ORDER BY seq",
-                    (apsw.carray(chunk),)).fetchall()
-                done += self._index_rows(rows, mode="union")
         max_seq = db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
         if max_seq - last > self.batch:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-text-index") as sorter:
                 done += self._index_range(last, max_seq, sorter)
         elif last < max_seq:
             done += self._index_range(last, max_seq, None)
+        self.terms.index_range(last, max_seq)
         db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
                    (generation, max(max_seq, state[1] if state and state[0] == generation else 0)))
         return done
@@ -186,8 +184,8 @@ class TextIndex:
         return done
 
     def _index_rows(self, rows: Sequence[tuple], mode: str) -> int:
-        """Index `rows` (seq, entity, key, value). mode: `insert` (a block nobody wrote yet), `append`
-        (seqs above every seq already in the block: concatenate in SQL), `union` (re-indexing)."""
+        """Index `rows` (seq, entity, key, value). mode: `insert` (a block nobody wrote yet) or `append`
+        (seqs above every seq already in the block: concatenate in SQL)."""
         for block, strings, owners in self._add_text(rows):
             self._write_block(block, *trigrams.postings(strings, owners), mode)
         return len(rows)
@@ -227,21 +225,10 @@ class TextIndex:
         rows = zip(grams.tolist(), [block] * len(blobs), blobs)
         if mode == "insert":
             self.db.executemany("INSERT INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)", rows)
-        elif mode == "append":
+        else:
             self.db.executemany(
                 "INSERT INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?) ON CONFLICT (gram, block) "
                 "DO UPDATE SET seqs = CAST(seqs || excluded.seqs AS BLOB)", rows)
-        else:
-            existing = dict(self.db.execute(
-                "SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
-                (block, apsw.carray(np.ascontiguousarray(grams)))))
-            for i, g in enumerate(grams.tolist()):
-                old = existing.get(g)
-                if old is not None:
-                    merged = np.union1d(np.frombuffer(old, dtype="<u2"), np.frombuffer(blobs[i], dtype="<u2"))
-                    blobs[i] = merged.astype("<u2").tobytes()
-            self.db.executemany("INSERT OR REPLACE INTO recall_grams (gram, block, seqs) VALUES (?, ?, ?)",
-                                zip(grams.tolist(), [block] * len(blobs), blobs))
 
     def drop(self, rows: Sequence[tuple]) -> None:
         """Take the facts `rows` (seq, entity, key, value, as indexed) out of the index: their text row
@@ -249,6 +236,7 @@ class TextIndex:
         block is read and rewritten once; the trigrams are computed _DROP_PIECE facts at a time, which
         bounds the memory of their arrays."""
         db = self.db
+        self.terms.drop([r[0] for r in rows])
         db.executemany("DELETE FROM recall_text WHERE seq = ?", [(r[0],) for r in rows])
         by_block: dict[int, list[tuple]] = {}
         for row in rows:

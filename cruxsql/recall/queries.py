@@ -38,7 +38,7 @@ import functools
 import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
 
 import apsw
 import numpy as np
@@ -52,6 +52,9 @@ from . import crc_v1, scope, tokens
 from .fact_embeddings import dense_scores, fact_vectors
 from .fact_index import TextIndex, Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
+
+if TYPE_CHECKING:
+    from .relevance import RecallResult
 
 TimeArg = Union[None, str, int]
 _I64_MAX = 9223372036854775807
@@ -327,6 +330,7 @@ class Recall:
         self.timeline = Timeline(self.db, store.journal)
         self._reads: Optional[ExitStack] = None  # the snapshot of the read in progress (`_one_snapshot`)
         self._after_read: list[Callable[[], None]] = []
+        self.search_cache: dict[str, Any] = {}   # the ranked recall's embedder and vector matrix (relevance.py)
 
     # --- shared plumbing --------------------------------------------------------------------------
 
@@ -524,6 +528,52 @@ class Recall:
             f"ORDER BY eff DESC, stored_at_ns DESC LIMIT 1 OFFSET :probe_k",
             {**plan.params, "probe_facts": max(_PROBE_MIN, total // _PROBE_SHARE), "probe_k": top_k - 1}).fetchone()
 
+    # --- the visibility pipeline (query_facts and the ranked `recall` share it) ----------------------
+
+    def _visibility_plan(self, tenant: str, agent: Optional[str], now_ns: int, entity: Optional[str],
+                         entity_prefix: Optional[str]) -> _Plan:
+        """The tenant, agent-scope and entity conditions on `facts f JOIN recall_text t`."""
+        plan = _Plan(params={"tenant": tenant, "agent": agent, "now_ms": ns_to_ms(now_ns)})
+        plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant
+        plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
+        self._entity_filters(plan, agent, entity, entity_prefix)
+        return plan
+
+    def _visible_sql(self, plan: _Plan, policy: DecayPolicy, known_ns: Optional[int], as_of_ns: Optional[int],
+                     include_superseded: bool) -> Callable[..., str]:
+        """`where -> SQL` of the facts passing `where` that are visible: not deleted, valid at `as_of`, not
+        superseded (unless included), as the store believed at `known_at`; with their freshness `fr` and
+        effective confidence `eff` (the inner columns of `_inner_sql` besides)."""
+        outer = ["deleted = 0"]
+        if as_of_ns is not None:
+            plan.params["as_of"] = as_of_ns
+            outer.append("(valid_from IS NULL OR valid_from <= :as_of) AND (valid_to IS NULL OR :as_of < valid_to)")
+        if not include_superseded:
+            outer.append("superseded_by IS NULL")
+        if known_ns is not None:
+            plan.params["known_at"] = known_ns
+        # salience counts only exist once an access was recorded: skip the per-row lookup until then
+        salience = self.db.execute("SELECT 1 FROM recall_salience LIMIT 1").fetchone() is not None
+
+        freshness = self._freshness_sql(policy)
+        unstretched = self._unstretched_freshness_sql(policy, plan.params["now_ms"])
+        if unstretched is not None:
+            freshness = f"(CASE WHEN ac > 0 THEN {freshness} ELSE {unstretched[0]} END)"
+            plan.params.update(unstretched[1])
+
+        def matched_sql_where(where: list[str], scan: bool = False) -> str:
+            return (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
+                    f"ELSE confidence END AS eff FROM (SELECT *, {freshness} AS fr "
+                    f"FROM ({self._inner_sql(known_ns, where, salience, scan)}) WHERE {' AND '.join(outer)})")
+        return matched_sql_where
+
+    def search(self, text: str, **options: Any) -> "RecallResult":
+        """Relevance-ranked recall (BM25 over the facts' words, optionally fused with their embeddings),
+        through the same visibility pipeline as `query_facts`. See `relevance.search` for the options."""
+        from .relevance import search
+
+        return search(self, text, **options)
+
     # --- query_facts ------------------------------------------------------------------------------
 
     @_on_one_snapshot
@@ -564,34 +614,11 @@ class Recall:
         if terms is not None and not terms:
             return result  # Crux: a blank query has no terms and matches nothing
 
-        plan = _Plan(params={"tenant": tenant_name, "agent": agent, "now_ms": ns_to_ms(now_arg),
-                             "floor": floor if floor is not None else -1.0})
-        plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant
-        plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
-        self._entity_filters(plan, agent, entity, entity_prefix)
+        plan = self._visibility_plan(tenant_name, agent, now_arg, entity, entity_prefix)
+        plan.params["floor"] = floor if floor is not None else -1.0
         found = self._match_filter(plan, terms) if terms else "scan"
         scan = found == "scan" and entity is None and not entity_prefix
-        outer = ["deleted = 0"]
-        if as_of_ns is not None:
-            plan.params["as_of"] = as_of_ns
-            outer.append("(valid_from IS NULL OR valid_from <= :as_of) AND (valid_to IS NULL OR :as_of < valid_to)")
-        if not include_superseded:
-            outer.append("superseded_by IS NULL")
-        if known_ns is not None:
-            plan.params["known_at"] = known_ns
-        # salience counts only exist once an access was recorded: skip the per-row lookup until then
-        salience = self.db.execute("SELECT 1 FROM recall_salience LIMIT 1").fetchone() is not None
-
-        freshness = self._freshness_sql(policy)
-        unstretched = self._unstretched_freshness_sql(policy, plan.params["now_ms"])
-        if unstretched is not None:
-            freshness = f"(CASE WHEN ac > 0 THEN {freshness} ELSE {unstretched[0]} END)"
-            plan.params.update(unstretched[1])
-
-        def matched_sql_where(where: list[str], scan: bool = False) -> str:
-            return (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
-                    f"ELSE confidence END AS eff FROM (SELECT *, {freshness} AS fr "
-                    f"FROM ({self._inner_sql(known_ns, where, salience, scan)}) WHERE {' AND '.join(outer)})")
+        matched_sql_where = self._visible_sql(plan, policy, known_ns, as_of_ns, include_superseded)
         matched_sql = matched_sql_where(plan.where, scan)
         reversible = use_crc and token_budget is not None and shaped
         legacy_budget = token_budget is not None and not reversible

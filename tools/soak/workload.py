@@ -4,7 +4,7 @@
 
 Roles (tests/test_mixed_workload.py runs them together; tools/soak/soak.py runs them longer, with
 SIGKILLs):
-  mcp-writer   an MCP SDK stdio client of its own `cruxsql mcp`: store_fact, store_batch (a pair of facts
+  mcp-writer   an MCP SDK stdio client of its own `cruxsql mcp`: store_fact, store_facts (a pair of facts
                that must be seen together), delete_fact, each with an idempotency key, and every few
                calls the same call again, which must return the same answer and append nothing
   mcp-reader   an MCP SDK stdio client: query_facts and memory_view over the pairs; a pair seen with one
@@ -107,17 +107,17 @@ async def _mcp(role: str, data_dir: str, outcome: Outcome, seconds: float, name:
                 if i % 4 == 0:
                     args = {"facts": [{"entity": f"pair-{tag}", "key": k, "value": f"{PAIR_WORD} {tag} {k}"}
                                       for k in ("a", "b")], "idempotency_key": f"k-{tag}"}
-                    result = await call("store_batch", args)
+                    result = await call("store_facts", args)
                     if result is None:
                         continue
-                    rows = result.structured_content["facts"]
-                    for row, fact in zip(rows, args["facts"]):
-                        outcome.ack("S", row["fact_id"], fact["value"])
-                    again = await call("store_batch", args)
+                    rows = result.structured_content["fact_ids"]
+                    for fact_id, fact in zip(rows, args["facts"]):
+                        outcome.ack("S", fact_id, fact["value"])
+                    again = await call("store_facts", args)
                     if again is not None:
                         outcome.retries += 1
-                        if again.structured_content["facts"] != rows:
-                            outcome.error("store_batch retry", f"answered {again.structured_content} then {rows}")
+                        if again.structured_content["fact_ids"] != rows:
+                            outcome.error("store_facts retry", f"answered {again.structured_content} then {rows}")
                     continue
                 args = {"entity": f"svc-{name}", "key": f"k{i % 5}", "value": f"value {tag}",
                         "idempotency_key": f"k-{tag}"}

@@ -7,7 +7,6 @@ from typing import Literal, Optional
 from ...accounting.holdout import pretty_json
 from ...errors import Conflict
 from ...facts.privacy import check_supersedes_target
-from ...facts.store import StoreRequest
 from ...recall import crc_v1
 from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
@@ -102,32 +101,6 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
     """Bootstrap knowledge for a topic (docs, patterns, errors, tool-output) to read at session start."""
     result = call.recall.get_bootstrap(topic, query, call.budget(token_budget), tenant=call.tenant, agent=call.agent)
     return ToolResult(result.text())
-
-
-@tool(kind=WRITE)
-def store_batch(call: Call, facts: list[dict], idempotency_key: Optional[str] = None) -> ToolResult:
-    """Store several facts at once (cruxsql's own tool): each {entity, key, value} with optional
-    source_receipt, confidence, private, horizon_class. Repeats of one entity and key chain in order.
-    idempotency_key: a retry with the same key returns the first result and stores nothing again."""
-    if not facts:
-        raise ToolError("`facts` must hold at least one fact")
-    requests = []
-    for i, obj in enumerate(facts):
-        if isinstance(obj, dict) and ("tenant_hash" in obj or "actor" in obj):
-            raise ToolError(f"facts[{i}]: tenant and actor come from the connection, not from arguments")
-        req = StoreRequest.from_obj(obj, where=f"facts[{i}]")
-        for name in ("entity", "key"):
-            _bounded(f"facts[{i}].{name}", getattr(req, name), MAX_NAME_BYTES)
-        _bounded(f"facts[{i}].value", req.value, MAX_VALUE_BYTES)
-        if req.private and call.agent is None:
-            raise ToolError("private facts require an authenticated agent identity")
-        req.tenant_hash, req.actor, req.agent = call.tenant, call.agent, call.agent
-        requests.append(req)
-    stored = call.store.store_batch(requests, idempotency_key=idempotency_key)
-    rows = [{"fact_id": f.fact_id, "entity": r.entity, "key": f.key, "version": f.version,
-             "supersedes": f.supersedes} for f, r in zip(stored, requests)]
-    return ToolResult(f"stored {len(rows)} facts: " + ", ".join(
-        f"{r['fact_id']} ({r['entity']}/{r['key']} v{r['version']})" for r in rows), {"facts": rows})
 
 
 @tool(kind=WRITE)

@@ -1,0 +1,558 @@
+"""Relevance-ranked recall (`recall`): which stored facts answer a question, best first, each on one line.
+
+`query_facts` is Crux's contract (any query word as a substring, ranked by confidence and recency); this
+is cruxsql's search engine beside it, over the same visibility pipeline (`Recall._visibility_plan` and
+`Recall._visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
+`known_at` transaction time).
+
+Ranking, for a query's *concepts* (its words minus stopwords; consecutive words naming a unit the index
+holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only by facts holding the
+unit; a quoted phrase is one required concept whose words must be adjacent; `-word` excludes facts
+holding it):
+
+1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
+2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
+   field, then `idf·tf·(k1+1)/(tf+k1)` summed over the query's terms (k1 1.2), idf over the caller's scopes;
+3. coverage and floor: the score is multiplied by the share of the query's idf mass held by the concepts
+   the fact holds (concepts no visible fact holds weigh nothing), and a fact needs a share of at least
+   FLOOR_SHARE, so a query nothing relevant matches returns nothing;
+4. tiers: facts holding every concept rank above those holding some;
+5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
+   scores go newest first;
+6. fusion (optional, `fusion=`; `auto` turns it on, `weighted`, when a real embedding model is given):
+   the fact embeddings' cosine fused with BM25 by `0.7·bm25/max + 0.3·cosine` (`weighted`) or by
+   reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR. Weighted was
+   measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR 0.83 vs 0.52 dev,
+   0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
+
+Results are paged (`offset`, `top_k`, `total`, `has_more`) and cut to `token_budget` counting what the
+agent receives: one line per fact (`entity · key · value · age · id`), a `+N more (offset=K)` line when
+cut, and the structured content (ids and counts, never the values a second time).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import apsw
+import numpy as np
+
+from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
+from ..errors import InvalidInput
+from ..facts import timestamps
+from . import fact_terms, scope
+from .fact_embeddings import fact_vectors
+from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
+from .queries import Recall, TimeArg, _count_arg, _time_arg
+from .tokens import cut_utf8, estimate_tokens, estimate_tokens_str
+
+F32 = np.float32
+K1 = 1.2
+FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=F32)   # entity, key, value
+FIELD_B = np.array([0.5, 0.5, 0.75], dtype=F32)
+FLOOR_SHARE = 0.3
+PRIOR = 0.1
+DENSE_FLOOR = 0.3
+DENSE_POOL = 50
+RRF_K = 60
+WEIGHTED = (0.7, 0.3)
+DEFAULT_TOP_K = 10
+DEFAULT_BUDGET = 500
+MAX_TOP_K = 200
+FUSIONS = ("auto", "bm25", "rrf", "weighted")
+HASH_MODEL = "crux-local-hash-v1"
+SEPARATOR = " · "
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+# --- the query ------------------------------------------------------------------------------------
+
+@dataclass
+class Concept:
+    """One thing the query asks for: a word (its term), a unit (`=payments-api`, or all its words), or
+    a quoted phrase (all its words, adjacent)."""
+
+    text: str
+    parts: list[str]                    # the terms of its content words
+    unit: Optional[str] = None          # a unit term the index holds
+    phrase: Optional[list[str]] = None  # a phrase's lowercased words (adjacency is checked on the rows)
+
+
+@dataclass
+class ParsedQuery:
+    concepts: list[Concept]
+    excluded: list[str]                 # terms a fact must not hold
+
+
+def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
+    """Spans (start, end, unit term) of consecutive words naming a unit in `known`, longest first, left to
+    right, without overlaps."""
+    spans: list[tuple[int, int, str]] = []
+    taken = [False] * len(ws)
+    for size in range(min(fact_terms.MAX_UNIT_WORDS, len(ws)), 1, -1):
+        for start in range(0, len(ws) - size + 1):
+            if any(taken[start:start + size]):
+                continue
+            unit = unit_term(ws[start:start + size])
+            if unit in known:
+                spans.append((start, start + size, unit))
+                taken[start:start + size] = [True] * size
+    return sorted(spans)
+
+
+def unit_candidates(text: str) -> list[str]:
+    """Every unit term that consecutive words of `text` could name (2 to 4 words)."""
+    ws = words(text)
+    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms.MAX_UNIT_WORDS + 1)
+            for i in range(0, len(ws) - n + 1)]
+
+
+def parse_query(text: str, known_units: set[str]) -> ParsedQuery:
+    """Concepts and exclusions of a query (`known_units`: the unit terms the index holds)."""
+    concepts: list[Concept] = []
+    for phrase in _QUOTED.findall(text):
+        ws = words(phrase)
+        if ws:
+            unit = unit_term(ws) if len(ws) > 1 and unit_term(ws) in known_units else None
+            concepts.append(Concept(phrase, [term_of(w) for w in ws if w not in STOPWORDS] or [term_of(ws[0])],
+                                    unit, ws if len(ws) > 1 else None))
+    rest = _QUOTED.sub(" ", text)
+    excluded: list[str] = []
+    kept: list[str] = []
+    for chunk in rest.split():
+        if chunk.startswith("-") and len(chunk) > 1:
+            ws = words(chunk[1:])
+            # `-payments-api` leaves out the name, not every fact holding `api`
+            excluded += [unit_term(ws)] if len(ws) > 1 else [term_of(w) for w in ws if w not in STOPWORDS]
+        else:
+            kept.append(chunk)
+    ws = words(" ".join(kept))
+    spans = _units(ws, known_units)
+    covered = {i for s, e, _ in spans for i in range(s, e)}
+    for start, end, unit in spans:
+        concepts.append(Concept(" ".join(ws[start:end]), [term_of(w) for w in ws[start:end] if w not in STOPWORDS],
+                                unit))
+    seen = {c.text for c in concepts}
+    for i, w in enumerate(ws):
+        if i in covered or w in STOPWORDS or w in seen:
+            continue
+        seen.add(w)
+        concepts.append(Concept(w, [term_of(w)]))
+    return ParsedQuery(concepts, list(dict.fromkeys(excluded)))
+
+
+# --- results --------------------------------------------------------------------------------------
+
+def age_text(anchor_ns: int, now_ns: int) -> str:
+    """A compact age: `now`, `5m`, `3h`, `2d`, `4mo`, `1y`."""
+    seconds = max(0, (now_ns - anchor_ns) // 1_000_000_000)
+    for unit, size in (("y", 365 * 86400), ("mo", 30 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return "now"
+
+
+@dataclass
+class RecallHit:
+    fact_id: str
+    entity: str
+    key: str
+    value: str
+    age: str
+    confidence: float
+    effective_confidence: float
+    score: float
+    all_terms: bool
+    why: dict[str, Any] = field(default_factory=dict)
+
+    def line(self, value: Optional[str] = None) -> str:
+        return SEPARATOR.join((self.entity, self.key, self.value if value is None else value, self.age, self.fact_id))
+
+
+@dataclass
+class RecallResult:
+    """One page of ranked facts within the budget; `total` counts every relevant visible fact."""
+
+    query: str
+    hits: list[RecallHit]
+    total: int
+    offset: int
+    top_k: int
+    token_budget: int
+    fusion: str
+    lines: list[str]
+    explain: Optional[dict[str, Any]] = None
+
+    @property
+    def next_offset(self) -> Optional[int]:
+        end = self.offset + len(self.hits)
+        return end if end < self.total else None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_offset is not None
+
+    def text(self) -> str:
+        if not self.lines:
+            return "no relevant facts" if self.offset == 0 or self.total == 0 else \
+                f"no relevant facts past offset {self.offset} ({self.total} in all)"
+        return "\n".join(self.lines)
+
+    def structured(self) -> dict[str, Any]:
+        """The structured content: the ids in the text's order and the paging counts (the values are in
+        the text once)."""
+        out: dict[str, Any] = {"ids": [h.fact_id for h in self.hits], "total": self.total, "offset": self.offset,
+                               "returned": len(self.hits), "has_more": self.has_more,
+                               "next_offset": self.next_offset}
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, for `--json` and Python callers (not budgeted: the rows are whole)."""
+        return {"query": self.query, "facts": [
+            {"fact_id": h.fact_id, "entity": h.entity, "key": h.key, "value": h.value, "age": h.age,
+             "confidence": h.confidence, "effective_confidence": h.effective_confidence, "score": h.score,
+             "all_terms": h.all_terms} for h in self.hits],
+            "total": self.total, "offset": self.offset, "returned": len(self.hits), "has_more": self.has_more,
+            "next_offset": self.next_offset, "top_k": self.top_k, "token_budget": self.token_budget,
+            "fusion": self.fusion, **({"explain": self.explain} if self.explain is not None else {})}
+
+
+# --- scoring --------------------------------------------------------------------------------------
+
+@dataclass
+class _Scored:
+    seqs: np.ndarray          # candidates above the floor
+    bm25: np.ndarray
+    all_terms: np.ndarray     # bool
+    matched: np.ndarray       # concepts held (bool, candidates x concepts)
+
+
+def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQuery) -> _Scored:
+    """BM25F scores, tiers, exclusions and the floor over the candidates of the caller's scopes."""
+    concept_terms = [t for c in parsed.concepts for t in ([c.unit] if c.unit else []) + c.parts]
+    wanted = list(dict.fromkeys(concept_terms + parsed.excluded))
+    postings = terms.postings(tenant, agent, wanted)
+    empty = _Scored(np.empty(0, np.int64), np.empty(0, F32), np.empty(0, bool), np.empty((0, 0), bool))
+    query_terms = list(dict.fromkeys(concept_terms))
+    present = [t for t in query_terms if t in postings]
+    if not present:
+        return empty
+    stats = terms.stats(tenant, agent)
+    n = F32(max(stats.facts, 1))
+    # accumulated over the seq range (vectorised, no sort of the postings' union)
+    size = max(int(postings[t].seqs[-1]) for t in present) + 1
+    score = np.zeros(size, dtype=F32)
+    held = np.zeros((len(query_terms), size), dtype=bool)
+    idf: dict[str, F32] = {}
+    for i, term in enumerate(query_terms):
+        p = postings.get(term)
+        df = F32(0 if p is None else len(p.seqs))
+        idf[term] = F32(np.log((n - df + F32(0.5)) / (df + F32(0.5)) + F32(1.0)))
+        if p is None:
+            continue
+        at = p.seqs
+        norm = F32(1.0) - FIELD_B + FIELD_B * p.lengths.astype(F32) / stats.avg_lengths
+        tf = (p.tf.astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
+        score[at] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
+        held[i, at] = True
+    union = np.flatnonzero(held.any(axis=0))
+    score, held = score[union], held[:, union]
+    position = {t: i for i, t in enumerate(query_terms)}
+    matched = np.zeros((len(union), len(parsed.concepts)), dtype=bool)
+    weights = np.zeros(len(parsed.concepts), dtype=F32)
+    for j, c in enumerate(parsed.concepts):
+        parts = held[[position[t] for t in c.parts]].all(axis=0) if c.parts else np.zeros(len(union), bool)
+        # a name the index holds as a unit is held by the unit only (its words apart are another matter)
+        matched[:, j] = held[position[c.unit]] if c.unit and c.phrase is None else parts | (
+            held[position[c.unit]] if c.unit else False)
+        # a concept no fact of the caller's scopes holds weighs nothing: it cannot tell facts apart
+        weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts if t in postings)))
+    share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
+    score *= share                     # a fact missing a concept loses that concept's share of the score
+    keep = share >= F32(FLOOR_SHARE)
+    for j, c in enumerate(parsed.concepts):
+        if c.phrase is not None:
+            keep &= matched[:, j]
+    for term in parsed.excluded:
+        if term in postings:
+            out = np.zeros(size, dtype=bool)
+            seqs = postings[term].seqs
+            out[seqs[seqs < size]] = True
+            keep &= ~out[union]
+    return _Scored(union[keep], score[keep], matched[keep].all(axis=1), matched[keep])
+
+
+def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
+    for text in texts:
+        ws = words(text)
+        for i in range(len(ws) - len(phrase) + 1):
+            if ws[i:i + len(phrase)] == phrase:
+                return True
+    return False
+
+
+def default_embedder() -> Optional[Embedder]:
+    """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
+    the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
+    BM25 has not, measured in tools/bench/bench_fact_recall.py)."""
+    if os.environ.get(EMBEDDER_ENV):
+        return configured_embedder()
+    try:
+        return embedder_named("minilm")
+    except InvalidInput:
+        return None
+
+
+def shared_embedder(recall: Recall) -> Optional[Embedder]:
+    """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
+    if "embedder" not in recall.search_cache:
+        recall.search_cache["embedder"] = default_embedder()
+    return recall.search_cache["embedder"]
+
+
+def _embedder_is_real(embedder: Optional[Embedder]) -> bool:
+    return embedder is not None and embedder.model() != HASH_MODEL
+
+
+def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str], text: str
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(seqs, cosines) of every fact of the caller's scopes, best first (vectors embedded when missing,
+    kept in `fact_embeddings`; the matrix is kept on the `Recall` until the index moves)."""
+    db = recall.db
+    state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
+    key = (embedder.semantic_profile().hash, tenant, agent, state)
+    cache = recall.search_cache.get("dense")
+    if cache is None or cache[0] != key:
+        rows = db.execute(
+            "SELECT f.seq, f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f "
+            "JOIN recall_text t ON t.seq = f.seq WHERE f.tenant_hash = ? AND f.deleted = 0 AND "
+            "((t.owner IS NULL AND f.private = 0) OR t.owner = ?) ORDER BY f.seq", (tenant, agent)).fetchall()
+        vectors = fact_vectors(db, embedder, [(str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows])
+        seqs = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = (np.stack([vectors[str(r[1])] for r in rows]).astype(F32) if rows
+                  else np.zeros((0, embedder.dimensions()), F32))
+        norms = np.linalg.norm(matrix, axis=1)
+        matrix /= np.where(norms > 0, norms, 1)[:, None]
+        cache = (key, seqs, matrix)
+        recall.search_cache["dense"] = cache
+    _, seqs, matrix = cache
+    q = np.asarray(embedder.embed_one(text), dtype=F32)
+    q /= max(F32(np.linalg.norm(q)), F32(1e-12))
+    cos = matrix @ q
+    top = np.argsort(-cos, kind="stable")[:DENSE_POOL * 4]
+    return seqs[top], cos[top]
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Ranked:
+    seq: int
+    fact_id: str
+    stored_at_ns: int
+    score: float
+    all_terms: bool
+    why: dict[str, Any]
+
+
+def _time_filters(plan: Any, times: dict[str, Optional[int]], key: Optional[str], actor: Optional[str]) -> list[str]:
+    """Conditions on the visible rows' columns for the key, actor, stored and valid time filters."""
+    conditions = {"key": "key = :r_key", "actor": "actor = :r_actor", "stored_after": "stored_at_ns >= :r_stored_after",
+                  "stored_before": "stored_at_ns < :r_stored_before",
+                  "valid_after": "(valid_to IS NULL OR valid_to > :r_valid_after)",
+                  "valid_before": "(valid_from IS NULL OR valid_from < :r_valid_before)"}
+    out = []
+    for name, value in {"key": key, "actor": actor, **times}.items():
+        if value is not None:
+            plan.params[f"r_{name}"] = value
+            out.append(conditions[name])
+    return out
+
+
+def _with_phrases(db: apsw.Connection, visible: list[tuple], phrases: list[tuple[int, list[str]]]) -> list[tuple]:
+    """The visible rows whose entity, key or value holds every quoted phrase's words adjacently."""
+    seqs = np.array([r[0] for r in visible], dtype=np.int64)
+    texts = {seq: rest for seq, *rest in db.execute(
+        "SELECT f.seq, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
+        "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(seqs),))}
+    return [r for r in visible if all(_phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(found, position) of each `wanted` seq in the ascending `keys` (position valid where found)."""
+    if not len(keys):
+        return np.zeros(len(wanted), bool), np.zeros(len(wanted), np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return keys[at] == wanted, at
+
+
+def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs: np.ndarray,
+          dense_cos: np.ndarray, used: str, start: int, stop: int) -> tuple[int, list[_Ranked]]:
+    """(how many visible candidates rank, those ranked start..stop) in ranking order: tier (all concepts
+    held) first, then the BM25 score with the confidence prior, or its fusion with the dense ranking
+    (`rrf`, `weighted`); equal scores newest first, then by seq."""
+    seqs = np.array([r[0] for r in visible], dtype=np.int64)
+    eff = np.array([r[1] for r in visible], dtype=np.float64)
+    stored = np.array([r[2] for r in visible], dtype=np.int64)
+    lexical, at = _lookup(scored.seqs, scored.bm25, seqs)
+    bm25 = np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+    tier = lexical & scored.all_terms[at] if len(scored.seqs) else np.zeros(len(seqs), bool)
+    dense_order = np.argsort(dense_seqs, kind="stable")
+    has_cos, dat = _lookup(dense_seqs[dense_order], dense_cos, seqs)
+    cos = np.where(has_cos, dense_cos[dense_order][dat] if len(dense_seqs) else 0.0, -1.0)
+
+    def ranks(eligible: np.ndarray, order: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(seqs), dtype=np.int64)
+        picked = order[eligible[order]]
+        out[picked] = np.arange(1, len(picked) + 1)
+        return out
+
+    bm25_rank = ranks(lexical, np.lexsort((-seqs, -stored, -bm25, ~tier)))
+    dense_rank = ranks(cos >= DENSE_FLOOR, np.lexsort((seqs, -cos))) if used != "bm25" else np.zeros(len(seqs), np.int64)
+    if used == "rrf":
+        score = np.where(bm25_rank > 0, 1.0 / (RRF_K + bm25_rank), 0.0) + np.where(
+            dense_rank > 0, 1.0 / (RRF_K + dense_rank), 0.0)
+    elif used == "weighted":
+        top = bm25.max(initial=0.0) or 1.0
+        score = WEIGHTED[0] * bm25 / top + WEIGHTED[1] * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
+    else:
+        score = bm25
+    keep = (bm25_rank > 0) | (dense_rank > 0)
+    order = np.lexsort((-seqs, -stored, -score, ~tier))
+    order = order[keep[order]]
+    page = []
+    for i in order[start:stop].tolist():
+        why: dict[str, Any] = {"bm25": round(float(bm25[i]), 4), "effective_confidence": float(eff[i])}
+        if lexical[i]:
+            held = scored.matched[at[i]]
+            why["matched"] = [c.text for c, h in zip(parsed.concepts, held) if h]
+            why["missing"] = [c.text for c, h in zip(parsed.concepts, held) if not h]
+        if used != "bm25":
+            why.update({"dense": round(float(cos[i]), 4) if has_cos[i] else None,
+                        "rank_bm25": int(bm25_rank[i]) or None, "rank_dense": int(dense_rank[i]) or None})
+        page.append(_Ranked(int(seqs[i]), visible[i][3], int(stored[i]), float(score[i]), bool(tier[i]), why))
+    return len(order), page
+
+
+def _count(value: Optional[int], name: str, default: int) -> int:
+    checked = _count_arg(value, name)
+    return default if checked is None else checked
+
+
+def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
+           key: Optional[str] = None, actor: Optional[str] = None, tenant: Optional[str] = None,
+           agent: Optional[str] = None, stored_after: TimeArg = None, stored_before: TimeArg = None,
+           valid_after: TimeArg = None, valid_before: TimeArg = None, as_of: TimeArg = None,
+           known_at: TimeArg = None, include_superseded: bool = False, top_k: Optional[int] = DEFAULT_TOP_K,
+           offset: Optional[int] = 0, token_budget: Optional[int] = None, fusion: Optional[str] = "auto",
+           embedder: Optional[Embedder] = None, explain: bool = False, now: TimeArg = None) -> RecallResult:
+    """The facts most relevant to `text` visible to `agent` in `tenant`, best first (see the module
+    docstring). Filters: `entity` (stored or the caller's logical entity), `entity_prefix`, `key`,
+    `actor`, stored time in [`stored_after`, `stored_before`), valid time overlapping [`valid_after`,
+    `valid_before`), `as_of` (valid at), `known_at` (as the store believed then). `embedder`: the dense
+    lane's model (`fusion='auto'` uses it when it is a real model, not the hash embedder)."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"query must be a string, got {text!r}")
+    top_k = _count(top_k, "top_k", DEFAULT_TOP_K)
+    if top_k > MAX_TOP_K:
+        raise InvalidInput(f"top_k must be at most {MAX_TOP_K}, got {top_k}")
+    offset = _count(offset, "offset", 0)
+    budget = _count(token_budget, "token_budget", DEFAULT_BUDGET)
+    fusion = "auto" if fusion is None else fusion
+    if fusion not in FUSIONS:
+        raise InvalidInput(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+    if fusion in ("rrf", "weighted") and embedder is None:
+        raise InvalidInput(f"fusion {fusion!r} needs an embedder (CRUXSQL_EMBEDDER=hash or minilm)")
+    times = {name: _time_arg(value, name) for name, value in (
+        ("stored_after", stored_after), ("stored_before", stored_before), ("valid_after", valid_after),
+        ("valid_before", valid_before))}
+    as_of_ns, known_ns, now_ns = _time_arg(as_of, "as_of"), _time_arg(known_at, "known_at"), _time_arg(now, "now")
+    if now_ns is None:
+        now_ns = timestamps.now_ns() if known_ns is None else min(timestamps.now_ns(), known_ns)
+    used = fusion if fusion != "auto" else ("weighted" if _embedder_is_real(embedder) else "bm25")
+    agent = scope.normalize_agent(agent)
+    tenant_name = scope.normalize_tenant(tenant)
+    recall._prepare(known_ns)
+    terms = recall.index.terms
+    phrase_texts = _QUOTED.findall(text)
+    spans = unit_candidates(_QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
+    known_units = set(terms.postings(tenant_name, agent, spans)) if spans else set()
+    parsed = parse_query(text, known_units)
+    result = RecallResult(text, [], 0, offset, top_k, budget, used, [])
+    if not parsed.concepts:
+        return _finish(result, [], parsed, explain, embedder)
+    scored = _bm25(terms, tenant_name, agent, parsed)
+    dense_seqs, dense_cos = np.empty(0, np.int64), np.empty(0, F32)
+    if used != "bm25" and embedder is not None:
+        dense_seqs, dense_cos = _dense(recall, embedder, tenant_name, agent, text)
+    phrases = [(j, c.phrase) for j, c in enumerate(parsed.concepts) if c.phrase is not None]
+    dense_pool = dense_seqs[dense_cos >= F32(DENSE_FLOOR)][:DENSE_POOL]
+    if parsed.excluded and len(dense_pool):
+        held = [p.seqs for p in terms.postings(tenant_name, agent, parsed.excluded).values()]
+        if held:
+            dense_pool = dense_pool[~np.isin(dense_pool, np.concatenate(held))]
+    pool = np.union1d(scored.seqs, dense_pool) if len(dense_pool) else scored.seqs
+    plan = recall._visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
+    visible_sql = recall._visible_sql(plan, recall._decay(), known_ns, as_of_ns, include_superseded)
+    extra = _time_filters(plan, times, key, actor)
+    visible: list[tuple] = []
+    if len(pool):
+        plan.params["cand"] = apsw.carray(np.ascontiguousarray(pool, dtype=np.int64))
+        visible = recall.db.execute(
+            f"SELECT seq, eff, stored_at_ns, fact_id FROM ({visible_sql(plan.where + ['f.seq IN carray(:cand)'])})"
+            + (" WHERE " + " AND ".join(extra) if extra else ""), plan.params).fetchall()
+    if phrases and visible:
+        visible = _with_phrases(recall.db, visible, phrases)
+    result.total, page = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)
+    hits: list[RecallHit] = []
+    if page:
+        plan.params["page"] = apsw.carray(np.array([r.seq for r in page], dtype=np.int64))
+        rows = {r[0]: r for r in recall.db.execute(
+            f"SELECT seq, fact_id, CASE WHEN owner IS NOT NULL THEN visible_entity ELSE entity END, key, value, "
+            f"confidence, eff, stored_at_ns FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
+        hits = [RecallHit(r.fact_id, row[2], row[3], row[4], age_text(row[7], now_ns), row[5], row[6], r.score,
+                          r.all_terms, r.why) for r in page for row in [rows[r.seq]]]
+    return _finish(result, hits, parsed, explain, embedder)
+
+
+def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, explain: bool,
+            embedder: Optional[Embedder]) -> RecallResult:
+    """Keep the hits whose lines, the `+N more` line and the structured content fit the budget (the first
+    always, its value cut if it alone does not fit)."""
+    if explain:
+        result.explain = {"fusion": result.fusion, "embedder": embedder.model() if embedder is not None else None,
+                          "concepts": [c.text for c in parsed.concepts], "excluded": parsed.excluded,
+                          "floor_share": FLOOR_SHARE, "prior": PRIOR, "hits": []}
+
+    def cost() -> int:
+        lines = list(result.lines)
+        more = result.total - result.offset - len(result.hits)
+        if more > 0:
+            lines.append(f"+{more} more (offset={result.offset + len(result.hits)})")
+        return estimate_tokens_str("\n".join(lines) or result.text()) + estimate_tokens(result.structured())
+
+    for hit in hits:
+        result.hits.append(hit)
+        result.lines.append(hit.line())
+        if result.explain is not None:
+            result.explain["hits"].append({"id": hit.fact_id, "all_terms": hit.all_terms, **hit.why})
+        if cost() <= result.token_budget:
+            continue
+        if len(result.hits) > 1:
+            result.hits.pop()
+            result.lines.pop()
+            if result.explain is not None:
+                result.explain["hits"].pop()
+            break
+        over = (cost() - result.token_budget) * 4 + 8
+        value = cut_utf8(hit.value, max(0, len(hit.value.encode("utf-8")) - over)) + "…"
+        result.lines[0] = hit.line(value)
+    more = result.total - result.offset - len(result.hits)
+    if more > 0 and result.hits:
+        result.lines.append(f"+{more} more (offset={result.offset + len(result.hits)})")
+    return result

@@ -1,0 +1,216 @@
+"""Relevance-ranked recall (`Recall.search`, `cruxsql recall`): analyzer, ranking, floor, phrases,
+exclusions, filters, paging, budget, visibility through query_facts' pipeline, and the word postings kept
+by replay (rebuildable from the journal)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cruxsql.facts.store import Store
+from cruxsql.recall import Recall
+from cruxsql.recall.fact_terms import (POSTING, many_value_terms, name_terms, term_of, value_terms, value_units,
+                                       words)
+from cruxsql.recall.relevance import RecallResult
+from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
+
+CLI = [sys.executable, "-m", "cruxsql"]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with Store(tmp_path / "data") as s:
+        s.store("payments-api", "database", "PostgreSQL 15 on the shared cluster")
+        s.store("payments-api", "owner", "Maria Okafor")
+        s.store("billing-worker", "database", "MySQL 8")
+        s.store("Maria Okafor", "role", "staff engineer on the payments team")
+        s.store("Maria Smith", "role", "designer")
+        s.store("search-api", "language", "Rust, with a Python client")
+        s.store("ops", "note", "the payments database was moved to a new api gateway")
+        yield s
+
+
+def ranked(result: RecallResult) -> list[tuple[str, str]]:
+    return [(h.entity, h.key) for h in result.hits]
+
+
+def search(store: Store, text: str, **options) -> RecallResult:
+    return Recall(store).search(text, fusion="bm25", **options)
+
+
+def test_analyzer_stems_to_one_term_drops_stopwords_and_keeps_names_whole() -> None:
+    assert term_of("payments") == term_of("payment") == term_of("pay")
+    assert term_of("owns") == term_of("owner")
+    assert words("What is Maria Okafor's role?") == ["what", "is", "maria", "okafor", "role"]
+    assert name_terms("payments-api") == (("pay", "api", "=payments-api"), 2)
+    assert name_terms("Maria Okafor") == (("maria", "okafor", "=maria-okafor"), 2)
+    terms, length = value_terms("the database moved to eu-west-1")
+    assert "the" not in terms and "to" not in terms and "=eu-west" in terms and length == 4
+    assert "=maria-okafor" in value_terms("Maria Okafor")[0]          # a short value is a name too
+
+
+def test_values_analysed_in_bulk_give_the_terms_of_one_at_a_time() -> None:
+    values = ["What's Maria's role? 'quoted' it's", "", "a b c", "PostgreSQL 15, the payments-api's db", "x'"]
+    for extra in ([], ["Été à Paris"]):        # all-ASCII batches take the one-regex path
+        table, ids, owners, lengths = many_value_terms(values + extra)
+        for i, value in enumerate(values + extra):
+            terms, length = value_terms(value)
+            assert sorted(table[j] for j, o in zip(ids, owners) if o == i) == sorted(
+                t for t in terms if t not in value_units(value)) and lengths[i] == length
+
+
+def test_literal_questions_find_the_answer_first(store: Store) -> None:
+    assert ranked(search(store, "which database does payments-api use?"))[0] == ("payments-api", "database")
+    assert ranked(search(store, "who owns payments-api?"))[0] == ("payments-api", "owner")
+    assert ranked(search(store, "what is Maria Okafor's role?"))[0] == ("Maria Okafor", "role")
+
+
+def test_a_name_is_matched_as_a_unit(store: Store) -> None:
+    # "maria" alone is in two names; the unit picks the one named, and holds every concept
+    result = search(store, "Maria Okafor role")
+    assert ranked(result)[:2] == [("Maria Okafor", "role"), ("payments-api", "owner")]
+    assert result.hits[0].all_terms and ("Maria Smith", "role") not in ranked(result)[:2]
+
+
+def test_facts_holding_every_concept_rank_above_those_holding_some(store: Store) -> None:
+    result = search(store, "payments database")
+    tiers = [h.all_terms for h in result.hits]
+    assert tiers == sorted(tiers, reverse=True) and tiers[0] and not tiers[-1]
+    assert {("payments-api", "database"), ("ops", "note")} == set(ranked(result)[:2])
+
+
+def test_holding_every_concept_outranks_a_stronger_partial_match(store: Store) -> None:
+    for i in range(20):
+        store.store(f"filler-{i}", "note", f"beta number {i}")
+    store.store("alpha", "alpha", "alpha alpha")                    # strong, but no beta
+    store.store("zzz", "note", "alpha beta " + " ".join(f"word{i}" for i in range(30)))
+    result = search(store, "alpha beta")
+    assert ranked(result)[:2] == [("zzz", "note"), ("alpha", "alpha")]
+    assert result.hits[0].all_terms and not result.hits[1].all_terms and result.hits[1].score > result.hits[0].score
+
+
+def test_nothing_comes_back_when_nothing_is_relevant(store: Store) -> None:
+    for text in ("kubernetes ingress controller", "what is the", ""):
+        result = search(store, text)
+        assert result.hits == [] and result.total == 0 and result.text() == "no relevant facts"
+    for i in range(30):
+        store.store(f"svc-{i}", "database", f"MariaDB {i}")
+    # a fact holding only the common word of the query is below the floor
+    assert set(ranked(search(store, "payments-api database"))) == {("payments-api", "database"), ("payments-api", "owner")}
+
+
+def test_quoted_phrases_need_adjacent_words_and_minus_excludes(store: Store) -> None:
+    assert ranked(search(store, '"staff engineer"')) == [("Maria Okafor", "role")]
+    assert ranked(search(store, '"engineer staff"')) == []
+    assert ("billing-worker", "database") not in ranked(search(store, "database -mysql"))
+    assert ("billing-worker", "database") in ranked(search(store, "database"))
+    assert {e for e, _ in ranked(search(store, "database -payments-api"))} == {"billing-worker", "ops"}
+
+
+def test_paging_counts_and_the_more_line(store: Store) -> None:
+    first = search(store, "database", top_k=1)
+    assert (first.total, first.offset, len(first.hits), first.has_more, first.next_offset) == (3, 0, 1, True, 1)
+    assert first.text().splitlines()[-1] == "+2 more (offset=1)"
+    rest = search(store, "database", top_k=5, offset=1)
+    assert len(rest.hits) == 2 and not rest.has_more and rest.next_offset is None
+    whole = [h.fact_id for h in search(store, "database").hits]
+    assert [h.fact_id for h in first.hits + rest.hits] == whole
+    assert first.structured() == {"ids": whole[:1], "total": 3, "offset": 0, "returned": 1, "has_more": True,
+                                  "next_offset": 1}
+
+
+def test_one_line_per_fact_and_the_whole_answer_fits_the_budget(store: Store) -> None:
+    for i in range(40):
+        store.store(f"svc-{i}", "database", f"PostgreSQL {i} " + "with replicas " * 5)
+    result = search(store, "database", top_k=50, token_budget=120)
+    lines = result.text().splitlines()
+    assert len(lines) == len(result.hits) + 1 and lines[-1].startswith(f"+{result.total - len(result.hits)} more")
+    assert lines[0].count(" · ") == 4 and lines[0].endswith(result.hits[0].fact_id)
+    assert estimate_tokens_str(result.text()) + estimate_tokens(result.structured()) <= 120
+    tiny = search(store, "database", token_budget=10)
+    assert len(tiny.hits) == 1 and tiny.text().startswith(tiny.hits[0].entity)
+
+
+def test_only_what_the_caller_may_see_and_only_the_newest_value(store: Store) -> None:
+    store.store("payments-api", "database", "CockroachDB")              # supersedes PostgreSQL 15
+    store.store("secrets", "database", "alice's private database", private=True, agent="alice")
+    store.store("payments-api", "region", "database in eu", tenant="other")
+    gone = store.store("tmp", "database", "to be deleted")
+    store.delete(gone.fact_id)
+    values = [h.value for h in search(store, "payments-api database").hits]
+    assert "CockroachDB" in values and "PostgreSQL 15 on the shared cluster" not in values
+    assert "to be deleted" not in values and "database in eu" not in values
+    assert "alice's private database" not in [h.value for h in search(store, "database").hits]
+    assert ("secrets", "database") in ranked(search(store, "database", agent="alice"))
+    assert [h.value for h in search(store, "database", tenant="other").hits] == ["database in eu"]
+    assert "PostgreSQL 15 on the shared cluster" in [
+        h.value for h in search(store, "payments-api database", include_superseded=True).hits]
+
+
+def test_scores_never_depend_on_facts_the_caller_cannot_see(store: Store) -> None:
+    before = {h.fact_id: h.score for h in search(store, "payments database").hits}
+    for i in range(50):   # other tenants' and other agents' facts full of the same words
+        store.store(f"x{i}", "database", "payments database payments", tenant="other")
+        store.store(f"y{i}", "database", "payments database", private=True, agent="bob")
+    after = {h.fact_id: h.score for h in search(store, "payments database").hits}
+    assert after == before
+
+
+def test_filters_key_actor_entity_prefix_and_time(store: Store) -> None:
+    store.store("payments-worker", "database", "Redis", actor="deployer")
+    assert {e for e, _ in ranked(search(store, "payments", entity_prefix="payments-"))} == {
+        "payments-api", "payments-worker"}
+    assert ranked(search(store, "payments database", key="database"))[0][1] == "database"
+    assert {k for _, k in ranked(search(store, "payments database", key="database"))} == {"database"}
+    assert ranked(search(store, "database", actor="deployer")) == [("payments-worker", "database")]
+    assert ranked(search(store, "database", entity="billing-worker")) == [("billing-worker", "database")]
+    late = store.db.execute("SELECT max(stored_at) FROM facts").fetchone()[0]
+    assert ranked(search(store, "database", stored_after=late)) == [("payments-worker", "database")]
+    assert ("payments-worker", "database") not in ranked(search(store, "database", stored_before=late))
+    assert search(store, "database", known_at="2000-01-01T00:00:00Z").hits == []
+
+
+def test_bad_arguments_name_the_argument(store: Store) -> None:
+    with pytest.raises(Exception, match="top_k must be at most 200"):
+        search(store, "x", top_k=201)
+    with pytest.raises(Exception, match="stored_after must be an RFC 3339"):
+        search(store, "x", stored_after="yesterday")
+    with pytest.raises(Exception, match="fusion must be one of"):
+        Recall(store).search("x", fusion="magic")
+
+
+def _postings(store: Store) -> tuple[set, list]:
+    out = set()
+    for tenant, owner, term, block, blob in store.db.execute("SELECT tenant, owner, term, block, postings FROM recall_terms"):
+        out.update((tenant, owner, term, int(r["off"]) + (block << 16), tuple(r["tf"]), tuple(r["len"]))
+                   for r in np.frombuffer(blob, dtype=POSTING))
+    return out, sorted(store.db.execute("SELECT * FROM recall_term_stats").fetchall())
+
+
+def test_postings_are_kept_by_replay_and_rebuilt_the_same_from_the_journal(store: Store, tmp_path: Path) -> None:
+    search(store, "database")
+    kept = _postings(store)
+    answer = [h.fact_id for h in search(store, "which database does payments-api use?").hits]
+    store.close()
+    (tmp_path / "data" / "cruxsql.db").unlink()
+    with Store(tmp_path / "data") as again:
+        assert [h.fact_id for h in search(again, "which database does payments-api use?").hits] == answer
+        assert _postings(again) == kept
+
+
+def test_cli_recall_prints_lines_and_refuses_bad_input(store: Store, tmp_path: Path) -> None:
+    store.close()
+    data = str(tmp_path / "data")
+    out = subprocess.run(CLI + ["recall", "which database does payments-api use?", "--fusion", "bm25",
+                                "--top-k", "1", "--data-dir", data], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    first, more = out.stdout.splitlines()
+    assert first.startswith("payments-api · database · PostgreSQL 15 on the shared cluster · ")
+    assert more.startswith("+") and more.endswith("more (offset=1)")
+    bad = subprocess.run(CLI + ["recall", "x", "--top-k", "500", "--data-dir", data], capture_output=True, text=True)
+    assert bad.returncode != 0 and "Invalid value for '--top-k': 500 is not in the range 0<=x<=200" in bad.stderr
+    assert "Traceback" not in bad.stderr
