@@ -32,12 +32,13 @@ def main(data_dir: Path) -> None:
     \b
     Conventions of every command:
       - read commands need an existing store; only init, store, store-batch, ingest and
-        hold place create one
+        hold place create one (mcp, import, bootstrap-seed and workspace index with --create)
       - a read-only data directory is read through an in-memory copy of the view
       - records print as a table by default, or with --json, --nl or --csv; commands named
         after Crux's tools print Crux's text by default (--text)
-      - failures print one `Error: ...` line and exit 1; an erasure that legal holds held
-        back entirely exits 3; doctor has its own (see `cruxsql doctor --help`)
+      - failures print one `Error: ...` line and exit 1, as does an erasure that matched
+        nothing or is not verified; one that legal holds held back entirely exits 3; doctor has
+        its own (see `cruxsql doctor --help`)
       - an empty answer says on stderr which other tenant holds matches (counts only)
       - `-` is stdin for an input file and stdout for --output
     """
