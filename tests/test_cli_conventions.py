@@ -127,16 +127,17 @@ def test_query_prints_only_what_the_budget_paid_for(budget_dir):
     assert [json.loads(r)["key"] for r in records] == ["k7"] and json.loads(records[0])["shown"] == "full"
 
 
-def test_demoted_facts_print_as_their_epitome(budget_dir):
+def test_a_budget_prints_what_the_envelope_carries_and_no_more(budget_dir):
+    # The envelope is cut until its own text fits the budget, so 150 tokens carry one 80-word fact, not
+    # an epitome beside it: the CLI prints that one row and a footer saying so.
     result = cruxsql(budget_dir, "query", "long", "--token-budget", "150")
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("[doc] k2 = long value 2 word word")
-    assert lines[1].startswith("~ doc k1 = long value 1 word") and ": an epitome, `cruxsql get f_" in lines[1]
-    assert lines[2] == ("-- 2 of 3 matching fact(s) shown, 0 below the confidence floor, 0 left out, 144 tokens; "
-                        "crc-v1 envelope: 1 in full, 1 as epitomes, 1 dropped by --token-budget 150")
+    assert len(lines) == 2 and lines[0].startswith("[doc] k2 = long value 2 word word")
+    assert lines[1] == ("-- 1 of 3 matching fact(s) shown, 0 below the confidence floor, 0 left out, 104 tokens; "
+                        "crc-v1 envelope: 1 in full, 0 as epitomes, 2 dropped by --token-budget 150")
     envelope = json.loads(cruxsql(budget_dir, "query", "long", "--token-budget", "150",
                                   "--json").stdout)["crc_v1"]
-    assert len(envelope["content"]) == 1 and envelope["meta"]["demoted"] == 1 and envelope["meta"]["capped"] == 1
+    assert len(envelope["content"]) == 1 and envelope["meta"]["capped"] == 2
 
 
 def test_without_a_budget_every_fact_prints_as_before(budget_dir):

@@ -17,9 +17,9 @@ from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
 def server(tmp_path: Path):
     with Store(tmp_path / "data") as store:
         store.store_batch([StoreRequest("svc", "latency", "120 ms", actor="alice"),
-                           StoreRequest("svc", "latency", "95ms", actor="bob")])
+                           StoreRequest("svc", "latency", "95ms", actor="bob")], chain=False)
         store.store_batch([StoreRequest("deploy", "state", "deployed to prod", actor="alice"),
-                           StoreRequest("deploy", "state", "not deployed", actor="bob")])
+                           StoreRequest("deploy", "state", "not deployed", actor="bob")], chain=False)
         first = store.store("cfg", "replicas", "3", actor="alice")
         second = store.store("cfg", "replicas", "7", actor="bob")
         store.store("notes", "plan", "3 things", private=True, agent="alice", actor="alice")

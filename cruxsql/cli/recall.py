@@ -298,10 +298,10 @@ def view(entity: Optional[str], key: Optional[str], top_k: int, token_budget: in
         return
     if not result.facts:
         click.echo(result.text())
-    for fact in result.facts:   # Crux's line, marked when a newer version superseded it
+    for fact in result.facts:   # memory_view's line; its ` [superseded]` marker names the successor here
         successor = successors.get(fact["id"])
-        click.echo(dataclasses.replace(result, facts=[fact]).text()
-                   + (f" [superseded by {successor}]" if successor else ""))
+        line = dataclasses.replace(result, facts=[fact]).text()
+        click.echo(line.removesuffix(" [superseded]") + f" [superseded by {successor}]" if successor else line)
     more = "+" if result.capped else ""
     click.echo(f"-- {len(result.facts)} of {result.matched}{more} visible fact(s) shown, {result.left_out}{more} left "
                f"out, {result.total_tokens} tokens")

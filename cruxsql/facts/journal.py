@@ -455,9 +455,11 @@ class Journal:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise JournalError(f"cannot open {self.path}: {exc.strerror}") from exc
+        start = None
         try:
+            st = os.fstat(fd)
+            start = st.st_size   # the lock holder is the only appender: the write lands here
             if signatures:  # several lines: note them first, so that only this append can be taken back
-                st = os.fstat(fd)
                 self.intent.record(st.st_ino, st.st_size, signatures)
             # Every line of the mutation in one write: a crash leaves all of it, none of it, or a prefix
             # that the next open quarantines (torn tail, then incomplete group).
@@ -465,6 +467,8 @@ class Journal:
             end = os.fstat(fd).st_size
         except OSError as exc:
             os.close(fd)
+            if start is not None:
+                self._take_back(start)   # e.g. ENOSPC part-way: the failure is reported, so nothing stays
             raise self._poison(exc) from exc
         if sync_in_background:
             return PendingAppend(self, end - len(payload), end, self._sync_thread().submit(self._sync, fd, created))
@@ -477,8 +481,8 @@ class Journal:
         return pending
 
     def _take_back(self, start: int) -> None:
-        """After a failed fsync, cut the lines just written back off (the caller holds the lock): the
-        write is reported failed, so nothing of it may be replayed later. Best effort: the journal is
+        """After a failed write or fsync, cut the lines just written back off (the caller holds the lock):
+        the write is reported failed, so nothing of it may be replayed later. Best effort: the journal is
         poisoned either way, and an unterminated rest is quarantined by the next open."""
         try:
             os.truncate(self.path, start)

@@ -33,8 +33,9 @@ from .wire import RequestGate
 log = logging.getLogger("cruxsql.mcp")
 MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
-INSTRUCTIONS = ("cruxsql: memory for agents. Recall with query_facts before asking the user; store what you "
-                "learn with store_fact; search documents with query, read them with query_expand.")
+INSTRUCTIONS = ("cruxsql: memory for agents. Ask with recall (ranked by relevance) before asking the user; "
+                "store what you learn with store_fact, or many facts at once with store_facts; search documents "
+                "with query, read them with query_expand.")
 UNAUTHORIZED = {"error": "unauthorized", "hint": "set Authorization: Bearer <CRUX_AGENT_TOKEN>"}
 
 
