@@ -139,9 +139,9 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
             fact = tracked.get(fid)
             if fact is None:
                 return
-            if applied and changes:
+            if applied and changes:  # noqa: B023 (called within this iteration only)
                 fact = tracked[fid] = fact.copy(**changes)
-            touched.append((fid, role, fact))
+            touched.append((fid, role, fact))  # noqa: B023 (called within this iteration only)
 
         if op in ("store", "store_batch", "replace_latest", "consolidate"):
             if op == "replace_latest":
