@@ -269,6 +269,7 @@ CRUX_OPS = (
     "set_validity", "consolidate", "consolidation_provenance", "consolidate_undo",
 )
 EXTENSION_OPS = ("set_horizon", "reverify")
+ExtensionEvent = Union[SetHorizonEvent, ReverifyEvent]  # the events of EXTENSION_OPS
 ALL_OPS = CRUX_OPS + EXTENSION_OPS
 
 

@@ -530,7 +530,7 @@ class Store:
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
 
         events = self._commit_keyed(build, keyed)
-        facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
+        facts = events[0].facts if as_batch and events[0].op == "store_batch" else [e.fact for e in events if e.op == "store"]
         # What replay stored is what was built (privacy and the tenant default are applied when building,
         # ids are fresh, and the batch's supersede lines only touch older facts), except where a
         # latest-only control fact removed its chain, possibly a fact of this very batch: read those back.

@@ -23,18 +23,21 @@ import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
-from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _jstr
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
 
 import blake3
 
 from ..errors import InvalidInput
-from ..facts import codec, extension_events, timestamps, view
+from ..facts import codec, timestamps, view
 from ..facts.codec import Fact
 from ..facts.journal import JOURNAL_NAME, Record, write_file_durably
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 FORMATS = ("jsonl", "csv", "sqlite")
 MANIFEST_NAME = "audit-exports.json"
@@ -113,7 +116,7 @@ def _event_ns(text: Optional[str]) -> Optional[int]:
         return None
 
 
-def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
+def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
     """Stream the export's events (the caller holds the writer lock so the journal does not move).
 
     Each event's `facts` is a list of (fact_id, role, Fact after the event, or None when removed).
@@ -218,18 +221,18 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
 
 
-def _extension_lines(store) -> Iterator[tuple[Any, codec.Event]]:
+def _extension_lines(store: Store) -> Iterator[tuple[Any, codec.ExtensionEvent]]:
     """(Record, event) of each set_horizon / reverify line in cruxsql-fact-events.jsonl."""
     for offset, raw in store.extensions.lines():
         try:
             event = codec.decode_event(raw)
         except codec.CorruptLine:
             continue
-        if event.op in extension_events.EXTENSION_OPS:
+        if isinstance(event, (codec.SetHorizonEvent, codec.ReverifyEvent)):  # extension_events.EXTENSION_OPS
             yield Record(0, offset, len(raw) + 1, raw), event
 
 
-def _events(store, db, extension_lines: list, stats: Optional[ExportSummary]) -> Iterator[tuple]:
+def _events(store: Store, db, extension_lines: list, stats: Optional[ExportSummary]) -> Iterator[tuple]:
     """(Record, event, applied, skip_reason) in replay's order: facts.jsonl's events, then those of
     cruxsql-fact-events.jsonl (extension_events.py), numbered on after the journal's last line (their
     byte offsets are in that file); one of those is applied when the view holds its fact."""
@@ -309,7 +312,7 @@ def _write_text_file(fmt: str, events: Iterator[dict], path: Path, summary: Expo
         os.fsync(fh.fileno())
 
 
-def export_audit_stream(store, query: AuditQuery, fmt: str, stream: TextIO) -> ExportSummary:
+def export_audit_stream(store: Store, query: AuditQuery, fmt: str, stream: TextIO) -> ExportSummary:
     """Write the audit export (jsonl or csv) to an open text stream, e.g. stdout; nothing is recorded."""
     if fmt not in _TEXT_WRITERS:
         raise InvalidInput(f"--format {fmt} cannot be written to stdout (`--output -`): it is a database file; "
@@ -420,7 +423,7 @@ def _record(data_dir: Path, entry: dict[str, Any]) -> None:
                        (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
 
 
-def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
+def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
     """Write the audit export to `output` (atomically: temp file, fsync, rename)."""
     if fmt not in FORMATS:
         raise InvalidInput(f"unknown export format {fmt!r} (expected one of {', '.join(FORMATS)})")
@@ -476,7 +479,7 @@ def _count_sqlite_facts(path: Path) -> int:
         db.close()
 
 
-def rerun_export(store, entry: dict[str, Any]) -> ExportSummary:
+def rerun_export(store: Store, entry: dict[str, Any]) -> ExportSummary:
     """Re-write a recorded export with its original parameters (used by erasure)."""
     q = entry.get("query", {})
     query = AuditQuery(tenant=q.get("tenant"), entity_prefixes=tuple(q.get("entity_prefixes") or ()),
