@@ -212,10 +212,10 @@ def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSum
         chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
         seen: set[tuple[str, str]] = set()
         facts = []
-        for fid, role, fact in touched:
+        for fid, role, state in touched:
             if (fid, role) not in seen:
                 seen.add((fid, role))
-                facts.append((fid, role, fact))
+                facts.append((fid, role, state))
         yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
                "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
@@ -337,11 +337,11 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                        "last_accessed_at": str}
         event_cols = ("line_no", "byte_offset", "byte_length", "op", "event_at", "event_at_ns", "applied",
                       "skip_reason", "line_blake3", "chain_blake3")
-        db["events"].create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
+        db.table("events").create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
                              "event_at_ns": int, "applied": bool, "skip_reason": str, "line_blake3": str,
                              "chain_blake3": str}, pk="line_no")
-        db["facts"].create({"fact_id": str, **state_types}, pk="fact_id")
-        db["event_facts"].create({"line_no": int, "fact_id": str, "role": str, **state_types},
+        db.table("facts").create({"fact_id": str, **state_types}, pk="fact_id")
+        db.table("event_facts").create({"line_no": int, "fact_id": str, "role": str, **state_types},
                                  pk=("line_no", "fact_id", "role"),
                                  foreign_keys=[("line_no", "events", "line_no"), ("fact_id", "facts", "fact_id")])
         conn = db.conn
@@ -353,7 +353,9 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                     f"ON CONFLICT (fact_id) DO UPDATE SET "
                     + ", ".join(f"{c} = coalesce(excluded.{c}, {c})" if c in ("tenant_hash", "entity", "key", "value")
                                 else f"{c} = excluded.{c}" for c in STATE_COLUMNS))
-        ev_rows, ef_rows, fact_rows = [], [], []
+        ev_rows: list[list] = []
+        ef_rows: list[list] = []
+        fact_rows: list[list] = []
 
         def flush() -> None:
             conn.executemany(ins_event, ev_rows)
@@ -380,11 +382,11 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                 flush()
         flush()
         conn.execute("COMMIT")
-        db["events"].create_index(["op"])
-        db["events"].create_index(["event_at_ns"])
-        db["event_facts"].create_index(["fact_id"])
-        db["facts"].create_index(["tenant_hash", "entity", "key"])
-        db["export_info"].insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
+        db.table("events").create_index(["op"])
+        db.table("events").create_index(["event_at_ns"])
+        db.table("event_facts").create_index(["fact_id"])
+        db.table("facts").create_index(["tenant_hash", "entity", "key"])
+        db.table("export_info").insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
                                      pk="key")
     finally:
         db.close()

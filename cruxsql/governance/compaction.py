@@ -327,7 +327,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             report.journal_blake3_before = file_blake3(journal.path)
         direct = view_update == "direct"
         report.view_update = view_update
-        total = db.execute("SELECT count(*) FROM facts").fetchone()[0]
+        total = db.execute("SELECT count(*) FROM facts").get
         if progress is not None:
             progress(0, total)  # the bar appears before the slow steps, not after them
         now_ns = timestamps.now_ns()

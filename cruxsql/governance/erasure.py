@@ -231,7 +231,7 @@ def _scrub_sqlite(store: Store, vacuum: bool) -> dict[str, Any]:
     db = store.db
     if vacuum:
         # VACUUM copies the whole database through a temp database: keep it in memory, not in /tmp.
-        previous = db.execute("PRAGMA temp_store").fetchone()[0]
+        previous = db.execute("PRAGMA temp_store").get
         try:
             db.execute("PRAGMA temp_store = MEMORY")
             db.execute("VACUUM")
@@ -246,7 +246,7 @@ def _scrub_sqlite(store: Store, vacuum: bool) -> dict[str, Any]:
 
 def _sync_derived_indexes(store: Store) -> list[str]:
     """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
-    done = []
+    done: list[str] = []
     try:
         from ..recall.fact_index import TextIndex
     except ImportError:  # pragma: no cover
@@ -541,7 +541,7 @@ def dry_run(store: Store, selection: Selection, documents: bool = False) -> dict
         chunks = 0
         if documents and selection.tenant is not None:
             chunks = store.db.execute("SELECT count(*) FROM document_chunks WHERE tenant_id = ?",
-                                      (selection.tenant,)).fetchone()[0] if tenant_has_documents(
+                                      (selection.tenant,)).get if tenant_has_documents(
                                           store, selection.tenant) else 0
         return {"dry_run": True, "selection": selection.to_report(), "facts": plan.to_delete,
                 "already_deleted": plan.already_deleted, "held_back": plan.held_back, "protected": plan.protected,

@@ -82,7 +82,7 @@ def spill(store: Store, report: dict[str, Any]) -> None:
         if size <= SPILL_BYTES:
             continue
         per_part = max(1, len(items) * SPILL_BYTES // size)
-        parts = []
+        parts: list[dict[str, Any]] = []
         for i in range(0, len(items), per_part):
             text = dumps(items[i:i + per_part])
             key = f"{name}-{len(parts)}"

@@ -95,7 +95,7 @@ def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None
     with store.writer_lock():
         store.refresh()
         c = classify(store, cutoff)
-        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").fetchone()[0]
+        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").get
         st = store.journal.stat()
         journal_now = st.st_size if st else 0
         compacted_now = compaction.estimate_bytes_after(store)
