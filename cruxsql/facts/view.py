@@ -171,7 +171,7 @@ def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
     """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
     pending = _migration_files(directory)
     if pending and not pending_migrations(db, directory) and db.execute(
-            "SELECT max(version) FROM schema_migrations").fetchone()[0] <= pending[-1][0]:
+            "SELECT max(version) FROM schema_migrations").get <= pending[-1][0]:
         return []  # nothing to apply (and not a newer schema, refused below): no write lock taken
     done = []
     # BEGIN IMMEDIATE takes the write lock before reading what is applied: a deferred transaction that
