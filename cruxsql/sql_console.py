@@ -123,7 +123,8 @@ def run_readonly_query(db_path: "Path | apsw.Connection", query: str, timeout: O
         raise InvalidInput(f"--max-memory must be a positive number of MiB, got {memory_limit_mib}")
     own = not isinstance(db_path, apsw.Connection)
     try:
-        db = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY) if own else db_path
+        db = (db_path if isinstance(db_path, apsw.Connection)
+              else apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY))
     except apsw.Error as exc:
         raise InvalidInput(f"cannot open the view {db_path}: {exc}") from None
     previous_limit = apsw.hard_heap_limit(memory_limit_mib << 20)  # process-wide: restored below

@@ -79,7 +79,7 @@ class HttpServer:
                 return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(self.proc.stderr.read().decode())
+                    raise RuntimeError(self.proc.stderr.read().decode()) from None
                 time.sleep(0.05)
         raise RuntimeError("cruxsql mcp --http did not start")
 

@@ -54,7 +54,7 @@ def test_holdout_fraction_parsing(raw, fraction):
 
 def test_token_savings_quotes_both_arms_by_name():
     holdout = Holdout(1.0)
-    for i in range(4):
+    for _ in range(4):
         holdout.control.append(400)
         holdout.treatment.append(300)
         holdout.compaction.append((100, 75))

@@ -3,6 +3,8 @@ epitome cut, CRC-v1 envelope, freshness/decay/salience, Rust text rules."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cruxsql.facts import codec

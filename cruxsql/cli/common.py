@@ -158,7 +158,7 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
     if state.read_only and access != "read":
         raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
     ctx = click.get_current_context(silent=True)
-    options = {"progress": progress_callback("replaying journal") if progress else None,
+    options: dict[str, Any] = {"progress": progress_callback("replaying journal") if progress else None,
                "lock_timeout": ctx.meta.get(_LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT,
                "on_lock_wait": _say_waiting}
     if state.read_only:

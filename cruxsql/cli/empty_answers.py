@@ -47,7 +47,7 @@ def count_facts(store: Store, tenant: str, *, entity: Optional[str] = None, key:
         where.append("deleted = 0 AND superseded_by IS NULL")
     if not include_private:
         where.append("private = 0")
-    return store.db.execute(f"SELECT count(*) FROM facts WHERE {' AND '.join(where)}", args).fetchone()[0]
+    return store.db.execute(f"SELECT count(*) FROM facts WHERE {' AND '.join(where)}", args).get
 
 
 def explain_empty(what: str, tenant: str, tenants: Sequence[str], count: Callable[[str], int]) -> None:

@@ -233,7 +233,7 @@ class ClusterLink:
                                         ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
                                         num_replicas=1)
             sub = self._retry(lambda: self._js.pull_subscribe(f"{subject_prefix(self.group)}.>", stream=self.stream,
-                                                              config=config))
+                                                              config=config))  # noqa: B023 (called by _retry within this iteration)
             try:
                 while start <= end:
                     try:

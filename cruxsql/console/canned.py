@@ -185,7 +185,7 @@ _TIME_BOUND = "coalesce(CAST(strftime('%s', nullif(:{name}, '')) AS INTEGER) * 1
 def view_queries(policy: DecayPolicy | None = None) -> tuple[CannedQuery, ...]:
     """The live view's canned queries (stale thresholds from `policy`, default: the environment's)."""
     policy = policy or DecayPolicy.from_env()
-    facts = {"facts": frozenset()}
+    facts: dict[str, frozenset[str]] = {"facts": frozenset()}
     return (
         CannedQuery(
             "live_facts_of_tenant", "Live facts of a tenant",

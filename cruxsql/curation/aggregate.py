@@ -91,7 +91,8 @@ def aggregate_v1(db: apsw.Connection, req: AggregateRequest, tenant: str = "defa
     as_of = timestamps.parse_ns(req.as_of) if req.as_of is not None else None
     if req.op == "temporal_diff":
         return _temporal_diff(db, tenant, req, as_of)
-    picked, scanned, truncated = [], 0, False
+    picked: list[tuple] = []
+    scanned, truncated = 0, False
     for row in _candidates(db, tenant, req):
         if budget is not None and picked and scanned + row[2] > budget:
             truncated = True

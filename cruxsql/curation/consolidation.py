@@ -123,7 +123,7 @@ def _check_targets(store: Store, tenant: str, req: ConsolidationRequest, viewer:
     targets = []
     for fid in req.target_fact_ids:
         def fail(kind: str, text: str) -> ConsolidationError:
-            return ConsolidationError(kind, text, fid)
+            return ConsolidationError(kind, text, fid)  # noqa: B023 (raised within this iteration)
         if fid in seen:
             raise fail("DuplicateTarget", f"duplicate target fact id: {fid}")
         seen.add(fid)

@@ -90,7 +90,7 @@ def list_page(db: apsw.Connection, tenant: str = "default", cursor: Optional[str
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    total = db.execute(f"SELECT count(*) FROM facts WHERE {' AND '.join(where)}", params).fetchone()[0]
+    total = db.execute(f"SELECT count(*) FROM facts WHERE {' AND '.join(where)}", params).get
     if cursor is not None:
         ms, fid = decode_cursor(cursor)
         where.append(f"({_MS}, fact_id) < (?, ?)")

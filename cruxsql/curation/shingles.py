@@ -27,7 +27,7 @@ def normalise(value: str) -> str:
 
 def _padded(text: str) -> bytes:
     """The bytes a text's shingles are cut from: a space at each end, NUL-padded to at least GRAM."""
-    return f" {text} ".encode("utf-8").ljust(GRAM, b"\0")
+    return f" {text} ".encode().ljust(GRAM, b"\0")
 
 
 def shingle_set(text: str) -> set[bytes]:

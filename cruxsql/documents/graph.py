@@ -127,7 +127,7 @@ class DocumentGraph:
             "SELECT COUNT(*) FROM (SELECT c.document_id FROM document_links l CROSS JOIN document_chunks c "
             "USING (segment_seq, doc_id) WHERE c.tenant_id = ?1 UNION SELECT l.target_document_id "
             "FROM document_links l CROSS JOIN document_chunks c USING (segment_seq, doc_id) WHERE c.tenant_id = ?1)",
-            (self._tenant,)).fetchone()[0]
+            (self._tenant,)).get
         return len(self._entities()) + linked
 
     def entity_matches(self, query: str) -> list[EntityMatch]:

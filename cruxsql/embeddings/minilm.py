@@ -125,7 +125,7 @@ class MiniLmEmbedder:
             p = f"encoder.layer.{layer}."
 
             def dense(h: Any, name: str) -> Any:
-                return F.linear(h, w[p + name + ".weight"], w[p + name + ".bias"])
+                return F.linear(h, w[p + name + ".weight"], w[p + name + ".bias"])  # noqa: B023 (used within this layer's iteration only)
 
             def heads(h: Any) -> Any:
                 return h.view(batch, length, HEADS, width // HEADS).transpose(1, 2)

@@ -67,13 +67,13 @@ def _fact_values(f: Fact, times: _Times) -> Optional[tuple]:
 def _payload(event: Event, times: _Times) -> Optional[tuple[str, object]]:
     """(op, payload) as `bulk.decode_fast` gives them for the line that wrote `event`, or None."""
     op = event.op
-    if op in ("store", "store_batch"):
-        facts = [event.fact] if op == "store" else event.facts
+    if event.op in ("store", "store_batch"):
+        facts = [event.fact] if event.op == "store" else event.facts
         values = [_fact_values(f, times) for f in facts]
         return None if any(v is None for v in values) else (op, values)
-    if op == "supersede":
+    if event.op == "supersede":
         return op, (event.fact_id, event.by_fact_id, event.superseded_at)
-    if op == "delete":
+    if event.op == "delete":
         return op, (event.fact_id, event.deleted_at)
     return None
 

@@ -50,7 +50,7 @@ _CONSOLIDATION_CHECKED = frozenset({"delete", "supersede", "clear_supersede"})
 _HORIZONS = frozenset(codec.HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
 _TOKENS_MAX = 2**63 - 1
-_scan = JSONDecoder(parse_constant=codec._reject_constant).scan_once
+_scan = JSONDecoder(parse_constant=codec._reject_constant).scan_once  # type: ignore[attr-defined]  # set in __init__, not in typeshed
 _QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
 
 
@@ -63,7 +63,7 @@ def _fact_time(text: object) -> tuple[str, int]:
     ns = timestamps.canonical_fact_time_ns(text)
     if ns is None:
         raise _Slow
-    return text, ns
+    return text, ns  # type: ignore[return-value]  # canonical_fact_time_ns gives None for a non-str
 
 
 @lru_cache(maxsize=4096)
@@ -398,7 +398,7 @@ class BulkApplier:
         if op is not None:
             event = codec.decode_event(raw)
         self.flush()
-        chains = set()
+        chains: set[str] = set()
         for fact in codec.event_facts(event):
             if (self.policy.enforce(fact.entity, fact.private) and fact.key == "content"
                     and fact.entity.startswith(view.LATEST_ONLY_PREFIXES)):

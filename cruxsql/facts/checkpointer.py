@@ -116,7 +116,7 @@ class WalCheckpointer:
                     return
                 retries = 0  # a new checkpoint: a pending restart is retried only after one that completes
                 try:
-                    seen = conn.execute("PRAGMA data_version").fetchone()[0]
+                    seen = conn.execute("PRAGMA data_version").get
                     log, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                     self.checkpoints += 1
                 except apsw.Error:
@@ -155,12 +155,12 @@ class WalCheckpointer:
             with self._lock_if_free() as locked:
                 if not locked:
                     return False
-                if conn.execute("PRAGMA data_version").fetchone()[0] != seen:
+                if conn.execute("PRAGMA data_version").get != seen:
                     return True
                 conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                    version = conn.execute("PRAGMA user_version").get
                     conn.execute(f"PRAGMA user_version={int(version)}")
                     conn.execute("COMMIT")
                 finally:

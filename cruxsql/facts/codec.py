@@ -15,8 +15,8 @@ import re
 import struct
 from dataclasses import dataclass, replace
 from itertools import accumulate
-from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
-from typing import Any, Optional, Union
+from json.encoder import encode_basestring as _jstr
+from typing import Any, ClassVar, Literal, Optional, Union
 
 from ..errors import CruxsqlError, InvalidInput
 from . import timestamps
@@ -167,27 +167,27 @@ class Fact:
 @dataclass(slots=True)
 class StoreEvent:
     fact: Fact
-    op = "store"
+    op: ClassVar[Literal["store"]] = "store"
 
 
 @dataclass(slots=True)
 class ReplaceLatestEvent:
     fact: Fact
     replaced_fact_ids: list[str]
-    op = "replace_latest"
+    op: ClassVar[Literal["replace_latest"]] = "replace_latest"
 
 
 @dataclass(slots=True)
 class StoreBatchEvent:
     facts: list[Fact]
-    op = "store_batch"
+    op: ClassVar[Literal["store_batch"]] = "store_batch"
 
 
 @dataclass(slots=True)
 class DeleteEvent:
     fact_id: str
     deleted_at: str
-    op = "delete"
+    op: ClassVar[Literal["delete"]] = "delete"
 
 
 @dataclass(slots=True)
@@ -195,14 +195,14 @@ class SupersedeEvent:
     fact_id: str
     by_fact_id: str
     superseded_at: str
-    op = "supersede"
+    op: ClassVar[Literal["supersede"]] = "supersede"
 
 
 @dataclass(slots=True)
 class ClearSupersedeEvent:
     fact_id: str
     cleared_at: str
-    op = "clear_supersede"
+    op: ClassVar[Literal["clear_supersede"]] = "clear_supersede"
 
 
 @dataclass(slots=True)
@@ -211,7 +211,7 @@ class SetValidityEvent:
     valid_from: Optional[int]
     valid_to: Optional[int]
     set_at: str
-    op = "set_validity"
+    op: ClassVar[Literal["set_validity"]] = "set_validity"
 
 
 @dataclass(slots=True)
@@ -219,7 +219,7 @@ class ConsolidateEvent:
     canonical: Fact
     superseded_fact_ids: list[str]
     consolidated_at: str
-    op = "consolidate"
+    op: ClassVar[Literal["consolidate"]] = "consolidate"
 
 
 @dataclass(slots=True)
@@ -228,7 +228,7 @@ class ConsolidationProvenanceEvent:
     source_fact_ids: list[str]
     tenant_hash: str
     recorded_at: str
-    op = "consolidation_provenance"
+    op: ClassVar[Literal["consolidation_provenance"]] = "consolidation_provenance"
 
 
 @dataclass(slots=True)
@@ -236,7 +236,7 @@ class ConsolidateUndoEvent:
     canonical_fact_id: str
     restored_fact_ids: list[str]
     undone_at: str
-    op = "consolidate_undo"
+    op: ClassVar[Literal["consolidate_undo"]] = "consolidate_undo"
 
 
 @dataclass(slots=True)
@@ -246,7 +246,7 @@ class SetHorizonEvent:
     fact_id: str
     horizon_class: str
     set_at: str
-    op = "set_horizon"
+    op: ClassVar[Literal["set_horizon"]] = "set_horizon"
 
 
 @dataclass(slots=True)
@@ -255,7 +255,7 @@ class ReverifyEvent:
 
     fact_id: str
     reverified_at: int
-    op = "reverify"
+    op: ClassVar[Literal["reverify"]] = "reverify"
 
 
 Event = Union[
@@ -269,6 +269,7 @@ CRUX_OPS = (
     "set_validity", "consolidate", "consolidation_provenance", "consolidate_undo",
 )
 EXTENSION_OPS = ("set_horizon", "reverify")
+ExtensionEvent = Union[SetHorizonEvent, ReverifyEvent]  # the events of EXTENSION_OPS
 ALL_OPS = CRUX_OPS + EXTENSION_OPS
 
 
@@ -280,40 +281,40 @@ def encode_event(event: Event) -> str:
     """One journal line (without the newline) exactly as the Rust daemon writes it."""
     op = event.op
     head = '{"op":"' + op + '"'
-    if op == "store":
+    if event.op == "store":
         return head + ',"fact":' + event.fact.to_json() + "}"
-    if op == "replace_latest":
+    if event.op == "replace_latest":
         return head + ',"fact":' + event.fact.to_json() + ',"replaced_fact_ids":' + _ids(event.replaced_fact_ids) + "}"
-    if op == "store_batch":
+    if event.op == "store_batch":
         return head + ',"facts":[' + ",".join(f.to_json() for f in event.facts) + "]}"
-    if op == "delete":
+    if event.op == "delete":
         return head + ',"fact_id":' + _jstr(event.fact_id) + ',"deleted_at":' + _jstr(event.deleted_at) + "}"
-    if op == "supersede":
+    if event.op == "supersede":
         return (head + ',"fact_id":' + _jstr(event.fact_id) + ',"by_fact_id":' + _jstr(event.by_fact_id)
                 + ',"superseded_at":' + _jstr(event.superseded_at) + "}")
-    if op == "clear_supersede":
+    if event.op == "clear_supersede":
         return head + ',"fact_id":' + _jstr(event.fact_id) + ',"cleared_at":' + _jstr(event.cleared_at) + "}"
-    if op == "set_validity":
+    if event.op == "set_validity":
         out = head + ',"fact_id":' + _jstr(event.fact_id)
         if event.valid_from is not None:
             out += ',"valid_from":"' + timestamps.format_fact_time(event.valid_from) + '"'
         if event.valid_to is not None:
             out += ',"valid_to":"' + timestamps.format_fact_time(event.valid_to) + '"'
         return out + ',"set_at":' + _jstr(event.set_at) + "}"
-    if op == "consolidate":
+    if event.op == "consolidate":
         return (head + ',"canonical":' + event.canonical.to_json() + ',"superseded_fact_ids":'
                 + _ids(event.superseded_fact_ids) + ',"consolidated_at":' + _jstr(event.consolidated_at) + "}")
-    if op == "consolidation_provenance":
+    if event.op == "consolidation_provenance":
         return (head + ',"canonical_fact_id":' + _jstr(event.canonical_fact_id) + ',"source_fact_ids":'
                 + _ids(event.source_fact_ids) + ',"tenant_hash":' + _jstr(event.tenant_hash)
                 + ',"recorded_at":' + _jstr(event.recorded_at) + "}")
-    if op == "consolidate_undo":
+    if event.op == "consolidate_undo":
         return (head + ',"canonical_fact_id":' + _jstr(event.canonical_fact_id) + ',"restored_fact_ids":'
                 + _ids(event.restored_fact_ids) + ',"undone_at":' + _jstr(event.undone_at) + "}")
-    if op == "set_horizon":
+    if event.op == "set_horizon":
         return (head + ',"fact_id":' + _jstr(event.fact_id) + ',"horizon_class":"' + event.horizon_class
                 + '","set_at":' + _jstr(event.set_at) + "}")
-    if op == "reverify":
+    if event.op == "reverify":
         return (head + ',"fact_id":' + _jstr(event.fact_id) + ',"reverified_at":"'
                 + timestamps.format_fact_time(event.reverified_at) + '"}')
     raise InvalidInput(f"unknown journal op {op!r}")
@@ -344,7 +345,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return obj
     seen: set[str] = set()
     marked = _DuplicateKeys(obj)
-    marked.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    marked.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]  # add() is None: the first sight is falsy
     return marked
 
 
@@ -584,26 +585,24 @@ def decode_event(raw: bytes) -> Event:
 
 def event_facts(event: Event) -> list[Fact]:
     """The facts an event carries (store, replace_latest, store_batch, consolidate)."""
-    op = event.op
-    if op in ("store", "replace_latest"):
+    if event.op in ("store", "replace_latest"):
         return [event.fact]
-    if op == "store_batch":
+    if event.op == "store_batch":
         return list(event.facts)
-    if op == "consolidate":
+    if event.op == "consolidate":
         return [event.canonical]
     return []
 
 
 def event_time_text(event: Event) -> Optional[str]:
     """The event's own timestamp as written in the journal (a fact's stored_at for stores)."""
-    op = event.op
-    if op in ("store", "replace_latest"):
+    if event.op in ("store", "replace_latest"):
         return timestamps.format_fact_time(event.fact.stored_at)
-    if op == "store_batch":
+    if event.op == "store_batch":
         return timestamps.format_fact_time(event.facts[0].stored_at) if event.facts else None
-    if op == "consolidate":
+    if event.op == "consolidate":
         return event.consolidated_at
-    if op == "reverify":
+    if event.op == "reverify":
         return timestamps.format_fact_time(event.reverified_at)
     for attr in ("deleted_at", "superseded_at", "cleared_at", "set_at", "recorded_at", "undone_at"):
         value = getattr(event, attr, None)

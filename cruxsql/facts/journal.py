@@ -54,7 +54,7 @@ def _record_holder(fd: int) -> None:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     """`os.write` until every byte is out (a regular file takes it in one call unless interrupted)."""
     view = memoryview(data)
     while view:
@@ -500,7 +500,7 @@ class Journal:
             os.close(fd)
 
     def _poison(self, exc: OSError) -> JournalPoisoned:
-        self._poisoned = f"{errno.errorcode.get(exc.errno, exc.errno)}: {exc.strerror}"
+        self._poisoned = f"{errno.errorcode.get(exc.errno or 0, exc.errno)}: {exc.strerror}"
         return JournalPoisoned(f"fact journal append durability is indeterminate; restart required: {exc.strerror}")
 
     def _sync_thread(self) -> ThreadPoolExecutor:

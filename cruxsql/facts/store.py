@@ -332,7 +332,7 @@ class Store:
             return None
         ext = self.extensions.stat()
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes(),
+                self.db.execute("PRAGMA data_version").get, self.db.total_changes(),
                 ext and (ext.st_ino, ext.st_size, ext.st_mtime_ns))
 
     def _note_caught_up(self) -> None:
@@ -530,7 +530,7 @@ class Store:
             return head + [codec.SupersedeEvent(f.supersedes, f.fact_id, at) for f in facts if f.supersedes]
 
         events = self._commit_keyed(build, keyed)
-        facts = events[0].facts if as_batch else [e.fact for e in events if e.op == "store"]
+        facts = events[0].facts if as_batch and events[0].op == "store_batch" else [e.fact for e in events if e.op == "store"]
         # What replay stored is what was built (privacy and the tenant default are applied when building,
         # ids are fresh, and the batch's supersede lines only touch older facts), except where a
         # latest-only control fact removed its chain, possibly a fact of this very batch: read those back.
@@ -737,7 +737,7 @@ class Store:
         """How many journal events, facts and live facts the view holds."""
         row = self.db.execute(
             "SELECT (SELECT count(*) FROM journal_events), (SELECT count(*) FROM facts), "
-            "(SELECT count(*) FROM live_facts)").fetchone()
+            "(SELECT count(*) FROM live_facts)").get
         return {"journal_events": row[0], "facts": row[1], "live_facts": row[2]}
 
     # --- verification ----------------------------------------------------------------------------
@@ -753,7 +753,7 @@ class Store:
                 "ORDER BY line_no", (view.TOMBSTONE,))
         ]
         tombstones = self.db.execute(
-            "SELECT count(*) FROM journal_events WHERE applied = 0 AND skip_reason = ?", (view.TOMBSTONE,)).fetchone()[0]
+            "SELECT count(*) FROM journal_events WHERE applied = 0 AND skip_reason = ?", (view.TOMBSTONE,)).get
         corrupt = [
             {"line_no": r[0], "byte_offset": r[1], "reason": r[2]}
             for r in self.db.execute("SELECT line_no, byte_offset, reason FROM journal_corrupt_lines ORDER BY line_no")
@@ -825,12 +825,12 @@ def _table_differences(db: apsw.Connection) -> list[str]:
         for a, b, label in (("main", "fresh", "only in the view"), ("fresh", "main", "missing from the view")):
             n = db.execute(
                 f"SELECT count(*) FROM (SELECT {columns} FROM {a}.{table} EXCEPT SELECT {columns} FROM {b}.{table})"
-            ).fetchone()[0]
+            ).get
             if n:
                 out.append(f"{table}: {n} row(s) {label}")
     order = ("SELECT fact_id, row_number() OVER (PARTITION BY tenant_hash, entity, key ORDER BY seq) FROM {}.facts")
     n = db.execute(
-        f"SELECT count(*) FROM ({order.format('main')} EXCEPT {order.format('fresh')})").fetchone()[0]
+        f"SELECT count(*) FROM ({order.format('main')} EXCEPT {order.format('fresh')})").get
     if n:
         out.append(f"facts: {n} fact(s) in a different version-chain order")
     return out

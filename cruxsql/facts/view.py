@@ -171,7 +171,7 @@ def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
     """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
     pending = _migration_files(directory)
     if pending and not pending_migrations(db, directory) and db.execute(
-            "SELECT max(version) FROM schema_migrations").fetchone()[0] <= pending[-1][0]:
+            "SELECT max(version) FROM schema_migrations").get <= pending[-1][0]:
         return []  # nothing to apply (and not a newer schema, refused below): no write lock taken
     done = []
     # BEGIN IMMEDIATE takes the write lock before reading what is applied: a deferred transaction that
@@ -381,15 +381,15 @@ class Applier:
         """Apply one event: (applied?, skip reason, [(fact_id, role)] it names)."""
         op = event.op
         db = self.db
-        if op == "store":
+        if event.op == "store":
             ok = self._insert(event.fact, line_no)
             return ok, None if ok else "duplicate fact_id", [(event.fact.fact_id, "stored")]
-        if op == "store_batch":
+        if event.op == "store_batch":
             names = [(f.fact_id, "stored") for f in event.facts]
             results = [self._insert(f, line_no) for f in event.facts]
             ok = all(results)
             return any(results) or not results, None if ok else "duplicate fact_id", names
-        if op == "replace_latest":
+        if event.op == "replace_latest":
             f = event.fact
             for rid in event.replaced_fact_ids:
                 db.execute(
@@ -399,13 +399,13 @@ class Applier:
             ok = self._insert(f, line_no)
             names = [(f.fact_id, "stored")] + [(r, "replaced") for r in event.replaced_fact_ids]
             return ok, None if ok else "duplicate fact_id", names
-        if op == "delete":
+        if event.op == "delete":
             names = [(event.fact_id, "deleted")]
             if self._is_canonical(event.fact_id) or self._is_active_source(event.fact_id):
                 return False, "consolidation member", names
             db.execute("UPDATE facts SET deleted = 1 WHERE fact_id = ?", (event.fact_id,))
             return (db.changes() > 0), (None if db.changes() > 0 else TOMBSTONE), names
-        if op == "supersede":
+        if event.op == "supersede":
             names = [(event.fact_id, "superseded"), (event.by_fact_id, "superseding")]
             target, by = self._fact(event.fact_id), self._fact(event.by_fact_id)
             if target is None or by is None:
@@ -416,35 +416,35 @@ class Applier:
                 return False, "active consolidation source", names
             db.execute("UPDATE facts SET superseded_by = ? WHERE fact_id = ?", (event.by_fact_id, event.fact_id))
             return True, None, names
-        if op == "clear_supersede":
+        if event.op == "clear_supersede":
             names = [(event.fact_id, "cleared")]
             if self._is_active_source(event.fact_id):
                 return False, "active consolidation source", names
             db.execute("UPDATE facts SET superseded_by = NULL WHERE fact_id = ?", (event.fact_id,))
             return (db.changes() > 0), (None if db.changes() > 0 else "unknown fact_id"), names
-        if op == "set_validity":
+        if event.op == "set_validity":
             db.execute(
                 "UPDATE facts SET valid_from = ?, valid_from_ns = ?, valid_to = ?, valid_to_ns = ? WHERE fact_id = ?",
                 (_opt_time(event.valid_from), event.valid_from, _opt_time(event.valid_to), event.valid_to, event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "validity")]
-        if op == "set_horizon":
+        if event.op == "set_horizon":
             db.execute("UPDATE facts SET horizon_class = ? WHERE fact_id = ?", (event.horizon_class, event.fact_id))
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "horizon")]
-        if op == "reverify":
+        if event.op == "reverify":
             db.execute(
                 "UPDATE facts SET reverified_at = ?, reverified_at_ns = ? WHERE fact_id = ?",
                 (_opt_time(event.reverified_at), event.reverified_at, event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "reverified")]
-        if op == "consolidate":
+        if event.op == "consolidate":
             return self._consolidate(event, line_no)
-        if op == "consolidation_provenance":
+        if event.op == "consolidation_provenance":
             return self._provenance(event)
-        if op == "consolidate_undo":
+        if event.op == "consolidate_undo":
             return self._undo(event)
         raise AssertionError(op)
 

@@ -23,18 +23,21 @@ import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
-from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _jstr
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
 
 import blake3
 
 from ..errors import InvalidInput
-from ..facts import codec, extension_events, timestamps, view
+from ..facts import codec, timestamps, view
 from ..facts.codec import Fact
 from ..facts.journal import JOURNAL_NAME, Record, write_file_durably
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 FORMATS = ("jsonl", "csv", "sqlite")
 MANIFEST_NAME = "audit-exports.json"
@@ -113,7 +116,7 @@ def _event_ns(text: Optional[str]) -> Optional[int]:
         return None
 
 
-def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
+def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSummary] = None) -> Iterator[dict[str, Any]]:
     """Stream the export's events (the caller holds the writer lock so the journal does not move).
 
     Each event's `facts` is a list of (fact_id, role, Fact after the event, or None when removed).
@@ -139,9 +142,9 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
             fact = tracked.get(fid)
             if fact is None:
                 return
-            if applied and changes:
+            if applied and changes:  # noqa: B023 (called within this iteration only)
                 fact = tracked[fid] = fact.copy(**changes)
-            touched.append((fid, role, fact))
+            touched.append((fid, role, fact))  # noqa: B023 (called within this iteration only)
 
         if op in ("store", "store_batch", "replace_latest", "consolidate"):
             if op == "replace_latest":
@@ -209,27 +212,27 @@ def iter_audit_events(store, query: AuditQuery, stats: Optional[ExportSummary] =
         chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
         seen: set[tuple[str, str]] = set()
         facts = []
-        for fid, role, fact in touched:
+        for fid, role, state in touched:
             if (fid, role) not in seen:
                 seen.add((fid, role))
-                facts.append((fid, role, fact))
+                facts.append((fid, role, state))
         yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
                "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
 
 
-def _extension_lines(store) -> Iterator[tuple[Any, codec.Event]]:
+def _extension_lines(store: Store) -> Iterator[tuple[Any, codec.ExtensionEvent]]:
     """(Record, event) of each set_horizon / reverify line in cruxsql-fact-events.jsonl."""
     for offset, raw in store.extensions.lines():
         try:
             event = codec.decode_event(raw)
         except codec.CorruptLine:
             continue
-        if event.op in extension_events.EXTENSION_OPS:
+        if isinstance(event, (codec.SetHorizonEvent, codec.ReverifyEvent)):  # extension_events.EXTENSION_OPS
             yield Record(0, offset, len(raw) + 1, raw), event
 
 
-def _events(store, db, extension_lines: list, stats: Optional[ExportSummary]) -> Iterator[tuple]:
+def _events(store: Store, db, extension_lines: list, stats: Optional[ExportSummary]) -> Iterator[tuple]:
     """(Record, event, applied, skip_reason) in replay's order: facts.jsonl's events, then those of
     cruxsql-fact-events.jsonl (extension_events.py), numbered on after the journal's last line (their
     byte offsets are in that file); one of those is applied when the view holds its fact."""
@@ -309,7 +312,7 @@ def _write_text_file(fmt: str, events: Iterator[dict], path: Path, summary: Expo
         os.fsync(fh.fileno())
 
 
-def export_audit_stream(store, query: AuditQuery, fmt: str, stream: TextIO) -> ExportSummary:
+def export_audit_stream(store: Store, query: AuditQuery, fmt: str, stream: TextIO) -> ExportSummary:
     """Write the audit export (jsonl or csv) to an open text stream, e.g. stdout; nothing is recorded."""
     if fmt not in _TEXT_WRITERS:
         raise InvalidInput(f"--format {fmt} cannot be written to stdout (`--output -`): it is a database file; "
@@ -334,11 +337,11 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                        "last_accessed_at": str}
         event_cols = ("line_no", "byte_offset", "byte_length", "op", "event_at", "event_at_ns", "applied",
                       "skip_reason", "line_blake3", "chain_blake3")
-        db["events"].create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
+        db.table("events").create({"line_no": int, "byte_offset": int, "byte_length": int, "op": str, "event_at": str,
                              "event_at_ns": int, "applied": bool, "skip_reason": str, "line_blake3": str,
                              "chain_blake3": str}, pk="line_no")
-        db["facts"].create({"fact_id": str, **state_types}, pk="fact_id")
-        db["event_facts"].create({"line_no": int, "fact_id": str, "role": str, **state_types},
+        db.table("facts").create({"fact_id": str, **state_types}, pk="fact_id")
+        db.table("event_facts").create({"line_no": int, "fact_id": str, "role": str, **state_types},
                                  pk=("line_no", "fact_id", "role"),
                                  foreign_keys=[("line_no", "events", "line_no"), ("fact_id", "facts", "fact_id")])
         conn = db.conn
@@ -350,7 +353,9 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                     f"ON CONFLICT (fact_id) DO UPDATE SET "
                     + ", ".join(f"{c} = coalesce(excluded.{c}, {c})" if c in ("tenant_hash", "entity", "key", "value")
                                 else f"{c} = excluded.{c}" for c in STATE_COLUMNS))
-        ev_rows, ef_rows, fact_rows = [], [], []
+        ev_rows: list[list] = []
+        ef_rows: list[list] = []
+        fact_rows: list[list] = []
 
         def flush() -> None:
             conn.executemany(ins_event, ev_rows)
@@ -377,11 +382,11 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
                 flush()
         flush()
         conn.execute("COMMIT")
-        db["events"].create_index(["op"])
-        db["events"].create_index(["event_at_ns"])
-        db["event_facts"].create_index(["fact_id"])
-        db["facts"].create_index(["tenant_hash", "entity", "key"])
-        db["export_info"].insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
+        db.table("events").create_index(["op"])
+        db.table("events").create_index(["event_at_ns"])
+        db.table("event_facts").create_index(["fact_id"])
+        db.table("facts").create_index(["tenant_hash", "entity", "key"])
+        db.table("export_info").insert_all([{"key": k, "value": json.dumps(v, ensure_ascii=False)} for k, v in info.items()],
                                      pk="key")
     finally:
         db.close()
@@ -420,7 +425,7 @@ def _record(data_dir: Path, entry: dict[str, Any]) -> None:
                        (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
 
 
-def export_audit(store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
+def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
     """Write the audit export to `output` (atomically: temp file, fsync, rename)."""
     if fmt not in FORMATS:
         raise InvalidInput(f"unknown export format {fmt!r} (expected one of {', '.join(FORMATS)})")
@@ -476,7 +481,7 @@ def _count_sqlite_facts(path: Path) -> int:
         db.close()
 
 
-def rerun_export(store, entry: dict[str, Any]) -> ExportSummary:
+def rerun_export(store: Store, entry: dict[str, Any]) -> ExportSummary:
     """Re-write a recorded export with its original parameters (used by erasure)."""
     q = entry.get("query", {})
     query = AuditQuery(tenant=q.get("tenant"), entity_prefixes=tuple(q.get("entity_prefixes") or ()),

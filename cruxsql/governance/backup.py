@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Optional
 
 import apsw
 import blake3
@@ -35,6 +35,9 @@ from ..errors import CruxsqlError, InvalidInput
 from ..facts import timestamps, view
 from ..facts.journal import JOURNAL_NAME, Journal, fsync_dir, write_file_durably
 from .erasure_ledger import LEDGER_NAME
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 BACKUP_FORMAT = "cruxsql.backup.v1"
 BACKUP_MANIFEST = "cruxsql-backup.json"
@@ -192,7 +195,7 @@ class _HashingReader(io.RawIOBase):
         return block
 
 
-def backup(store, dest: Path | str, progress: Progress = None) -> BackupReport:
+def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupReport:
     """Write a consistent snapshot of `store` to `dest` (directory or .tar/.tar.gz archive)."""
     dest = Path(dest)
     _check_destination(dest)

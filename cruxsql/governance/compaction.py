@@ -38,9 +38,9 @@ import uuid
 from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate, repeat
-from json.encoder import encode_basestring as _jstr  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _jstr
 from operator import itemgetter, lt
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import apsw
 import blake3
@@ -51,6 +51,9 @@ from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from ..recall.fact_index import Timeline
 from . import legal_holds, store_lines
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 Progress = Optional[Callable[[int, int], None]]
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
@@ -102,7 +105,7 @@ class CompactionReport:
 # --- the legal-hold guard --------------------------------------------------------------------------
 
 
-def _pruned_control_facts_covered(store, holds: list[legal_holds.LegalHold]) -> list[tuple[str, list[str]]]:
+def _pruned_control_facts_covered(store: Store, holds: list[legal_holds.LegalHold]) -> list[tuple[str, list[str]]]:
     """Facts that only the journal still holds (pruned latest-only snapshots) and that a hold covers."""
     active = [h for h in holds if h.active]
     if not active:
@@ -129,7 +132,7 @@ def _pruned_control_facts_covered(store, holds: list[legal_holds.LegalHold]) -> 
     return [(fid, sorted(ids)) for fid, ids in sorted(out.items())]
 
 
-def blocked_by_holds(store) -> list[tuple[str, list[str]]]:
+def blocked_by_holds(store: Store) -> list[tuple[str, list[str]]]:
     """`(fact_id, [hold_ids])` that compaction would hard-erase although a hold covers them."""
     holds = legal_holds.resolve_holds(store.db)
     covered = dict(legal_holds.deleted_facts_covered(store.db, holds))
@@ -158,7 +161,7 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
             + "; ".join(detail) + ")", covered)
 
 
-def compact(store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
+def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
             hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
     """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`)."""
     with store.writer_lock():
@@ -266,7 +269,7 @@ def file_blake3(path) -> Optional[str]:
     return h.hexdigest()
 
 
-def estimate_bytes_after(store) -> int:
+def estimate_bytes_after(store: Store) -> int:
     """The size the journal would have if compacted now (nothing is written)."""
     stats = CompactionReport()
     now_text = timestamps.format_event_time(timestamps.now_ns())
@@ -283,7 +286,7 @@ class CorruptLinesPresent(Conflict):
     """Compaction would drop undecodable journal lines; the operator must say so (`drop_corrupt`)."""
 
 
-def _refuse_or_preserve_corrupt_lines(store, drop_corrupt: bool, report: CompactionReport) -> None:
+def _refuse_or_preserve_corrupt_lines(store: Store, drop_corrupt: bool, report: CompactionReport) -> None:
     """A compaction never drops a line silently: refuse while corrupt lines exist, or, when asked to
     drop them, first keep them byte for byte in a quarantine file named in the report."""
     rows = store.db.execute(
@@ -299,7 +302,7 @@ def _refuse_or_preserve_corrupt_lines(store, drop_corrupt: bool, report: Compact
     report.corrupt_lines_file = store.journal.preserve_lines([(r[1], r[2]) for r in rows]).name
 
 
-def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = False, view_update: str = "direct",
+def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: bool = False, view_update: str = "direct",
                       drop_corrupt: bool = False) -> CompactionReport:
     """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard).
 
@@ -324,7 +327,7 @@ def compact_unchecked(store, *, progress: Progress = None, hash_before: bool = F
             report.journal_blake3_before = file_blake3(journal.path)
         direct = view_update == "direct"
         report.view_update = view_update
-        total = db.execute("SELECT count(*) FROM facts").fetchone()[0]
+        total = db.execute("SELECT count(*) FROM facts").get
         if progress is not None:
             progress(0, total)  # the bar appears before the slow steps, not after them
         now_ns = timestamps.now_ns()

@@ -211,10 +211,10 @@ def _torn_tails(journal: Journal, since_ns: Optional[int]) -> Check:
 def _corrupt_lines(db: Optional[apsw.Connection], since_ns: Optional[int]) -> Check:
     if not _has_table(db, "journal_corrupt_lines"):
         return Check("corrupt_lines", OK, "no view to read corrupt lines from", 0.0)
-    n = db.execute("SELECT count(*) FROM journal_corrupt_lines").fetchone()[0]
+    n = db.execute("SELECT count(*) FROM journal_corrupt_lines").get
     if not n:
         return Check("corrupt_lines", OK, "no corrupt journal line", 0.0)
-    first = db.execute("SELECT line_no, reason FROM journal_corrupt_lines ORDER BY line_no LIMIT 1").fetchone()
+    first = db.execute("SELECT line_no, reason FROM journal_corrupt_lines ORDER BY line_no LIMIT 1").get
     return Check("corrupt_lines", WARNING, f"{n} corrupt journal line(s), first at line {first[0]}: {first[1]} "
                  "(`cruxsql verify` lists them)", float(n))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import apsw
 import blake3
@@ -49,6 +49,9 @@ from .erasure_scan import (
     prefix_needles,
     scan_directory,
 )
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 GOVERNANCE_PREFIXES = (legal_holds.LEGAL_HOLD_ENTITY_PREFIX, legal_holds.LEGAL_HOLD_RECEIPT_ENTITY_PREFIX,
                        ERASURE_REPORT_PREFIX)
@@ -121,7 +124,7 @@ class Plan:
     protected: list[dict[str, Any]] = field(default_factory=list)
 
 
-def plan_selection(store, selection: Selection) -> Plan:
+def plan_selection(store: Store, selection: Selection) -> Plan:
     """Classify the facts a selection matches (the caller holds the writer lock, view caught up)."""
     if selection.is_empty():
         raise InvalidInput("an erasure needs a selection: --tenant, --entity-prefix, --fact-id or --older-than")
@@ -165,12 +168,12 @@ def _consolidation_undos(db, fact_ids: set[str], now_text: str) -> list[Consolid
     return events
 
 
-def _append(store, events: list) -> None:
+def _append(store: Store, events: list) -> None:
     if events:
         store.commit(lambda: events)
 
 
-def delete_facts(store, fact_ids: list[str]) -> tuple[list[str], list[dict[str, Any]], int]:
+def delete_facts(store: Store, fact_ids: list[str]) -> tuple[list[str], list[dict[str, Any]], int]:
     """Delete facts in one durable append (undoing consolidations they belong to first).
 
     Returns (deleted ids, [{fact_id, reason}] not deleted, consolidations undone).
@@ -195,7 +198,7 @@ def delete_facts(store, fact_ids: list[str]) -> tuple[list[str], list[dict[str, 
     return deleted, refused, len(undos)
 
 
-def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+def _document_needles(store: Store, tenant: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Needles (and fragment needles) for the chunk texts a tenant's documents hold, before they go.
 
     Texts another tenant also holds are left out (they stay, legitimately)."""
@@ -223,12 +226,12 @@ def _document_needles(store, tenant: str) -> tuple[list[dict[str, Any]], list[di
     return needles, fragments, len(mine)
 
 
-def _scrub_sqlite(store, vacuum: bool) -> dict[str, Any]:
+def _scrub_sqlite(store: Store, vacuum: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
     db = store.db
     if vacuum:
         # VACUUM copies the whole database through a temp database: keep it in memory, not in /tmp.
-        previous = db.execute("PRAGMA temp_store").fetchone()[0]
+        previous = db.execute("PRAGMA temp_store").get
         try:
             db.execute("PRAGMA temp_store = MEMORY")
             db.execute("VACUUM")
@@ -241,9 +244,9 @@ def _scrub_sqlite(store, vacuum: bool) -> dict[str, Any]:
     return out
 
 
-def _sync_derived_indexes(store) -> list[str]:
+def _sync_derived_indexes(store: Store) -> list[str]:
     """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
-    done = []
+    done: list[str] = []
     try:
         from ..recall.fact_index import TextIndex
     except ImportError:  # pragma: no cover
@@ -256,7 +259,7 @@ def _sync_derived_indexes(store) -> list[str]:
     return done
 
 
-def _scrub_files(store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
+def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
                  errors: list[str]) -> dict[str, list]:
     """Rewrite quarantine files (torn tails, corrupt lines) without the erased content they hold, remove
     temp files holding it, and re-export recorded exports inside the data directory."""
@@ -311,7 +314,7 @@ def scrub_tool_errors(db, needles: list[dict[str, Any]]) -> int:
     return len(dirty)
 
 
-def tenant_has_documents(store, tenant: str) -> bool:
+def tenant_has_documents(store: Store, tenant: str) -> bool:
     """Whether the tenant has ingested documents (the view's document lane lists them)."""
     try:
         row = store.db.execute("SELECT 1 FROM document_chunks WHERE tenant_id = ? LIMIT 1", (tenant,)).fetchone()
@@ -320,7 +323,7 @@ def tenant_has_documents(store, tenant: str) -> bool:
     return row is not None
 
 
-def _erased_entries(store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(erased facts, scan needles, torn-fragment needles) for every deleted fact compaction will drop."""
     # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
     erased_rows = store.db.execute(
@@ -371,7 +374,7 @@ def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[s
     }
 
 
-def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
+def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
             request_id: Optional[str] = None, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None,
             documents_tenant: Optional[str] = None, vacuum: bool = False, progress=None,
             requested_at: Optional[int] = None, resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -515,7 +518,7 @@ def execute(store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: O
         return report
 
 
-def unmatched_fact_ids(store, selection: Selection) -> list[str]:
+def unmatched_fact_ids(store: Store, selection: Selection) -> list[str]:
     """The --fact-id values that name no fact the rest of the selection matches."""
     found = set()
     for fid in selection.fact_ids:
@@ -525,7 +528,7 @@ def unmatched_fact_ids(store, selection: Selection) -> list[str]:
     return [fid for fid in selection.fact_ids if fid not in found]
 
 
-def dry_run(store, selection: Selection, documents: bool = False) -> dict[str, Any]:
+def dry_run(store: Store, selection: Selection, documents: bool = False) -> dict[str, Any]:
     """What `erase` would take, changing nothing: the facts (and those held back or protected), the
     tenant's documents, and the recorded copies outside the data directory that hold the values."""
     with store.writer_lock():
@@ -538,7 +541,7 @@ def dry_run(store, selection: Selection, documents: bool = False) -> dict[str, A
         chunks = 0
         if documents and selection.tenant is not None:
             chunks = store.db.execute("SELECT count(*) FROM document_chunks WHERE tenant_id = ?",
-                                      (selection.tenant,)).fetchone()[0] if tenant_has_documents(
+                                      (selection.tenant,)).get if tenant_has_documents(
                                           store, selection.tenant) else 0
         return {"dry_run": True, "selection": selection.to_report(), "facts": plan.to_delete,
                 "already_deleted": plan.already_deleted, "held_back": plan.held_back, "protected": plan.protected,
@@ -547,7 +550,7 @@ def dry_run(store, selection: Selection, documents: bool = False) -> dict[str, A
                     timestamps.now_ns()))}
 
 
-def erase(store, selection: Selection, *, actor: Optional[str] = None, reason: str, request_id: Optional[str] = None,
+def erase(store: Store, selection: Selection, *, actor: Optional[str] = None, reason: str, request_id: Optional[str] = None,
           override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, documents: bool = False,
           vacuum: bool = False, progress=None) -> dict[str, Any]:
     """Erase what `selection` matches (minus held facts) from every copy; returns the erasure report."""
@@ -563,7 +566,7 @@ def erase(store, selection: Selection, *, actor: Optional[str] = None, reason: s
                        requested_at=requested_at)
 
 
-def complete_interrupted(store) -> list[dict[str, Any]]:
+def complete_interrupted(store: Store) -> list[dict[str, Any]]:
     """Finish every erasure the ledger says was begun and not reported (killed mid-way): delete what is
     left, compact, scrub, scan, and store its report under its own request id. Returns the reports."""
     if not erasure_ledger.interrupted(store.data_dir):
@@ -599,7 +602,7 @@ def complete_interrupted(store) -> list[dict[str, Any]]:
     return done
 
 
-def reapply(store, entries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     """Apply again, after a restore of an older backup, the erasures the ledger recorded after it: the
     facts each one erased that the backup brought back, and its tenant's documents. Returns the reports."""
     out = []

@@ -9,7 +9,7 @@ directory with those needles and checks the chain.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
@@ -17,6 +17,9 @@ from ..facts.privacy import NamespaceOwner
 from . import compaction, erasure_ledger
 from .copies import outside_reach
 from .erasure_scan import scan_directory
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 REPORT_SCHEMA = "cruxsql.erasure_report.v1"
 ERASURE_REPORT_PREFIX = "__erasure_report__::"
@@ -64,13 +67,13 @@ def report_tenant(report: dict[str, Any]) -> str:
     return tenant if isinstance(tenant, str) and tenant.strip() else "default"
 
 
-def store_part(store, request_id: str, key: str, value: str, actor: str, tenant: str = "default") -> None:
+def store_part(store: Store, request_id: str, key: str, value: str, actor: str, tenant: str = "default") -> None:
     store.store(ERASURE_REPORT_PREFIX + request_id, key, value, tenant=tenant, confidence=1.0,
                 source_receipt=request_id, private=True, horizon_class="none", actor=actor,
                 owner=OWNER)
 
 
-def spill(store, report: dict[str, Any]) -> None:
+def spill(store: Store, report: dict[str, Any]) -> None:
     """Move long lists into part facts (each well under the journal's 64 MiB record ceiling), stored
     before the report; the report keeps each part's key, count and BLAKE3, so its hash covers them."""
     for name in SPILLED_FIELDS:
@@ -79,7 +82,7 @@ def spill(store, report: dict[str, Any]) -> None:
         if size <= SPILL_BYTES:
             continue
         per_part = max(1, len(items) * SPILL_BYTES // size)
-        parts = []
+        parts: list[dict[str, Any]] = []
         for i in range(0, len(items), per_part):
             text = dumps(items[i:i + per_part])
             key = f"{name}-{len(parts)}"
@@ -111,11 +114,11 @@ def load_list(db, report: dict[str, Any], name: str) -> tuple[list, list[str]]:
     return items, problems
 
 
-def store_report(store, report: dict[str, Any]) -> None:
+def store_report(store: Store, report: dict[str, Any]) -> None:
     store_part(store, report["request_id"], REPORT_KEY, dumps(report), report["actor"], report_tenant(report))
 
 
-def verify_erasure(store) -> dict[str, Any]:
+def verify_erasure(store: Store) -> dict[str, Any]:
     """Scan every file of the data directory for content the stored erasure reports say is gone.
 
     Also checks the report chain (each report's hash, and that it names its predecessor's hash).

@@ -16,11 +16,14 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..facts import timestamps
 from ..facts.privacy import NamespaceOwner
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 LEGAL_HOLD_SCHEMA_V1 = "crux.legal_hold.v1"
 LEGAL_HOLD_RECEIPT_SCHEMA_V1 = "crux.legal_hold.receipt.v1"
@@ -290,19 +293,19 @@ def deleted_facts_covered(db, holds: Optional[list[LegalHold]] = None) -> list[t
 # --- mutations -------------------------------------------------------------------------------------
 
 
-def _store_state(store, hold: LegalHold, receipt_id: str, actor: str) -> None:
+def _store_state(store: Store, hold: LegalHold, receipt_id: str, actor: str) -> None:
     store.store(hold.entity, STATE_KEY, hold.to_json(), tenant=hold.tenant_id, confidence=1.0,
                 source_receipt=receipt_id, private=True, horizon_class="none", actor=actor, owner=OWNER)
 
 
-def store_receipt(store, receipt: LegalHoldReceipt) -> None:
+def store_receipt(store: Store, receipt: LegalHoldReceipt) -> None:
     """Persist a receipt as a fact (`__legal_hold_receipt__::<id>`, key `receipt`, private)."""
     store.store(LEGAL_HOLD_RECEIPT_ENTITY_PREFIX + receipt.receipt_id, RECEIPT_KEY, receipt.to_json(),
                 tenant=receipt.tenant_id or "default", confidence=1.0, source_receipt=receipt.receipt_id,
                 private=True, horizon_class="none", actor=receipt.actor, owner=OWNER)
 
 
-def place_hold(store, tenant_id: str, reason: str, entity_prefixes: Optional[Iterable[str]] = None,
+def place_hold(store: Store, tenant_id: str, reason: str, entity_prefixes: Optional[Iterable[str]] = None,
                actor: Optional[str] = None) -> tuple[LegalHold, LegalHoldReceipt]:
     """Place a hold over a tenant (or some entity prefixes of it); returns the hold and its receipt."""
     tenant = (tenant_id or "").strip()
@@ -334,7 +337,7 @@ class PreparedRelease:
     reason: str
 
 
-def _current_state(store, hold_id: str) -> tuple[LegalHold, str]:
+def _current_state(store: Store, hold_id: str) -> tuple[LegalHold, str]:
     store.refresh()
     row = store.db.execute(
         "SELECT fact_id FROM facts WHERE entity = ? AND key = ? ORDER BY version DESC, stored_at_ns DESC, "
@@ -345,7 +348,7 @@ def _current_state(store, hold_id: str) -> tuple[LegalHold, str]:
     return hold, row[0]
 
 
-def prepare_release(store, hold_id: str, actor: Optional[str] = None, reason: Optional[str] = None) -> PreparedRelease:
+def prepare_release(store: Store, hold_id: str, actor: Optional[str] = None, reason: Optional[str] = None) -> PreparedRelease:
     """Build the release of an active hold (nothing is written)."""
     hold, state_fact_id = _current_state(store, hold_id)
     if not hold.active:
@@ -359,7 +362,7 @@ def prepare_release(store, hold_id: str, actor: Optional[str] = None, reason: Op
     return PreparedRelease(hold, released, state_fact_id, who, (reason or "").strip() or hold.reason)
 
 
-def release_hold(store, prepared: PreparedRelease, durable_receipt_id: str) -> LegalHold:
+def release_hold(store: Store, prepared: PreparedRelease, durable_receipt_id: str) -> LegalHold:
     """Phase two: re-validate under the writer lock and store the released state naming the receipt."""
     if not durable_receipt_id or not durable_receipt_id.strip():
         raise InvalidInput("a durable release receipt id is required")
@@ -374,7 +377,7 @@ def release_hold(store, prepared: PreparedRelease, durable_receipt_id: str) -> L
     return released
 
 
-def release(store, hold_id: str, actor: Optional[str] = None,
+def release(store: Store, hold_id: str, actor: Optional[str] = None,
             reason: Optional[str] = None) -> tuple[LegalHold, LegalHoldReceipt]:
     """Both phases: prepare, persist the release receipt durably, then store the released state."""
     with store.writer_lock():
@@ -388,7 +391,7 @@ def release(store, hold_id: str, actor: Optional[str] = None,
     return hold, receipt
 
 
-def list_holds(store, active_only: bool = False) -> list[LegalHold]:
+def list_holds(store: Store, active_only: bool = False) -> list[LegalHold]:
     store.refresh()
     holds = resolve_holds(store.db)
     return [h for h in holds if h.active] if active_only else holds

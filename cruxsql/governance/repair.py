@@ -11,11 +11,15 @@ A cheap look without the writer lock comes first; the lock is taken only when so
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..documents.segments import SegmentError, load_manifest, remove_segment_file, segments_dir, stray_files
 from ..facts.journal import JOURNAL_NAME
 from . import compaction, erasure, erasure_ledger
 from .backup import VIEW_COPY_PREFIX, recorded_backups, remove_dead_stagings
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 
 def _stray_segments(data_dir: Path) -> list[Path]:
@@ -34,7 +38,7 @@ def _anything_left(data_dir: Path) -> bool:
                 or _stray_segments(data_dir) or erasure_ledger.interrupted(data_dir))
 
 
-def repair(store) -> list[str]:
+def repair(store: Store) -> list[str]:
     """Remove what killed commands left in (or recorded for) the data directory; one line per repair."""
     data_dir = Path(store.data_dir)
     if store.read_only or not _anything_left(data_dir):

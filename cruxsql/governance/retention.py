@@ -10,7 +10,7 @@ on disk until compaction, which `apply` runs at once and records in an erasure r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..errors import InvalidInput
 from ..facts import timestamps
@@ -18,6 +18,9 @@ from ..facts.privacy import daemon_owned_prefix
 from ..facts.view import FACT_SELECT, fact_from_row
 from . import compaction, erasure, legal_holds
 from .durations import parse_cutoff, parse_duration_ns
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
 SYNC_TOMBSTONE_PREFIX = "__sync_tombstone__::"
 _STORE_LINE_OVERHEAD = len('{"op":"store","fact":}') + 1
@@ -42,7 +45,7 @@ def _members(db) -> set[str]:
     return out
 
 
-def classify(store, cutoff_ns: int, tenant: Optional[str] = None) -> Classification:
+def classify(store: Store, cutoff_ns: int, tenant: Optional[str] = None) -> Classification:
     """Split the live facts stored before `cutoff_ns` (of `tenant`, or every tenant) into eligible and
     protected (with reasons)."""
     holds = legal_holds.active_holds(store.db)
@@ -76,7 +79,7 @@ def classify(store, cutoff_ns: int, tenant: Optional[str] = None) -> Classificat
     return out
 
 
-def mark_retention_eligible(store, cutoff_ns: int) -> list[str]:
+def mark_retention_eligible(store: Store, cutoff_ns: int) -> list[str]:
     """Delete every eligible fact (one durable append); returns the ids actually deleted."""
     with store.writer_lock():
         store.refresh()
@@ -85,14 +88,14 @@ def mark_retention_eligible(store, cutoff_ns: int) -> list[str]:
         return deleted
 
 
-def retention_report(store, older_than: str, now_ns: Optional[int] = None) -> dict[str, Any]:
+def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None) -> dict[str, Any]:
     """What `retention apply --older-than` would erase, what it protects and why, and the bytes it frees."""
     now = timestamps.now_ns() if now_ns is None else now_ns
     cutoff = parse_cutoff(older_than, now)
     with store.writer_lock():
         store.refresh()
         c = classify(store, cutoff)
-        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").fetchone()[0]
+        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").get
         st = store.journal.stat()
         journal_now = st.st_size if st else 0
         compacted_now = compaction.estimate_bytes_after(store)
@@ -131,7 +134,7 @@ def retention_report(store, older_than: str, now_ns: Optional[int] = None) -> di
         }
 
 
-def apply(store, older_than: str, *, actor: Optional[str] = None, reason: Optional[str] = None,
+def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason: Optional[str] = None,
           request_id: Optional[str] = None, vacuum: bool = False, progress=None,
           tenant: Optional[str] = None) -> dict[str, Any]:
     """Delete what is eligible (of `tenant`, or every tenant), compact, scrub, and write an erasure report

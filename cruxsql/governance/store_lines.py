@@ -85,4 +85,4 @@ def live_chunks(db: apsw.Connection, batch: int) -> Iterator[list[tuple[bytes, s
 def total_bytes(db: apsw.Connection) -> int:
     """The bytes the live facts' store lines take, newlines included."""
     register(db)
-    return db.execute(f"SELECT coalesce(sum(length({LINE_SQL}) + 1), 0) FROM facts WHERE deleted = 0").fetchone()[0]
+    return db.execute(f"SELECT coalesce(sum(length({LINE_SQL}) + 1), 0) FROM facts WHERE deleted = 0").get

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..facts.codec import Fact, format_f32
 from ..facts.view import FACT_SELECT, fact_from_row
 
+if TYPE_CHECKING:
+    from ..facts.store import Store
 
-def live_facts(store, tenant: Optional[str] = None, include_private: bool = False) -> Iterator[Fact]:
+
+def live_facts(store: Store, tenant: Optional[str] = None, include_private: bool = False) -> Iterator[Fact]:
     """Live facts (neither deleted nor superseded) in (tenant, entity, key) order, so exports diff cleanly."""
     sql = f"SELECT {FACT_SELECT} FROM facts WHERE deleted = 0 AND superseded_by IS NULL"
     args: list = []

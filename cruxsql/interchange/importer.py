@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..facts.store import StoreRequest
+from ..facts.store import Store, StoreRequest
 
 BATCH = 1000
 
@@ -17,7 +17,7 @@ class ImportPlan:
     duplicates_in_input: int = 0
 
 
-def plan(store, requests: Iterable[StoreRequest]) -> ImportPlan:
+def plan(store: Store, requests: Iterable[StoreRequest]) -> ImportPlan:
     """Split requests into those to store and those a live fact already holds (same value)."""
     out = ImportPlan()
     seen: set[tuple] = set()
@@ -37,7 +37,7 @@ def plan(store, requests: Iterable[StoreRequest]) -> ImportPlan:
     return out
 
 
-def apply(store, import_plan: ImportPlan) -> list[str]:
+def apply(store: Store, import_plan: ImportPlan) -> list[str]:
     """Store the planned requests, one journal append per batch; returns the new fact ids."""
     ids: list[str] = []
     for i in range(0, len(import_plan.to_store), BATCH):

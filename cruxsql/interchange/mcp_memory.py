@@ -54,7 +54,7 @@ def parse(lines: Iterable[str], source: str, tenant: str = "default", private: b
 
         def request(entity: str, key: str, value: str) -> StoreRequest:
             return StoreRequest(entity=entity, key=key, value=value, tenant_hash=tenant,
-                                source_receipt=f"{FORMAT}:{source}#L{line_no}", private=private, actor=actor)
+                                source_receipt=f"{FORMAT}:{source}#L{line_no}", private=private, actor=actor)  # noqa: B023 (called within this line's iteration only)
 
         kind = obj.get("type")
         if kind == "entity":

@@ -13,10 +13,10 @@ from ..facts.codec import Fact
 from ..facts.store import Store
 from ..recall import Recall, scope
 from ..recall.tokens import POINTER_TOKENS
-
-NOTE_TOKENS = 40     # room kept for the note that says an answer was shaped
 from .identity import Identity
 from .registry import ToolError
+
+NOTE_TOKENS = 40     # room kept for the note that says an answer was shaped
 
 
 @dataclass

@@ -187,7 +187,7 @@ def _arguments_tokens(arguments: dict[str, Any]) -> int:
 
 
 def _wire(result: ToolResult, notes: Optional[list[str]] = None) -> types.CallToolResult:
-    content = [types.TextContent(type="text", text=result.text)]
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=result.text)]
     content += [types.TextContent(type="text", text=note) for note in notes or []]
     return types.CallToolResult(content=content, structured_content=result.structured, is_error=result.is_error)
 

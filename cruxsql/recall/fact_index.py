@@ -22,7 +22,7 @@ import json
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, cast
 
 import apsw
 import numpy as np
@@ -118,7 +118,7 @@ class TextIndex:
             return state is None
         if state is None or state[0] != generation:
             return False
-        max_seq = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        max_seq = self.db.execute("SELECT max(seq) FROM facts").get or 0
         dirty = self.db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone()
         return max_seq <= state[1] and dirty is None
 
@@ -145,7 +145,7 @@ class TextIndex:
         else:
             last = state[1]
         done = 0
-        max_seq = db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        max_seq = db.execute("SELECT max(seq) FROM facts").get or 0
         if max_seq - last > self.batch:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-text-index") as sorter:
                 done += self._index_range(last, max_seq, sorter)
@@ -450,7 +450,7 @@ class Timeline:
         db = self.db
         generation = _generation(db)
         state = db.execute("SELECT generation, last_line FROM recall_timeline_state WHERE id = 1").fetchone()
-        max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
+        max_line = db.execute("SELECT max(line_no) FROM journal_events").get or 0
         if generation is not None and state is not None and state[0] == generation and state[1] >= max_line:
             return
         _write_txn(db, self.catch_up)
@@ -470,7 +470,7 @@ class Timeline:
             last = state[1]
         if generation is None:
             return
-        max_line = db.execute("SELECT max(line_no) FROM journal_events").fetchone()[0] or 0
+        max_line = db.execute("SELECT max(line_no) FROM journal_events").get or 0
         if max_line <= last:
             return
         self._event_times(last, max_line)
@@ -515,10 +515,11 @@ class Timeline:
                 elif (op, role) in (("clear_supersede", "cleared"), ("consolidate_undo", "restored")):
                     changes.append((fact_id, "superseded_by", line_no, at, None, None, None))
                 elif op == "set_validity" and role == "validity":
-                    ev = payloads[line_no]
+                    ev = cast(codec.SetValidityEvent, payloads[line_no])  # the line's op is set_validity
                     changes.append((fact_id, "validity", line_no, at, ev.valid_from, ev.valid_to, None))
                 elif op == "set_horizon" and role == "horizon":
-                    changes.append((fact_id, "horizon", line_no, at, None, None, payloads[line_no].horizon_class))
+                    horizon = cast(codec.SetHorizonEvent, payloads[line_no]).horizon_class  # op: set_horizon
+                    changes.append((fact_id, "horizon", line_no, at, None, None, horizon))
                 elif op == "reverify" and role == "reverified":
                     changes.append((fact_id, "reverified", line_no, at, at, None, None))
         # only the changes of a fact still in the view and stored no later than the change (not one
@@ -555,7 +556,7 @@ class Timeline:
         if len(times):
             db.execute("INSERT INTO recall_event_times (line_no, at_ns) SELECT rowid, value FROM carray(?)",
                        (apsw.carray(times),))
-        last = db.execute("SELECT max(line_no) FROM recall_event_times").fetchone()[0]
+        last = db.execute("SELECT max(line_no) FROM recall_event_times").get
         generation = _generation(db)
         if generation is not None and last is not None:
             db.execute("INSERT INTO recall_timeline_state (id, generation, last_line) VALUES (1, ?, ?)",

@@ -480,7 +480,7 @@ class Recall:
     def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
         """The OR-match over lowercased value/key/visible entity; returns how candidates were found."""
         self._add_or_match(plan, terms)
-        total = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0
+        total = self.db.execute("SELECT max(seq) FROM facts").get or 0
         candidates = self.index.candidates(terms, limit=max(1000, int(_SCAN_SHARE * total)))
         if candidates is None:
             return "scan"
@@ -520,7 +520,7 @@ class Recall:
         None when those hold fewer than top_k matches (a rare term: then copying its matches is cheap).
         With it, a scan is one aggregate pass (count, and the seqs at or above the bound) instead of a
         copy of every match to rank: 1.6x an instr() scan for a term in half of 1M facts before, ~1.3x."""
-        total = self.db.execute("SELECT max(seq) FROM facts").fetchone()[0] or 0  # ~ the fact count, from an index
+        total = self.db.execute("SELECT max(seq) FROM facts").get or 0  # ~ the fact count, from an index
         newest = ("f.rowid IN (SELECT rowid FROM facts INDEXED BY facts_stored_at "
                   "ORDER BY stored_at_ns DESC LIMIT :probe_facts)")
         return self.db.execute(
@@ -833,7 +833,7 @@ class Recall:
         base = f"FROM facts f JOIN recall_text t ON t.seq = f.seq WHERE {where}"
         # counting every visible fact would scan the whole view; counting stops past the cap
         matched = self.db.execute(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT {MEMORY_VIEW_COUNT_CAP + 1})",
-                                  plan.params).fetchone()[0]
+                                  plan.params).get
         capped = matched > MEMORY_VIEW_COUNT_CAP
         matched = min(matched, MEMORY_VIEW_COUNT_CAP)
         # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
@@ -851,7 +851,8 @@ class Recall:
                     break
             group.append(r)
         ordered += sorted(group, key=lambda x: (-x[6], x[0]))
-        picked, used = [], 0
+        picked: list[tuple] = []
+        used = 0
         for r in ordered[:top_k]:
             if picked and used + r[9] > token_budget:
                 break

@@ -97,7 +97,7 @@ class Indexer:
             self.resolve_imports()
             cochange.refresh(self.db, self.root)
             self._update_corpus()
-        report.files = self.db.execute("SELECT count(*) FROM files").fetchone()[0]
+        report.files = self.db.execute("SELECT count(*) FROM files").get
         for (reason,) in self.db.execute("SELECT reason FROM skipped"):
             key = reason.split(" (")[0]
             report.skipped[key] = report.skipped.get(key, 0) + 1

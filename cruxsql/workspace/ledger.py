@@ -42,7 +42,7 @@ def full_read_tokens(db: apsw.Connection, paths: list[str]) -> int:
     if not paths:
         return 0
     marks = ",".join("?" * len(paths))
-    return db.execute(f"SELECT coalesce(sum(tokens), 0) FROM files WHERE path IN ({marks})", tuple(paths)).fetchone()[0]
+    return db.execute(f"SELECT coalesce(sum(tokens), 0) FROM files WHERE path IN ({marks})", tuple(paths)).get
 
 
 def record(db: apsw.Connection, entry: LedgerEntry) -> None:

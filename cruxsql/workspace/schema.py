@@ -78,7 +78,7 @@ def open_db(data_dir: Path) -> apsw.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA foreign_keys=ON")
-    version = db.execute("PRAGMA user_version").fetchone()[0]
+    version = db.execute("PRAGMA user_version").get
     if version not in (0, SCHEMA_VERSION):
         with db:
             for (name, kind) in list(db.execute(

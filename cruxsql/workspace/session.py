@@ -67,11 +67,11 @@ class Workspace:
     def status(self) -> dict[str, Any]:
         root = meta(self.db, "root")
         classes = dict(self.db.execute("SELECT path_class, count(*) FROM files GROUP BY path_class ORDER BY 1"))
-        skipped = {}
+        skipped: dict[str, int] = {}
         for (reason,) in self.db.execute("SELECT reason FROM skipped"):
             key = reason.split(" (")[0]
             skipped[key] = skipped.get(key, 0) + 1
-        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        one = lambda sql: self.db.execute(sql).get  # noqa: E731
         return {"root": root or None, "database": str(self.data_dir / "workspace.db"),
                 "files": one("SELECT count(*) FROM files"), "classes": classes,
                 "symbols": one("SELECT count(*) FROM symbols"), "imports": one("SELECT count(*) FROM imports"),

@@ -135,7 +135,7 @@ class ScanOracle:
         terms = split_terms(query) if query is not None else None
         now_ms = ns_to_ms(now_ns)
         hits = []
-        for (fid, tenant, entity, key, value, conf, stored, tok, deleted, private, hz, rv, sup, actor, ac,
+        for (fid, tenant, entity, key, value, conf, stored, tok, deleted, private, hz, rv, sup, actor, ac,  # noqa: B007 (the unpacking names every column of the row)
              lv, lk) in self.facts:
             if deleted or sup is not None or tenant != "default":
                 continue

@@ -133,7 +133,7 @@ async def _mcp(role: str, data_dir: str, outcome: Outcome, seconds: float, name:
                         outcome.error("store_fact retry", f"{fact_id} then {again.structured_content['fact_id']}")
                 if i % 5 == 0:
                     args = {"fact_id": fact_id, "idempotency_key": f"d-{tag}"}
-                    for attempt in range(2):
+                    for _attempt in range(2):
                         result = await call("delete_fact", args)
                         if result is not None and result.content[0].text != f"deleted fact {fact_id}":
                             outcome.error("delete_fact", result.content[0].text)
