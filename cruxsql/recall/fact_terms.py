@@ -332,7 +332,7 @@ class FactTerms:
                 if len(kept) == len(records):
                     continue
                 (updates if len(kept) else deletes).append(
-                    ((kept.tobytes(), *key, block) if len(kept) else (*key, block)))
+                    (kept.tobytes(), *key, block) if len(kept) else (*key, block))
             self.db.executemany("UPDATE recall_terms SET postings = ? WHERE tenant = ? AND owner = ? AND term = ? "
                                 "AND block = ?", updates)
             self.db.executemany("DELETE FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? AND block = ?",
