@@ -174,6 +174,7 @@ def test_bench_agent_tokens_reports_the_session_within_its_budgets(tmp_path):
     assert crux["recall@200"]["tokens_per_relevant_fact"] == crux["recall@200"]["tokens_per_call"]
     assert crux["recall@50"]["tokens_per_relevant_fact"] is None and crux["recall@50"]["envelope_share"] == 1.0
     assert 0.3 < crux["recall@1000"]["content_share_of_received"] < 1
+    assert crux["recall@1000"]["calls_received_over_budget"] == 0
     assert crux["document query@200"]["overshooting_calls"] == 0 and crux["document query@200"]["recall_at_5"] == 1.0
     assert crux["workspace"]["outline_share_of_full_read"] <= 0.10
     assert crux["session"]["used"] <= 60000 and crux["session"]["overshoot"] == 0

@@ -8,8 +8,10 @@ budgets 50, 200 and 1,000, 10 document queries over 10 ingested notes, 5 workspa
 a changelog with 120 version headings), all under an enforced session budget. Reported per budget:
 tokens returned per call (everything the agent receives: text, notes and structured content, chars/4) and
 per relevant fact delivered in full, the envelope's share of the text (the text minus the facts' own
-entity, key and value), the facts' content as a share of everything received, recall@5 (the asked-for fact among the first five facts the answer names), and
-budget overshoot (text tokens past the call's token_budget; and the session's use past its limit).
+entity, key and value), the facts' content as a share of everything received, recall@5 (the asked-for
+fact among the first five facts the answer names), and budget overshoot (text tokens past the call's
+token_budget; the calls whose everything-received passed it, MCP result wrapper included; and the
+session's use past its limit).
 
 The official server runs with node from --memory-server (a folder where `npm install
 @modelcontextprotocol/server-memory` was run, outside the repository); without node or that folder its
@@ -94,6 +96,7 @@ class Tally:
     asked: int = 0
     over_calls: int = 0
     over_max: int = 0
+    received_over_calls: int = 0     # calls whose everything-received (wire result) passed the budget
 
     def answer(self, received: int, text: str, budget: int) -> None:
         """One call: everything received, its text, and how far the text went past the budget."""
@@ -103,6 +106,7 @@ class Tally:
         over = estimate_tokens_str(text) - budget
         self.over_calls += over > 0
         self.over_max = max(self.over_max, over)
+        self.received_over_calls += received > budget
 
     def row(self) -> dict[str, Any]:
         return {"calls": self.calls, "tokens_per_call": round(self.tokens / max(1, self.calls), 1),
@@ -110,7 +114,8 @@ class Tally:
                 "envelope_share": round(1 - self.content_tokens / max(1, self.text_tokens), 3),
                 "content_share_of_received": round(self.content_tokens / max(1, self.tokens), 3),
                 "recall_at_5": round(self.hits_at_5 / max(1, self.asked), 3),
-                "overshooting_calls": self.over_calls, "max_overshoot": self.over_max}
+                "overshooting_calls": self.over_calls, "max_overshoot": self.over_max,
+                "calls_received_over_budget": self.received_over_calls}
 
 
 def _wire_tokens(result: Any) -> int:
@@ -297,8 +302,8 @@ def main() -> None:
           f"{' and '.join(RECALL_TOOLS)}; recall's embedder: {os.environ.get(EMBEDDER_ENV) or 'default (minilm if installed)'}")
     columns = ("tokens_per_call", "tokens_per_relevant_fact", "envelope_share", "content_share_of_received",
                "recall_at_5",
-               "overshooting_calls", "max_overshoot")
-    print(f"{'server':14} {'call':20} " + " ".join(f"{c:>24}" for c in columns))
+               "overshooting_calls", "max_overshoot", "calls_received_over_budget")
+    print(f"{'server':14} {'call':20} " + " ".join(f"{c:>{max(10, len(c))}}" for c in columns))
     for server_name, figures in results.items():
         if "skipped" in figures:
             print(f"{server_name:14} skipped: {figures['skipped']}")
@@ -306,7 +311,7 @@ def main() -> None:
         for call, row in figures.items():
             if call in ("workspace", "session"):
                 continue
-            print(f"{server_name:14} {call:20} " + " ".join(f"{str(row[c]):>24}" for c in columns))
+            print(f"{server_name:14} {call:20} " + " ".join(f"{str(row[c]):>{max(10, len(c))}}" for c in columns))
     crux = results["cruxsql"]
     print(f"workspace reads: {crux['workspace']['tokens_per_call']} tokens per call {crux['workspace']['calls']}; "
           f"changelog outline = {crux['workspace']['outline_share_of_full_read']:.1%} of a full read")
