@@ -8,8 +8,10 @@ budgets 50, 200 and 1,000, 10 document queries over 10 ingested notes, 5 workspa
 a changelog with 120 version headings), all under an enforced session budget. Reported per budget:
 tokens returned per call (everything the agent receives: text, notes and structured content, chars/4) and
 per relevant fact delivered in full, the envelope's share of the text (the text minus the facts' own
-entity, key and value), recall@5 (the asked-for fact among the first five facts the answer names), and
-budget overshoot (text tokens past the call's token_budget; and the session's use past its limit).
+entity, key and value), the facts' content as a share of everything received, recall@5 (the asked-for
+fact among the first five facts the answer names), and budget overshoot (text tokens past the call's
+token_budget; the calls whose everything-received passed it, MCP result wrapper included; and the
+session's use past its limit).
 
 The official server runs with node from --memory-server (a folder where `npm install
 @modelcontextprotocol/server-memory` was run, outside the repository); without node or that folder its
@@ -17,8 +19,11 @@ column is skipped with a note. It has no budgets: its search returns whole entit
 is what it returns past the budget the agent would have asked for. Its search matches the whole query
 as one substring, so it is asked the service name alone (the same question's first word).
 
-Recall is `query_facts` today; RECALL_TOOL / recall_arguments are the one place to change to measure
-another recall tool (e.g. a relevance-ranked `recall`) with the same session.
+The recall questions are asked of both of cruxsql's recall tools in one run, rows side by side: Crux's
+`query_facts` (a crc-v1 JSON envelope) and cruxsql's relevance-ranked `recall` (one line per fact,
+`entity · key · value · age · id`, a value cut to fit ending in `…`, and `+N more (offset=K)` when cut).
+`recall` uses its default fusion (`auto`: BM25 fused with MiniLM when that model is installed; set
+CRUXSQL_EMBEDDER=none for BM25 alone). RECALL_TOOLS / recall_arguments are the place to add another.
 """
 
 from __future__ import annotations
@@ -35,12 +40,14 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from cruxsql.embeddings import EMBEDDER_ENV  # noqa: E402
 from cruxsql.facts.store import Store, StoreRequest  # noqa: E402
 from cruxsql.mcp.identity import Identity  # noqa: E402
 from cruxsql.mcp.server import CruxServer  # noqa: E402
+from cruxsql.recall.relevance import SEPARATOR as RECALL_SEPARATOR  # noqa: E402
 from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str  # noqa: E402
 
-RECALL_TOOL = "query_facts"
+RECALL_TOOLS = ("query_facts", "recall")
 BUDGETS = (50, 200, 1000)
 KEYS = ("owner", "oncall", "region", "runbook", "latency_slo", "deploy_window", "database", "queue", "version",
         "escalation")
@@ -48,7 +55,7 @@ TEAMS = ("orchid", "basalt", "heron", "quartz", "juniper", "falcon", "cobalt", "
 
 
 def recall_arguments(query: str, budget: int) -> dict[str, Any]:
-    """The recall call of the session (change with RECALL_TOOL to measure another recall tool)."""
+    """The recall call of the session (both recall tools take the question and the token budget)."""
     return {"query": query, "token_budget": budget}
 
 
@@ -89,6 +96,7 @@ class Tally:
     asked: int = 0
     over_calls: int = 0
     over_max: int = 0
+    received_over_calls: int = 0     # calls whose everything-received (wire result) passed the budget
 
     def answer(self, received: int, text: str, budget: int) -> None:
         """One call: everything received, its text, and how far the text went past the budget."""
@@ -98,21 +106,44 @@ class Tally:
         over = estimate_tokens_str(text) - budget
         self.over_calls += over > 0
         self.over_max = max(self.over_max, over)
+        self.received_over_calls += received > budget
 
     def row(self) -> dict[str, Any]:
         return {"calls": self.calls, "tokens_per_call": round(self.tokens / max(1, self.calls), 1),
                 "tokens_per_relevant_fact": round(self.tokens / self.relevant_full, 1) if self.relevant_full else None,
                 "envelope_share": round(1 - self.content_tokens / max(1, self.text_tokens), 3),
+                "content_share_of_received": round(self.content_tokens / max(1, self.tokens), 3),
                 "recall_at_5": round(self.hits_at_5 / max(1, self.asked), 3),
-                "overshooting_calls": self.over_calls, "max_overshoot": self.over_max}
+                "overshooting_calls": self.over_calls, "max_overshoot": self.over_max,
+                "calls_received_over_budget": self.received_over_calls}
 
 
 def _wire_tokens(result: Any) -> int:
     return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def _named_facts(text: str, by_id: dict[str, tuple[str, str, str]]) -> tuple[list[str], list[tuple[str, str, str]]]:
+def _recall_lines(text: str, by_id: dict[str, tuple[str, str, str]]) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """`recall`'s text (cruxsql/recall/relevance.py, RecallHit.line): one `entity · key · value · age · id`
+    line per fact, best first, then `+N more (offset=K)` when cut; a value cut to fit ends in `…` and so
+    differs from the stored one. The ids in order, and the facts whose entity, key and value are whole."""
+    order: list[str] = []
+    full: list[tuple[str, str, str]] = []
+    for line in text.splitlines():
+        parts = line.split(RECALL_SEPARATOR)
+        if len(parts) < 5:                     # "+N more (offset=K)", "no relevant facts"
+            continue
+        fid, fact = parts[-1], (parts[0], parts[1], RECALL_SEPARATOR.join(parts[2:-2]))
+        order.append(fid)
+        if by_id.get(fid) == fact:
+            full.append(fact)
+    return order, full
+
+
+def _named_facts(tool: str, text: str, by_id: dict[str, tuple[str, str, str]]
+                 ) -> tuple[list[str], list[tuple[str, str, str]]]:
     """The fact ids an answer names in order, and the facts whose value it carries in full."""
+    if tool == "recall":
+        return _recall_lines(text, by_id)
     try:
         envelope = json.loads(text)
     except ValueError:
@@ -135,18 +166,19 @@ def cruxsql_session(root: Path, facts: list[tuple[str, str, str]], n_queries: in
     with Store(data) as store:
         from cruxsql.accounting.usage import BudgetPolicy
         server = CruxServer(store, identity=Identity("bench"), budgets=BudgetPolicy(session_budget))
-        for budget in BUDGETS:
-            tally = Tally()
-            for query, wanted in questions(facts, n_queries):
-                result = server.call(RECALL_TOOL, recall_arguments(query, budget))
-                text = result.content[0].text
-                tally.answer(_wire_tokens(result), text, budget)
-                order, full = _named_facts(text, by_id)
-                tally.content_tokens += sum(estimate_tokens_str(f"{e} {k} {v}") for e, k, v in full)
-                tally.relevant_full += wanted in full
-                tally.asked += 1
-                tally.hits_at_5 += any(by_id.get(fid) == wanted for fid in order[:5])
-            out[f"recall@{budget}"] = tally.row()
+        for tool in RECALL_TOOLS:
+            for budget in BUDGETS:
+                tally = Tally()
+                for query, wanted in questions(facts, n_queries):
+                    result = server.call(tool, recall_arguments(query, budget))
+                    text = result.content[0].text
+                    tally.answer(_wire_tokens(result), text, budget)
+                    order, full = _named_facts(tool, text, by_id)
+                    tally.content_tokens += sum(estimate_tokens_str(f"{e} {k} {v}") for e, k, v in full)
+                    tally.relevant_full += wanted in full
+                    tally.asked += 1
+                    tally.hits_at_5 += any(by_id.get(fid) == wanted for fid in order[:5])
+                out[f"{tool}@{budget}"] = tally.row()
         docs = Tally()
         for i in range(10):
             server.call("ingest_document", {"doc_id": f"note-{i}.md", "text": note(i)})
@@ -242,8 +274,8 @@ def memory_server_session(root: Path, facts: list[tuple[str, str, str]], n_queri
                     tally.relevant_full += (wanted[0], line) in observed
                     tally.asked += 1
                     tally.hits_at_5 += (wanted[0], line) in observed[:5]
-                out[f"recall@{budget}"] = tally.row()
-                out[f"recall@{budget}"]["note"] = "no token_budget: the same answer at every budget"
+                out[f"search_nodes@{budget}"] = tally.row()
+                out[f"search_nodes@{budget}"]["note"] = "no token_budget: the same answer at every budget"
 
     anyio.run(run)
     return out
@@ -267,10 +299,11 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"session: {len(facts)} facts, {args.queries} recall questions x budgets {BUDGETS}, recall via "
-          f"{RECALL_TOOL}")
-    columns = ("tokens_per_call", "tokens_per_relevant_fact", "envelope_share", "recall_at_5",
-               "overshooting_calls", "max_overshoot")
-    print(f"{'server':14} {'call':20} " + " ".join(f"{c:>24}" for c in columns))
+          f"{' and '.join(RECALL_TOOLS)}; recall's embedder: {os.environ.get(EMBEDDER_ENV) or 'default (minilm if installed)'}")
+    columns = ("tokens_per_call", "tokens_per_relevant_fact", "envelope_share", "content_share_of_received",
+               "recall_at_5",
+               "overshooting_calls", "max_overshoot", "calls_received_over_budget")
+    print(f"{'server':14} {'call':20} " + " ".join(f"{c:>{max(10, len(c))}}" for c in columns))
     for server_name, figures in results.items():
         if "skipped" in figures:
             print(f"{server_name:14} skipped: {figures['skipped']}")
@@ -278,7 +311,7 @@ def main() -> None:
         for call, row in figures.items():
             if call in ("workspace", "session"):
                 continue
-            print(f"{server_name:14} {call:20} " + " ".join(f"{str(row[c]):>24}" for c in columns))
+            print(f"{server_name:14} {call:20} " + " ".join(f"{str(row[c]):>{max(10, len(c))}}" for c in columns))
     crux = results["cruxsql"]
     print(f"workspace reads: {crux['workspace']['tokens_per_call']} tokens per call {crux['workspace']['calls']}; "
           f"changelog outline = {crux['workspace']['outline_share_of_full_read']:.1%} of a full read")
