@@ -127,9 +127,24 @@ def _cli(data_dir: Path, *args: str, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+def _wait_until_the_view_is_open(proc: subprocess.Popen, within: float = 30.0) -> None:
+    """Until the CLI process holds cruxsql.db open (its store is open and the query is about to run)."""
+    deadline = time.monotonic() + within
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.readlink(fd).endswith("cruxsql.db") for fd in fds.iterdir()):
+                return
+        except OSError:   # an fd closed while it was being read
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the CLI never opened its view")
+
+
 def test_cli_ctrl_c_interrupts_at_once_with_one_error_line(data_dir: Path) -> None:
     proc = _cli(data_dir, FOREVER, "--timeout", "30")
-    time.sleep(1.5)  # interpreter start-up, store open, then well inside the query
+    _wait_until_the_view_is_open(proc)   # start-up takes seconds on a loaded machine: wait for it, not a guess
+    time.sleep(0.5)  # then well inside the query
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
