@@ -63,8 +63,8 @@ def query_expand(call: Call, result_ids: list[str], contract: Contract = None,
 
 
 @tool(kind=WRITE, output=shape(ingested="integer", documents="integer", frame_count="integer", duplicates="integer",
-                               sealed="boolean", segment_seq="integer", segment_id="string", file_name="string",
-                               blake3="string"))
+                               sealed="boolean", segment_seq="integer?", segment_id="string?", file_name="string?",
+                               blake3="string?"))   # no segment fields when every chunk was a duplicate
 def ingest_document(call: Call, doc_id: str, text: str, markdown: bool = True) -> ToolResult:
     """Add a note or document (at most 256 KiB) to the searchable documents."""
     size = len(text.encode("utf-8", "surrogatepass"))
