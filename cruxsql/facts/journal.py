@@ -78,7 +78,7 @@ def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def quarantine_torn_tail(path: Path) -> Optional[Path]:
-    """Move the unterminated last line of the JSONL file `path` to `<name>.torn.<32hex>` (spec §4.3) and
+    """Move the unterminated last line of the JSONL file `path` to `<name>.torn.<32hex>` (docs/architecture.md, "Durability") and
     truncate the file; return the quarantine file, if any. The caller holds the writer lock."""
     try:
         fd = os.open(path, os.O_RDWR)
