@@ -19,6 +19,7 @@ import numpy as np
 from ..embeddings import Embedder, SemanticProfile, configured_embedder, read_ccxv
 from ..errors import InvalidInput
 from ..facts import timestamps
+from ..facts.files import file_blake3
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
 from .dense import (
     MERGE_WEIGHTED_LINEAR,
@@ -53,7 +54,6 @@ from .segments import (
     SealedSegment,
     SegmentError,
     SegmentInfo,
-    file_checksum,
     load_manifest,
     read_record,
     read_segment,
@@ -670,7 +670,7 @@ class DocumentLane:
         path = self._dir / info.file_name
         if not path.exists():
             return f"segment {info.file_name} is listed in the manifest but missing"
-        digest = file_checksum(path)
+        digest = file_blake3(path)
         if digest != info.blake3:
             return f"segment {info.file_name}: BLAKE3 {digest} does not match the manifest ({info.blake3})"
         return None
@@ -685,8 +685,8 @@ class DocumentLane:
             path = self._dir / name
             if not path.exists():
                 problems.append(f"vector file {name} of segment {info.file_name} is listed in the manifest but missing")
-            elif file_checksum(path) != expected:
-                problems.append(f"vector file {name}: BLAKE3 {file_checksum(path)} does not match the manifest "
+            elif file_blake3(path) != expected:
+                problems.append(f"vector file {name}: BLAKE3 {file_blake3(path)} does not match the manifest "
                                 f"({expected})")
         return problems
 

@@ -32,7 +32,8 @@ import blake3
 from ..errors import InvalidInput
 from ..facts import codec, timestamps, view
 from ..facts.codec import Fact
-from ..facts.journal import JOURNAL_NAME, Record, write_file_durably
+from ..facts.files import write_file_durably
+from ..facts.journal import JOURNAL_NAME, Record
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
 
@@ -451,7 +452,7 @@ def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, 
                         "view_generation": cp[2] if cp else None, "tool": "cruxsql export audit"}
                 _write_sqlite(events, tmp, summary, info)
             os.replace(tmp, output)
-            from ..facts.journal import fsync_dir
+            from ..facts.files import fsync_dir
             fsync_dir(output.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -33,7 +33,8 @@ import blake3
 
 from ..errors import CruxsqlError, InvalidInput
 from ..facts import timestamps, view
-from ..facts.journal import JOURNAL_NAME, Journal, fsync_dir, write_file_durably
+from ..facts.files import fsync_dir, write_file_durably
+from ..facts.journal import JOURNAL_NAME, Journal
 from .erasure_ledger import LEDGER_NAME
 
 if TYPE_CHECKING:

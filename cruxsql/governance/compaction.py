@@ -48,6 +48,7 @@ import blake3
 from ..errors import Conflict, InvalidInput, JournalPoisoned
 from ..facts import codec, timestamps, view
 from ..facts.faults import crash_point
+from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from ..recall.fact_index import Timeline
 from . import legal_holds, store_lines
@@ -252,21 +253,6 @@ def remove_stale_temp_files(journal: Journal) -> list[str]:
         path.unlink(missing_ok=True)
         removed.append(path.name)
     return removed
-
-
-def file_blake3(path) -> Optional[str]:
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        return None
-    h = blake3.blake3()
-    with fh:
-        while True:
-            chunk = fh.read(1 << 22)
-            if not chunk:
-                break
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def estimate_bytes_after(store: Store) -> int:

@@ -290,7 +290,7 @@ def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[di
                 path.unlink(missing_ok=True)
                 errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
     if removed_tmp:
-        from ..facts.journal import fsync_dir
+        from ..facts.files import fsync_dir
         fsync_dir(data_dir)
     return {"quarantined_tails_removed": removed_tails, "temp_files_removed": removed_tmp,
             "exports_rewritten": rewritten, "quarantine_rewritten": rewritten_quarantine}
