@@ -114,8 +114,8 @@ def test_timeline_event_times_are_the_parsed_event_times_by_either_route(tmp_pat
 
 def test_a_bulk_rebuild_and_a_long_tail_leave_the_index_current(tmp_path: Path, monkeypatch) -> None:
     # the first read after either used to index every fact it brought in (~15 s at 1M facts)
-    from cruxsql.facts import view
-    monkeypatch.setattr(view, "ROW_PATH_MAX_BYTES", 0)  # every replay takes the bulk path
+    from cruxsql.facts import replay
+    monkeypatch.setattr(replay, "ROW_PATH_MAX_BYTES", 0)  # every replay takes the bulk path
     with cruxsql.open(tmp_path / "a") as store:
         for i in range(40):
             store.store(f"svc{i}", "owner", f"team delta {i}")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import apsw
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
-from . import codec, extension_events, timestamps, view
+from . import codec, extension_events, replay, timestamps, view
 from .appended import replay_appended
 from .busy import retry_busy
 from .checkpointer import WalCheckpointer
@@ -186,7 +186,7 @@ class Store:
         if read_only:
             self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
             self.quarantined = None
-            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,7 @@ class Store:
             self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME, self.journal.lock_if_free)
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
-            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
 
     def _open_beside_writer(self) -> bool:
@@ -272,7 +272,7 @@ class Store:
         the long mutations), it always catches up."""
         if self.read_only:
             with self.writer_lock():
-                stats = view.replay(self.db, self.journal, self.policy, progress)
+                stats = replay.replay(self.db, self.journal, self.policy, progress)
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
         if self._caught_up is not None and self._caught_up == self._sync_key():
@@ -287,7 +287,7 @@ class Store:
         (under the lock). A replay that met SQLITE_BUSY rolled its batch back and starts again from the
         checkpoint."""
         self._repair_journal()
-        stats = retry_busy(lambda: view.replay(self.db, self.journal, self.policy, progress))
+        stats = retry_busy(lambda: replay.replay(self.db, self.journal, self.policy, progress))
         retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
         self._note_caught_up()
         return stats
@@ -317,11 +317,11 @@ class Store:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
             if self.read_only:
-                stats = view.rebuild(self.db, self.journal, self.policy, progress)
+                stats = replay.rebuild(self.db, self.journal, self.policy, progress)
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
             self._repair_journal()
-            stats = retry_busy(lambda: view.rebuild(self.db, self.journal, self.policy, progress))
+            stats = retry_busy(lambda: replay.rebuild(self.db, self.journal, self.policy, progress))
             retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
             self._note_caught_up()
             return stats
@@ -771,7 +771,7 @@ class Store:
             fresh = apsw.Connection(":memory:")
             try:
                 view.migrate(fresh)
-                view.rebuild(fresh, self.journal, self.policy, derived=False)
+                replay.rebuild(fresh, self.journal, self.policy, derived=False)
                 extension_events.replay(fresh, self.extensions, self.policy)
                 self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
                 try:
@@ -787,7 +787,7 @@ class Store:
             try:
                 fresh = view.open_connection(fresh_path)
                 try:
-                    view.rebuild(fresh, self.journal, self.policy, derived=False)
+                    replay.rebuild(fresh, self.journal, self.policy, derived=False)
                     extension_events.replay(fresh, self.extensions, self.policy)
                 finally:
                     fresh.close()

@@ -32,7 +32,7 @@ import apsw
 import blake3
 
 from ..errors import CruxsqlError, InvalidInput
-from ..facts import timestamps, view
+from ..facts import replay, timestamps, view
 from ..facts.files import fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME, Journal
 from .erasure_ledger import LEDGER_NAME
@@ -521,6 +521,6 @@ def _rebind_view(directory: Path) -> None:
         return
     db = apsw.Connection(str(db_path))
     try:
-        view.adopt_journal(db, Journal(directory))
+        replay.adopt_journal(db, Journal(directory))
     finally:
         db.close()

@@ -46,7 +46,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import codec, timestamps, view
+from ..facts import codec, replay, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -487,11 +487,11 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             db.execute("PRAGMA secure_delete=ON")
             if renamed:
                 # The new journal is committed; make the view match it now rather than at next open.
-                view.rebuild(db, journal, store.policy)
+                replay.rebuild(db, journal, store.policy)
             raise
         if not direct:
             crash_point("compact-before-view-commit")
-            view.rebuild(db, journal, store.policy, progress)
+            replay.rebuild(db, journal, store.policy, progress)
             cp = view.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")

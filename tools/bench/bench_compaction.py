@@ -44,7 +44,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 import cruxsql
-from cruxsql.facts import view
+from cruxsql.facts import replay, view
 from cruxsql.governance import compaction
 mode, data = sys.argv[1], sys.argv[2]
 out = {"mode": mode}
@@ -93,7 +93,7 @@ elif mode == "compact":
 elif mode == "rebuild":
     t = time.perf_counter()
     with store.writer_lock():
-        stats = view.rebuild(store.db, store.journal, store.policy)
+        stats = replay.rebuild(store.db, store.journal, store.policy)
     out["seconds"] = time.perf_counter() - t
     out["events"] = stats.events
 elif mode == "baseline":
@@ -206,13 +206,13 @@ def main() -> None:
     try:
         t = time.perf_counter()
         if args.from_store:
-            from cruxsql.facts import view
+            from cruxsql.facts import replay, view
             from cruxsql.facts.journal import Journal
 
             data.rmdir()
             shutil.copytree(args.from_store, data)
             db = view.open_connection(data / view.DB_NAME)
-            view.adopt_journal(db, Journal(data))
+            replay.adopt_journal(db, Journal(data))
             db.close()
             written = sum(1 for _ in open(data / "facts.jsonl", "rb"))
         else:
