@@ -85,10 +85,10 @@ def run_cli(data_dir: Path) -> Callable[..., subprocess.CompletedProcess]:
 def lazy_text_index():
     """Writes leave recall's text index to its own `sync` (as before writes indexed what they stored), for
     the tests of that sync's own mechanics."""
-    from cruxsql.facts import view
+    from cruxsql.facts import derived_tables
     from cruxsql.recall import fact_index
 
-    hooks = view.derived_table_hooks().replay
+    hooks = derived_tables.derived_table_hooks().replay
     at = hooks.index(fact_index.index_in_the_write)
     hooks.remove(fact_index.index_in_the_write)
     yield

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional
 
 import apsw
 
-from . import bulk, codec, view
+from . import bulk, codec, derived_tables, view
 from .codec import CorruptLine
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal, Record
@@ -119,7 +119,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
             last = batch[-1]
             view.write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
             if derived:
-                view.run_replay_hooks(db, journal)
+                derived_tables.run_replay_hooks(db, journal)
             crash_point("replay-before-commit")
     if not sanitized:
         with db:

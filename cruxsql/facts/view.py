@@ -7,13 +7,11 @@ Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The st
 
 from __future__ import annotations
 
-import functools
-import importlib
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import apsw
 
@@ -212,77 +210,6 @@ def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
     if cp is None or st is None or cp.byte_offset > st.st_size or cp.inode != st.st_ino:
         return None
     return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """An in-place rewrite of the fact tables (a compaction) inside its transaction, before it drops the
-    facts with `deleted = 1`: every other fact row is kept as is (its seq too when `seqs_kept`), and the
-    checkpoint moves from generation `previous` to `generation` at `line_count` lines."""
-
-    previous: Optional[str]
-    generation: str
-    line_count: int
-    seqs_kept: bool
-
-
-# The tables features derive from the fact tables and keep in step with them, all declared in this one
-# list (no module registers anything when it is imported). The features own them and sit in layers
-# above this one, so each hook is named here ("module:function") and imported when first needed.
-# - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
-#   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
-#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
-#   index: a read never writes it, so it never waits for SQLite's write lock);
-# - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
-#   tail): what such a replay builds at its end (the text index, already current from the replay hook,
-#   unless a caller left that hook out);
-# - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
-#   of starting over on its new generation.
-DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
-    "replay": ("cruxsql.curation.exact_duplicates:keep_current",
-               "cruxsql.recall.fact_index:keep_timeline_current",
-               "cruxsql.recall.fact_index:index_in_the_write"),
-    "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
-    "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
-                "cruxsql.recall.fact_index:carry_text_index",
-                "cruxsql.recall.fact_index:forget_timeline_before_the_drop"),
-}
-
-
-@dataclass(frozen=True)
-class DerivedTableHooks:
-    replay: list[Callable[[apsw.Connection, Journal], None]]
-    bulk_replay: list[Callable[[apsw.Connection], None]]
-    rewrite: list[Callable[[apsw.Connection, Rewrite], None]]
-
-
-@functools.cache
-def derived_table_hooks() -> DerivedTableHooks:
-    """The functions DERIVED_TABLE_HOOKS names, imported once (a benchmark may edit the lists it returns)."""
-    def resolve(name: str) -> Callable:
-        module, _, function = name.partition(":")
-        return getattr(importlib.import_module(module), function)
-
-    return DerivedTableHooks(**{when: [resolve(n) for n in names] for when, names in DERIVED_TABLE_HOOKS.items()})
-
-
-def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
-    """Run the replay hooks inside the caller's transaction: replay's own batches, and a writer that
-    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
-    for hook in derived_table_hooks().replay:
-        hook(db, journal)
-
-
-def run_bulk_replay_hooks(db: apsw.Connection) -> None:
-    for hook in derived_table_hooks().bulk_replay:
-        hook(db)
-
-
-def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
-    """Let derived tables carry themselves over to `rewrite.generation` (inside the caller's transaction,
-    while the facts about to be dropped are still there, deleted = 1)."""
-    for hook in derived_table_hooks().rewrite:
-        hook(db, rewrite)
 
 
 def reset_facts(db: apsw.Connection) -> None:

@@ -46,7 +46,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import codec, replay, timestamps, view
+from ..facts import codec, derived_tables, replay, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -446,7 +446,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                            "'stored' FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 "
                            "ORDER BY stored_at_ns, fact_id")
                 # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
-                view.run_rewrite_hooks(db, view.Rewrite(cp.generation if cp else None, generation,
+                derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation if cp else None, generation,
                                                         state["line_no"], not order["renumber"]))
                 db.execute("DELETE FROM facts WHERE deleted = 1")
                 next_seq = (cp.next_seq if cp else 1)
@@ -475,8 +475,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # builds: recall's text index, carried over above unless the seqs were renumbered (then
                 # built here, not by the first read).
                 Timeline(db, journal).restart(times)
-                view.run_replay_hooks(db, journal)
-                view.run_bulk_replay_hooks(db)
+                derived_tables.run_replay_hooks(db, journal)
+                derived_tables.run_bulk_replay_hooks(db)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
                 db.execute("PRAGMA foreign_keys=ON")

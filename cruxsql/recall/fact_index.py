@@ -6,13 +6,13 @@ long tail) and otherwise lazily (before each read), the known_at timeline by eve
   three or more characters into a small candidate set. Facts' entity, key and value never change after
   insert, so the index follows `facts.seq`: it indexes every seq above the last one it saw, and starts
   over when `journal_checkpoint.generation` says the fact tables were rebuilt. A compaction that keeps
-  the seqs carries it over instead (a rewrite hook in `view.DERIVED_TABLE_HOOKS`): only the dropped
+  the seqs carries it over instead (a rewrite hook in `derived_tables.DERIVED_TABLE_HOOKS`): only the dropped
   facts' rows and postings go.
   Postings are a superset; recall re-checks every candidate against the real rows. The trigram codes
   and postings themselves come from `trigrams`.
 * `Timeline`: what `known_at` needs: event time per journal line, and the history of every mutable
   attribute a later event changed. Replay extends it in each of its transactions (a replay hook in
-  `view.DERIVED_TABLE_HOOKS`); reads only catch up a view that was rewritten in place by a compaction
+  `derived_tables.DERIVED_TABLE_HOOKS`); reads only catch up a view that was rewritten in place by a compaction
   or predates that hook.
 """
 
@@ -28,7 +28,7 @@ import apsw
 import numpy as np
 
 from ..errors import InvalidInput
-from ..facts import codec, timestamps, view
+from ..facts import codec, derived_tables, timestamps
 from ..facts.journal import Journal
 from . import trigrams
 from .fact_terms import FactTerms
@@ -336,7 +336,7 @@ class TextIndex:
         return out[0] if len(out) == 1 else np.unique(np.concatenate(out))
 
 
-def carry_text_index(db: apsw.Connection, rewrite: view.Rewrite) -> None:
+def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
     """Rewrite hook: a compaction keeps every fact's seq and text but the deleted ones', so the index
     follows it to the new generation with only those facts taken out (they are still readable here),
     instead of starting over at the next read (tens of seconds at 1M facts). It starts over as before
@@ -373,7 +373,7 @@ def _empty_timeline(db: apsw.Connection) -> None:
         db.execute("PRAGMA secure_delete=ON")
 
 
-def forget_timeline_before_the_drop(db: apsw.Connection, rewrite: view.Rewrite) -> None:
+def forget_timeline_before_the_drop(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
     """Rewrite hook: a compaction starts the timeline over after its new checkpoint (`Timeline.restart`),
     so empty it now, before the dropped facts go. Otherwise deleting each of them deletes its change rows
     one at a time (the recall_changes_follow_delete trigger: 0.75 s of a 1M-event compaction), and the

@@ -44,7 +44,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 import cruxsql
-from cruxsql.facts import replay, view
+from cruxsql.facts import derived_tables, replay, view
 from cruxsql.governance import compaction
 mode, data = sys.argv[1], sys.argv[2]
 out = {"mode": mode}
@@ -57,7 +57,7 @@ def status(field):
     return None
 
 if os.environ.get("BENCH_NO_HOOKS"):  # compaction without the replay hooks' derived tables
-    view.derived_table_hooks().replay.clear()
+    derived_tables.derived_table_hooks().replay.clear()
 store = cruxsql.open(data)
 out["rss_before_mib"] = status("VmRSS")
 try:  # reset the peak so it measures the operation (ru_maxrss would include the parent's, inherited)
@@ -76,7 +76,7 @@ elif mode == "compact":
     from cruxsql.recall.fact_index import TextIndex
     out["index_current"] = TextIndex(store.db).is_current()
     if sys.argv[4:] == ["nocarry"]:  # the baseline: derived tables start over on the new generation
-        view.derived_table_hooks().rewrite.clear()
+        derived_tables.derived_table_hooks().rewrite.clear()
     first = []
     t = time.perf_counter()
     report = compaction.compact(store, progress=lambda done, total: first or first.append(time.perf_counter() - t))

@@ -35,7 +35,7 @@ from journal_gen import generate  # noqa: E402
 import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
-from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view  # noqa: E402
+from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view  # noqa: E402
 from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
@@ -82,8 +82,8 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     # from before those existed has no such phase)
     phases = [(view.Applier, "sanitize_links", "lines read and applied, links sanitised"),
               (bulk.BulkApplier, "restore_indexes", "deferred indexes built"),
-              (view, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run"),
-              (view, "run_bulk_replay_hooks", "bulk replay hooks (recall's text index) run")]
+              (derived_tables, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run"),
+              (derived_tables, "run_bulk_replay_hooks", "bulk replay hooks (recall's text index) run")]
     phases = [phase for phase in phases if hasattr(phase[0], phase[1])]
     originals = [getattr(owner, name) for owner, name, _ in phases]
     try:
