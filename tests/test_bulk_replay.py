@@ -14,7 +14,7 @@ import cruxsql
 from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
-from cruxsql.recall.fact_index import TextIndex  # importing it registers recall's replay hooks
+from cruxsql.recall.text_index import TextIndex  # importing it registers recall's replay hooks
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
 pytestmark = pytest.mark.usefixtures("lazy_text_index")

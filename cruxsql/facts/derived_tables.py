@@ -45,12 +45,12 @@ class Rewrite:
 #   of starting over on its new generation.
 DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
     "replay": ("cruxsql.curation.exact_duplicates:keep_current",
-               "cruxsql.recall.fact_index:keep_timeline_current",
-               "cruxsql.recall.fact_index:index_in_the_write"),
-    "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
+               "cruxsql.recall.timeline:keep_timeline_current",
+               "cruxsql.recall.text_index:index_in_the_write"),
+    "bulk_replay": ("cruxsql.recall.text_index:keep_text_index_current",),
     "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
-                "cruxsql.recall.fact_index:carry_text_index",
-                "cruxsql.recall.fact_index:forget_timeline_before_the_drop"),
+                "cruxsql.recall.text_index:carry_text_index",
+                "cruxsql.recall.timeline:forget_timeline_before_the_drop"),
 }
 
 

@@ -50,7 +50,7 @@ from ..facts import codec, derived_tables, replay, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
-from ..recall.fact_index import Timeline
+from ..recall.timeline import Timeline
 from . import legal_holds, store_lines
 
 if TYPE_CHECKING:

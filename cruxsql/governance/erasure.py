@@ -248,7 +248,7 @@ def _sync_derived_indexes(store: Store) -> list[str]:
     """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
     done: list[str] = []
     try:
-        from ..recall.fact_index import TextIndex
+        from ..recall.text_index import TextIndex
     except ImportError:  # pragma: no cover
         return done
     try:

@@ -68,12 +68,12 @@ except OSError:
 if mode == "index":
     # a store in use has its recall text index: built once, by its own process (its peak is not the
     # compaction's)
-    from cruxsql.recall.fact_index import TextIndex
+    from cruxsql.recall.text_index import TextIndex
     t = time.perf_counter()
     out["index_built"] = TextIndex(store.db).sync()
     out["index_build_s"] = time.perf_counter() - t
 elif mode == "compact":
-    from cruxsql.recall.fact_index import TextIndex
+    from cruxsql.recall.text_index import TextIndex
     out["index_current"] = TextIndex(store.db).is_current()
     if sys.argv[4:] == ["nocarry"]:  # the baseline: derived tables start over on the new generation
         derived_tables.derived_table_hooks().rewrite.clear()

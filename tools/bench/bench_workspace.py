@@ -68,7 +68,7 @@ REPO_QUERIES = {
     "check_confidence": "cruxsql/facts/store.py", "ClearSupersedeEvent": "cruxsql/facts/codec.py",
     "format_f32": "cruxsql/facts/codec.py", "estimate_tokens_str": "cruxsql/recall/tokens.py",
     "legacy_fill": "cruxsql/recall/tokens.py", "salience_factor": "cruxsql/recall/freshness.py",
-    "normalize_tenant": "cruxsql/recall/scope.py", "Timeline": "cruxsql/recall/fact_index.py",
+    "normalize_tenant": "cruxsql/recall/scope.py", "Timeline": "cruxsql/recall/timeline.py",
     "tool_output_catalogue": "cruxsql/recall/crc_v1.py", "report_hash": "cruxsql/governance/erasure_proof.py",
     "needles_for": "cruxsql/governance/erasure_scan.py", "LegalHoldBlocked": "cruxsql/governance/compaction.py",
     "build_override_receipt": "cruxsql/governance/legal_holds.py",
