@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 import cruxsql
-from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view
+from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view, view_file
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
 from cruxsql.recall.text_index import TextIndex  # importing it registers recall's replay hooks
@@ -156,7 +156,7 @@ def mixed_journal(seed: int = 7, events: int = 2500) -> bytes:
 def _rebuilt(data: Path, journal_bytes: bytes, row_by_row: bool) -> apsw.Connection:
     data.mkdir()
     (data / "facts.jsonl").write_bytes(journal_bytes)
-    db = view.open_connection(data / view.DB_NAME)
+    db = view_file.open_connection(data / view_file.DB_NAME)
     replay.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
     return db
 
@@ -336,7 +336,7 @@ def test_a_rebuild_without_derived_tables_fills_only_the_fact_and_event_tables(t
     # what verify's scratch copy needs: the tables it compares, not ~20 s (at 1M facts) of derived ones
     monkeypatch.setattr(replay, "ROW_PATH_MAX_BYTES", 0)  # unless row_by_row, the bulk path
     (tmp_path / "facts.jsonl").write_bytes(mixed_journal(seed=5, events=600))
-    db = view.open_connection(tmp_path / view.DB_NAME)
+    db = view_file.open_connection(tmp_path / view_file.DB_NAME)
     replay.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row, derived=False)
     counts = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
               for t in ("facts", "journal_events", "recall_event_times", "recall_text", "fact_norms")}

@@ -198,10 +198,10 @@ def test_drop_across_postings_blocks_leaves_what_a_fresh_index_of_the_rest_holds
     """`TextIndex.drop` (the carry-over's removal of dropped facts) over facts in several postings blocks,
     sharing trigrams across blocks and within one, with a postings row left empty, its trigrams computed
     in pieces: the index left equals one built from scratch over the remaining facts."""
-    from cruxsql.facts import view
+    from cruxsql.facts import view_file
     monkeypatch.setattr(text_index, "_DROP_PIECE", 1)
 
-    db = view.open_connection(tmp_path / view.DB_NAME)
+    db = view_file.open_connection(tmp_path / view_file.DB_NAME)
     seqs = [1, 2, 3, 65535, 65536, 65537, 70000, 131072, 131073, 200000]
     values = ["alpha beta", "ALPHA gamma", "Été unique", "alpha beta", "beta only", "zzzuniq", "gamma alpha",
               "alpha", "qqqsolo", "beta gamma"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import apsw
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
-from . import codec, extension_events, replay, timestamps, view
+from . import codec, extension_events, replay, timestamps, view, view_file
 from .appended import replay_appended
 from .busy import retry_busy
 from .checkpointer import WalCheckpointer
@@ -184,7 +184,7 @@ class Store:
         self.idempotency = IdempotencyJournal(self.data_dir)
         self._snapshot_depth = 0
         if read_only:
-            self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
+            self.db: apsw.Connection = view_file.open_snapshot(self.data_dir / view_file.DB_NAME)
             self.quarantined = None
             self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
@@ -196,8 +196,8 @@ class Store:
         with self.writer_lock():
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
-            self.db = view.open_connection(self.data_dir / view.DB_NAME)
-            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME, self.journal.lock_if_free)
+            self.db = view_file.open_connection(self.data_dir / view_file.DB_NAME)
+            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view_file.DB_NAME, self.journal.lock_if_free)
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
             self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
@@ -207,16 +207,16 @@ class Store:
         """Open while another process holds the writer lock, without waiting for it: possible when the
         view exists with the current schema (then the repair of a torn tail and the catch-up are left to
         the first call that finds the lock free). False: the caller must wait for the lock."""
-        path = self.data_dir / view.DB_NAME
+        path = self.data_dir / view_file.DB_NAME
         if not path.is_file():
             return False
         db: Optional[apsw.Connection] = None
         try:
-            db = view.open_connection(path, migrate_schema=False)
-            if view.pending_migrations(db):
+            db = view_file.open_connection(path, migrate_schema=False)
+            if view_file.pending_migrations(db):
                 db.close()
                 return False
-            view.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
+            view_file.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
             self.db = db
         except (apsw.BusyError, apsw.LockedError):  # a view still being created: wait for the lock
             if db is not None:
@@ -254,7 +254,7 @@ class Store:
     def view_for_queries(self) -> "Path | apsw.Connection":
         """What the SQL console queries: the view's file, or for a read-only store its caught-up in-memory
         view itself (never a copy on disk, where erasure could not reach it)."""
-        return self.db if self.read_only else self.data_dir / view.DB_NAME
+        return self.db if self.read_only else self.data_dir / view_file.DB_NAME
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
         """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
@@ -770,7 +770,7 @@ class Store:
         if self.read_only:
             fresh = apsw.Connection(":memory:")
             try:
-                view.migrate(fresh)
+                view_file.migrate(fresh)
                 replay.rebuild(fresh, self.journal, self.policy, derived=False)
                 extension_events.replay(fresh, self.extensions, self.policy)
                 self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
@@ -785,7 +785,7 @@ class Store:
         with self.writer_lock():
             fresh_path = self.data_dir / f"{VERIFY_SCRATCH_PREFIX}{uuid.uuid4().hex}.db"
             try:
-                fresh = view.open_connection(fresh_path)
+                fresh = view_file.open_connection(fresh_path)
                 try:
                     replay.rebuild(fresh, self.journal, self.policy, derived=False)
                     extension_events.replay(fresh, self.extensions, self.policy)

@@ -44,7 +44,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 import cruxsql
-from cruxsql.facts import derived_tables, replay, view
+from cruxsql.facts import derived_tables, replay, view, view_file
 from cruxsql.governance import compaction
 mode, data = sys.argv[1], sys.argv[2]
 out = {"mode": mode}
@@ -206,12 +206,12 @@ def main() -> None:
     try:
         t = time.perf_counter()
         if args.from_store:
-            from cruxsql.facts import replay, view
+            from cruxsql.facts import replay, view_file
             from cruxsql.facts.journal import Journal
 
             data.rmdir()
             shutil.copytree(args.from_store, data)
-            db = view.open_connection(data / view.DB_NAME)
+            db = view_file.open_connection(data / view_file.DB_NAME)
             replay.adopt_journal(db, Journal(data))
             db.close()
             written = sum(1 for _ in open(data / "facts.jsonl", "rb"))

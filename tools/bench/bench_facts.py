@@ -35,7 +35,7 @@ from journal_gen import generate  # noqa: E402
 import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
-from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view  # noqa: E402
+from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view, view_file  # noqa: E402
 from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
@@ -226,7 +226,7 @@ def bench_rebuild_paths(journal: Path, work: Path, events: int) -> tuple[float, 
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir(parents=True)
         shutil.copy(src, data / "facts.jsonl")
-        db = view.open_connection(data / view.DB_NAME)
+        db = view_file.open_connection(data / view_file.DB_NAME)
         started = time.perf_counter()
         stats = replay.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
         times.append(time.perf_counter() - started)
