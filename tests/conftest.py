@@ -85,11 +85,11 @@ def run_cli(data_dir: Path) -> Callable[..., subprocess.CompletedProcess]:
 def lazy_text_index():
     """Writes leave recall's text index to its own `sync` (as before writes indexed what they stored), for
     the tests of that sync's own mechanics."""
-    from cruxsql.facts import view
-    from cruxsql.recall import fact_index
+    from cruxsql.facts import derived_tables
+    from cruxsql.recall import text_index
 
-    hooks = view.derived_table_hooks().replay
-    at = hooks.index(fact_index.index_in_the_write)
-    hooks.remove(fact_index.index_in_the_write)
+    hooks = derived_tables.derived_table_hooks().replay
+    at = hooks.index(text_index.index_in_the_write)
+    hooks.remove(text_index.index_in_the_write)
     yield
-    hooks.insert(at, fact_index.index_in_the_write)
+    hooks.insert(at, text_index.index_in_the_write)

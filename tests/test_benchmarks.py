@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import cruxsql
-from cruxsql.facts import view
+from cruxsql.facts import replay
 from cruxsql.facts.store import StoreRequest
 
 BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench"
@@ -115,7 +115,7 @@ def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
         for b in range(20):
             store.store_batch([StoreRequest(f"svc:{b}:{i}", "status", f"deployed {i}") for i in range(100)])
     # A shorter journal is replayed row by row, which draws no bar (nothing to wait for).
-    assert (data / "facts.jsonl").stat().st_size > 4 * view.ROW_PATH_MAX_BYTES
+    assert (data / "facts.jsonl").stat().st_size > 4 * replay.ROW_PATH_MAX_BYTES
     result = run_bench("bench_progress.py", "rebuild", "--data-dir", str(data), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     bar, floor, _ = figures(result.stdout, "first progress bar frame, s (vs --help)")

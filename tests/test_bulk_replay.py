@@ -11,10 +11,10 @@ import apsw
 import pytest
 
 import cruxsql
-from cruxsql.facts import bulk, codec, privacy, timestamps, view
+from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view, view_file
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
-from cruxsql.recall.fact_index import TextIndex  # importing it registers recall's replay hooks
+from cruxsql.recall.text_index import TextIndex  # importing it registers recall's replay hooks
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
 pytestmark = pytest.mark.usefixtures("lazy_text_index")
@@ -156,8 +156,8 @@ def mixed_journal(seed: int = 7, events: int = 2500) -> bytes:
 def _rebuilt(data: Path, journal_bytes: bytes, row_by_row: bool) -> apsw.Connection:
     data.mkdir()
     (data / "facts.jsonl").write_bytes(journal_bytes)
-    db = view.open_connection(data / view.DB_NAME)
-    view.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
+    db = view_file.open_connection(data / view_file.DB_NAME)
+    replay.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
     return db
 
 
@@ -213,7 +213,7 @@ def test_bulk_rebuild_equals_the_row_by_row_replay(tmp_path: Path, monkeypatch, 
     # the known_at timeline after each; a bulk rebuild extends it once): the derived tables must not
     # depend on them (rows of a fact that a later line hard-removes used to).
     monkeypatch.setattr(bulk, "BATCH_LINES", batch_lines)
-    monkeypatch.setattr(view, "_COMMIT_EVERY", 97)
+    monkeypatch.setattr(replay, "_COMMIT_EVERY", 97)
     journal = mixed_journal()
     rows = _rebuilt(tmp_path / "rows", journal, row_by_row=True)
     fast = _rebuilt(tmp_path / "bulk", journal, row_by_row=False)
@@ -235,14 +235,14 @@ def test_bulk_tail_replay_equals_the_row_by_row_tail(tmp_path: Path, monkeypatch
     journal = mixed_journal(seed=11)
     head = journal[:journal.index(b"\n", len(journal) // 3) + 1]
     monkeypatch.setattr(bulk, "BATCH_LINES", 211)
-    monkeypatch.setattr(view, "_COMMIT_EVERY", 211)
+    monkeypatch.setattr(replay, "_COMMIT_EVERY", 211)
     views = []
     for name, row_path_max in (("rows", 10**12), ("bulk", 0)):
         data = tmp_path / name
         db = _rebuilt(data, head, row_by_row=True)
         (data / "facts.jsonl").write_bytes(journal)
-        monkeypatch.setattr(view, "ROW_PATH_MAX_BYTES", row_path_max)
-        stats = view.replay(db, Journal(data), privacy.global_policy())
+        monkeypatch.setattr(replay, "ROW_PATH_MAX_BYTES", row_path_max)
+        stats = replay.replay(db, Journal(data), privacy.global_policy())
         assert not stats.rebuilt and stats.events > 1000
         views.append(db)
     _assert_same(*views)
@@ -334,14 +334,14 @@ def test_a_time_is_taken_as_is_exactly_when_chrono_would_write_it_so() -> None:
 def test_a_rebuild_without_derived_tables_fills_only_the_fact_and_event_tables(tmp_path: Path, monkeypatch,
                                                                                row_by_row: bool) -> None:
     # what verify's scratch copy needs: the tables it compares, not ~20 s (at 1M facts) of derived ones
-    monkeypatch.setattr(view, "ROW_PATH_MAX_BYTES", 0)  # unless row_by_row, the bulk path
+    monkeypatch.setattr(replay, "ROW_PATH_MAX_BYTES", 0)  # unless row_by_row, the bulk path
     (tmp_path / "facts.jsonl").write_bytes(mixed_journal(seed=5, events=600))
-    db = view.open_connection(tmp_path / view.DB_NAME)
-    view.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row, derived=False)
+    db = view_file.open_connection(tmp_path / view_file.DB_NAME)
+    replay.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row, derived=False)
     counts = {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
               for t in ("facts", "journal_events", "recall_event_times", "recall_text", "fact_norms")}
     assert counts["facts"] > 100 and counts["journal_events"] > 500
     assert counts["recall_event_times"] == counts["recall_text"] == counts["fact_norms"] == 0
-    view.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row)
+    replay.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row)
     assert db.execute("SELECT count(*) FROM recall_event_times").fetchone()[0] == counts["journal_events"]
     assert db.execute("SELECT count(*) FROM fact_norms").fetchone()[0] > 0

@@ -1,5 +1,5 @@
 """Derived tables a compaction carries over instead of starting over on its new generation (issue 15):
-`fact_norms` (curation.exact_duplicates) and the recall trigram text index (recall.fact_index). After a
+`fact_norms` (curation.exact_duplicates) and the recall trigram text index (recall.text_index). After a
 compaction, an erasure and a retention run (which compact), each must hold exactly what a from-scratch
 build over the compacted view holds, without having been rebuilt."""
 
@@ -15,8 +15,8 @@ import pytest
 from cruxsql.curation import exact_duplicates
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, erasure, retention
-from cruxsql.recall import fact_index
-from cruxsql.recall.fact_index import BLOCK_BITS, TextIndex
+from cruxsql.recall import text_index
+from cruxsql.recall.text_index import BLOCK_BITS, TextIndex
 from cruxsql.recall.fact_terms import POSTING
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
@@ -198,10 +198,10 @@ def test_drop_across_postings_blocks_leaves_what_a_fresh_index_of_the_rest_holds
     """`TextIndex.drop` (the carry-over's removal of dropped facts) over facts in several postings blocks,
     sharing trigrams across blocks and within one, with a postings row left empty, its trigrams computed
     in pieces: the index left equals one built from scratch over the remaining facts."""
-    from cruxsql.facts import view
-    monkeypatch.setattr(fact_index, "_DROP_PIECE", 1)
+    from cruxsql.facts import view_file
+    monkeypatch.setattr(text_index, "_DROP_PIECE", 1)
 
-    db = view.open_connection(tmp_path / view.DB_NAME)
+    db = view_file.open_connection(tmp_path / view_file.DB_NAME)
     seqs = [1, 2, 3, 65535, 65536, 65537, 70000, 131072, 131073, 200000]
     values = ["alpha beta", "ALPHA gamma", "Été unique", "alpha beta", "beta only", "zzzuniq", "gamma alpha",
               "alpha", "qqqsolo", "beta gamma"]

@@ -387,7 +387,7 @@ def test_cli_compact_then_verify_strict_is_clean(tmp_path):
 
 
 def test_compaction_leaves_the_known_at_timeline_current_and_equal_to_one_built_from_scratch(tmp_path) -> None:
-    from cruxsql.recall.fact_index import Timeline
+    from cruxsql.recall.timeline import Timeline
 
     store = Store(tmp_path)
     a = store.store("svc", "owner", "alice")

@@ -153,7 +153,7 @@ def test_a_read_never_waits_for_sqlites_write_lock(tmp_path: Path) -> None:
     # connection (a compaction's view rewrite, say) holds SQLite's write lock
     with cruxsql.open(tmp_path) as store:
         fact = store.store("svc", "k", "indexed by its own write")
-        from cruxsql.recall.fact_index import TextIndex
+        from cruxsql.recall.text_index import TextIndex
         assert TextIndex(store.db).is_current()
         other = apsw.Connection(str(tmp_path / "cruxsql.db"))
         other.execute("BEGIN IMMEDIATE")

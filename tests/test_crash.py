@@ -167,10 +167,10 @@ def test_a_killed_verify_leaves_no_copy_outside_the_data_directory(tmp_path: Pat
 
 KILL_INSIDE_VIEW_COMMIT = r"""
 import os, signal, sys
-from cruxsql.facts import view
+from cruxsql.facts import view, view_file
 journal = os.path.join(os.environ["CRUXSQL_DATA_DIR"], "facts.jsonl")
 size_at_open = os.path.getsize(journal)
-real_open = view.open_connection
+real_open = view_file.open_connection
 def open_connection(path):
     db = real_open(path)
     def commit_hook():
@@ -180,7 +180,7 @@ def open_connection(path):
         return False
     db.set_commit_hook(commit_hook)
     return db
-view.open_connection = open_connection
+view_file.open_connection = open_connection
 from cruxsql.cli import main
 sys.argv = ["cruxsql"] + sys.argv[1:]
 main()

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cruxsql
 from cruxsql.curation.consolidation import ConsolidationRequest, consolidate_facts_v1, consolidate_undo_v1
-from cruxsql.facts import view
+from cruxsql.facts import view_file
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance.compaction import compact
 from journal_builders import fact_obj, line
 
-_CURATION_SQL = (view.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
+_CURATION_SQL = (view_file.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
 SELF_JOIN = _CURATION_SQL.split("CREATE VIEW duplicate_candidates AS")[1].split(";")[0]  # the formulation replaced
 
 
@@ -172,7 +172,7 @@ def test_an_existing_view_gains_its_members_when_migrated(planted: Store, tmp_pa
     expected = assert_current(planted.db)
     data_dir = planted.data_dir
     planted.close()
-    db = apsw.Connection(str(data_dir / view.DB_NAME))
+    db = apsw.Connection(str(data_dir / view_file.DB_NAME))
     with db:                                                               # the view as 0015 left it
         db.execute("DROP TABLE fact_norms")
         db.execute("DROP TABLE fact_norms_state")

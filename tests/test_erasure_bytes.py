@@ -49,7 +49,7 @@ def test_erased_markers_are_gone_from_every_file_and_kept_ones_remain(tmp_path):
         b"ERASED_MARKER_002 stale temp copy")
     store = Store(tmp_path)
     assert store.journal.quarantined_tails()
-    from cruxsql.recall.fact_index import TextIndex
+    from cruxsql.recall.text_index import TextIndex
     TextIndex(store.db).sync()  # the recall lane's lowercased copies of every value
     assert store.db.execute("SELECT count(*) FROM recall_text WHERE lc_value LIKE 'erased_marker%'").fetchone()[0]
     for marker in (b"ERASED_MARKER_000", b"ERASED_MARKER_LONG", b"KEPT_MARKER_000"):

@@ -10,7 +10,7 @@ import numpy as np
 
 import cruxsql
 from cruxsql.governance import compaction
-from cruxsql.recall.fact_index import TextIndex
+from cruxsql.recall.text_index import TextIndex
 from cruxsql.recall.trigrams import term_grams
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
@@ -89,7 +89,7 @@ def test_timeline_event_times_are_the_parsed_event_times_by_either_route(tmp_pat
     """Store lines take their time from the stored fact in SQL (by fact id for a few new lines, by a
     scan of facts for many): both give exactly what parsing each line's event_at gives."""
     from cruxsql.facts import timestamps
-    from cruxsql.recall import fact_index
+    from cruxsql.recall import timeline
 
     store = cruxsql.open(tmp_path)
     a = store.store("svc", "owner", "alice")
@@ -102,11 +102,11 @@ def test_timeline_event_times_are_the_parsed_event_times_by_either_route(tmp_pat
     expected = sorted((line, timestamps.parse_ns(at)) for line, at in db.execute(
         "SELECT line_no, event_at FROM journal_events"))
     for threshold in (0, 10**9):
-        monkeypatch.setattr(fact_index, "_SCAN_FACTS_PAST", threshold)
+        monkeypatch.setattr(timeline, "_SCAN_FACTS_PAST", threshold)
         with db:
             for t in ("recall_event_times", "recall_changes", "recall_timeline_state"):
                 db.execute(f"DELETE FROM {t}")
-            fact_index.Timeline(db, store.journal).catch_up()
+            timeline.Timeline(db, store.journal).catch_up()
         assert sorted(db.execute("SELECT line_no, at_ns FROM recall_event_times")) == expected
         assert db.execute("SELECT count(*) FROM recall_changes WHERE attr = 'deleted' AND v_int = 1").fetchone()[0] == 1
     store.close()
@@ -114,8 +114,8 @@ def test_timeline_event_times_are_the_parsed_event_times_by_either_route(tmp_pat
 
 def test_a_bulk_rebuild_and_a_long_tail_leave_the_index_current(tmp_path: Path, monkeypatch) -> None:
     # the first read after either used to index every fact it brought in (~15 s at 1M facts)
-    from cruxsql.facts import view
-    monkeypatch.setattr(view, "ROW_PATH_MAX_BYTES", 0)  # every replay takes the bulk path
+    from cruxsql.facts import replay
+    monkeypatch.setattr(replay, "ROW_PATH_MAX_BYTES", 0)  # every replay takes the bulk path
     with cruxsql.open(tmp_path / "a") as store:
         for i in range(40):
             store.store(f"svc{i}", "owner", f"team delta {i}")

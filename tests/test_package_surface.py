@@ -14,7 +14,7 @@ import pytest
 
 import cruxsql
 from cruxsql.errors import CruxsqlError
-from cruxsql.facts import view
+from cruxsql.facts import derived_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 # Errors of the surfaces (CLI, cluster, MCP) live in their packages; the MCP ToolError is not a
@@ -63,15 +63,15 @@ def test_version_is_the_package_metadata_pyprojects() -> None:
 
 def test_importing_cruxsql_registers_nothing() -> None:
     probe = ("import cruxsql\n"
-             "from cruxsql.facts import view\n"
-             "print(view.derived_table_hooks.cache_info().currsize)")
+             "from cruxsql.facts import derived_tables\n"
+             "print(derived_tables.derived_table_hooks.cache_info().currsize)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "0"
 
 
 def test_every_declared_replay_hook_names_a_function() -> None:
-    hooks = view.derived_table_hooks()
-    names = [n for group in view.DERIVED_TABLE_HOOKS.values() for n in group]
+    hooks = derived_tables.derived_table_hooks()
+    names = [n for group in derived_tables.DERIVED_TABLE_HOOKS.values() for n in group]
     resolved = hooks.replay + hooks.bulk_replay + hooks.rewrite
     assert [f"{f.__module__}:{f.__name__}" for f in resolved] == names
-    assert set(view.DERIVED_TABLE_HOOKS) == {"replay", "bulk_replay", "rewrite"}
+    assert set(derived_tables.DERIVED_TABLE_HOOKS) == {"replay", "bulk_replay", "rewrite"}

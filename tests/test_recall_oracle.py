@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cruxsql.facts import codec, timestamps, view
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
-from cruxsql.recall import crc_v1, fact_index
+from cruxsql.recall import crc_v1, text_index
 from cruxsql.recall.queries import Recall
 from cruxsql.recall.tokens import compact_json, estimate_tokens_str
 
@@ -306,8 +306,8 @@ query_strategy = st.fixed_dictionaries({
 @given(ops=st.lists(op_strategy, min_size=8, max_size=30), queries=st.lists(query_strategy, min_size=1, max_size=6),
        split=st.integers(0, 30), now_steps=st.integers(0, 400))
 def test_query_facts_matches_oracle(ops, queries, split, now_steps):
-    old_bits, old_size = fact_index.BLOCK_BITS, fact_index.BLOCK_SIZE
-    fact_index.BLOCK_BITS, fact_index.BLOCK_SIZE = 2, 4  # many postings blocks, merges on resume
+    old_bits, old_size = text_index.BLOCK_BITS, text_index.BLOCK_SIZE
+    text_index.BLOCK_BITS, text_index.BLOCK_SIZE = 2, 4  # many postings blocks, merges on resume
     try:
         lines = build_lines(ops)
         now = BASE + (len(ops) * 2 + now_steps // 10) * STEP + now_steps * HOUR_NS
@@ -337,7 +337,7 @@ def test_query_facts_matches_oracle(ops, queries, split, now_steps):
                     want = oracle(facts, floor=q["floor"], **kw)
                     assert got == want, (q, lines)
     finally:
-        fact_index.BLOCK_BITS, fact_index.BLOCK_SIZE = old_bits, old_size
+        text_index.BLOCK_BITS, text_index.BLOCK_SIZE = old_bits, old_size
 
 
 RESERVED_VIEW = ("__agent::", "__ops::", "__bootstrap__::", "__memory_pin::", "__work__::", "__decisions__::",

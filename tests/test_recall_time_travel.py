@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import cruxsql
-from cruxsql.facts import codec, timestamps, view
+from cruxsql.facts import codec, derived_tables, timestamps, view
 from cruxsql.governance import compaction
 
 
@@ -67,7 +67,7 @@ def test_a_compaction_empties_the_timeline_before_it_drops_the_deleted_facts(tmp
         cp = view.read_checkpoint(db)
         db.execute("BEGIN IMMEDIATE")
         try:
-            view.run_rewrite_hooks(db, view.Rewrite(cp.generation, "0" * 32, cp.line_count, True))
+            derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation, "0" * 32, cp.line_count, True))
             during = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                       for t in ("recall_changes", "recall_event_times", "recall_timeline_state")]
         finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
-from cruxsql.recall.fact_index import Timeline
+from cruxsql.recall.timeline import Timeline
 from cruxsql.recall.queries import MEMORY_VIEW_COUNT_CAP, Recall
 
 T0 = timestamps.parse_ns("2026-03-01T00:00:00Z")

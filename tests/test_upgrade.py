@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 import cruxsql
-from cruxsql.facts import view
+from cruxsql.facts import view_file
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "upgrade").iterdir())
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "release"))
@@ -24,7 +24,7 @@ from make_upgrade_fixture import answers  # noqa: E402
 
 
 def _migration_versions() -> set[int]:
-    return {int(p.name[:4]) for p in view.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")}
+    return {int(p.name[:4]) for p in view_file.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")}
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])

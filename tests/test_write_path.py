@@ -13,14 +13,14 @@ import pytest
 
 import cruxsql
 from cruxsql.facts import journal as journal_mod
-from cruxsql.facts import codec, view
+from cruxsql.facts import codec, view_file
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
 from cruxsql.facts.checkpointer import INLINE_FACTOR
 
 
 def _visible_elsewhere(data_dir: Path, value: str) -> int:
-    reader = apsw.Connection(str(data_dir / view.DB_NAME), flags=apsw.SQLITE_OPEN_READONLY)
+    reader = apsw.Connection(str(data_dir / view_file.DB_NAME), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         return reader.execute("SELECT count(*) FROM facts WHERE value = ?", (value,)).fetchone()[0]
     finally:
@@ -86,7 +86,7 @@ def test_one_large_commit_leaves_its_checkpoint_to_the_background(tmp_path: Path
     store = cruxsql.open(tmp_path)
     checkpointer = store.checkpointer
     checkpointer._pages = 10
-    wal = tmp_path / (view.DB_NAME + "-wal")
+    wal = tmp_path / (view_file.DB_NAME + "-wal")
     page = store.db.execute("PRAGMA page_size").fetchone()[0] + 24
     store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"team {i}") for i in range(600)])
     assert wal.stat().st_size > INLINE_FACTOR * checkpointer._pages * page  # the commit alone passed the bound
@@ -102,7 +102,7 @@ def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path
     store = cruxsql.open(tmp_path)
     checkpointer = store.checkpointer
     checkpointer._pages = 40  # a small threshold so a few hundred stores cross it many times
-    wal = tmp_path / (view.DB_NAME + "-wal")
+    wal = tmp_path / (view_file.DB_NAME + "-wal")
     sizes = []
     for i in range(300):
         store.store(f"e{i % 7}", "k", f"v{i}")
@@ -137,7 +137,7 @@ def test_the_checkpoint_thread_is_woken_per_threshold_of_pages_added_not_per_com
 
     store.db.set_wal_hook(committed)
     store.store("e", "k", "first")
-    reader = apsw.Connection(str(tmp_path / view.DB_NAME))
+    reader = apsw.Connection(str(tmp_path / view_file.DB_NAME))
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM facts").fetchall()
     for i in range(300):
@@ -266,13 +266,13 @@ def test_the_wal_restart_writes_nothing_while_a_reader_still_reads_from_the_wal(
     store = cruxsql.open(tmp_path)
     store.store("svc", "owner", "alice")
     store.store("svc", "owner", "bob")
-    reader = apsw.Connection(str(tmp_path / view.DB_NAME))
+    reader = apsw.Connection(str(tmp_path / view_file.DB_NAME))
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM facts").fetchall()  # its snapshot ends at the WAL's last frame
-    before = _wal_frames(tmp_path / view.DB_NAME)  # and every frame is copied: only the reader holds it
+    before = _wal_frames(tmp_path / view_file.DB_NAME)  # and every frame is copied: only the reader holds it
     conn = store.checkpointer._connect()
     done = store.checkpointer._restart_wal(conn, conn.execute("PRAGMA data_version").fetchone()[0])
-    after = _wal_frames(tmp_path / view.DB_NAME)
+    after = _wal_frames(tmp_path / view_file.DB_NAME)
     reader.execute("COMMIT")
     reader.close()
     conn.close()

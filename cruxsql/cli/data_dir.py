@@ -18,7 +18,7 @@ import click
 from ..documents.segments import segments_dir
 from ..errors import CruxsqlError
 from ..facts.journal import JOURNAL_NAME
-from ..facts.view import DB_NAME
+from ..facts.view_file import DB_NAME
 
 
 class DataDirError(CruxsqlError):

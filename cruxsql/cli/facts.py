@@ -16,7 +16,7 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
-from ..facts.view import DB_NAME
+from ..facts.view_file import DB_NAME
 from ..governance.erasure_proof import verify_erasure
 from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
 from .common import (

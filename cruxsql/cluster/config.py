@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import InvalidInput
-from ..facts.journal import write_file_durably
+from ..facts.files import write_file_durably
 
 CONFIG_NAME = "cluster.json"
 _GROUP = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

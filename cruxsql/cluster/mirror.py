@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import JournalError
-from ..facts import codec, view
+from ..facts import codec, replay
 from ..facts.journal import Journal
 from ..facts.store import Store
 from .generation import Collector, parse_part
@@ -174,7 +174,7 @@ class Mirror:
         _, size = Journal.rewrite(store.journal, lambda emit: [emit(line) for line in lines])
         pos = Position(seq, size)
         self._write(pos)
-        view.replay(store.db, store.journal, store.policy)
+        replay.replay(store.db, store.journal, store.policy)
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the rebuild's WAL frames held the old rows
         return pos
 
@@ -204,5 +204,5 @@ class Mirror:
             end = st.st_size if st else 0
         pos = Position(seq, end)
         self._write(pos)
-        view.replay(store.db, store.journal, store.policy)
+        replay.replay(store.db, store.journal, store.policy)
         return pos

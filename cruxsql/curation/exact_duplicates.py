@@ -3,7 +3,7 @@ by replay so the `duplicate_candidates` view (migration 0016) reads only the dup
 
 The view's rows are pairs of live, non-private facts of one (tenant, entity) whose values are equal once
 lowercased and trimmed (SQLite's `lower(trim(value))`). Replay calls `keep_current` at the end of each of
-its transactions (a replay hook in `view.DERIVED_TABLE_HOOKS`): the facts named by the journal lines
+its transactions (a replay hook in `derived_tables.DERIVED_TABLE_HOOKS`): the facts named by the journal lines
 replayed since the last call (stored, deleted, superseded, restored, replaced...) are re-read, and the
 groups they left or joined get their `duplicated` flags recounted. A compaction carries the table over
 (`carry_over`, a rewrite hook there: it drops only deleted facts, which have no row); any other new
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import apsw
 
-from ..facts import view
+from ..facts import derived_tables
 from ..facts.journal import Journal
 
 _LIVE = "deleted = 0 AND superseded_by IS NULL AND private = 0"
@@ -61,7 +61,7 @@ def recompute(db: apsw.Connection) -> None:
         db.execute(sql)
 
 
-def carry_over(db: apsw.Connection, rewrite: view.Rewrite) -> None:
+def carry_over(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
     """A compaction keeps every fact row but the deleted ones, unchanged: `fact_norms`, keyed by fact id
     and holding only live facts, is then already what a recompute would give (the dropped facts, deleted,
     have no row), so it only moves to the new generation and line count. Only when it reflects the whole

@@ -13,7 +13,8 @@ Modules: `chunking` (Crux's 1800/1200/180 chunker), `analyzer` (tokenizer v1 and
 (sealed JSONL segment files and the BLAKE3 manifest), `postings` (per-segment postings blobs), `bm25`
 (f32 scoring, coverage), `search` (MCP/HTTP response shapes, budgets, CRC-v1), `sources` (files,
 folders and JSONL requests), `dense` (vector sidecars, dense index, Crux's re-rank), `fusion` (fused
-retrieval and RRF), `graph` (links, entity matches, graph boost), `lane` (the `DocumentLane` facade).
+retrieval and RRF), `graph` (links, entity matches, graph boost), `lane` (the `DocumentLane` facade), `verify`
+(manifest, files and view agree).
 """
 
 from .lane import ChunkInput, DocumentInput, DocumentLane, IngestReport, SegmentSummary

@@ -19,6 +19,7 @@ import numpy as np
 from ..embeddings import Embedder, SemanticProfile, configured_embedder, read_ccxv
 from ..errors import InvalidInput
 from ..facts import timestamps
+from . import verify
 from .bm25 import Bm25Corpus, Bm25SearchResult, SegmentDocs
 from .dense import (
     MERGE_WEIGHTED_LINEAR,
@@ -53,7 +54,6 @@ from .segments import (
     SealedSegment,
     SegmentError,
     SegmentInfo,
-    file_checksum,
     load_manifest,
     read_record,
     read_segment,
@@ -253,7 +253,7 @@ class DocumentLane:
         """Recreate the document tables from the segment files; returns the number of segments indexed."""
         with self._store.writer_lock():
             manifest = load_manifest(self._dir)
-            problems = [problem for problem in map(self._check_file, manifest.segments) if problem]
+            problems = [problem for info in manifest.segments if (problem := verify.check_file(self._dir, info))]
             if problems:
                 raise SegmentError("; ".join(problems))
             with self._db:
@@ -665,55 +665,9 @@ class DocumentLane:
             "FROM document_segments s ORDER BY s.segment_seq")
         return [SegmentSummary(index, *row[:8], row[8] or "") for index, row in enumerate(rows)]
 
-    def _check_file(self, info: SegmentInfo) -> Optional[str]:
-        """The problem with one manifest entry's file (missing, or a checksum mismatch), or None."""
-        path = self._dir / info.file_name
-        if not path.exists():
-            return f"segment {info.file_name} is listed in the manifest but missing"
-        digest = file_checksum(path)
-        if digest != info.blake3:
-            return f"segment {info.file_name}: BLAKE3 {digest} does not match the manifest ({info.blake3})"
-        return None
-
-    def _check_sidecars(self, info: SegmentInfo) -> list[str]:
-        """Problems with a segment's vector and profile files against the manifest's checksums."""
-        if info.vectors is None:
-            return []
-        sidecar = VectorSidecar.from_json(info.vectors)
-        problems = []
-        for name, expected in ((sidecar.file_name, sidecar.blake3), (sidecar.profile_file_name, sidecar.profile_blake3)):
-            path = self._dir / name
-            if not path.exists():
-                problems.append(f"vector file {name} of segment {info.file_name} is listed in the manifest but missing")
-            elif file_checksum(path) != expected:
-                problems.append(f"vector file {name}: BLAKE3 {file_checksum(path)} does not match the manifest "
-                                f"({expected})")
-        return problems
-
     def verify(self) -> list[str]:
         """Problems between manifest, segment files and view; an empty list means consistent."""
-        problems: list[str] = []
-        try:
-            manifest = load_manifest(self._dir)
-        except SegmentError as exc:
-            return [str(exc)]
-        problems.extend(problem for problem in map(self._check_file, manifest.segments) if problem)
-        problems.extend(problem for info in manifest.segments for problem in self._check_sidecars(info))
-        for path in stray_files(self._dir, manifest):
-            problems.append(f"segment file {path.name} is not in the manifest")
-        view = {seq: (segment_id, chunks, digest) for seq, segment_id, chunks, digest in self._db.execute(
-            "SELECT segment_seq, segment_id, chunk_count, blake3 FROM document_segments")}
-        for info in manifest.segments:
-            if view.get(info.segment_seq) != (info.segment_id, info.chunk_count, info.blake3):
-                problems.append(f"view does not match segment {info.file_name} (run rebuild)")
-        for seq in sorted(set(view) - {info.segment_seq for info in manifest.segments}):
-            problems.append(f"view lists segment_seq {seq}, which the manifest does not (run rebuild)")
-        for seq, expected, actual in self._db.execute(
-                "SELECT s.segment_seq, s.chunk_count, COUNT(c.doc_id) FROM document_segments s "
-                "LEFT JOIN document_chunks c USING (segment_seq) GROUP BY s.segment_seq"):
-            if expected != actual:
-                problems.append(f"view has {actual} chunks for segment_seq {seq}, expected {expected} (run rebuild)")
-        return problems
+        return verify.lane_problems(self._dir, self._db)
 
 
 def _chunk_key(bases: np.ndarray, gid: int) -> tuple[int, int]:

@@ -14,7 +14,6 @@ manifest is replaced the same way, after the segment file it names.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Iterator, Optional, Sequence
 import blake3
 
 from ..errors import CruxsqlError
+from ..facts.files import fsync_dir, write_file_durably
 
 SEGMENT_FORMAT = "cruxsql-segment-v1"
 MANIFEST_FORMAT = "cruxsql-segment-manifest-v1"
@@ -81,22 +81,9 @@ def segments_dir(data_dir: Path) -> Path:
     return data_dir / SEGMENTS_DIR_NAME
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    """Durably, via a hidden `.<name>.<8hex>.partial` temp file (`stray_files` sweeps those a crash leaves)."""
+    write_file_durably(path, data, mode=0o666, temp=path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial"))
 
 
 def write_sidecar(directory: Path, file_name: str, data: bytes) -> None:
@@ -186,14 +173,6 @@ def read_record(directory: Path, file_name: str, frame_offset: int) -> ChunkReco
         raise SegmentError(f"segment {file_name}: no chunk at byte {frame_offset}: {exc}") from None
 
 
-def file_checksum(path: Path) -> str:
-    hasher = blake3.blake3()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
 def load_manifest(directory: Path) -> Manifest:
     """The manifest, or an empty one if the lane has never sealed a segment."""
     path = directory / MANIFEST_NAME
@@ -248,7 +227,7 @@ def remove_segment_file(directory: Path, file_name: str) -> None:
         (directory / file_name).unlink()
     except FileNotFoundError:
         return
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def stray_files(directory: Path, manifest: Manifest) -> Iterator[Path]:

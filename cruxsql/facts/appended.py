@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import apsw
 
-from . import bulk, codec, timestamps, view
+from . import bulk, codec, derived_tables, replay, timestamps, view
 from .codec import Event, Fact
 from .faults import crash_point
 from .journal import Journal
@@ -85,7 +85,7 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     When the view does not end exactly at `start`, the journal is replayed from the view's checkpoint."""
     cp = view.read_checkpoint(db)
     if cp is None or cp.byte_offset != start:
-        return view.replay(db, journal, policy)
+        return replay.replay(db, journal, policy)
     stats = view.ReplayStats()
     applier = view.Applier(db, policy, cp.next_seq)
     applier_bulk = bulk.BulkApplier(applier, stats)
@@ -108,6 +108,6 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
         applier_bulk.apply_decoded(items)
         applier.sanitize_links()
         view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
-        view.run_replay_hooks(db, journal)
+        derived_tables.run_replay_hooks(db, journal)
         crash_point("replay-before-commit")
     return stats

@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Optional
 
 import apsw
 
-from . import codec, timestamps, view
+from . import codec, derived_tables, timestamps, view
 from .codec import CorruptLine
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal
@@ -465,8 +465,8 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
                 applier.sanitize_links()
             view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
             if derived:
-                view.run_replay_hooks(db, journal)
-                view.run_bulk_replay_hooks(db)
+                derived_tables.run_replay_hooks(db, journal)
+                derived_tables.run_bulk_replay_hooks(db)
             crash_point("replay-before-commit")
         lines = following
 
@@ -487,9 +487,9 @@ def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bul
         # once, over the whole journal: derived tables are built by a few sorted passes instead of
         # being extended batch by batch (random inserts into ever larger B-trees)
         if derived:
-            view.run_replay_hooks(db, journal)
+            derived_tables.run_replay_hooks(db, journal)
             bar.reached(0.83)
-            view.run_bulk_replay_hooks(db)
+            derived_tables.run_bulk_replay_hooks(db)
         crash_point("replay-before-commit")
     bar.reached(1.0)
 

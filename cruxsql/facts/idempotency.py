@@ -33,7 +33,7 @@ import blake3
 
 from ..errors import Conflict, InvalidInput
 from . import timestamps
-from .journal import fsync_dir, write_file_durably
+from .files import fsync_dir, write_file_durably
 
 IDEMPOTENCY_NAME = "idempotency.jsonl"
 IDEMPOTENCY_WINDOW_S = 24 * 3600

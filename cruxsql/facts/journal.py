@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator, Optional, TypeVar
 import blake3
 
 from ..errors import InvalidInput, JournalError, JournalPoisoned, LockTimeout
+from .files import fsync_dir, write_all
 from .write_intent import WriteIntentFile, line_signature
 
 JOURNAL_NAME = "facts.jsonl"
@@ -40,41 +41,10 @@ _LOCK_POLL_SECONDS = 0.02
 K = TypeVar("K")
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _record_holder(fd: int) -> None:
     """Write our pid into LOCK (held by us), for waiters to name the holder."""
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-
-
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    """`os.write` until every byte is out (a regular file takes it in one call unless interrupted)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def write_file_durably(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` via a temp file, fsync, rename and directory fsync."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def quarantine_torn_tail(path: Path) -> Optional[Path]:
@@ -110,7 +80,7 @@ def quarantine_from(path: Path, fd: int, start: int, size: int, oversized_reason
     quarantine = path.parent / name
     qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        _write_all(qfd, payload)
+        write_all(qfd, payload)
         os.fsync(qfd)  # the quarantined bytes are durable before the file loses them
     finally:
         os.close(qfd)
@@ -407,7 +377,7 @@ class Journal:
         try:
             with open(self.path, "rb") as fh:
                 for offset, length in sorted(spans):
-                    _write_all(fd, os.pread(fh.fileno(), length, offset))
+                    write_all(fd, os.pread(fh.fileno(), length, offset))
             os.fsync(fd)  # the copy is durable before the rewrite that drops the originals
         finally:
             os.close(fd)
@@ -463,7 +433,7 @@ class Journal:
                 self.intent.record(st.st_ino, st.st_size, signatures)
             # Every line of the mutation in one write: a crash leaves all of it, none of it, or a prefix
             # that the next open quarantines (torn tail, then incomplete group).
-            _write_all(fd, payload)
+            write_all(fd, payload)
             end = os.fstat(fd).st_size
         except OSError as exc:
             os.close(fd)

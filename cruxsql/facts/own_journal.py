@@ -20,7 +20,8 @@ from typing import Iterator, Optional
 import blake3
 
 from ..errors import JournalError
-from .journal import FINGERPRINT_WINDOW, fsync_dir, quarantine_torn_tail
+from .files import fsync_dir
+from .journal import FINGERPRINT_WINDOW, quarantine_torn_tail
 
 _WINDOW = FINGERPRINT_WINDOW
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import apsw
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
-from . import codec, extension_events, timestamps, view
+from . import codec, extension_events, replay, timestamps, view, view_file
 from .appended import replay_appended
 from .busy import retry_busy
 from .checkpointer import WalCheckpointer
@@ -184,9 +184,9 @@ class Store:
         self.idempotency = IdempotencyJournal(self.data_dir)
         self._snapshot_depth = 0
         if read_only:
-            self.db: apsw.Connection = view.open_snapshot(self.data_dir / view.DB_NAME)
+            self.db: apsw.Connection = view_file.open_snapshot(self.data_dir / view_file.DB_NAME)
             self.quarantined = None
-            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -196,27 +196,27 @@ class Store:
         with self.writer_lock():
             # Under the lock: on a fresh directory, processes started together would otherwise race to
             # create the schema (a deferred read-then-write transaction fails with SQLITE_BUSY).
-            self.db = view.open_connection(self.data_dir / view.DB_NAME)
-            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view.DB_NAME, self.journal.lock_if_free)
+            self.db = view_file.open_connection(self.data_dir / view_file.DB_NAME)
+            self.checkpointer = WalCheckpointer(self.db, self.data_dir / view_file.DB_NAME, self.journal.lock_if_free)
             remove_verify_scratch(self.data_dir)
             self.quarantined = self._repair_journal()
-            self.last_replay = view.replay(self.db, self.journal, self.policy, progress)
+            self.last_replay = replay.replay(self.db, self.journal, self.policy, progress)
             extension_events.replay(self.db, self.extensions, self.policy)
 
     def _open_beside_writer(self) -> bool:
         """Open while another process holds the writer lock, without waiting for it: possible when the
         view exists with the current schema (then the repair of a torn tail and the catch-up are left to
         the first call that finds the lock free). False: the caller must wait for the lock."""
-        path = self.data_dir / view.DB_NAME
+        path = self.data_dir / view_file.DB_NAME
         if not path.is_file():
             return False
         db: Optional[apsw.Connection] = None
         try:
-            db = view.open_connection(path, migrate_schema=False)
-            if view.pending_migrations(db):
+            db = view_file.open_connection(path, migrate_schema=False)
+            if view_file.pending_migrations(db):
                 db.close()
                 return False
-            view.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
+            view_file.migrate(db)  # applies nothing (and takes no lock); refuses a newer schema
             self.db = db
         except (apsw.BusyError, apsw.LockedError):  # a view still being created: wait for the lock
             if db is not None:
@@ -254,7 +254,7 @@ class Store:
     def view_for_queries(self) -> "Path | apsw.Connection":
         """What the SQL console queries: the view's file, or for a read-only store its caught-up in-memory
         view itself (never a copy on disk, where erasure could not reach it)."""
-        return self.db if self.read_only else self.data_dir / view.DB_NAME
+        return self.db if self.read_only else self.data_dir / view_file.DB_NAME
 
     def refresh(self, progress: Progress = None) -> view.ReplayStats:
         """Catch the view up with lines other processes (or a Crux daemon) appended, quarantining a torn
@@ -272,7 +272,7 @@ class Store:
         the long mutations), it always catches up."""
         if self.read_only:
             with self.writer_lock():
-                stats = view.replay(self.db, self.journal, self.policy, progress)
+                stats = replay.replay(self.db, self.journal, self.policy, progress)
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
         if self._caught_up is not None and self._caught_up == self._sync_key():
@@ -287,7 +287,7 @@ class Store:
         (under the lock). A replay that met SQLITE_BUSY rolled its batch back and starts again from the
         checkpoint."""
         self._repair_journal()
-        stats = retry_busy(lambda: view.replay(self.db, self.journal, self.policy, progress))
+        stats = retry_busy(lambda: replay.replay(self.db, self.journal, self.policy, progress))
         retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
         self._note_caught_up()
         return stats
@@ -317,11 +317,11 @@ class Store:
         """Recreate the fact view from the journal alone."""
         with self.writer_lock():
             if self.read_only:
-                stats = view.rebuild(self.db, self.journal, self.policy, progress)
+                stats = replay.rebuild(self.db, self.journal, self.policy, progress)
                 extension_events.replay(self.db, self.extensions, self.policy)
                 return stats
             self._repair_journal()
-            stats = retry_busy(lambda: view.rebuild(self.db, self.journal, self.policy, progress))
+            stats = retry_busy(lambda: replay.rebuild(self.db, self.journal, self.policy, progress))
             retry_busy(lambda: extension_events.replay(self.db, self.extensions, self.policy))
             self._note_caught_up()
             return stats
@@ -770,8 +770,8 @@ class Store:
         if self.read_only:
             fresh = apsw.Connection(":memory:")
             try:
-                view.migrate(fresh)
-                view.rebuild(fresh, self.journal, self.policy, derived=False)
+                view_file.migrate(fresh)
+                replay.rebuild(fresh, self.journal, self.policy, derived=False)
                 extension_events.replay(fresh, self.extensions, self.policy)
                 self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
                 try:
@@ -785,9 +785,9 @@ class Store:
         with self.writer_lock():
             fresh_path = self.data_dir / f"{VERIFY_SCRATCH_PREFIX}{uuid.uuid4().hex}.db"
             try:
-                fresh = view.open_connection(fresh_path)
+                fresh = view_file.open_connection(fresh_path)
                 try:
-                    view.rebuild(fresh, self.journal, self.policy, derived=False)
+                    replay.rebuild(fresh, self.journal, self.policy, derived=False)
                     extension_events.replay(fresh, self.extensions, self.policy)
                 finally:
                     fresh.close()

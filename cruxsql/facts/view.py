@@ -1,37 +1,22 @@
-"""The materialised view: SQL migrations, replay of journal events into tables, the checkpoint.
+"""The materialised view: the rules that apply journal events to the fact tables, and the checkpoint.
 
 Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The store's write path uses the same replay
-(append, then replay the appended lines), so the view always equals a fresh replay of the journal.
+(append, then replay the appended lines), so the view always equals a fresh replay of the journal. Driving a replay
+(tail or rebuild, row by row or in bulk) is `replay.py`'s; the database file itself (name, pragmas, migrations) is `view_file.py`'s.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import re
-import uuid
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import apsw
 
-from ..errors import ViewTooNew
-from . import bulk, codec, timestamps
-from .codec import CorruptLine, Event, Fact
-from .busy import BUSY_TIMEOUT_MS
-from .faults import crash_point
-from .journal import MAX_RECORD_BYTES, Journal, Record
+from . import codec, timestamps
+from .codec import Event, Fact
+from .journal import Journal
 from .privacy import PrivacyPolicy
 
-DB_NAME = "cruxsql.db"
-_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-_COMMIT_EVERY = 20_000
-# A replay of up to this many journal bytes (what one store() or a few writes append, or the rebuild of
-# a small journal) is applied row by row; a longer one by the bulk path (bulk.py), whose rebuild drops
-# and recreates every secondary index (DDL a store's first write should not pay).
-ROW_PATH_MAX_BYTES = 64 * 1024
 LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 # The skip reason of a `delete` naming a fact the journal does not hold: the value-free tombstone a
 # compaction writes for a deleted fact it dropped (a no-op in Crux too, where it raises no warning).
@@ -51,14 +36,6 @@ FACT_SELECT = ", ".join(FACT_COLUMNS[:26])
 
 
 _opt_time = timestamps.format_optional_fact_time
-
-
-def migrations_dir() -> Path:
-    """`migrations/` at the repository root in a checkout, or `cruxsql/migrations` in a wheel."""
-    packaged = resources.files("cruxsql") / "migrations"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "migrations"
 
 
 def fact_row(fact: Fact, seq: int, line_no: int) -> tuple:
@@ -104,105 +81,6 @@ class ReplayStats:
     rebuilt: bool = False
 
 
-def open_connection(path: Path, migrate_schema: bool = True) -> apsw.Connection:
-    """An apsw connection to the view with the pragmas docs/architecture.md names, migrated (unless
-    `migrate_schema` is False: the caller checks `pending_migrations` itself)."""
-    db = apsw.Connection(str(path))
-    db.setbusytimeout(BUSY_TIMEOUT_MS)
-    db.execute("PRAGMA journal_mode=WAL")
-    # The view's commits do not fsync (WAL + NORMAL: only checkpoints sync, and they run off the write
-    # path, see checkpointer.py). What that risks is losing the view's last transactions to a power cut
-    # or OS crash, never corrupting it; and nothing of value goes with them: every transaction carries
-    # the checkpoint row, so a lost one takes its checkpoint with it, and the next open replays those
-    # journal lines, which were fsynced before the transaction was even committed. The journal's fsync
-    # is the one durability step of a write. (synchronous=OFF would also skip the checkpoints' syncs,
-    # which can corrupt the database file on power loss: that is not a trade the view should make.)
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA cache_size=-65536")  # 64 MiB: replay inserts into random-keyed B-trees
-    db.execute("PRAGMA secure_delete=ON")
-    db.execute("PRAGMA foreign_keys=ON")
-    if migrate_schema:
-        migrate(db)
-    return db
-
-
-def open_snapshot(path: Path) -> apsw.Connection:
-    """A private in-memory copy of the view at `path`, for a data directory that cannot be written.
-
-    The file is read with `immutable=1` (no lock, WAL or shm file is touched); an uncheckpointed WAL
-    is left out, which only makes the copy older: its checkpoint row says how far it got, so replaying
-    the journal tail brings it up to date. An unreadable view yields an empty copy (a full replay).
-    """
-    db = apsw.Connection(":memory:")
-    if path.is_file():
-        try:
-            source = apsw.Connection(f"file:{path.resolve()}?immutable=1",
-                                     flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-            try:
-                with db.backup("main", source, "main") as backup:
-                    backup.step()
-            finally:
-                source.close()
-        except apsw.Error:
-            db.close()
-            db = apsw.Connection(":memory:")
-    db.execute("PRAGMA foreign_keys=ON")
-    migrate(db)
-    return db
-
-
-def _migration_files(directory: Optional[Path] = None) -> list[tuple[int, str, Path]]:
-    directory = directory or migrations_dir()
-    return [(int(m.group(1)), m.group(2), path) for path in sorted(directory.glob("*.sql"))
-            if (m := _MIGRATION_NAME.match(path.name))]
-
-
-def pending_migrations(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
-    """The migrations `db` lacks, read without taking SQLite's write lock (a view opened beside a long
-    writer need not wait for it when its schema is current)."""
-    try:
-        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
-    except apsw.SQLError:
-        applied = set()
-    return [path.name for version, _, path in _migration_files(directory) if version not in applied]
-
-
-def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
-    """Apply every `NNNN_name.sql` not yet recorded in `schema_migrations`, in order."""
-    pending = _migration_files(directory)
-    if pending and not pending_migrations(db, directory) and db.execute(
-            "SELECT max(version) FROM schema_migrations").get <= pending[-1][0]:
-        return []  # nothing to apply (and not a newer schema, refused below): no write lock taken
-    done = []
-    # BEGIN IMMEDIATE takes the write lock before reading what is applied: a deferred transaction that
-    # reads and then writes cannot wait for another writer and fails with SQLITE_BUSY instead.
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-            "applied_at TEXT NOT NULL)"
-        )
-        applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
-        known = {version for version, _, _ in pending}
-        if applied and known and max(applied) > max(known):
-            raise ViewTooNew(f"{DB_NAME} has schema version {max(applied)}, newer than this cruxsql knows "
-                             f"({max(known)}): upgrade cruxsql, or delete {DB_NAME} to rebuild it from the journal")
-        for version, name, path in pending:
-            if version in applied:
-                continue
-            db.execute(path.read_text(encoding="utf-8"))
-            db.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                (version, name, timestamps.format_event_time(timestamps.now_ns())),
-            )
-            done.append(path.name)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return done
-
-
 def read_checkpoint(db: apsw.Connection) -> Optional[Checkpoint]:
     row = db.execute(
         "SELECT byte_offset, line_count, inode, tail_hash, next_seq, generation FROM journal_checkpoint WHERE id = 1"
@@ -218,77 +96,6 @@ def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
     if cp is None or st is None or cp.byte_offset > st.st_size or cp.inode != st.st_ino:
         return None
     return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """An in-place rewrite of the fact tables (a compaction) inside its transaction, before it drops the
-    facts with `deleted = 1`: every other fact row is kept as is (its seq too when `seqs_kept`), and the
-    checkpoint moves from generation `previous` to `generation` at `line_count` lines."""
-
-    previous: Optional[str]
-    generation: str
-    line_count: int
-    seqs_kept: bool
-
-
-# The tables features derive from the fact tables and keep in step with them, all declared in this one
-# list (no module registers anything when it is imported). The features own them and sit in layers
-# above this one, so each hook is named here ("module:function") and imported when first needed.
-# - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
-#   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
-#   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
-#   index: a read never writes it, so it never waits for SQLite's write lock);
-# - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
-#   tail): what such a replay builds at its end (the text index, already current from the replay hook,
-#   unless a caller left that hook out);
-# - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
-#   of starting over on its new generation.
-DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
-    "replay": ("cruxsql.curation.exact_duplicates:keep_current",
-               "cruxsql.recall.fact_index:keep_timeline_current",
-               "cruxsql.recall.fact_index:index_in_the_write"),
-    "bulk_replay": ("cruxsql.recall.fact_index:keep_text_index_current",),
-    "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
-                "cruxsql.recall.fact_index:carry_text_index",
-                "cruxsql.recall.fact_index:forget_timeline_before_the_drop"),
-}
-
-
-@dataclass(frozen=True)
-class DerivedTableHooks:
-    replay: list[Callable[[apsw.Connection, Journal], None]]
-    bulk_replay: list[Callable[[apsw.Connection], None]]
-    rewrite: list[Callable[[apsw.Connection, Rewrite], None]]
-
-
-@functools.cache
-def derived_table_hooks() -> DerivedTableHooks:
-    """The functions DERIVED_TABLE_HOOKS names, imported once (a benchmark may edit the lists it returns)."""
-    def resolve(name: str) -> Callable:
-        module, _, function = name.partition(":")
-        return getattr(importlib.import_module(module), function)
-
-    return DerivedTableHooks(**{when: [resolve(n) for n in names] for when, names in DERIVED_TABLE_HOOKS.items()})
-
-
-def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
-    """Run the replay hooks inside the caller's transaction: replay's own batches, and a writer that
-    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
-    for hook in derived_table_hooks().replay:
-        hook(db, journal)
-
-
-def run_bulk_replay_hooks(db: apsw.Connection) -> None:
-    for hook in derived_table_hooks().bulk_replay:
-        hook(db)
-
-
-def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
-    """Let derived tables carry themselves over to `rewrite.generation` (inside the caller's transaction,
-    while the facts about to be dropped are still there, deleted = 1)."""
-    for hook in derived_table_hooks().rewrite:
-        hook(db, rewrite)
 
 
 def reset_facts(db: apsw.Connection) -> None:
@@ -544,130 +351,6 @@ class Applier:
                "  WHERE b.seq >= ?1 AND a.tenant_hash != b.tenant_hash" if referred else "") + ")",
             (s,),
         )
-
-
-def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
-           progress: Optional[Callable[[int, int], None]] = None) -> ReplayStats:
-    """Bring the view up to the journal's end: replay the tail past the checkpoint, or rebuild.
-
-    The caller holds the journal lock. A checkpoint whose fingerprint no longer matches the journal
-    (rewritten by a compaction, another process or a Crux daemon) triggers a full rebuild.
-    """
-    st = journal.stat()
-    cp = read_checkpoint(db)
-    stats = ReplayStats()
-    if st is None:
-        if cp is not None and cp.byte_offset > 0:
-            with db:
-                reset_facts(db)
-            stats.rebuilt = True
-        return stats
-    if cp is not None and replayed_offset(db, journal) is not None:
-        if cp.byte_offset < st.st_size:
-            _replay_records(db, journal, policy, cp, stats, progress)
-        return stats
-    stats.rebuilt = True
-    _replay_records(db, journal, policy, None, stats, progress)
-    return stats
-
-
-def adopt_journal(db: apsw.Connection, journal: Journal) -> bool:
-    """Rebind the checkpoint to `journal` when its bytes before the offset are the ones replayed.
-
-    A copied or restored journal is a new file (a new inode) with the same bytes; without this its
-    first open would rebuild the view. Returns whether the checkpoint was rebound.
-    """
-    cp = read_checkpoint(db)
-    st = journal.stat()
-    if cp is None or st is None or cp.byte_offset > st.st_size:
-        return False
-    fp = journal.fingerprint(cp.byte_offset)
-    if fp.tail_hash != cp.tail_hash:
-        return False
-    with db:
-        db.execute("UPDATE journal_checkpoint SET inode = ? WHERE id = 1", (fp.inode,))
-    return True
-
-
-def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
-            progress: Optional[Callable[[int, int], None]] = None, *, row_by_row: bool = False,
-            derived: bool = True) -> ReplayStats:
-    """Drop the fact tables and replay the whole journal (in bulk, in one transaction; `row_by_row`:
-    through the Applier, one transaction per batch, as before the bulk path existed). `derived=False`:
-    leave out the tables the replay hooks derive (verify's scratch copy compares only the others; at 1M
-    facts they are ~20 s of a rebuild). The caller holds the journal lock."""
-    stats = ReplayStats(rebuilt=True)
-    if journal.stat() is None:
-        with db:
-            reset_facts(db)
-    else:
-        _replay_records(db, journal, policy, None, stats, progress, row_by_row, derived)
-    return stats
-
-
-def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[Checkpoint],
-                    stats: ReplayStats, progress: Optional[Callable[[int, int], None]],
-                    row_by_row: bool = False, derived: bool = True) -> None:
-    """Replay past the checkpoint (`cp` None: everything, into emptied fact tables). A short replay, or
-    any replay with `row_by_row`, goes through the Applier one record at a time; the rest in bulk."""
-    offset, line_no, seq = (cp.byte_offset, cp.line_count + 1, cp.next_seq) if cp else (0, 1, 1)
-    generation = cp.generation if cp else uuid.uuid4().hex
-    applier = Applier(db, policy, seq)
-    if not row_by_row:
-        st = journal.stat()
-        if st is not None and st.st_size - offset > ROW_PATH_MAX_BYTES:
-            bulk.replay(db, journal, applier, stats, offset, line_no, generation, progress, full=cp is None,
-                        derived=derived)
-            return
-    if cp is None:
-        with db:
-            reset_facts(db)
-    records = journal.records(offset, line_no, progress)
-    sanitized = False
-    while not sanitized:
-        batch = list(_take(records, _COMMIT_EVERY))
-        if not batch:
-            break
-        with db:
-            for rec in batch:
-                _apply_record(db, applier, rec, stats)
-            applier.flush()
-            if len(batch) < _COMMIT_EVERY:
-                applier.sanitize_links()
-                sanitized = True
-            last = batch[-1]
-            write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
-            if derived:
-                run_replay_hooks(db, journal)
-            crash_point("replay-before-commit")
-    if not sanitized:
-        with db:
-            applier.sanitize_links()
-
-
-def _take(it: Iterator[Record], n: int) -> Iterator[Record]:
-    for _ in range(n):
-        try:
-            yield next(it)
-        except StopIteration:
-            return
-
-
-def _apply_record(db: apsw.Connection, applier: Applier, rec: Record, stats: ReplayStats) -> None:
-    if rec.is_blank():
-        return
-    try:
-        if len(rec.raw) > MAX_RECORD_BYTES:
-            raise CorruptLine(f"record exceeds the {MAX_RECORD_BYTES}-byte replay ceiling")
-        event = codec.decode_event(rec.raw)
-    except CorruptLine as exc:
-        db.execute(
-            "INSERT OR REPLACE INTO journal_corrupt_lines (line_no, byte_offset, byte_length, reason) VALUES (?, ?, ?, ?)",
-            (rec.line_no, rec.offset, rec.length, str(exc)),
-        )
-        stats.corrupt.append((rec.line_no, str(exc)))
-        return
-    apply_event(applier, event, rec.line_no, rec.offset, rec.length, stats)
 
 
 def apply_event(applier: Applier, event: Event, line_no: int, offset: int, length: int,

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
 import blake3
 
 from ..errors import InvalidInput
-from ..facts import codec, timestamps, view
+from ..facts import codec, timestamps, view_file
 from ..facts.codec import Fact
-from ..facts.journal import JOURNAL_NAME, Record, write_file_durably
+from ..facts.files import write_file_durably
+from ..facts.journal import JOURNAL_NAME, Record
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
 
@@ -432,7 +433,7 @@ def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, 
     output = Path(output)
     if output.exists() and output.is_dir():
         raise InvalidInput(f"--output {str(output)!r} is a directory")
-    if output.resolve() == (Path(store.data_dir) / view.DB_NAME).resolve() or output.name == JOURNAL_NAME \
+    if output.resolve() == (Path(store.data_dir) / view_file.DB_NAME).resolve() or output.name == JOURNAL_NAME \
             and output.parent.resolve() == Path(store.data_dir).resolve():
         raise InvalidInput(f"--output {str(output)!r} would overwrite the store itself")
     if not output.parent.is_dir():
@@ -451,7 +452,7 @@ def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, 
                         "view_generation": cp[2] if cp else None, "tool": "cruxsql export audit"}
                 _write_sqlite(events, tmp, summary, info)
             os.replace(tmp, output)
-            from ..facts.journal import fsync_dir
+            from ..facts.files import fsync_dir
             fsync_dir(output.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -32,8 +32,9 @@ import apsw
 import blake3
 
 from ..errors import CruxsqlError, InvalidInput
-from ..facts import timestamps, view
-from ..facts.journal import JOURNAL_NAME, Journal, fsync_dir, write_file_durably
+from ..facts import replay, timestamps, view, view_file
+from ..facts.files import fsync_dir, write_file_durably
+from ..facts.journal import JOURNAL_NAME, Journal
 from .erasure_ledger import LEDGER_NAME
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
         for name, fh, length in opened:
             sink.add(name, fh, length, progress, grand_total)
         with open(view_copy, "rb") as fh:
-            sink.add(view.DB_NAME, fh, view_copy.stat().st_size, progress, grand_total)
+            sink.add(view_file.DB_NAME, fh, view_copy.stat().st_size, progress, grand_total)
         view_copy.unlink()
         created = timestamps.format_event_time(timestamps.now_ns())
         manifest = {"format": BACKUP_FORMAT, "cruxsql_version": _version(), "created_at": created,
@@ -515,11 +516,11 @@ def _carry_records(old: Optional[Path], staging: Path, extra_ledger: list[dict[s
 
 def _rebind_view(directory: Path) -> None:
     """Point the restored view's checkpoint at the restored journal file, so opening it needs no rebuild."""
-    db_path = directory / view.DB_NAME
+    db_path = directory / view_file.DB_NAME
     if not db_path.exists() or not (directory / JOURNAL_NAME).exists():
         return
     db = apsw.Connection(str(db_path))
     try:
-        view.adopt_journal(db, Journal(directory))
+        replay.adopt_journal(db, Journal(directory))
     finally:
         db.close()

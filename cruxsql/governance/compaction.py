@@ -46,10 +46,11 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import codec, timestamps, view
+from ..facts import codec, derived_tables, replay, timestamps, view
 from ..facts.faults import crash_point
+from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
-from ..recall.fact_index import Timeline
+from ..recall.timeline import Timeline
 from . import legal_holds, store_lines
 
 if TYPE_CHECKING:
@@ -254,21 +255,6 @@ def remove_stale_temp_files(journal: Journal) -> list[str]:
     return removed
 
 
-def file_blake3(path) -> Optional[str]:
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        return None
-    h = blake3.blake3()
-    with fh:
-        while True:
-            chunk = fh.read(1 << 22)
-            if not chunk:
-                break
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def estimate_bytes_after(store: Store) -> int:
     """The size the journal would have if compacted now (nothing is written)."""
     stats = CompactionReport()
@@ -460,7 +446,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                            "'stored' FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 "
                            "ORDER BY stored_at_ns, fact_id")
                 # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
-                view.run_rewrite_hooks(db, view.Rewrite(cp.generation if cp else None, generation,
+                derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation if cp else None, generation,
                                                         state["line_no"], not order["renumber"]))
                 db.execute("DELETE FROM facts WHERE deleted = 1")
                 next_seq = (cp.next_seq if cp else 1)
@@ -489,8 +475,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # builds: recall's text index, carried over above unless the seqs were renumbered (then
                 # built here, not by the first read).
                 Timeline(db, journal).restart(times)
-                view.run_replay_hooks(db, journal)
-                view.run_bulk_replay_hooks(db)
+                derived_tables.run_replay_hooks(db, journal)
+                derived_tables.run_bulk_replay_hooks(db)
                 crash_point("compact-before-view-commit")
                 db.execute("COMMIT")
                 db.execute("PRAGMA foreign_keys=ON")
@@ -501,11 +487,11 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             db.execute("PRAGMA secure_delete=ON")
             if renamed:
                 # The new journal is committed; make the view match it now rather than at next open.
-                view.rebuild(db, journal, store.policy)
+                replay.rebuild(db, journal, store.policy)
             raise
         if not direct:
             crash_point("compact-before-view-commit")
-            view.rebuild(db, journal, store.policy, progress)
+            replay.rebuild(db, journal, store.policy, progress)
             cp = view.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import apsw
 
-from ..facts import timestamps, view
+from ..facts import timestamps, view, view_file
 from ..facts.journal import Journal
 from . import legal_holds, retention
 from .durations import parse_cutoff, parse_duration_ns
@@ -68,7 +68,7 @@ def diagnose(data_dir: Path | str, *, since: Optional[str] = None, max_idle: Opt
     since_ns = parse_cutoff(since, now) if since else None
     health = Health(str(data_dir))
     journal = Journal(data_dir)
-    db = _open_readonly(data_dir / view.DB_NAME)
+    db = _open_readonly(data_dir / view_file.DB_NAME)
     try:
         health.checks.append(_in_step(journal, db))
         events = _journal_span(journal)
@@ -265,7 +265,7 @@ def _lock_holders(journal: Journal) -> Check:
 
 def _wal_size(data_dir: Path) -> Check:
     try:
-        size = os.stat(data_dir / (view.DB_NAME + "-wal")).st_size
+        size = os.stat(data_dir / (view_file.DB_NAME + "-wal")).st_size
     except FileNotFoundError:
         size = 0
     text = f"WAL {size / (1 << 20):,.1f} MiB"

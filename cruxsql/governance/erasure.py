@@ -24,7 +24,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput
-from ..facts import timestamps, view
+from ..facts import timestamps, view_file
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
@@ -248,7 +248,7 @@ def _sync_derived_indexes(store: Store) -> list[str]:
     """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
     done: list[str] = []
     try:
-        from ..recall.fact_index import TextIndex
+        from ..recall.text_index import TextIndex
     except ImportError:  # pragma: no cover
         return done
     try:
@@ -290,7 +290,7 @@ def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[di
                 path.unlink(missing_ok=True)
                 errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
     if removed_tmp:
-        from ..facts.journal import fsync_dir
+        from ..facts.files import fsync_dir
         fsync_dir(data_dir)
     return {"quarantined_tails_removed": removed_tails, "temp_files_removed": removed_tmp,
             "exports_rewritten": rewritten, "quarantine_rewritten": rewritten_quarantine}
@@ -446,7 +446,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
         tool_errors_scrubbed = scrub_tool_errors(store.db, needles + fragments)
         sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
         verification = scan_directory(store.data_dir, needles)
-        if not sqlite["vacuumed"] and any(hit["file"].startswith(view.DB_NAME) for hit in verification.hits):
+        if not sqlite["vacuumed"] and any(hit["file"].startswith(view_file.DB_NAME) for hit in verification.hits):
             # secure_delete zeroes deleted cells, but a B-tree rebalance can leave old bytes in a live
             # page's unused space; VACUUM rewrites every page, so run it when the scan finds any.
             sqlite.update(_scrub_sqlite(store, True))

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..facts.journal import fsync_dir
+from ..facts.files import fsync_dir
 
 LEDGER_NAME = "erasure-ledger.jsonl"
 
@@ -157,7 +157,7 @@ def merged(*ledgers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_all(data_dir: Path, entries: list[dict[str, Any]]) -> None:
     """Replace the ledger with `entries` (used by restore, on the staging directory)."""
-    from ..facts.journal import write_file_durably
+    from ..facts.files import write_file_durably
     data = b"".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
                     for e in entries)
     write_file_durably(ledger_path(data_dir), data, mode=0o600)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from ..facts.journal import fsync_dir, write_file_durably
+from ..facts.files import fsync_dir, write_file_durably
 from .erasure_scan import Scanner
 
 

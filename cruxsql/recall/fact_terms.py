@@ -13,7 +13,7 @@ Postings (`recall_terms`, migration 0019): per (tenant, owner, term, block of 65
 a few rows per term and scores them with numpy. `owner` is '' for facts the whole tenant sees, else the
 owner of an `__agent::<owner>::` entity; facts nobody can recall (private without an owner) are not
 indexed. `recall_term_stats` holds N and the summed field lengths per scope. The index follows
-`facts.seq` with `fact_index.TextIndex` (same state, same hooks): facts' text never changes after
+`facts.seq` with `text_index.TextIndex` (same state, same hooks): facts' text never changes after
 insert, so indexing is append-only, and a compaction drops the dropped facts' postings (`drop`).
 """
 
@@ -195,7 +195,7 @@ def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
 
 
 class FactTerms:
-    """The BM25 postings of one view's facts (maintained by `fact_index.TextIndex`)."""
+    """The BM25 postings of one view's facts (maintained by `text_index.TextIndex`)."""
 
     def __init__(self, db: apsw.Connection) -> None:
         self.db = db

@@ -7,9 +7,9 @@ not deleted -> `as_of` valid time -> superseded gate -> visibility (agent scope)
 applied) -> entity prefix -> entity -> OR-match of lowercased terms against the lowercased value, key
 and visible entity -> rank by effective confidence desc, `stored_at` desc, `fact_id` -> floor
 (`filtered_below_threshold`) -> selection (budget greedy fill, first fact always; else `top_k`).
-Terms of three or more characters are answered from trigram postings (`fact_index.TextIndex`), the
+Terms of three or more characters are answered from trigram postings (`text_index.TextIndex`), the
 rest by a scan; candidates are always re-checked against the rows. `known_at` answers "what did the
-store believe at T" from the journal's events (`fact_index.Timeline`).
+store believe at T" from the journal's events (`timeline.Timeline`).
 
 Where cruxsql deliberately differs from Crux (the seeds call these defects, or Crux has no rule):
 * the tenant filter is always applied (`default` unless the caller names one), in all three calls;
@@ -50,7 +50,8 @@ from ..facts.codec import to_f32, token_cost
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
 from .fact_embeddings import dense_scores, fact_vectors
-from .fact_index import TextIndex, Timeline
+from .text_index import TextIndex
+from .timeline import Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[3])
 import cruxsql
-from cruxsql.facts import view
+from cruxsql.facts import derived_tables, replay, view, view_file
 from cruxsql.governance import compaction
 mode, data = sys.argv[1], sys.argv[2]
 out = {"mode": mode}
@@ -57,7 +57,7 @@ def status(field):
     return None
 
 if os.environ.get("BENCH_NO_HOOKS"):  # compaction without the replay hooks' derived tables
-    view.derived_table_hooks().replay.clear()
+    derived_tables.derived_table_hooks().replay.clear()
 store = cruxsql.open(data)
 out["rss_before_mib"] = status("VmRSS")
 try:  # reset the peak so it measures the operation (ru_maxrss would include the parent's, inherited)
@@ -68,15 +68,15 @@ except OSError:
 if mode == "index":
     # a store in use has its recall text index: built once, by its own process (its peak is not the
     # compaction's)
-    from cruxsql.recall.fact_index import TextIndex
+    from cruxsql.recall.text_index import TextIndex
     t = time.perf_counter()
     out["index_built"] = TextIndex(store.db).sync()
     out["index_build_s"] = time.perf_counter() - t
 elif mode == "compact":
-    from cruxsql.recall.fact_index import TextIndex
+    from cruxsql.recall.text_index import TextIndex
     out["index_current"] = TextIndex(store.db).is_current()
     if sys.argv[4:] == ["nocarry"]:  # the baseline: derived tables start over on the new generation
-        view.derived_table_hooks().rewrite.clear()
+        derived_tables.derived_table_hooks().rewrite.clear()
     first = []
     t = time.perf_counter()
     report = compaction.compact(store, progress=lambda done, total: first or first.append(time.perf_counter() - t))
@@ -93,7 +93,7 @@ elif mode == "compact":
 elif mode == "rebuild":
     t = time.perf_counter()
     with store.writer_lock():
-        stats = view.rebuild(store.db, store.journal, store.policy)
+        stats = replay.rebuild(store.db, store.journal, store.policy)
     out["seconds"] = time.perf_counter() - t
     out["events"] = stats.events
 elif mode == "baseline":
@@ -206,13 +206,13 @@ def main() -> None:
     try:
         t = time.perf_counter()
         if args.from_store:
-            from cruxsql.facts import view
+            from cruxsql.facts import replay, view_file
             from cruxsql.facts.journal import Journal
 
             data.rmdir()
             shutil.copytree(args.from_store, data)
-            db = view.open_connection(data / view.DB_NAME)
-            view.adopt_journal(db, Journal(data))
+            db = view_file.open_connection(data / view_file.DB_NAME)
+            replay.adopt_journal(db, Journal(data))
             db.close()
             written = sum(1 for _ in open(data / "facts.jsonl", "rb"))
         else:

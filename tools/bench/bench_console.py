@@ -35,7 +35,7 @@ import cruxsql  # noqa: E402
 from cruxsql.console.canned import view_queries  # noqa: E402
 from cruxsql.console.dashboards import DASHBOARD, dashboards  # noqa: E402
 from cruxsql.console.plugin import ConsolePlugin, columns_of  # noqa: E402
-from cruxsql.facts import view as fact_view  # noqa: E402
+from cruxsql.facts import view_file  # noqa: E402
 from cruxsql.facts.store import StoreRequest  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -165,7 +165,7 @@ def main() -> None:
         direct = best(lambda: timed_sql(conn, q.sql, params))
         print(f"| canned `{q.name}` ({len(body['rows'])} rows), ms (baseline: same SQL in-process) | "
               f"{ms:.1f} | {direct:.1f} | {ms / direct:.1f} |")
-    replaced = (fact_view.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
+    replaced = (view_file.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
     replaced = replaced.split("CREATE VIEW duplicate_candidates AS")[1].split(";")[0]
     members, self_join = best(lambda: timed_sql(conn, "SELECT * FROM duplicate_candidates", {})), \
         timed_sql(conn, replaced, {})

@@ -31,7 +31,7 @@ from journal_gen import generate  # noqa: E402
 
 import cruxsql  # noqa: E402
 from cruxsql.curation import exact_duplicates  # noqa: E402
-from cruxsql.facts import view  # noqa: E402
+from cruxsql.facts import derived_tables, view_file  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -48,7 +48,7 @@ def timed_hook(db, journal) -> None:
 @contextmanager
 def hook(enabled: bool) -> Iterator[None]:
     """Replay with the fact_norms hook (timed) or without it (the baseline arm)."""
-    hooks = view.derived_table_hooks().replay
+    hooks = derived_tables.derived_table_hooks().replay
     hooks.remove(exact_duplicates.keep_current)
     if enabled:
         hooks.append(timed_hook)
@@ -98,7 +98,7 @@ def previous_recompute(db) -> None:
 def recount(data_dir: Path, rounds: int) -> dict[str, tuple[float, float]]:
     """Best wall and CPU seconds of `exact_duplicates.recompute` and of the previous formulation on a
     built view (each rolled back, interleaved), checked to give the same rows; and the row count."""
-    db = view.open_connection(data_dir / view.DB_NAME)
+    db = view_file.open_connection(data_dir / view_file.DB_NAME)
     best: dict[str, tuple[float, float]] = {}
     digests = set()
     try:

@@ -42,7 +42,7 @@ from cruxsql.facts import codec, timestamps  # noqa: E402
 from cruxsql.facts.codec import Fact  # noqa: E402
 from cruxsql.mcp.identity import Identity  # noqa: E402
 from cruxsql.mcp.server import CruxServer  # noqa: E402
-from cruxsql.recall.fact_index import TextIndex  # noqa: E402
+from cruxsql.recall.text_index import TextIndex  # noqa: E402
 from cruxsql.recall.fact_terms import FactTerms  # noqa: E402
 from cruxsql.recall.tokens import estimate_tokens  # noqa: E402
 

@@ -35,7 +35,7 @@ from journal_gen import generate  # noqa: E402
 import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
-from cruxsql.facts import bulk, codec, privacy, timestamps, view  # noqa: E402
+from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view, view_file  # noqa: E402
 from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
 from cruxsql.sql_console import run_readonly_query  # noqa: E402
 
@@ -82,8 +82,8 @@ def bench_rebuild(journal: Path, work: Path) -> tuple[float, Path, int, float]:
     # from before those existed has no such phase)
     phases = [(view.Applier, "sanitize_links", "lines read and applied, links sanitised"),
               (bulk.BulkApplier, "restore_indexes", "deferred indexes built"),
-              (view, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run"),
-              (view, "run_bulk_replay_hooks", "bulk replay hooks (recall's text index) run")]
+              (derived_tables, "run_replay_hooks", "replay hooks (known_at timeline, fact_norms) run"),
+              (derived_tables, "run_bulk_replay_hooks", "bulk replay hooks (recall's text index) run")]
     phases = [phase for phase in phases if hasattr(phase[0], phase[1])]
     originals = [getattr(owner, name) for owner, name, _ in phases]
     try:
@@ -226,9 +226,9 @@ def bench_rebuild_paths(journal: Path, work: Path, events: int) -> tuple[float, 
         shutil.rmtree(data, ignore_errors=True)
         data.mkdir(parents=True)
         shutil.copy(src, data / "facts.jsonl")
-        db = view.open_connection(data / view.DB_NAME)
+        db = view_file.open_connection(data / view_file.DB_NAME)
         started = time.perf_counter()
-        stats = view.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
+        stats = replay.rebuild(db, Journal(data), privacy.global_policy(), row_by_row=row_by_row)
         times.append(time.perf_counter() - started)
         db.close()
     return times[0], times[1], stats.events

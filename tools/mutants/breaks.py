@@ -102,9 +102,9 @@ BREAKS: tuple[Break, ...] = (
           ("tests/test_backup.py::test_a_flipped_byte_is_refused_and_nothing_is_written",)),
     Break("one-write-per-mutation", "a mutation's lines go out in one write() each",
           "cruxsql/facts/journal.py",
-          "            _write_all(fd, payload)\n",
+          "            write_all(fd, payload)\n",
           "            for piece in bytes(payload).splitlines(keepends=True):  # planted: split writes\n"
-          "                _write_all(fd, piece)\n",
+          "                write_all(fd, piece)\n",
           ("tests/test_journal_durability.py::test_a_kill_right_after_the_journal_write_leaves_the_whole_mutation_in_the_file",)),
     Break("reserved-prefix-typo", "a typo in the daemon-owned prefix list (`__legal_hold_::`)",
           "cruxsql/facts/privacy.py",

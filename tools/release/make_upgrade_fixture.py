@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from cruxsql.facts.journal import JOURNAL_NAME
-from cruxsql.facts.view import DB_NAME
+from cruxsql.facts.view_file import DB_NAME
 
 QUESTIONS = {
     "facts": "SELECT fact_id, tenant_hash, entity, key, value, deleted, superseded_by, version, private, "
