@@ -346,13 +346,17 @@ class ClusterLink:
     def node_reports(self, replicas: int) -> dict[str, bytes]:
         async def read() -> dict[str, bytes]:
             kv = await self._nodes(replicas)
-            try:
-                keys = await kv.keys()
-            except nats.js.errors.NoKeysError:
-                return {}
+            # The bucket's keys from its stream's subject counts (one request), not `kv.keys()`: that
+            # watches the bucket through a consumer and, under load, could end before the first key
+            # and report none.
+            prefix = f"$KV.{self.stream}_NODES."
+            info = await self._js.stream_info(f"KV_{self.stream}_NODES", subjects_filter=prefix + ">")
             out = {}
-            for key in keys:
-                entry = await kv.get(key)
-                out[key] = entry.value or b""
+            for subject in sorted(info.state.subjects or {}):
+                try:
+                    entry = await kv.get(subject[len(prefix):])
+                except nats.js.errors.KeyNotFoundError:
+                    continue  # deleted since the count was taken
+                out[entry.key] = entry.value or b""
             return out
         return self._retry(read)

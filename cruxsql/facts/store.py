@@ -208,7 +208,7 @@ class Store:
         view exists with the current schema (then the repair of a torn tail and the catch-up are left to
         the first call that finds the lock free). False: the caller must wait for the lock."""
         path = self.data_dir / view_file.DB_NAME
-        if not path.is_file():
+        if not view_file.is_wal_file(path):  # absent, or still being created by the lock's holder
             return False
         db: Optional[apsw.Connection] = None
         try:

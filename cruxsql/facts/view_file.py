@@ -17,7 +17,7 @@ import apsw
 
 from ..errors import ViewTooNew
 from . import timestamps
-from .busy import BUSY_TIMEOUT_MS
+from .busy import BUSY_TIMEOUT_MS, retry_busy
 
 DB_NAME = "cruxsql.db"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -36,7 +36,10 @@ def open_connection(path: Path, migrate_schema: bool = True) -> apsw.Connection:
     `migrate_schema` is False: the caller checks `pending_migrations` itself)."""
     db = apsw.Connection(str(path))
     db.setbusytimeout(BUSY_TIMEOUT_MS)
-    db.execute("PRAGMA journal_mode=WAL")
+    # Turning a fresh (rollback-journal) file into WAL needs its exclusive lock; a peer that holds a
+    # shared lock on it and wants more makes SQLite fail one of the two at once (its deadlock rule),
+    # without the busy handler: that one retries.
+    retry_busy(lambda: db.execute("PRAGMA journal_mode=WAL").get)
     # The view's commits do not fsync (WAL + NORMAL: only checkpoints sync, and they run off the write
     # path, see checkpointer.py). What that risks is losing the view's last transactions to a power cut
     # or OS crash, never corrupting it; and nothing of value goes with them: every transaction carries
@@ -51,6 +54,17 @@ def open_connection(path: Path, migrate_schema: bool = True) -> apsw.Connection:
     if migrate_schema:
         migrate(db)
     return db
+
+
+def is_wal_file(path: Path) -> bool:
+    """Whether `path` is an SQLite file already in WAL mode (header bytes 18-19 are 2: SQLite's file
+    format), read without opening it in SQLite, so without taking any of its locks."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
 
 
 def open_snapshot(path: Path) -> apsw.Connection:
