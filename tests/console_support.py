@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
@@ -71,11 +72,25 @@ def console_store(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 
 class Console:
-    """A running `cruxsql console` process and its address."""
+    """A running `cruxsql console` process and its address. Its stdout and stderr are read as they come
+    (a pipe nobody reads fills at 64 KiB and then blocks the server) and kept in `output`."""
 
     def __init__(self, proc: subprocess.Popen, url: str) -> None:
         self.proc = proc
         self.url = url
+        self._chunks: list[str] = []
+        self._drains = [threading.Thread(target=self._drain, args=(stream,), daemon=True)
+                        for stream in (proc.stdout, proc.stderr)]
+        for drain in self._drains:
+            drain.start()
+
+    def _drain(self, stream: Any) -> None:
+        for chunk in iter(lambda: stream.read(4096), ""):
+            self._chunks.append(chunk)
+
+    def output(self) -> str:
+        """What the console printed after its address line, on stdout and stderr, so far."""
+        return "".join(self._chunks)
 
     def get(self, path: str, headers: Optional[dict[str, str]] = None) -> tuple[int, str, Any]:
         req = urllib.request.Request(self.url + path.lstrip("/"), headers=headers or {})

@@ -163,6 +163,19 @@ def test_new_writes_appear_without_restart_and_a_writer_never_waits(console, sto
     assert waited < 0.5, f"store() waited {waited:.3f} s behind a console reader"
 
 
+def test_queries_stopped_or_refused_answer_400_and_print_nothing(console):
+    """Datasette prints a failed request's traceback and locals through `rich` when it is importable:
+    ~85 KB on the operator's terminal for each query the time limit stops, holding the SQL text."""
+    before = len(console.output())
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT count(*) FROM n"
+    status, body = console.sql("cruxsql", slow)
+    assert status == 400 and "SQL query took too long" in body["error"]
+    status, body = console.sql("cruxsql", "SELECT printf('%.*c', 2147483647, 'x')")  # refused in the function
+    assert status == 400 and "raised exception" in body["error"]
+    time.sleep(0.5)  # anything printed before the reply has reached the reader threads
+    assert console.output()[before:] == ""
+
+
 def test_canned_queries_for_other_features_appear_when_their_tables_do(tmp_path):
     data_dir = tmp_path / "data"
     with cruxsql.open(data_dir) as store:

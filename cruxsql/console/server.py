@@ -22,9 +22,16 @@ def serve(config: dict[str, Any]) -> None:
     from datasette.database import Database
     from datasette.plugins import pm
 
+    # (after datasette.plugins: imported first, this module would be registered as a plugin half-built)
+    import datasette.handle_exception
+
     from .layout import LayoutPlugin
     from .plugin import ConsolePlugin
 
+    # With `rich` importable (the mcp extra brings it), Datasette prints every failed request's traceback
+    # and local variables to the terminal: ~85 KB per query stopped by the time limit, holding the SQL and
+    # row values where erasure cannot reach them. The error page and JSON are unchanged without it.
+    datasette.handle_exception.rich = None
     token = os.environ.get(TOKEN_ENV) or None
     pm.register(ConsolePlugin({n: d["queries"] for n, d in config["databases"].items()}, token),
                 name="cruxsql-console")

@@ -48,11 +48,11 @@ def replay(db: apsw.Connection, journal: OwnJournal, policy: PrivacyPolicy) -> i
     fact tables, or after the file was rewritten), in one transaction; returns how many were read.
     The caller holds the writer lock, or works on a private copy of the view."""
     cp = read_checkpoint(db)
-    if journal.stat() is None or cp is None:
+    st = journal.stat()  # once: a file removed between two stats would leave None to read
+    if st is None or cp is None:
         return 0
     position = _position(db, journal.name, cp.generation)
     start = position.byte_offset if position is not None and journal.still_at(position) else 0
-    st = journal.stat()
     if st.st_size == start and position is not None and start:
         return 0
     applier = Applier(db, policy, cp.next_seq)
