@@ -187,6 +187,25 @@ def test_short_and_shared_values_are_reported_not_scanned(tmp_path):
     assert report["verification"]["ok"]
 
 
+def test_values_a_retained_fact_contains_are_reported_not_scanned_and_the_rest_verified(tmp_path):
+    """Erasing a value that a retained fact's value, entity or key contains (as written or lowercased)
+    cannot be proven by a byte scan: it is reported, and the erasure of the rest still verifies."""
+    store = Store(tmp_path)
+    inside_value = store.store("person:1", "email", "alice@example.io")
+    store.store("team", "contact", "write to alice@example.io or bob")
+    inside_entity = store.store("person:1", "handle", "bob-the-builder")
+    store.store("user:bob-the-builder", "role", "admin")
+    lowered = store.store("person:1", "code", "Zeta-Project-X")
+    store.store("project", "code", "ZETA-PROJECT-X")
+    alone = store.store("person:1", "phone", "+44 7700 900123")
+    report = erasure.erase(store, erasure.Selection(entity_prefixes=("person:",)), reason="x")
+    scan = {e["fact_id"]: e["scan"] for e in report["erased_facts"]}
+    contains = "not scanned: a retained fact's entity, key or value contains it"
+    assert [scan[f.fact_id] for f in (inside_value, inside_entity, lowered, alone)] == [contains] * 3 + ["scanned"]
+    assert report["verification"]["ok"] and report["ok"]
+    assert b"+44 7700 900123" not in b"".join(all_file_bytes(tmp_path).values())
+
+
 def test_scanner_finds_needles_across_block_boundaries(tmp_path, monkeypatch):
     monkeypatch.setattr(erasure_scan, "_SCAN_BLOCK", 64)
     value = "BOUNDARY_MARKER_abcdefghijklmnopqrstuvwxyz"

@@ -91,6 +91,12 @@ def erasure_summary(report: dict[str, Any]) -> list[str]:
              f"verification     {verification['files_scanned']} file(s) scanned, "
              f"{len(verification['hits'])} hit(s) of erased content"]
     lines += [f"  {hit_line(hit)}" for hit in verification["hits"][:50]]
+    unscanned: dict[str, int] = {}
+    for entry in report.get("erased_facts", []):
+        if entry.get("scan", "scanned") != "scanned":
+            unscanned[entry["scan"]] = unscanned.get(entry["scan"], 0) + 1
+    lines += [f"not scanned      {count} fact(s): {reason.removeprefix('not scanned: ')}"
+              for reason, count in sorted(unscanned.items())]
     for item in report["stores"].get("quarantine_files", {}).get("rewritten", []):
         lines.append(f"quarantine file  {item['file']} rewritten without erased content "
                      f"({item['bytes_before']} -> {item['bytes_after']} bytes)")

@@ -45,6 +45,7 @@ from .erasure_scan import (
     SCAN_SCHEME,
     Scanner,
     content_digest,
+    held_by_retained,
     needles_for,
     prefix_needles,
     scan_directory,
@@ -328,13 +329,18 @@ def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], lis
     # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
     erased_rows = store.db.execute(
         "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall()
-    # Values a retained fact still holds cannot be proven absent. Compared in Python (a SQL self-join
-    # would build a transient index of values in SQLite's temp directory, outside the data directory).
+    # Values a retained fact still holds, or holds inside its entity, key or value, cannot be proven
+    # absent. Compared in Python (a SQL self-join would build a transient index of values in SQLite's
+    # temp directory, outside the data directory).
     erased_values = {r[2] for r in erased_rows}
     still_held = {v for (v,) in store.db.execute("SELECT value FROM facts WHERE deleted = 0")
                   if v in erased_values}
     shared = {r[0] for r in erased_rows if r[2] in still_held}
     del erased_values, still_held
+    candidates = [n for fid, _, value in erased_rows if fid not in shared for n in needles_for(fid, value)]
+    contained = held_by_retained((text for row in store.db.execute(
+        "SELECT entity, key, value FROM facts WHERE deleted = 0") for text in row), candidates) if candidates else set()
+    del candidates
     selected = set(plan.to_delete) | set(plan.already_deleted)
     erased, needles, fragments = [], [], []
     for fid, tenant, value in erased_rows:
@@ -343,6 +349,8 @@ def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], lis
                  "value_bytes": len(raw), "selected": fid in selected}
         if fid in shared:
             entry["scan"] = "not scanned: a retained fact holds the same value"
+        elif fid in contained:
+            entry["scan"] = "not scanned: a retained fact's entity, key or value contains it"
         elif len(raw) < MIN_NEEDLE_BYTES:
             entry["scan"] = f"not scanned: shorter than {MIN_NEEDLE_BYTES} bytes"
         else:

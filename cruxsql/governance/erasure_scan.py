@@ -204,6 +204,29 @@ def scan_directory(data_dir: Path, needles: list[dict[str, Any]]) -> ScanResult:
     return result
 
 
+def held_by_retained(texts: Iterable[str], needles: list[dict[str, Any]], batch_bytes: int = 4 << 20) -> set[str]:
+    """The fact ids among `needles` whose bytes occur inside `texts` (the retained facts' entities, keys
+    and values), as written or lowercased: those bytes stay in the store by right, so no scan can prove
+    the erased value gone. Scanned in batches of about `batch_bytes`."""
+    scanner = Scanner(needles)
+    found: set[str] = set()
+    if not scanner.count:
+        return found
+    batch: list[bytes] = []
+    size = 0
+    for text in texts:
+        for form in {text, rust_lower(text)}:
+            data = form.encode("utf-8")
+            batch.append(data)
+            size += len(data) + 1
+        if size >= batch_bytes:
+            found.update(needle["fact_id"] for _, needle in scanner.scan_bytes(b"\x00".join(batch)))
+            batch, size = [], 0
+    if batch:
+        found.update(needle["fact_id"] for _, needle in scanner.scan_bytes(b"\x00".join(batch)))
+    return found
+
+
 def prefix_needles(fact_id: str, value: str) -> list[dict[str, Any]]:
     """Needles for the first 16 bytes of a value's forms: used only to find torn fragments to remove."""
     out = []
