@@ -196,10 +196,9 @@ class Mirror:
             chain = chain_of(fact)
             head = heads.get(chain)
             if head is None:
-                row = next(store.db.execute(   # an aggregate: always one row
+                head = store.db.execute(
                     "SELECT max(version) FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0",
-                    chain))
-                head = row[0] or 0
+                    chain).get or 0
             if fact.version <= head:
                 return False
         return True
