@@ -21,25 +21,15 @@ from .corpus_cache import CorpusCache
 from .dense import Ranking
 from .expand import expand
 from .fusion import FusedResult, FusionWeights
-from .ingest import (
-    DEFAULT_CORPUS,
-    MAX_CHUNKS,
-    MAX_DOCUMENTS,
-    MAX_TEXT_BYTES,
-    ChunkInput,
-    DocumentInput,
-    IngestReport,
-    seal_new_chunks,
-    validate,
-)
+from .ingest import DEFAULT_CORPUS, ChunkInput, DocumentInput, IngestReport, seal_new_chunks, validate
 from .replica import ReplicaMoved, SegmentReplica
 from .search import ExpandedChunk, ExpandError
 from .segment_view import SegmentSummary, index_into_view, summaries
 from .segments import SegmentError, segments_dir
 from .tenants import DEFAULT_TENANT, concrete_tenant
 
-__all__ = ["DEFAULT_CORPUS", "DEFAULT_TENANT", "MAX_CHUNKS", "MAX_DOCUMENTS", "MAX_TEXT_BYTES", "ChunkInput",
-           "DocumentInput", "DocumentLane", "IngestReport", "SegmentSummary"]
+__all__ = ["DEFAULT_CORPUS", "DEFAULT_TENANT", "ChunkInput", "DocumentInput", "DocumentLane", "IngestReport",
+           "SegmentSummary"]
 
 _CONFIGURED: Any = object()
 MAX_REPLICA_ATTEMPTS = 20  # cluster mode: seals lost to another node's before giving up
