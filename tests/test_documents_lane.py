@@ -11,6 +11,7 @@ import cruxsql
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.documents.segments import ChunkRecord, Manifest, load_manifest, save_manifest, write_segment
 from cruxsql.documents.search import EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, wrap_crc_v1
+from cruxsql.embeddings import read_ccxv
 from cruxsql.errors import InvalidInput
 
 
@@ -168,19 +169,25 @@ def test_erase_tenant_removes_every_byte_of_its_text(lane, store, data_dir):
             assert b"victim" not in path.read_bytes(), path
 
 
+def shared_segment(lane, data_dir, first: ChunkRecord, second: ChunkRecord) -> str:
+    """Seal a segment holding two tenants' chunks (ingest seals one tenant per segment) and index it, with
+    its vectors (the rebuild embeds a segment sealed without); returns its file name."""
+    segdir = data_dir / "segments"
+    manifest = load_manifest(segdir)
+    sealed = write_segment(segdir, manifest.next_seq, "2026-01-01T00:00:00+00:00", [first, second])
+    save_manifest(segdir, Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info]))
+    lane.rebuild()
+    return sealed.info.file_name
+
+
 def test_erase_rewrites_a_segment_shared_by_tenants(lane, store, data_dir):
     lane.ingest(docs("keep this text", "other words"), tenant="keeper")
     lane.ingest(docs("uniqueterm gone"), tenant="victim")
-    # ingest seals one tenant per segment; a two-tenant segment is written with the segment API
     segdir = data_dir / "segments"
-    manifest = load_manifest(segdir)
-    sealed = write_segment(segdir, manifest.next_seq, "2026-01-01T00:00:00+00:00", [
+    old_file = shared_segment(
+        lane, data_dir,
         ChunkRecord("keeper", "default", "x", "x1", "mixed keeper chunk", "2026-01-01T00:00:00+00:00"),
-        ChunkRecord("victim", "default", "y", "y1", "uniqueterm victim chunk", "2026-01-01T00:00:00+00:00"),
-    ])
-    save_manifest(segdir, Manifest(manifest.next_seq + 1, [*manifest.segments, sealed.info]))
-    lane.rebuild()
-    old_file = sealed.info.file_name
+        ChunkRecord("victim", "default", "y", "y1", "uniqueterm victim chunk", "2026-01-01T00:00:00+00:00"))
     counts = lane.erase_tenant("victim")
     assert counts == {"segments_rewritten": 1, "segments_removed": 1, "chunks_erased": 2}
     assert not (segdir / old_file).exists()
@@ -191,6 +198,37 @@ def test_erase_rewrites_a_segment_shared_by_tenants(lane, store, data_dir):
     for path in data_dir.rglob("*"):
         if path.is_file():
             assert b"uniqueterm" not in path.read_bytes(), path
+
+
+def test_erase_carries_the_survivors_vectors_into_the_rewritten_segment(lane, data_dir):
+    segdir = data_dir / "segments"
+    shared_segment(
+        lane, data_dir,
+        ChunkRecord("victim", "default", "y", "y1", "uniqueterm victim chunk", "2026-01-01T00:00:00+00:00"),
+        ChunkRecord("keeper", "default", "x", "x1", "mixed keeper chunk", "2026-01-01T00:00:00+00:00"))
+    before = load_manifest(segdir).segments[0].vectors
+    keeper_vector = read_ccxv(segdir / before["file_name"])["vector"][1].copy()   # doc_id 1 before the erasure
+
+    lane.erase_tenant("victim")
+    after = load_manifest(segdir).segments[0].vectors
+    assert after is not None and after["file_name"] != before["file_name"]
+    carried = read_ccxv(segdir / after["file_name"])
+    assert carried["doc_id"].tolist() == [0]                                     # renumbered: the only chunk
+    assert carried["vector"][0].tolist() == keeper_vector.tolist()
+    assert after["profile_hash"] == before["profile_hash"]
+    assert lane.query("mixed", tenant="keeper", contract="legacy")["meta"]["score_space"] == "bm25_dense_fused"
+    assert lane.verify() == []
+
+
+def test_the_names_other_packages_import_from_the_lane_module_stay_there():
+    from cruxsql.documents import ingest, lane, segment_view, tenants
+
+    assert (lane.ChunkInput, lane.DocumentInput, lane.IngestReport) == (
+        ingest.ChunkInput, ingest.DocumentInput, ingest.IngestReport)
+    assert (lane.DEFAULT_TENANT, lane.DEFAULT_CORPUS) == (tenants.DEFAULT_TENANT, ingest.DEFAULT_CORPUS) == (
+        "default", "default")
+    assert lane.SegmentSummary is segment_view.SegmentSummary
+    assert cruxsql.DocumentLane is lane.DocumentLane
 
 
 def test_query_budget_buys_pointers_at_40_tokens(lane):

@@ -22,9 +22,13 @@ def _config(data_dir: Path, urls: Optional[str], group: Optional[str], replicas:
     from ..cluster.config import ClusterConfig, default_node_name, parse_urls, read_config
     check_directory(data_dir)
     bound = read_config(data_dir)
-    if urls is None and bound is None:
+    if urls is not None:
+        cluster_urls = parse_urls(urls)
+    elif bound is not None:
+        cluster_urls = bound.urls
+    else:
         raise click.UsageError(f"--cluster is required: {data_dir} is not bound to a cluster yet")
-    return ClusterConfig(parse_urls(urls) if urls is not None else bound.urls,
+    return ClusterConfig(cluster_urls,
                          group or (bound.group if bound else "default"),
                          replicas or (bound.replicas if bound else 3),
                          node_name or (bound.node if bound else default_node_name()),

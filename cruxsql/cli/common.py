@@ -117,7 +117,7 @@ def fails_cleanly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except CruxsqlError as exc:
             raise click.ClickException(str(exc)) from None
-        except UnicodeError as exc:
+        except (UnicodeDecodeError, UnicodeEncodeError, UnicodeTranslateError) as exc:
             raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
         except OSError as exc:
             raise click.ClickException(describe_os_error(exc)) from None

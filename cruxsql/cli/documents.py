@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import click
 
@@ -45,7 +45,7 @@ def _snippet(text: str, width: int = 160) -> str:
 
 
 def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], None]],
-               skipped: list[SkippedFile]) -> Iterable[DocumentInput]:
+               skipped: list[SkippedFile]) -> Iterator[DocumentInput]:
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (JSONL on stdin) cannot be combined with paths")
@@ -94,19 +94,19 @@ def _hits(payload: dict[str, Any], legacy_key: str) -> list[Any]:
 
 
 def _echo_hits(store: Any, lane: DocumentLane, payload: Union[dict[str, Any], str], hits_key: str, query: str,
-               tenant: str, fmt: str) -> bool:
-    """Print a search or scan payload in `fmt` (and the operator's note when it has no hits); True when that
-    is all, False when the text footer follows the hits."""
+               tenant: str, fmt: str) -> Optional[dict[str, Any]]:
+    """Print a search or scan payload in `fmt` (and the operator's note when it has no hits); None when that
+    is all, the payload when the text footer follows the hits."""
     if isinstance(payload, str) or not _hits(payload, hits_key):
         _explain_no_hits(store, lane, query, tenant)
     if isinstance(payload, str) or fmt == "json":
         echo_json(payload) if fmt == "json" else click.echo(payload)
-        return True
+        return None
     if fmt != "text":
         _echo_hit_records(lane, payload[hits_key], tenant, fmt)
-        return True
+        return None
     _print_hits(lane, payload[hits_key], tenant)
-    return False
+    return payload
 
 
 def _explain_no_hits(store: Any, lane: DocumentLane, query: str, tenant: str) -> None:
@@ -252,12 +252,13 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         payload = lane.query(query, tenant, limit, token_budget, min_score,
                              contract if fmt == "json" else "legacy", coverage_style, tenant_statistics,
                              dense=not no_dense, rerank_depth=rerank_depth)
-        if _echo_hits(store, lane, payload, "results", query, tenant, fmt):
+        footer = _echo_hits(store, lane, payload, "results", query, tenant, fmt)
+        if footer is None:
             return
-    if payload["meta"]["score_space"] != "bm25_lexical":
-        click.echo(f"ranked by {payload['meta']['score_space']} "
-                   f"({payload['meta']['local_semantic_profile']['model']})")
-    coverage = payload["coverage"]
+    if footer["meta"]["score_space"] != "bm25_lexical":
+        click.echo(f"ranked by {footer['meta']['score_space']} "
+                   f"({footer['meta']['local_semantic_profile']['model']})")
+    coverage = footer["coverage"]
     line = f"coverage {coverage['score']:.2f}"
     if "gaps" in coverage:
         for gap in coverage["gaps"]:
@@ -266,7 +267,7 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
         line += f" · no document of tenant {tenant!r} contains: " + ", ".join(coverage["missing_tokens"])
     if coverage["below_floor"]:
         line += f" · {coverage['below_floor']} below --min-score"
-    click.echo(f"{line} · {payload['total_candidates']} candidate(s)")
+    click.echo(f"{line} · {footer['total_candidates']} candidate(s)")
 
 
 @click.command()
@@ -288,11 +289,12 @@ def scan(query: str, tenant: str, limit: int, token_budget: Optional[int], tenan
         lane = DocumentLane(store)
         payload = lane.query_scan(query, tenant, limit, token_budget, contract if fmt == "json" else "legacy",
                                   tenant_statistics)
-        if _echo_hits(store, lane, payload, "scan", query, tenant, fmt):
+        footer = _echo_hits(store, lane, payload, "scan", query, tenant, fmt)
+        if footer is None:
             return
-    truncated = " · truncated by the budget" if payload["budget_truncated"] else ""
-    click.echo(f"{payload['tokens_returned']} tokens in {len(payload['scan'])} hit(s) of "
-               f"{payload['total_candidates']} candidate(s){truncated}")
+    truncated = " · truncated by the budget" if footer["budget_truncated"] else ""
+    click.echo(f"{footer['tokens_returned']} tokens in {len(footer['scan'])} hit(s) of "
+               f"{footer['total_candidates']} candidate(s){truncated}")
 
 
 @click.command()

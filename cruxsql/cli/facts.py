@@ -234,6 +234,7 @@ def reverify(fact_id: str, data_dir: Path) -> None:
     """Record that a fact was re-verified now (journaled; resets its freshness clock)."""
     with open_store(data_dir, "write") as s:
         fact = s.reverify(fact_id)
+    assert fact.reverified_at is not None     # reverify() sets it
     click.echo(f"{fact_id} reverified at {timestamps.format_fact_time(fact.reverified_at)}")
 
 

@@ -14,7 +14,7 @@ Raft log of the object store's stream past them (raftlog.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import blake3
 import nats.js.errors
@@ -120,7 +120,8 @@ class FleetSegments:
                     msg = await self.link._js.get_last_msg(store._stream, chunks)
                 except nats.js.errors.NotFoundError:
                     break
-                await self.link._js.delete_msg(store._stream, msg.seq)
+                # nats-py types every reply field optional; a stored message always has its sequence
+                await self.link._js.delete_msg(store._stream, cast(int, msg.seq))
             await store.delete(name)
         self.link._retry(erase)
 

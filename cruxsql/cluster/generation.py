@@ -100,7 +100,7 @@ class Collector:
             self.name, self.first_seq = part, msg.seq
         self.payloads.append(msg.payload)
         self.last_seq = msg.seq
-        if len(self.payloads) == self.name.parts:
+        if self.name is not None and len(self.payloads) == self.name.parts:
             data = b"".join(self.payloads)
             self.name, self.payloads = None, []
             return data

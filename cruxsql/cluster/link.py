@@ -194,7 +194,7 @@ class ClusterLink:
         """Publish and wait for the stream's acknowledgement (a quorum has it); returns its sequence.
         A retried `msg_id` within the duplicate window is stored once. Raises ChainMoved when
         `expected_subject_seq` is not the subject's last sequence (or `expected_last_seq` the stream's)."""
-        headers = {api.Header.MSG_ID: msg_id}
+        headers: dict[str, str] = {api.Header.MSG_ID: msg_id}
         if expected_subject_seq is not None:
             headers[api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE] = str(expected_subject_seq)
         if expected_last_seq is not None:
@@ -224,9 +224,9 @@ class ClusterLink:
             return
         if end - start < 8:
             for seq in range(start, end + 1):
-                msg = self.get(seq)
-                if msg is not None:
-                    yield msg
+                message = self.get(seq)
+                if message is not None:
+                    yield message
             return
         while start <= end:
             config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
@@ -261,7 +261,7 @@ class ClusterLink:
             raw = self._retry(lambda: self._js.get_msg(self.stream, seq))
         except nats.js.errors.NotFoundError:
             return None
-        return StreamMessage(raw.seq or seq, raw.subject, raw.data or b"")
+        return StreamMessage(raw.seq or seq, raw.subject or "", raw.data or b"")
 
     def last_subject_seq(self, subject: str) -> int:
         """The sequence of the last message on `subject` (0 when it has none). A replica may answer (a

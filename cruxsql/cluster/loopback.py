@@ -94,7 +94,7 @@ class LoopbackCluster:
                             break
                 except OSError:
                     pass
-                if server.process.poll() is not None or time.monotonic() > deadline:
+                if server.process is None or server.process.poll() is not None or time.monotonic() > deadline:
                     raise CruxsqlError(f"nats-server {server.name} did not start; see "
                                        f"{self.base_dir / (server.name + '.log')}")
                 time.sleep(0.05)

@@ -45,6 +45,14 @@ def split_lines(payload: bytes) -> list[str]:
     return payload.decode("utf-8").split("\n")[:-1]
 
 
+def rewrite_journal(journal: Journal, lines: list[str]) -> tuple[Path, int]:
+    """Atomically replace the journal with `lines` (the base `Journal.rewrite`, one event per line)."""
+    def write_lines(emit: Callable[[str], None]) -> None:
+        for line in lines:
+            emit(line)
+    return Journal.rewrite(journal, write_lines)
+
+
 def stored_facts(lines: list[str]) -> list[codec.Fact]:
     """The facts that store events among `lines` create (undecodable lines carry none)."""
     facts = []
@@ -171,7 +179,7 @@ class Mirror:
         """Replace the journal with a generation's bytes (crash-atomic), rebuild the view from it, and
         truncate the WAL (secure_delete zeroed the old rows' cells; the WAL still held copies)."""
         lines = split_lines(data)
-        _, size = Journal.rewrite(store.journal, lambda emit: [emit(line) for line in lines])
+        _, size = rewrite_journal(store.journal, lines)
         pos = Position(seq, size)
         self._write(pos)
         replay.replay(store.db, store.journal, store.policy)
@@ -188,10 +196,9 @@ class Mirror:
             chain = chain_of(fact)
             head = heads.get(chain)
             if head is None:
-                row = store.db.execute(
+                head = store.db.execute(
                     "SELECT max(version) FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0",
-                    chain).fetchone()
-                head = row[0] or 0
+                    chain).get or 0
             if fact.version <= head:
                 return False
         return True

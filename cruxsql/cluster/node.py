@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..documents import DocumentLane
 from ..documents.segments import SegmentError
@@ -42,7 +42,7 @@ def bind(data_dir: Path, config: ClusterConfig) -> ClusterConfig:
 
 def run_node(data_dir: Path, config: ClusterConfig, stop: threading.Event,
              on_ready: Optional[Callable[[], None]] = None, on_position: Optional[Callable[[int], None]] = None,
-             **options: object) -> None:
+             **options: Any) -> None:
     """Mirror the stream into `data_dir` until `stop` is set; report to the registry every second.
     Rides out the cluster's outages once running (keeps retrying); raises for a refusal at start
     (e.g. a stream the cluster cannot host) and for a local failure."""

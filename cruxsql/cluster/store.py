@@ -17,13 +17,12 @@ import blake3
 
 from ..errors import Conflict, ReadOnlyStore
 from ..facts import codec, view
-from ..facts.journal import Journal
 from ..facts.store import Progress, Store
 from .config import ClusterConfig, read_config
 from .documents import FleetSegments
 from .link import ChainMoved, ClusterLink, ClusterUnavailable, scrub_subject, subject_prefix
 from .generation import publish_generation
-from .mirror import Mirror, Position, chain_of, split_lines, stored_facts
+from .mirror import Mirror, Position, chain_of, rewrite_journal, split_lines, stored_facts
 from .raftlog import note, scrub_raft_logs
 
 MAX_ATTEMPTS = 50
@@ -167,7 +166,7 @@ class ClusterStore(Store):
         after = self.mirror.position(self).seq
         first, last = publish_generation(self.link, self.config.group, bytes(data), after)
         lines = split_lines(bytes(data))
-        path, size = Journal.rewrite(self.journal, lambda emit: [emit(line) for line in lines])
+        path, size = rewrite_journal(self.journal, lines)
         self.mirror.advance(Position(last, size))
         kept, erased = set(lines), 0
         for msg in self.link.messages(1, first - 1):

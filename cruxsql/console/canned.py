@@ -166,7 +166,9 @@ def _stale_sql(policy: DecayPolicy) -> str:
     """One arm per class, each an index range in anchor order, merged: no sort of every stale fact."""
     arms = []
     for cls in ("medium", "stable", "volatile"):
-        horizon = policy.base_ms(cls) * 1_000_000
+        base_ms = policy.base_ms(cls)
+        assert base_ms is not None     # only class `none` has no stale threshold
+        horizon = base_ms * 1_000_000
         arms.append(f"""SELECT f.horizon_class, f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.stored_at,
   f.reverified_at, coalesce(f.reverified_at_ns, f.stored_at_ns) AS anchor_ns,
   ({NOW_NS} - coalesce(f.reverified_at_ns, f.stored_at_ns)) / 3600000000000 AS age_hours,

@@ -15,6 +15,13 @@ Modules: `chunking` (Crux's 1800/1200/180 chunker), `analyzer` (tokenizer v1 and
 folders and JSONL requests), `dense` (vector sidecars, dense index, Crux's re-rank), `fusion` (fused
 retrieval and RRF), `graph` (links, entity matches, graph boost), `lane` (the `DocumentLane` facade), `verify`
 (manifest, files and view agree).
+
+Behind the facade: `ingest` (requests sealed into a new segment), `sidecars` (a segment's `.ccxv`/`.ccxp`),
+`segment_view` (one segment in or out of the view's tables), `manifest_sync` (the view follows the
+manifest; rebuild), `tenant_erasure` (segments rewritten without a tenant), `corpus_cache` (the cached
+corpus statistics and dense index), `retrieval` (BM25, dense re-rank, fused), `expand` (result ids to
+chunks), `queries` (the MCP query tools' payloads), `tenants` (one concrete tenant per call), `replica`
+(the fleet's copy in cluster mode).
 """
 
 from .lane import ChunkInput, DocumentInput, DocumentLane, IngestReport, SegmentSummary

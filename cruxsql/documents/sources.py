@@ -17,7 +17,7 @@ import blake3
 
 from ..errors import InvalidInput
 from .chunking import chunk_markdown, chunk_plain_text, rust_trim
-from .lane import MAX_CHUNKS, MAX_DOCUMENTS, ChunkInput, DocumentInput
+from .ingest import MAX_CHUNKS, MAX_DOCUMENTS, ChunkInput, DocumentInput
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
 TEXT_SUFFIXES = frozenset({".txt", ".text"})

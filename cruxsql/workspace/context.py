@@ -83,10 +83,10 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
         rich, lean = ["definitions:"], ["definitions:"]
         for path, qualname, start, end, signature in definitions:
             indexed = load(db, root, path)
-            body = indexed.lines[start:min(end, start + BODY_LINES)]
+            body_lines = indexed.lines[start:min(end, start + BODY_LINES)]
             line = f"{path}:{start} {trim(outline_signature(signature, indexed.approx))}  L{start}-{end}"
             rich.append(f"{line}  {symbolic_handle(path, qualname, start)}")
-            rich += [f"    {line.rstrip()[:LINE_CAP]}" for line in body if line.strip()]
+            rich += [f"    {line.rstrip()[:LINE_CAP]}" for line in body_lines if line.strip()]
             if end > start + BODY_LINES:
                 rich.append(f"    … +{end - start - BODY_LINES} lines")
             lean.append(line)
@@ -106,7 +106,7 @@ def ctx_context(db: apsw.Connection, root: Path, task: str, token_budget: int = 
             rows.append(f"+{more} more files — ctx_search \"{' '.join(terms)}\" offset=5")
         text = "files:\n" + "\n".join(rows)
         parts.append(Part("files", 1, 3, text, "", content_handle(db, text)))
-    if listed and not 1 <= len(definitions) <= 3:
+    if ranked is not None and listed and not 1 <= len(definitions) <= 3:
         snippets = []
         for f in listed[:3]:
             indexed = load(db, root, f.path)

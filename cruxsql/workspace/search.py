@@ -82,8 +82,8 @@ class WorkspaceBm25:
         result = self.corpus.search(query, lambda ts: QueryPostings.from_rows([r for r in rows if r[0] in ts]),
                                     top_k=len(self.file_ids))
         per_file: dict[int, dict[str, int]] = {}
-        for term, index, count, _, tfs in rows:
-            per_file.setdefault(index, {})[term] = int(decode_tfs(tfs, count)[0])
+        for term, index, count, _, encoded_tfs in rows:
+            per_file.setdefault(index, {})[term] = int(decode_tfs(encoded_tfs, count)[0])
         defines = defining_files(self.db, query)
         hops: dict[str, int] = {}
         if defines and config.graph_distance:
