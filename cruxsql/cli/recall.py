@@ -211,7 +211,7 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
                    stored_before: Optional[str], valid_after: Optional[str], valid_before: Optional[str],
                    as_of: Optional[str], known_at: Optional[str], include_superseded: bool, top_k: int, offset: int,
                    token_budget: Optional[int], fusion: str, explain: bool, fmt: str, data_dir: Path) -> None:
-    """Facts most relevant to TEXT, best first, one line each (entity · key · value · age · id).
+    """Facts most relevant to TEXT, best first, one line each (entity · key: value · age · id).
 
     \b
     Ranked by BM25 over the facts' words (entity, key and value weighted 3:2:1; stopwords,
