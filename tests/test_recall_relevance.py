@@ -16,7 +16,7 @@ from cruxsql.recall import Recall
 from cruxsql.recall.fact_terms import (POSTING, many_value_terms, name_terms, term_of, value_terms, value_units,
                                        words)
 from cruxsql.recall.relevance import RecallResult
-from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
+from cruxsql.recall.tokens import estimate_tokens
 
 CLI = [sys.executable, "-m", "cruxsql"]
 
