@@ -120,6 +120,8 @@ def test_paging_counts_and_the_more_line(store: Store) -> None:
     whole = [h.fact_id for h in search(store, "database").hits]
     assert [h.fact_id for h in first.hits + rest.hits] == whole
     assert first.answer() == first.text() and first.text().splitlines()[0].endswith(whole[0])
+    assert first.structured() == {"ids": whole[:1], "total": 3, "offset": 0, "returned": 1, "has_more": True,
+                                  "next_offset": 1}
 
 
 def test_one_line_per_fact_and_the_whole_answer_fits_the_budget(store: Store) -> None:

@@ -212,6 +212,16 @@ class RecallResult:
                 f"no relevant facts past offset {self.offset} ({self.total} in all)"
         return "\n".join(self.lines)
 
+    def structured(self) -> dict[str, Any]:
+        """The ids in the text's order and the paging counts, for Python callers (the MCP tool sends the
+        text alone: its lines and `+N more (offset=K)` say the same)."""
+        out: dict[str, Any] = {"ids": [h.fact_id for h in self.hits], "total": self.total, "offset": self.offset,
+                               "returned": len(self.hits), "has_more": self.has_more,
+                               "next_offset": self.next_offset}
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
     def answer(self) -> str:
         """What an agent receives: the text, then the explain line when asked for (one JSON object)."""
         if self.explain is None:
