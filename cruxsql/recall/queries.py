@@ -262,9 +262,10 @@ class CompactAnswer:
     envelope needs."""
 
     lines: list[str]
-    whole: int                   # leading lines whose value is whole (the rest: the first, cut to fit)
+    whole: int                   # leading lines whose value is whole (else the one line's value is cut)
     more: int                    # rows above the floor not in the lines
     envelope_tokens: int         # the least CRC-v1 envelope's tokens
+    cut_value: Optional[str] = None   # the first row's value as its line carries it, when cut
 
     def footer(self) -> str:
         return (f"+{self.more} more · " if self.more else "") + \
@@ -290,6 +291,9 @@ def compact_answer(rows: list[dict[str, Any]], shown: int, envelope_tokens: int,
     lines = fitted(len(rows), line, lambda i: rows[i]["value"], cost, budget)
     cost(lines)
     answer.whole = len(lines) if not lines or lines[0] == line(0, None) else 0
+    if lines and not answer.whole:
+        first = rows[0]
+        answer.cut_value = lines[0][len(fact_line(first["entity"], first["key"], "")):-len(f" · {first['fact_id']}")]
     return answer
 
 

@@ -169,12 +169,11 @@ class RecallHit:
     score: float
     all_terms: bool
     why: dict[str, Any] = field(default_factory=dict)
-
     age_ns: int = 0
 
     def line(self, value: Optional[str] = None, ids: bool = False) -> str:
-        """The fact's line: its age only when useful (a day old or more, or stale) unless `ids` asks for
-        the id, which comes after the age."""
+        """`entity · key: value`, then its age when a day old or more (`stale` past its freshness horizon);
+        with `ids`, the age always and the fact id after it."""
         stale = "stale" if self.effective_confidence < self.confidence else ""
         age = " ".join(a for a in (self.age if ids or self.age_ns >= DAY_NS else "", stale) if a)
         return fact_line(self.entity, self.key, self.value if value is None else value, age,
