@@ -165,16 +165,18 @@ def test_bench_agent_tokens_reports_the_session_within_its_budgets(tmp_path):
     crux = figures["cruxsql"]
     assert [k for k in crux if "@" in k and not k.startswith("document")] == [
         "query_facts@50", "query_facts@200", "query_facts@1000", "recall@50", "recall@200", "recall@1000"]
-    assert crux["query_facts@1000"]["calls"] == 5 and crux["query_facts@1000"]["overshooting_calls"] == 0
+    assert crux["query_facts@1000"]["calls"] == 5
     for budget in (50, 200, 1000):               # recall: the asked-for fact first or near it, never past the budget
         row = crux[f"recall@{budget}"]
         assert row["calls"] == 5 and row["overshooting_calls"] == 0 and row["max_overshoot"] <= 0, row
+        assert row["calls_received_over_budget"] == 0, row       # the whole MCP result within the budget
         assert row["recall_at_5"] == 1.0 > crux[f"query_facts@{budget}"]["recall_at_5"], row
-    # at 200 and above every asked-for fact comes whole (parsed from recall's lines); at 50 its value is cut
-    assert crux["recall@200"]["tokens_per_relevant_fact"] == crux["recall@200"]["tokens_per_call"]
-    assert crux["recall@50"]["tokens_per_relevant_fact"] is None and crux["recall@50"]["envelope_share"] == 1.0
-    assert 0.3 < crux["recall@1000"]["content_share_of_received"] < 1
-    assert crux["recall@1000"]["calls_received_over_budget"] == 0
+        # query_facts: below the least CRC-v1 envelope (~240 tokens) compact lines, never past the budget
+        assert crux[f"query_facts@{budget}"]["overshooting_calls"] == 0, crux[f"query_facts@{budget}"]
+    # every asked-for fact comes whole (parsed from recall's lines), and the facts are most of what is received
+    assert crux["recall@50"]["tokens_per_relevant_fact"] == crux["recall@50"]["tokens_per_call"]
+    for budget in (200, 1000):
+        assert crux[f"recall@{budget}"]["content_share_of_received"] >= 0.75, crux[f"recall@{budget}"]
     assert crux["document query@200"]["overshooting_calls"] == 0 and crux["document query@200"]["recall_at_5"] == 1.0
     assert crux["workspace"]["outline_share_of_full_read"] <= 0.10
     assert crux["session"]["used"] <= 60000 and crux["session"]["overshoot"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,25 +118,35 @@ def test_agent_surfaces_never_carry_the_note(data_dir):
 # --- 2. the CLI honours token budgets as the MCP tools do -------------------------------------------
 
 def test_query_prints_only_what_the_budget_paid_for(budget_dir):
+    # 5 tokens are below even one fact's CRC-v1 envelope: the compact answer, its one value cut to fit
     result = cruxsql(budget_dir, "query", "value", "--entity", "load", "--token-budget", "5")
     lines = result.stdout.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("[load] k7 = value number 7 with some words (confidence=1.00")
-    assert lines[1] == ("-- 1 of 8 matching fact(s) shown, 0 below the confidence floor, 0 left out, 8 tokens; "
-                        "crc-v1 envelope: 1 in full, 0 as epitomes, 7 dropped by --token-budget 5")
+    assert len(lines) == 3 and re.fullmatch(r"load · k7: … · f_[0-9a-f]{32}", lines[0]), lines
+    least = int(lines[1].removeprefix("+7 more · compact: the CRC-v1 envelope needs token_budget ≥ "))
+    assert lines[2] == ("-- 1 of 8 matching fact(s) shown, 0 below the confidence floor, 0 left out, 0 tokens; "
+                        "compact: 0 in full, 1 cut, 7 dropped by --token-budget 5")
     records = cruxsql(budget_dir, "query", "value", "--entity", "load", "--token-budget", "5",
                       "--nl").stdout.splitlines()
-    assert [json.loads(r)["key"] for r in records] == ["k7"] and json.loads(records[0])["shown"] == "full"
+    assert [(json.loads(r)["key"], json.loads(r)["value"], json.loads(r)["shown"]) for r in records] == [
+        ("k7", "…", "cut")]
+    # at the budget the footer names, Crux's envelope: its first fact in full as Crux's line
+    lines = cruxsql(budget_dir, "query", "value", "--entity", "load", "--token-budget", str(least)).stdout.splitlines()
+    assert lines[0].startswith("[load] k7 = value number 7 with some words (confidence=1.00")
+    assert lines[-1].endswith(f"crc-v1 envelope: 1 in full, 0 as epitomes, 7 dropped by --token-budget {least}")
 
 
 def test_a_budget_prints_what_the_envelope_carries_and_no_more(budget_dir):
-    # The envelope is cut until its own text fits the budget, so 150 tokens carry one 80-word fact, not
-    # an epitome beside it: the CLI prints that one row and a footer saying so.
+    # 150 tokens hold one 80-word fact as a compact line, not its envelope (~300 tokens): the CLI prints
+    # that line, the footer naming the envelope's budget, and a summary saying so
     result = cruxsql(budget_dir, "query", "long", "--token-budget", "150")
     lines = result.stdout.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("[doc] k2 = long value 2 word word")
-    assert lines[1] == ("-- 1 of 3 matching fact(s) shown, 0 below the confidence floor, 0 left out, 104 tokens; "
-                        "crc-v1 envelope: 1 in full, 0 as epitomes, 2 dropped by --token-budget 150")
-    envelope = json.loads(cruxsql(budget_dir, "query", "long", "--token-budget", "150",
+    assert len(lines) == 3 and lines[0].startswith("doc · k2: long value 2 word word") and "…" not in lines[0]
+    least = int(lines[1].removeprefix("+2 more · compact: the CRC-v1 envelope needs token_budget ≥ "))
+    assert least > 150 and lines[2] == ("-- 1 of 3 matching fact(s) shown, 0 below the confidence floor, 0 left "
+                                        "out, 104 tokens; compact: 1 in full, 0 cut, 2 dropped by --token-budget 150")
+    out = json.loads(cruxsql(budget_dir, "query", "long", "--token-budget", "150", "--json").stdout)
+    assert "crc_v1" not in out and out["compact"]["envelope_tokens"] == least
+    envelope = json.loads(cruxsql(budget_dir, "query", "long", "--token-budget", str(least),
                                   "--json").stdout)["crc_v1"]
     assert len(envelope["content"]) == 1 and envelope["meta"]["capped"] == 2
 

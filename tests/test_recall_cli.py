@@ -48,10 +48,15 @@ def test_query_agent_tenant_floor_and_crc(cli, data_dir):
     assert len(out["rows"]) == 1 and out["filtered_below_threshold"] == 1
     out = json.loads(run(cli, "query", "deploy", "--contract", "crc-v1", "--token-budget", "4", "--json",
                          "--data-dir", d).output)
+    least = out["compact"]["envelope_tokens"]          # 4 is below the least envelope: compact lines
+    assert "crc_v1" not in out and out["compact"]["text"].endswith(
+        f"compact: the CRC-v1 envelope needs token_budget ≥ {least}")
+    out = json.loads(run(cli, "query", "deploy", "--contract", "crc-v1", "--token-budget", str(least), "--json",
+                         "--data-dir", d).output)
     env = out["crc_v1"]
     assert env["contract"] == "crc-v1" and env["kind"] == "fact" and len(env["content"]) == 1
     assert env["meta"]["total_candidates"] == 2 and env["meta"]["capped"] == 1
-    assert json.loads(run(cli, "query", "deploy", "--token-budget", "4", "--json", "--data-dir", d).output) == out
+    assert json.loads(run(cli, "query", "deploy", "--token-budget", str(least), "--json", "--data-dir", d).output) == out
     out = json.loads(run(cli, "query", "deploy", "--token-budget", "4", "--json", "--contract", "LEGACY",
                          "--data-dir", d).output)
     assert len(out["rows"]) == 1 and out["left_out"] == 1          # legacy greedy drop

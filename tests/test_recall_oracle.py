@@ -223,7 +223,10 @@ def oracle(facts: list[Fact], *, query, entity, entity_prefix, tenant, agent, to
              "superseded_by": f.superseded_by, "actor": f.actor} for f, vis, e, fresh, hours in picked]
     result = {"rows": rows, "filtered_below_threshold": below, "matched": matched,
               "left_out": matched - below - len(rows), "total_tokens": sum(x[0].tokens for x in picked)}
-    if crc and rows:
+    if crc and rows and token_budget is not None and (least := estimate_tokens_str(compact_json(
+            crc_v1.wrap_facts_tiered(rows[:1], entity, query, 1, len(rows))))) > token_budget:
+        result["compact"] = least          # below the least envelope: compact lines instead (cruxsql's)
+    elif crc and rows:
         costs = [x[0].tokens for x in picked]
         if token_budget is not None:
             full, used = 0, 0
@@ -251,6 +254,8 @@ def implementation(recall: Recall, **kw) -> dict[str, Any]:
     res = recall.query_facts(**kw)
     out = {"rows": res.rows, "filtered_below_threshold": res.filtered_below_threshold, "matched": res.matched,
            "left_out": res.left_out, "total_tokens": res.total_tokens}
+    if res.compact is not None:
+        out["compact"] = res.compact.envelope_tokens
     if res.crc_v1 is not None:
         env = res.crc_v1
         out["crc"] = ([p["id"] for p in env["pointers"]], len(env["content"]), env["meta"].get("total_candidates",
@@ -293,7 +298,7 @@ query_strategy = st.fixed_dictionaries({
     "tenant": st.sampled_from([None, None, "default", "t1", " "]),
     "agent": st.sampled_from([None, "bob", "bob", "alice", ""]),
     "top_k": mostly_none(st.integers(0, 12), 2),
-    "token_budget": mostly_none(st.integers(0, 30), 2),
+    "token_budget": mostly_none(st.one_of(st.integers(0, 30), st.integers(150, 700)), 2),
     "floor": mostly_none(st.sampled_from([0.0, 0.3, 0.45, 0.5, 0.9, 1.0]), 2),
     "as_of": mostly_none(st.integers(-2, 40).map(lambda i: BASE + i * STEP), 4),
     "known_at": mostly_none(st.integers(0, 60), 1),  # just after journal line i (see the test)

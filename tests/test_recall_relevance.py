@@ -16,7 +16,7 @@ from cruxsql.recall import Recall
 from cruxsql.recall.fact_terms import (POSTING, many_value_terms, name_terms, term_of, value_terms, value_units,
                                        words)
 from cruxsql.recall.relevance import RecallResult
-from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
+from cruxsql.recall.tokens import estimate_tokens
 
 CLI = [sys.executable, "-m", "cruxsql"]
 
@@ -119,6 +119,7 @@ def test_paging_counts_and_the_more_line(store: Store) -> None:
     assert len(rest.hits) == 2 and not rest.has_more and rest.next_offset is None
     whole = [h.fact_id for h in search(store, "database").hits]
     assert [h.fact_id for h in first.hits + rest.hits] == whole
+    assert first.answer() == first.text() and first.text().splitlines()[0].endswith(whole[0])
     assert first.structured() == {"ids": whole[:1], "total": 3, "offset": 0, "returned": 1, "has_more": True,
                                   "next_offset": 1}
 
@@ -129,10 +130,25 @@ def test_one_line_per_fact_and_the_whole_answer_fits_the_budget(store: Store) ->
     result = search(store, "database", top_k=50, token_budget=120)
     lines = result.text().splitlines()
     assert len(lines) == len(result.hits) + 1 and lines[-1].startswith(f"+{result.total - len(result.hits)} more")
-    assert lines[0].count(" · ") == 4 and lines[0].endswith(result.hits[0].fact_id)
-    assert estimate_tokens_str(result.text()) + estimate_tokens(result.structured()) <= 120
+    first = result.hits[0]
+    assert lines[0] == f"{first.entity} · database: {first.value} · now · {first.fact_id}"
+    assert 120 - 40 < estimate_tokens(result.answer()) <= 120      # a line more would not fit
+    lean = search(store, "database", top_k=50, token_budget=120, ids=False, reserve=20)
+    assert lean.text().splitlines()[0] == f"{lean.hits[0].entity} · database: {lean.hits[0].value}"
+    assert estimate_tokens(lean.answer()) + 20 <= 120 and len(lean.hits) >= len(result.hits)
     tiny = search(store, "database", token_budget=10)
     assert len(tiny.hits) == 1 and tiny.text().startswith(tiny.hits[0].entity)
+    assert tiny.text().splitlines()[0].split(" · ")[1].endswith("…")       # the first fact, its value cut
+
+
+def test_age_only_when_useful_and_stale_marked(store: Store, tmp_path: Path) -> None:
+    now = "2030-01-01T00:00:00Z"
+    fact = store.store("old-svc", "region", "eu-west-1", horizon_class="volatile")
+    hit = search(store, "old-svc region", ids=False, now=now).hits[0]
+    assert hit.fact_id == fact.fact_id and hit.line() != hit.line(ids=True)
+    assert hit.line() == f"old-svc · region: eu-west-1 · {hit.age} stale" and hit.age.endswith("y")
+    fresh = search(store, "old-svc region", ids=False).hits[0]
+    assert fresh.line() == "old-svc · region: eu-west-1"        # stored now: no age, not stale
 
 
 def test_only_what_the_caller_may_see_and_only_the_newest_value(store: Store) -> None:
@@ -209,7 +225,7 @@ def test_cli_recall_prints_lines_and_refuses_bad_input(store: Store, tmp_path: P
                                 "--top-k", "1", "--data-dir", data], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     first, more = out.stdout.splitlines()
-    assert first.startswith("payments-api · database · PostgreSQL 15 on the shared cluster · ")
+    assert first.startswith("payments-api · database: PostgreSQL 15 on the shared cluster · now · f_")
     assert more.startswith("+") and more.endswith("more (offset=1)")
     bad = subprocess.run(CLI + ["recall", "x", "--top-k", "500", "--data-dir", data], capture_output=True, text=True)
     assert bad.returncode != 0 and "Invalid value for '--top-k': 500 is not in the range 0<=x<=200" in bad.stderr

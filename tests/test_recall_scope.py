@@ -122,9 +122,23 @@ def test_budget_disclosure_legacy_and_crc(tmp_path):
     assert env["pointers"][1]["content_hash"] == tokens.content_hash("alpha " + "b" * 394)
     assert env["pointers"][1]["epitome"] == "e k2 = alpha " + "b" * 67
     assert env["meta"]["total_candidates"] == 3 and env["meta"]["capped"] == 1 and env["meta"]["demoted"] == 1
-    # but the envelope's own text counts against the budget (cruxsql's): at 90 only the first fact fits,
-    # the smallest answer; at 600 the Crux tiers fit as they are
-    assert [p["reason"] for p in crc.crc_v1["pointers"]] == ["Exact"] and crc.crc_v1["meta"]["capped"] == 2
+    # but the envelope's own text counts against the budget (cruxsql's): 90 is below even one fact's
+    # envelope, so the answer is compact lines and a footer naming the budget the envelope needs
+    assert crc.crc_v1 is None and crc.compact is not None
+    least = crc.compact.envelope_tokens
+    assert crc.text() == (f"e · k1: alpha {'a' * 154} · f_001\n"
+                          f"+2 more · compact: the CRC-v1 envelope needs token_budget ≥ {least}")
+    assert tokens.estimate_tokens(crc.text()) <= 90 < least
+    assert crc.crux_payload()["content"][0]["text"] == crc.text()
+    structured = crc.crux_payload()["structuredContent"]      # budgeted on its own: the row does not fit
+    assert (structured["rows"], structured["pointers"], structured["left_out"]) == ([], [{"fact_id": "f_001"}], 2)
+    cut = r.query_facts("alpha", token_budget=30, contract="crc-v1")
+    assert cut.text().startswith("e · k1: alpha aaa") and "…" in cut.text() and tokens.estimate_tokens(cut.text()) <= 30
+    assert cut.crux_payload()["structuredContent"]["rows"] == []     # the value is cut: a pointer only
+    # at the least envelope's budget only the first fact fits, the smallest envelope; at 600 the Crux
+    # tiers fit as they are
+    smallest = r.query_facts("alpha", token_budget=least, contract="crc-v1").crc_v1
+    assert [p["reason"] for p in smallest["pointers"]] == ["Exact"] and smallest["meta"]["capped"] == 2
     roomy = r.query_facts("alpha", token_budget=600, contract="crc-v1").crc_v1
     assert tokens.estimate_tokens_str(tokens.compact_json(roomy)) <= 600
     assert [p["reason"] for p in roomy["pointers"]] == ["Exact", "Exact", "Exact"]

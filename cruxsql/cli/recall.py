@@ -132,9 +132,10 @@ def query(text: str, entity: Optional[str], entity_prefix: Optional[str], tenant
     summary = (f"-- {len(shown.rows)} of {result.matched} matching fact(s) shown, "
                f"{result.filtered_below_threshold} below the confidence floor, {result.left_out} left out, "
                f"{shown.tokens} tokens")
-    if result.crc_v1 is not None:
+    if result.crc_v1 is not None or result.compact is not None:
         summary += (f"; crc-v1 envelope: {shown.full} in full, {len(shown.rows) - shown.full} as epitomes, "
-                    f"{len(result.rows) - len(shown.rows)} dropped")
+                    if result.compact is None else f"; compact: {shown.full} in full, "
+                    f"{len(shown.rows) - shown.full} cut, ") + f"{len(result.rows) - len(shown.rows)} dropped"
         if token_budget is not None:
             summary += f" by --token-budget {token_budget}"
     click.echo(summary)
@@ -156,7 +157,14 @@ class _Shown:
 def _within_envelope(result: QueryResult) -> _Shown:
     """The rows a budgeted crc-v1 envelope carries (the MCP tool's text is that envelope): the first in
     full as Crux's lines, the demoted ones as their epitome, the capped ones not at all. Without an
-    envelope (legacy contract), every row: the budget already cut them."""
+    envelope (legacy contract), every row: the budget already cut them. Below the least envelope, the
+    compact answer's lines (queries.py `CompactAnswer`)."""
+    if result.compact is not None:
+        rows = result.rows[:len(result.compact.lines)]
+        whole, cut = result.compact.whole, result.compact.cut_value
+        records = [{**r, "shown": "full"} for r in rows[:whole]] + [{**r, "value": cut, "shown": "cut"}
+                                                                   for r in rows[whole:]]
+        return _Shown(rows, result.text().split("\n"), records, whole, sum(token_cost(r["value"]) for r in rows[:whole]))
     if result.crc_v1 is None:
         return _Shown(result.rows, result.text().split("\n") if result.rows else [], result.rows, len(result.rows),
                       result.total_tokens)
@@ -211,7 +219,7 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
                    stored_before: Optional[str], valid_after: Optional[str], valid_before: Optional[str],
                    as_of: Optional[str], known_at: Optional[str], include_superseded: bool, top_k: int, offset: int,
                    token_budget: Optional[int], fusion: str, explain: bool, fmt: str, data_dir: Path) -> None:
-    """Facts most relevant to TEXT, best first, one line each (entity · key · value · age · id).
+    """Facts most relevant to TEXT, best first, one line each (entity · key: value · age · id).
 
     \b
     Ranked by BM25 over the facts' words (entity, key and value weighted 3:2:1; stopwords,

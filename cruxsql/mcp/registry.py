@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, get_type_hints
 
+import mcp_types as types
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import InvalidInput
 from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
+from ..recall.tokens import CHARS_PER_TOKEN, serialized_len
 from .wire import value_problem
 
 READ, WRITE, ACCOUNTING = "read", "write", "accounting"
@@ -29,6 +32,15 @@ class ToolResult:
     is_error: bool = False
     payload: Any = None          # the JSON value the text serialises (the holdout's compaction sample)
     sample: bool = True          # count this answer in the savings holdout (tools marked holdout=True)
+
+
+@functools.cache
+def frame_tokens() -> int:
+    """The tokens of what carries a text-only answer to the agent (the MCP result around one text block,
+    the text's JSON string aside): an answer budgeted as a whole keeps this much of its budget for it."""
+    empty = types.CallToolResult(content=[types.TextContent(type="text", text="")], is_error=False)
+    frame = serialized_len(empty.model_dump(mode="json", by_alias=True, exclude_none=True)) - len('""')
+    return -(-frame // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True)

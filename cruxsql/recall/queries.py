@@ -28,7 +28,11 @@ Where cruxsql deliberately differs from Crux (the seeds call these defects, or C
   cannot be shown as of before their removal.
 * salience counts live in `recall_salience` in the view, never in the journal, and so survive a
   restart (Crux resets them; every CLI call is a restart, which would make salience meaningless);
-* `get_bootstrap` appends the `tool-output` catalogue after the budgeted facts.
+* `get_bootstrap` appends the `tool-output` catalogue after the budgeted facts;
+* under a `token_budget` the CRC-v1 envelope's own text fits the budget (Crux counts only the values and
+  40 tokens a pointer); below the least envelope (one fact, ~240 tokens) the answer is compact fact lines
+  (`entity · key: value · id`, fact_lines.py) and a line that says so and names the budget the envelope
+  needs (`compact_answer`).
 A blank query still matches nothing (Crux: OR over zero terms).
 """
 
@@ -49,6 +53,7 @@ from ..facts import timestamps
 from ..facts.codec import to_f32, token_cost
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
+from .fact_lines import fact_line, fitted
 from .fact_embeddings import dense_scores, fact_vectors
 from .text_index import TextIndex
 from .timeline import Timeline
@@ -154,6 +159,7 @@ class QueryResult:
     crc_v1: Optional[dict[str, Any]] = None
     known_at: Optional[str] = None
     as_of: Optional[str] = None
+    compact: Optional["CompactAnswer"] = None    # the budget is below the least CRC-v1 envelope
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rows": self.rows}
@@ -166,6 +172,8 @@ class QueryResult:
         out["total_tokens"] = self.total_tokens
         out["contract"] = self.contract
         out["token_budget"] = self.token_budget
+        if self.compact is not None:
+            out["compact"] = {"envelope_tokens": self.compact.envelope_tokens, "text": self.text()}
         if self.as_of is not None:
             out["as_of"] = self.as_of
         if self.known_at is not None:
@@ -197,6 +205,9 @@ class QueryResult:
         if self.crc_v1 is not None:
             hydrated = {c["id"] for c in self.crc_v1["content"]}
             emitted = [p["id"] for p in self.crc_v1["pointers"]]
+        elif self.compact is not None:
+            hydrated = {r["fact_id"] for r in self.rows[:self.compact.whole]}
+            emitted = [r["fact_id"] for r in self.rows[:len(self.compact.lines)]]
         else:
             hydrated = {r["fact_id"] for r in self.rows}
             emitted = [r["fact_id"] for r in self.rows]
@@ -212,7 +223,10 @@ class QueryResult:
         return structure(tokens.largest_within(len(full), lambda k: tokens.estimate_tokens(structure(k)), budget))
 
     def text(self) -> str:
-        """Crux's legacy text: one line per row, or the empty-result sentence."""
+        """Crux's legacy text: one line per row, or the empty-result sentence; the compact answer's lines
+        when the budget is below the least CRC-v1 envelope."""
+        if self.compact is not None:
+            return self.compact.text()
         if not self.rows:
             if self.filtered_below_threshold:
                 return f"no facts above confidence floor ({self.filtered_below_threshold} below threshold)"
@@ -239,6 +253,48 @@ def _envelope_within(rows: list[dict[str, Any]], entity: Optional[str], query: O
         return tokens.estimate_tokens_str(tokens.compact_json(envelope(k, full)))
 
     return envelope(tokens.largest_within(emit, size, budget, least=1), full)
+
+
+@dataclass
+class CompactAnswer:
+    """`query_facts` under a token budget too small for even one fact's CRC-v1 envelope: the leading rows
+    as fact lines (`entity · key: value · id`), as many as fit, then what was left and the budget the
+    envelope needs."""
+
+    lines: list[str]
+    whole: int                   # leading lines whose value is whole (else the one line's value is cut)
+    more: int                    # rows above the floor not in the lines
+    envelope_tokens: int         # the least CRC-v1 envelope's tokens
+    cut_value: Optional[str] = None   # the first row's value as its line carries it, when cut
+
+    def footer(self) -> str:
+        return (f"+{self.more} more · " if self.more else "") + \
+            f"compact: the CRC-v1 envelope needs token_budget ≥ {self.envelope_tokens}"
+
+    def text(self) -> str:
+        return "\n".join([*self.lines, self.footer()])
+
+
+def compact_answer(rows: list[dict[str, Any]], shown: int, envelope_tokens: int, budget: int) -> CompactAnswer:
+    """The rows as fact lines fitting `budget` with the footer (counted as the agent receives the text, a
+    JSON string); `shown`: the rows above the floor."""
+    answer = CompactAnswer([], 0, shown, envelope_tokens)
+
+    def line(i: int, value: Optional[str]) -> str:
+        r = rows[i]
+        return fact_line(r["entity"], r["key"], r["value"] if value is None else value, r["fact_id"])
+
+    def cost(lines: list[str]) -> int:
+        answer.lines, answer.more = lines, shown - len(lines)
+        return tokens.estimate_tokens(answer.text())
+
+    lines = fitted(len(rows), line, lambda i: rows[i]["value"], cost, budget)
+    cost(lines)
+    answer.whole = len(lines) if not lines or lines[0] == line(0, None) else 0
+    if lines and not answer.whole:
+        first = rows[0]
+        answer.cut_value = lines[0][len(fact_line(first["entity"], first["key"], "")):-len(f" · {first['fact_id']}")]
+    return answer
 
 
 @dataclass
@@ -706,7 +762,13 @@ class Recall:
         if use_crc and rows:
             if reversible:
                 full, emit = tokens.fact_emit_within_budget([r[7] for r in picked], token_budget)
-                result.crc_v1 = _envelope_within(rows, entity, query, full, emit, token_budget)
+                least = tokens.estimate_tokens_str(tokens.compact_json(
+                    crc_v1.wrap_facts_tiered(rows[:1], entity, query, 1, len(rows))))
+                if least > token_budget:
+                    result.compact = compact_answer(rows, result.matched - result.filtered_below_threshold, least,
+                                                    token_budget)
+                else:
+                    result.crc_v1 = _envelope_within(rows, entity, query, full, emit, token_budget)
             else:
                 result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
         elif rows and token_budget is not None and not use_crc:

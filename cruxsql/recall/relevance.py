@@ -26,8 +26,9 @@ holding it):
    0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
 
 Results are paged (`offset`, `top_k`, `total`, `has_more`) and cut to `token_budget` counting what the
-agent receives: one line per fact (`entity · key · value · age · id`), a `+N more (offset=K)` line when
-cut, and the structured content (ids and counts, never the values a second time).
+agent receives: one line per fact (fact_lines.py: `entity · key: value`, then ` · age` when a day old or
+more, `stale` past its freshness horizon; with `ids`, ` · age · id` always), a `+N more (offset=K)` line
+when cut, the explain line when asked for, and `reserve` tokens for what the surface wraps around it.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ from . import fact_terms, scope
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .queries import Recall, TimeArg, _count_arg, _time_arg
-from .tokens import cut_utf8, estimate_tokens, estimate_tokens_str
+from .fact_lines import fact_line, fitted
+from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
 K1 = 1.2
@@ -64,7 +66,7 @@ DEFAULT_BUDGET = 500
 MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
-SEPARATOR = " · "
+DAY_NS = 86400 * 1_000_000_000
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
@@ -167,9 +169,15 @@ class RecallHit:
     score: float
     all_terms: bool
     why: dict[str, Any] = field(default_factory=dict)
+    age_ns: int = 0
 
-    def line(self, value: Optional[str] = None) -> str:
-        return SEPARATOR.join((self.entity, self.key, self.value if value is None else value, self.age, self.fact_id))
+    def line(self, value: Optional[str] = None, ids: bool = False) -> str:
+        """`entity · key: value`, then its age when a day old or more (`stale` past its freshness horizon);
+        with `ids`, the age always and the fact id after it."""
+        stale = "stale" if self.effective_confidence < self.confidence else ""
+        age = " ".join(a for a in (self.age if ids or self.age_ns >= DAY_NS else "", stale) if a)
+        return fact_line(self.entity, self.key, self.value if value is None else value, age,
+                         self.fact_id if ids else "")
 
 
 @dataclass
@@ -185,6 +193,8 @@ class RecallResult:
     fusion: str
     lines: list[str]
     explain: Optional[dict[str, Any]] = None
+    ids: bool = True                    # each line ends with its age and fact id
+    reserve: int = 0                    # tokens of the budget kept for what the surface wraps around the text
 
     @property
     def next_offset(self) -> Optional[int]:
@@ -202,14 +212,20 @@ class RecallResult:
         return "\n".join(self.lines)
 
     def structured(self) -> dict[str, Any]:
-        """The structured content: the ids in the text's order and the paging counts (the values are in
-        the text once)."""
+        """The ids in the text's order and the paging counts, for Python callers (the MCP tool sends the
+        text alone: its lines and `+N more (offset=K)` say the same)."""
         out: dict[str, Any] = {"ids": [h.fact_id for h in self.hits], "total": self.total, "offset": self.offset,
                                "returned": len(self.hits), "has_more": self.has_more,
                                "next_offset": self.next_offset}
         if self.explain is not None:
             out["explain"] = self.explain
         return out
+
+    def answer(self) -> str:
+        """What an agent receives: the text, then the explain line when asked for (one JSON object)."""
+        if self.explain is None:
+            return self.text()
+        return f"{self.text()}\nexplain: {compact_json(self.explain)}"
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for `--json` and Python callers (not budgeted: the rows are whole)."""
@@ -450,12 +466,14 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
            valid_after: TimeArg = None, valid_before: TimeArg = None, as_of: TimeArg = None,
            known_at: TimeArg = None, include_superseded: bool = False, top_k: Optional[int] = DEFAULT_TOP_K,
            offset: Optional[int] = 0, token_budget: Optional[int] = None, fusion: Optional[str] = "auto",
-           embedder: Optional[Embedder] = None, explain: bool = False, now: TimeArg = None) -> RecallResult:
+           embedder: Optional[Embedder] = None, explain: bool = False, ids: bool = True, reserve: int = 0,
+           now: TimeArg = None) -> RecallResult:
     """The facts most relevant to `text` visible to `agent` in `tenant`, best first (see the module
     docstring). Filters: `entity` (stored or the caller's logical entity), `entity_prefix`, `key`,
     `actor`, stored time in [`stored_after`, `stored_before`), valid time overlapping [`valid_after`,
     `valid_before`), `as_of` (valid at), `known_at` (as the store believed then). `embedder`: the dense
-    lane's model (`fusion='auto'` uses it when it is a real model, not the hash embedder)."""
+    lane's model (`fusion='auto'` uses it when it is a real model, not the hash embedder). `ids`: each line
+    ends with its age and fact id; `reserve`: tokens of the budget kept for what carries the text."""
     if not isinstance(text, str):
         raise InvalidInput(f"query must be a string, got {text!r}")
     top_k = _count(top_k, "top_k", DEFAULT_TOP_K)
@@ -483,7 +501,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     spans = unit_candidates(_QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
     known_units = set(terms.postings(tenant_name, agent, spans)) if spans else set()
     parsed = parse_query(text, known_units)
-    result = RecallResult(text, [], 0, offset, top_k, budget, used, [])
+    result = RecallResult(text, [], 0, offset, top_k, budget, used, [], ids=ids, reserve=reserve)
     if not parsed.concepts:
         return _finish(result, [], parsed, explain, embedder)
     scored = _bm25(terms, tenant_name, agent, parsed)
@@ -516,43 +534,29 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
             f"SELECT seq, fact_id, CASE WHEN owner IS NOT NULL THEN visible_entity ELSE entity END, key, value, "
             f"confidence, eff, stored_at_ns FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
         hits = [RecallHit(r.fact_id, row[2], row[3], row[4], age_text(row[7], now_ns), row[5], row[6], r.score,
-                          r.all_terms, r.why) for r in page for row in [rows[r.seq]]]
+                          r.all_terms, r.why, now_ns - row[7]) for r in page for row in [rows[r.seq]]]
     return _finish(result, hits, parsed, explain, embedder)
 
 
 def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, explain: bool,
             embedder: Optional[Embedder]) -> RecallResult:
-    """Keep the hits whose lines, the `+N more` line and the structured content fit the budget (the first
-    always, its value cut if it alone does not fit)."""
+    """Keep the hits whose lines, the `+N more` line and the explain line fit the budget as the agent
+    receives them (a JSON string, `reserve` counted): the first always, its value cut if alone it does not."""
+    why = [{"id": h.fact_id, "all_terms": h.all_terms, **h.why} for h in hits]
     if explain:
         result.explain = {"fusion": result.fusion, "embedder": embedder.model() if embedder is not None else None,
                           "concepts": [c.text for c in parsed.concepts], "excluded": parsed.excluded,
                           "floor_share": FLOOR_SHARE, "prior": PRIOR, "hits": []}
 
-    def cost() -> int:
-        lines = list(result.lines)
-        more = result.total - result.offset - len(result.hits)
-        if more > 0:
-            lines.append(f"+{more} more (offset={result.offset + len(result.hits)})")
-        return estimate_tokens_str("\n".join(lines) or result.text()) + estimate_tokens(result.structured())
-
-    for hit in hits:
-        result.hits.append(hit)
-        result.lines.append(hit.line())
+    def shaped(lines: list[str]) -> RecallResult:
+        result.hits, result.lines = hits[:len(lines)], list(lines)
         if result.explain is not None:
-            result.explain["hits"].append({"id": hit.fact_id, "all_terms": hit.all_terms, **hit.why})
-        if cost() <= result.token_budget:
-            continue
-        if len(result.hits) > 1:
-            result.hits.pop()
-            result.lines.pop()
-            if result.explain is not None:
-                result.explain["hits"].pop()
-            break
-        over = (cost() - result.token_budget) * 4 + 8
-        value = cut_utf8(hit.value, max(0, len(hit.value.encode("utf-8")) - over)) + "…"
-        result.lines[0] = hit.line(value)
-    more = result.total - result.offset - len(result.hits)
-    if more > 0 and result.hits:
-        result.lines.append(f"+{more} more (offset={result.offset + len(result.hits)})")
-    return result
+            result.explain["hits"] = why[:len(lines)]
+        more = result.total - result.offset - len(lines)
+        if more > 0 and lines:
+            result.lines.append(f"+{more} more (offset={result.offset + len(lines)})")
+        return result
+
+    lines = fitted(len(hits), lambda i, value: hits[i].line(value, result.ids), lambda i: hits[i].value,
+                   lambda lines: estimate_tokens(shaped(lines).answer()) + result.reserve, result.token_budget)
+    return shaped(lines)

@@ -20,8 +20,9 @@ is what it returns past the budget the agent would have asked for. Its search ma
 as one substring, so it is asked the service name alone (the same question's first word).
 
 The recall questions are asked of both of cruxsql's recall tools in one run, rows side by side: Crux's
-`query_facts` (a crc-v1 JSON envelope) and cruxsql's relevance-ranked `recall` (one line per fact,
-`entity · key · value · age · id`, a value cut to fit ending in `…`, and `+N more (offset=K)` when cut).
+`query_facts` (a crc-v1 JSON envelope; below the least envelope's size, compact lines) and cruxsql's
+relevance-ranked `recall` (one line per fact, `entity · key: value`, ` · age` only when a day old or more
+or stale, a value cut to fit ending in `…`, and `+N more (offset=K)` when cut; no structured content).
 `recall` uses its default fusion (`auto`: BM25 fused with MiniLM when that model is installed; set
 CRUXSQL_EMBEDDER=none for BM25 alone). RECALL_TOOLS / recall_arguments are the place to add another.
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -44,7 +46,7 @@ from cruxsql.embeddings import EMBEDDER_ENV  # noqa: E402
 from cruxsql.facts.store import Store, StoreRequest  # noqa: E402
 from cruxsql.mcp.identity import Identity  # noqa: E402
 from cruxsql.mcp.server import CruxServer  # noqa: E402
-from cruxsql.recall.relevance import SEPARATOR as RECALL_SEPARATOR  # noqa: E402
+from cruxsql.recall.fact_lines import SEPARATOR as LINE_SEPARATOR  # noqa: E402
 from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str  # noqa: E402
 
 RECALL_TOOLS = ("query_facts", "recall")
@@ -122,32 +124,47 @@ def _wire_tokens(result: Any) -> int:
     return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def _recall_lines(text: str, by_id: dict[str, tuple[str, str, str]]) -> tuple[list[str], list[tuple[str, str, str]]]:
-    """`recall`'s text (cruxsql/recall/relevance.py, RecallHit.line): one `entity · key · value · age · id`
-    line per fact, best first, then `+N more (offset=K)` when cut; a value cut to fit ends in `…` and so
-    differs from the stored one. The ids in order, and the facts whose entity, key and value are whole."""
+_AGE = re.compile(r"(now|\d+(m|h|d|mo|y))?( ?stale)?")
+_FACT_ID = re.compile(r"f_[0-9a-f]{32}")
+
+
+def _fact_lines(text: str, by_id: dict[str, tuple[str, str, str]]) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """Compact fact lines (cruxsql/recall/fact_lines.py): `entity · key: value`, then ` · age` (a day old or
+    more, or stale) and ` · fact_id` when present; best first, then `+N more (offset=K)` when cut. A value
+    cut to fit ends in `…` and so differs from the stored one. The ids in order (a line without its id
+    is the fact of that entity and key: only current values are recalled), and the facts whose entity, key
+    and value are whole."""
+    by_name = {(f[0], f[1]): fid for fid, f in by_id.items()}
     order: list[str] = []
     full: list[tuple[str, str, str]] = []
     for line in text.splitlines():
-        parts = line.split(RECALL_SEPARATOR)
-        if len(parts) < 5:                     # "+N more (offset=K)", "no relevant facts"
+        entity, _, rest = line.partition(LINE_SEPARATOR)
+        key, colon, value = rest.partition(": ")
+        if not colon:                          # "+N more (offset=K)", "no relevant facts"
             continue
-        fid, fact = parts[-1], (parts[0], parts[1], RECALL_SEPARATOR.join(parts[2:-2]))
+        fid = None
+        fields = value.split(LINE_SEPARATOR)
+        if len(fields) > 1 and _FACT_ID.fullmatch(fields[-1]):
+            fid = fields.pop()
+        if len(fields) > 1 and _AGE.fullmatch(fields[-1]):
+            fields.pop()
+        fact = (entity, key, LINE_SEPARATOR.join(fields))
+        fid = fid or by_name.get((entity, key))
+        if fid is None:
+            continue
         order.append(fid)
         if by_id.get(fid) == fact:
             full.append(fact)
     return order, full
 
 
-def _named_facts(tool: str, text: str, by_id: dict[str, tuple[str, str, str]]
+def _named_facts(text: str, by_id: dict[str, tuple[str, str, str]]
                  ) -> tuple[list[str], list[tuple[str, str, str]]]:
     """The fact ids an answer names in order, and the facts whose value it carries in full."""
-    if tool == "recall":
-        return _recall_lines(text, by_id)
     try:
         envelope = json.loads(text)
     except ValueError:
-        envelope = None
+        return _fact_lines(text, by_id)       # recall, and query_facts' compact answer
     if isinstance(envelope, dict) and envelope.get("contract") == "crc-v1":
         order = [p["id"] for p in envelope["pointers"]]
         full = [by_id[c["id"]] for c in envelope["content"] if c["id"] in by_id]
@@ -173,7 +190,7 @@ def cruxsql_session(root: Path, facts: list[tuple[str, str, str]], n_queries: in
                     result = server.call(tool, recall_arguments(query, budget))
                     text = result.content[0].text
                     tally.answer(_wire_tokens(result), text, budget)
-                    order, full = _named_facts(tool, text, by_id)
+                    order, full = _named_facts(text, by_id)
                     tally.content_tokens += sum(estimate_tokens_str(f"{e} {k} {v}") for e, k, v in full)
                     tally.relevant_full += wanted in full
                     tally.asked += 1

@@ -11,16 +11,11 @@ from ...facts.store import StoreRequest
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.relevance import shared_embedder
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, frame_tokens, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 MAX_BATCH = 1000
 
-RECALL_OUTPUT = {"type": "object", "properties": {
-    "ids": {"type": "array", "items": {"type": "string"}}, "total": {"type": "integer"},
-    "offset": {"type": "integer"}, "returned": {"type": "integer"}, "has_more": {"type": "boolean"},
-    "next_offset": {"type": ["integer", "null"]}, "explain": {"type": "object"}},
-    "required": ["ids", "total", "offset", "returned", "has_more", "next_offset"]}
 STORE_FACTS_OUTPUT = {"type": "object", "properties": {
     "stored": {"type": "integer"}, "fact_ids": {"type": "array", "items": {"type": "string"}}},
     "required": ["stored", "fact_ids"]}
@@ -40,20 +35,24 @@ class FactInput(BaseModel):
     source_receipt: Optional[str] = None
 
 
-@tool(kind=READ, core=True, output=RECALL_OUTPUT)
+@tool(kind=READ, core=True)
 def recall(call: Call, query: str, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
            key: Optional[str] = None, actor: Optional[str] = None, stored_after: Optional[str] = None,
            stored_before: Optional[str] = None, as_of: Optional[str] = None, known_at: Optional[str] = None,
            top_k: int = 10, offset: int = 0, token_budget: Optional[int] = None,
-           fusion: Literal["auto", "bm25", "rrf", "weighted"] = "auto", explain: bool = False) -> ToolResult:
-    """Answer a question from memory: the most relevant facts, best first, one line each; prefer it to
-    query_facts for questions. "phrase", -word; `+N more (offset=K)` pages."""
+           fusion: Literal["auto", "bm25", "rrf", "weighted"] = "auto", explain: bool = False,
+           ids: bool = False) -> ToolResult:
+    """Answer a question from memory: the most relevant facts, best first, one `entity · key: value` line
+    each; prefer it to query_facts for questions. "phrase", -word; `+N more (offset=K)` pages; ids=true
+    ends each line with its age and fact id (for delete_fact, memory_edit, memory_pin)."""
+    # text only, budgeted as a whole (the MCP result around it counted): structured content would repeat it
     result = call.recall.search(
         query, entity=entity, entity_prefix=entity_prefix, key=key, actor=actor, tenant=call.tenant,
         agent=call.agent, stored_after=stored_after, stored_before=stored_before, as_of=as_of, known_at=known_at,
         top_k=top_k, offset=offset, token_budget=call.budget(token_budget), fusion=fusion,
-        embedder=None if fusion == "bm25" else shared_embedder(call.recall), explain=explain)
-    return ToolResult(result.text(), result.structured())
+        embedder=None if fusion == "bm25" else shared_embedder(call.recall), explain=explain, ids=ids,
+        reserve=frame_tokens())
+    return ToolResult(result.answer())
 
 
 @tool(kind=WRITE, core=True, output=STORE_FACTS_OUTPUT)

@@ -1,0 +1,42 @@
+"""The compact fact line: one fact as an agent acts on it, `entity · key: value`, then only the fields
+asked for or useful (an age of a day or more, `stale`, the fact id), each after ` · `.
+
+`recall` answers in these lines; so does `query_facts` when its token budget is below the least CRC-v1
+envelope (queries.py). `fitted` keeps as many lines as a budget holds: the first always, its value cut
+to fit (ending in `…`) when whole it does not.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .tokens import CHARS_PER_TOKEN, cut_utf8
+
+SEPARATOR = " · "
+CUT = "…"
+
+
+def fact_line(entity: str, key: str, value: str, *fields: str) -> str:
+    """`entity · key: value`, then each non-empty field after ` · `."""
+    return SEPARATOR.join((f"{entity}{SEPARATOR}{key}: {value}", *(f for f in fields if f)))
+
+
+def fitted(n: int, line: Callable[[int, Optional[str]], str], value: Callable[[int], str],
+           cost: Callable[[list[str]], int], budget: int) -> list[str]:
+    """The lines of the first k of `n` items whose answer (`cost(lines)`, whatever the caller wraps around
+    them counted) fits `budget`; `line(i, None)` is item i whole, `line(i, v)` with its value replaced."""
+    lines: list[str] = []
+    for i in range(n):
+        lines.append(line(i, None))
+        if cost(lines) <= budget:
+            continue
+        if i > 0:
+            lines.pop()
+            return lines
+        whole = value(0).encode("utf-8")
+        keep = len(whole)
+        while cost(lines) > budget and keep > 0:   # the first alone does not fit: cut its value
+            keep = max(0, keep - (cost(lines) - budget) * CHARS_PER_TOKEN - 8)
+            lines[0] = line(0, cut_utf8(value(0), keep) + CUT)
+        return lines
+    return lines
