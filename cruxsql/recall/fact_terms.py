@@ -321,14 +321,21 @@ class FactTerms:
             stats, _, ids, names, blocks = self._analyse(rows)
             updates: list[tuple] = []
             deletes: list[tuple] = []
+            # One mask of the dropped offsets per block, built once: a posting goes when its offset is
+            # set (an `np.isin` against the whole chunk per term hashed the chunk again for each of
+            # ~13k terms: 14 of a 100k-fact compaction's 16 s).
+            gone: dict[int, np.ndarray] = {}
+            for block in np.unique(chunk >> BLOCK_BITS).tolist():
+                mask = np.zeros(BLOCK_SIZE, dtype=bool)
+                mask[chunk[(chunk >> BLOCK_BITS) == block] & (BLOCK_SIZE - 1)] = True
+                gone[block] = mask
             for key, block in sorted({(names[i], b) for i, b in zip(ids.tolist(), blocks.tolist())}):
                 row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
                                       "AND block = ?", (*key, block)).fetchone()
                 if row is None:
                     continue
                 records = np.frombuffer(row[0], dtype=POSTING)
-                full = records["off"].astype(np.int64) + (block << BLOCK_BITS)
-                kept = records[~np.isin(full, chunk)]
+                kept = records[~gone[block][records["off"]]]
                 if len(kept) == len(records):
                     continue
                 (updates if len(kept) else deletes).append(
