@@ -10,7 +10,7 @@ from retention_builders import FIXTURE_OWNER, append_events, fact_state, journal
 from cruxsql.errors import NotFound
 from cruxsql.facts import codec, view
 from cruxsql.facts.store import Store, StoreRequest
-from cruxsql.governance import compaction
+from cruxsql.governance import compaction, compaction_snapshot
 
 CRUX_LINES = [
     # as a Crux daemon writes them (serde_json's output of JournalEvent): ms / ns fractions, source receipts, actors
@@ -320,13 +320,17 @@ def test_a_held_snapshot_pruned_from_the_view_still_blocks_compaction(tmp_path, 
     assert b"PRUNED_SNAPSHOT_1" not in journal_bytes(tmp_path)
 
 
-@pytest.mark.parametrize("fail_at", ["writing", "after-rename"])
+@pytest.mark.parametrize("fail_at", ["writing", "writing-from-snapshot", "after-rename"])
 def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path, monkeypatch, fail_at):
     store = Store(tmp_path)
     random_history(store, 5, steps=60)
     state_before, journal_before = fact_state(store), journal_bytes(tmp_path)
     if fail_at == "writing":  # before the commit point: the old journal and the old view stay
+        monkeypatch.setattr(compaction_snapshot, "prebuild", lambda store, batch: None)
         monkeypatch.setattr(compaction, "_live_chunks", lambda db: (_ for _ in ()).throw(OSError("disk full")))
+    elif fail_at == "writing-from-snapshot":  # the same, reading the lines the snapshot built
+        monkeypatch.setattr(compaction_snapshot, "_snapshot_lines",
+                            lambda pre, skip: (_ for _ in ()).throw(OSError("disk full")))
     else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
         real = view.write_checkpoint
         calls = []
@@ -341,7 +345,7 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
     with pytest.raises(OSError, match="disk full"):
         compaction.compact(store)
     monkeypatch.undo()
-    if fail_at == "writing":
+    if fail_at != "after-rename":
         assert journal_bytes(tmp_path) == journal_before
         assert fact_state(store) == state_before
         assert list(tmp_path.glob("facts.jsonl.compact-*")) == []

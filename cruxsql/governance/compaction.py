@@ -17,7 +17,9 @@ Facts are re-serialised from the view exactly as `Fact.to_json` writes them (by 
 so a fact that did not change comes out byte-identical. The view's facts hold only what the journal
 said (access counts kept elsewhere by the salience lane are never baked in).
 
-Steps, all under the writer lock after catching the view up:
+Steps: 0. without the writer lock, the live facts' lines are built from a read snapshot of the view
+(compaction_snapshot.py); then under the writer lock, after catching the view up (the lines appended
+since the snapshot: their facts' lines are built again, the others reused byte for byte):
 1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
    corrupt-line guard;
 2. `Journal.rewrite`: temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
@@ -51,7 +53,7 @@ from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from ..recall.timeline import Timeline
-from . import legal_holds, store_lines
+from . import compaction_snapshot, legal_holds, store_lines
 
 if TYPE_CHECKING:
     from ..facts.store import Store
@@ -97,6 +99,7 @@ class CompactionReport:
     stale_temp_files_removed: list[str] = field(default_factory=list)
     wal_checkpointed: bool = False
     seq_renumbered: bool = False
+    lines_from_snapshot: bool = False  # the live lines were built before the writer lock (compaction_snapshot.py)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,7 +167,26 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
 
 def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
             hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
-    """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`)."""
+    """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`).
+
+    The live facts' lines are built first from a snapshot of the view, without the writer lock
+    (compaction_snapshot.py); the lock is held for the rest (the lines appended meanwhile carried over,
+    the journal and the view rewritten and swapped), and the WAL checkpoint after it runs once it is
+    released, so that writers wait for neither."""
+    prebuilt = compaction_snapshot.prebuild(store, _BATCH) if view_update == "direct" else None
+    try:
+        report = _compact_locked(store, override_receipt, progress, hash_before, view_update, drop_corrupt,
+                                 prebuilt)
+    finally:
+        if prebuilt is not None:
+            prebuilt.close()
+    report.wal_checkpointed = checkpoint_wal(store.db)
+    return report
+
+
+def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHoldReceipt], progress: Progress,
+                    hash_before: bool, view_update: str, drop_corrupt: bool,
+                    prebuilt: Optional[compaction_snapshot.PrebuiltLines]) -> CompactionReport:
     with store.writer_lock():
         if store.journal.poisoned:
             raise JournalPoisoned("fact journal durable mutation plane is poisoned; restart required before compaction")
@@ -180,7 +202,7 @@ def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldRec
             legal_holds.store_receipt(store, override_receipt)
             receipt_id = override_receipt.receipt_id
         report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update,
-                                   drop_corrupt=drop_corrupt)
+                                   drop_corrupt=drop_corrupt, prebuilt=prebuilt, checkpoint=False)
         report.override_receipt_id = receipt_id
         return report
 
@@ -289,11 +311,14 @@ def _refuse_or_preserve_corrupt_lines(store: Store, drop_corrupt: bool, report: 
 
 
 def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: bool = False, view_update: str = "direct",
-                      drop_corrupt: bool = False) -> CompactionReport:
+                      drop_corrupt: bool = False, prebuilt: Optional[compaction_snapshot.PrebuiltLines] = None,
+                      checkpoint: bool = True) -> CompactionReport:
     """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard).
 
     `view_update="direct"` derives the view's rows from the lines written; `"rebuild"` replays the new
-    journal instead (slower; the two are tested equal).
+    journal instead (slower; the two are tested equal). `prebuilt`: the live lines a snapshot gave
+    (reused where the lines appended since leave them as they were). `checkpoint`: fold the WAL in at the
+    end (`compact` does it after releasing the lock instead).
     """
     if view_update not in ("direct", "rebuild"):
         raise InvalidInput(f"view_update must be direct or rebuild, not {view_update!r}")
@@ -314,6 +339,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         direct = view_update == "direct"
         report.view_update = view_update
         total = db.execute("SELECT count(*) FROM facts").get
+        live = compaction_snapshot.live_chunks(store, prebuilt, _BATCH) if prebuilt is not None else None
+        report.lines_from_snapshot = live is not None
         if progress is not None:
             progress(0, total)  # the bar appears before the slow steps, not after them
         now_ns = timestamps.now_ns()
@@ -369,7 +396,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # (offsets, event rows, times, the seq order check) by C-level iterators over the chunk
                 # rather than a Python loop per line. Their view rows: journal_events here,
                 # facts.line_no and journal_event_facts in SQL afterwards.
-                for rows in _live_chunks(db):
+                for rows in live if live is not None else _live_chunks(db):
                     lines = list(map(_LINE, rows))
                     blob = b"\n".join(lines) + b"\n"
                     lengths = [n + 1 for n in map(len, lines)]
@@ -495,7 +522,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             cp = view.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")
-        report.wal_checkpointed = checkpoint_wal(db)
+        if checkpoint:
+            report.wal_checkpointed = checkpoint_wal(db)
         if progress is not None:
             progress(total, total)
         report.seconds = round(time.perf_counter() - started, 6)

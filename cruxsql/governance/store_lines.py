@@ -46,9 +46,11 @@ LINE_SQL = (
     """ '}}') AS BLOB)"""
 )
 
-_CHUNK_SELECT = f"SELECT {LINE_SQL}, fact_id, stored_at, stored_at_ns, seq FROM facts WHERE deleted = 0 "
-_FIRST_CHUNK = _CHUNK_SELECT + "ORDER BY stored_at_ns, fact_id LIMIT ?"
-_NEXT_CHUNK = _CHUNK_SELECT + "AND (stored_at_ns, fact_id) > (?, ?) ORDER BY stored_at_ns, fact_id LIMIT ?"
+_LINE_COLUMNS = f"{LINE_SQL}, fact_id, stored_at, stored_at_ns, seq"
+_ORDER_COLUMNS = "fact_id, stored_at, stored_at_ns, seq"
+_FIRST_CHUNK = "SELECT {} FROM facts WHERE deleted = 0 ORDER BY stored_at_ns, fact_id LIMIT ?"
+_NEXT_CHUNK = ("SELECT {} FROM facts WHERE deleted = 0 AND (stored_at_ns, fact_id) > (?, ?) "
+               "ORDER BY stored_at_ns, fact_id LIMIT ?")
 
 
 def _f32_text(value: float) -> str:
@@ -70,15 +72,31 @@ def live_chunks(db: apsw.Connection, batch: int) -> Iterator[list[tuple[bytes, s
     (line without its newline, fact_id, stored_at, stored_at_ns, seq); keyset-paginated, so no statement
     stays open across a chunk."""
     register(db)
+    return _chunks(db, _LINE_COLUMNS, batch, 3, 1)
+
+
+def live_order_chunks(db: apsw.Connection, batch: int) -> Iterator[list[tuple[str, str, int, int]]]:
+    """`live_chunks` without the lines: (fact_id, stored_at, stored_at_ns, seq), in the same order."""
+    return _chunks(db, _ORDER_COLUMNS, batch, 2, 0)
+
+
+def live_lines_of(db: apsw.Connection, fact_ids: list[str]) -> dict[str, tuple[bytes, str, str, int, int]]:
+    """The `live_chunks` row of each of `fact_ids` that is live, by fact_id."""
+    register(db)
+    rows = db.execute(f"SELECT {_LINE_COLUMNS} FROM facts WHERE deleted = 0 AND fact_id IN carray(?)",
+                      (apsw.carray(tuple(fact_ids)),)) if fact_ids else ()
+    return {row[1]: row for row in rows}
+
+
+def _chunks(db: apsw.Connection, columns: str, batch: int, ns_at: int, id_at: int) -> Iterator[list[tuple]]:
+    first, following = _FIRST_CHUNK.format(columns), _NEXT_CHUNK.format(columns)
     last = None
     while True:
-        if last is None:
-            rows = db.execute(_FIRST_CHUNK, (batch,)).fetchall()
-        else:
-            rows = db.execute(_NEXT_CHUNK, (*last, batch)).fetchall()
+        rows = db.execute(first, (batch,)).fetchall() if last is None else \
+            db.execute(following, (*last, batch)).fetchall()
         if not rows:
             return
-        last = (rows[-1][3], rows[-1][1])
+        last = (rows[-1][ns_at], rows[-1][id_at])
         yield rows
 
 

@@ -1,0 +1,222 @@
+"""Compaction builds the live facts' lines from a snapshot without the writer lock, and carries over
+the lines appended meanwhile (cruxsql/governance/compaction_snapshot.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcp_clients import server_env
+from retention_builders import FIXTURE_OWNER, fact_state, random_history
+
+from cruxsql.errors import Conflict
+from cruxsql.facts.store import Store, StoreRequest
+from cruxsql.governance import compaction, compaction_snapshot, store_lines
+
+
+def _lines_under_the_lock(store: Store, pre: compaction_snapshot.PrebuiltLines, batch: int):
+    with store.writer_lock():
+        store.refresh()
+        got = compaction_snapshot.live_chunks(store, pre, batch)
+        want = [row for rows in store_lines.live_chunks(store.db, batch) for row in rows]
+        return (None if got is None else [row for rows in got for row in rows]), want
+
+
+def test_snapshot_lines_plus_a_plain_tail_are_the_lines_the_view_gives_now(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest(f"svc:{i % 7}", f"k{i % 5}", f"value {i}") for i in range(60)])
+    for fact in facts[:6]:
+        store.delete(fact.fact_id)
+    pre = compaction_snapshot.prebuild(store, 7)
+    assert pre is not None and len(pre.fact_ids) == 54
+    # the tail: new facts, new versions (their predecessors' superseded_by changes), a delete, a validity
+    # change, a supersession cleared
+    store.store("svc:new", "k", "after the snapshot")
+    head = store.store("svc:1", "k1", "a new version")
+    store.delete(facts[10].fact_id)
+    store.set_validity(facts[20].fact_id, 10**18, 2 * 10**18)
+    store.clear_supersede(head.supersedes)
+    got, want = _lines_under_the_lock(store, pre, 7)
+    assert got is not None and got == want and len(want) == 55
+    pre.close()
+
+
+def _plain_history(store: Store, rng: random.Random, steps: int) -> None:
+    """Stores, batches, new versions, deletes, supersessions set and cleared, validity: the ops whose every
+    effect is on the facts their line names."""
+    for i in range(steps):
+        live = [r[0] for r in store.db.execute("SELECT fact_id FROM facts WHERE deleted = 0 ORDER BY seq")]
+        roll = rng.random()
+        if roll < 0.4 or len(live) < 2:
+            store.store(f"e{rng.randrange(4)}", f"k{rng.randrange(3)}", f"v{i} \u00e9\"q\"",
+                        tenant=rng.choice(["default", "acme"]))
+        elif roll < 0.55:
+            store.store_batch([StoreRequest(f"e{rng.randrange(4)}", "k0", f"b{i}.{j}") for j in range(3)])
+        elif roll < 0.7:
+            store.delete(rng.choice(live))
+        elif roll < 0.8:
+            a, b = rng.sample(live, 2)
+            try:
+                store.supersede(a, b)
+            except Conflict:  # two tenants
+                pass
+        elif roll < 0.9:
+            gone = [r[0] for r in store.db.execute("SELECT fact_id FROM facts WHERE superseded_by IS NOT NULL")]
+            if gone:
+                store.clear_supersede(rng.choice(gone))
+        else:
+            store.set_validity(rng.choice(live), 10**18 + i, None)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_snapshot_lines_after_a_random_plain_tail_are_the_lines_the_view_gives_now(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    store = Store(tmp_path)
+    _plain_history(store, rng, 80)
+    pre = compaction_snapshot.prebuild(store, 4)
+    assert pre is not None
+    _plain_history(store, rng, 40)
+    got, want = _lines_under_the_lock(store, pre, 4)
+    assert got is not None and got == want
+    pre.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_snapshot_lines_after_any_tail_are_exact_or_not_used(tmp_path: Path, seed: int) -> None:
+    store = Store(tmp_path)
+    random_history(store, seed, steps=80)
+    pre = compaction_snapshot.prebuild(store, 5)
+    assert pre is not None
+    random_history(store, seed + 100, steps=25)  # consolidations, horizons, control facts: often not usable
+    got, want = _lines_under_the_lock(store, pre, 5)
+    assert got is None or got == want
+    pre.close()
+
+
+def test_snapshot_not_used_after_another_compaction_or_a_fact_event_of_cruxsqls_own(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    monkeypatch.setenv("CORECRUXD_SHARE_PREFIXES_OVERRIDE", "")
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest("svc", f"k{i}", f"v{i}") for i in range(10)])
+    store.delete(facts[0].fact_id)
+    pre = compaction_snapshot.prebuild(store, 100)
+    assert pre is not None
+    compaction.compact_unchecked(store)  # a new generation, a new journal
+    assert _lines_under_the_lock(store, pre, 100)[0] is None
+    pre = compaction_snapshot.prebuild(store, 100)
+    store.set_horizon(facts[3].fact_id, "volatile", owner=FIXTURE_OWNER)  # cruxsql-fact-events.jsonl
+    assert _lines_under_the_lock(store, pre, 100)[0] is None
+    pre = compaction_snapshot.prebuild(store, 100)
+    store.store("__repo_scan__::t::r", "content", "scan", private=True, owner=FIXTURE_OWNER)  # removes its chain
+    assert _lines_under_the_lock(store, pre, 100)[0] is None
+
+
+def test_a_compaction_from_a_snapshot_writes_what_one_under_the_lock_writes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    store = Store(a)
+    random_history(store, 7, steps=120)
+    store.close()
+    subprocess.run(["cp", "-r", str(a), str(b)], check=True)
+    with Store(a) as sa, Store(b) as sb:
+        reports = []
+        for s, snapshot in ((sa, True), (sb, False)):
+            pre = compaction_snapshot.prebuild(s, 9) if snapshot else None
+            with s.writer_lock():
+                reports.append(compaction.compact_unchecked(s, prebuilt=pre))
+        assert [r.lines_from_snapshot for r in reports] == [True, False]
+        stores = [[line for line in (d / "facts.jsonl").read_bytes().splitlines() if line.startswith(b'{"op":"store"')]
+                  for d in (a, b)]
+        assert stores[0] == stores[1] and stores[0]
+        assert fact_state(sa) == fact_state(sb)
+        assert sa.verify().ok
+
+
+WRITER = r"""
+import json, sys, time
+from pathlib import Path
+from cruxsql.facts.store import Store
+data, out = sys.argv[1], Path(sys.argv[2])
+stop = out.with_name("stop")
+done = []
+with Store(data) as store:
+    i = 0
+    while not stop.exists():
+        started = time.time()
+        fact = store.store("writer", f"k{i % 20}", f"acknowledged {i}")
+        done.append((started, time.time(), fact.fact_id, f"k{i % 20}"))
+        i += 1
+        if i == 1:
+            out.with_name("ready").touch()
+out.write_text(json.dumps(done))
+"""
+
+COMPACT = r"""
+import json, sys, time
+from cruxsql.facts.store import Store
+from cruxsql.governance import compaction, compaction_snapshot
+real = compaction_snapshot.prebuild
+def slow_prebuild(store, batch):
+    pre = real(store, batch)
+    time.sleep(float(sys.argv[2]))  # a slow snapshot build (a big store): the writer goes on meanwhile
+    return pre
+compaction_snapshot.prebuild = slow_prebuild
+with Store(sys.argv[1]) as store:
+    started = time.time()
+    report = compaction.compact(store)
+    print(json.dumps({"started": started, "ended": time.time(), "from_snapshot": report.lines_from_snapshot,
+                      "dropped": report.facts_dropped}))
+"""
+
+
+def test_a_writer_goes_on_while_a_compaction_builds_from_its_snapshot_and_loses_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with Store(data) as store:
+        facts = store.store_batch([StoreRequest(f"svc:{i % 50}", f"k{i % 13}", f"value {i} " + "x" * 80)
+                                   for i in range(3000)])
+        for fact in facts[::10]:
+            store.delete(fact.fact_id)
+    env = server_env()
+    out = tmp_path / "writer.json"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(data), str(out)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists():
+            assert writer.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        comp = subprocess.run([sys.executable, "-c", COMPACT, str(data), "1.5"], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert comp.returncode == 0, comp.stderr
+        result = json.loads(comp.stdout)
+        time.sleep(0.3)
+    finally:
+        (tmp_path / "stop").touch()
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
+    done = json.loads(out.read_text())
+    assert result["from_snapshot"] and result["dropped"] == 300
+    took = result["ended"] - result["started"]
+    during = [end - start for start, end, *_ in done if end > result["started"] and start < result["ended"]]
+    # the writer went on during the compaction (most of whose time was its snapshot phase) and no single
+    # store() waited anything like the compaction's length
+    assert len(during) >= 10, during
+    assert max(during) < 0.6 * took, (max(during), took)
+    # every acknowledged write is in the compacted journal and the view, each key's last write its only head
+    journal = (data / "facts.jsonl").read_text()
+    with Store(data) as store:
+        for _, _, fact_id, _ in done:
+            assert fact_id in journal
+            assert store.get(fact_id).value.startswith("acknowledged")
+        last = {key: fact_id for _, _, fact_id, key in done}
+        heads = dict(store.db.execute("SELECT key, fact_id FROM facts WHERE entity = 'writer' AND deleted = 0 "
+                                      "AND superseded_by IS NULL"))
+        assert heads == last
+        report = store.verify()
+        assert report.ok and report.view_matches_replay, report.differences
+        store.rebuild()  # the journal alone says the same
+        assert dict(store.db.execute("SELECT key, fact_id FROM facts WHERE entity = 'writer' AND deleted = 0 "
+                                     "AND superseded_by IS NULL")) == last
