@@ -148,7 +148,7 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
     d = report.to_dict()
     for name in ("facts_dropped", "facts_retained", "tombstones_kept", "provenance_lines", "corrupt_lines_dropped",
                  "corrupt_lines_file", "lines_before", "lines_after", "bytes_before", "bytes_after",
-                 "override_receipt_id", "seconds"):
+                 "override_receipt_id", "seconds", "seconds_locked"):
         if d[name] is not None:
             click.echo(f"{name:24} {d[name]}")
 

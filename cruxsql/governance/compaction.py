@@ -101,6 +101,7 @@ class CompactionReport:
     seq_renumbered: bool = False
     lines_from_snapshot: bool = False  # the live lines were built before the writer lock (compaction_snapshot.py)
     seconds: float = 0.0
+    seconds_locked: float = 0.0  # of which the rewrite under the writer lock
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +174,7 @@ def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldRec
     (compaction_snapshot.py); the lock is held for the rest (the lines appended meanwhile carried over,
     the journal and the view rewritten and swapped), and the WAL checkpoint after it runs once it is
     released, so that writers wait for neither."""
+    started = time.perf_counter()
     prebuilt = compaction_snapshot.prebuild(store, _BATCH) if view_update == "direct" else None
     try:
         report = _compact_locked(store, override_receipt, progress, hash_before, view_update, drop_corrupt,
@@ -181,6 +183,7 @@ def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldRec
         if prebuilt is not None:
             prebuilt.close()
     report.wal_checkpointed = checkpoint_wal(store.db)
+    report.seconds = round(time.perf_counter() - started, 6)
     return report
 
 
@@ -188,6 +191,7 @@ def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHo
                     hash_before: bool, view_update: str, drop_corrupt: bool,
                     prebuilt: Optional[compaction_snapshot.PrebuiltLines]) -> CompactionReport:
     with store.writer_lock():
+        locked = time.perf_counter()
         if store.journal.poisoned:
             raise JournalPoisoned("fact journal durable mutation plane is poisoned; restart required before compaction")
         store.refresh()
@@ -204,6 +208,7 @@ def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHo
         report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update,
                                    drop_corrupt=drop_corrupt, prebuilt=prebuilt, checkpoint=False)
         report.override_receipt_id = receipt_id
+        report.seconds_locked = round(time.perf_counter() - locked, 6)
         return report
 
 
@@ -526,5 +531,5 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             report.wal_checkpointed = checkpoint_wal(db)
         if progress is not None:
             progress(total, total)
-        report.seconds = round(time.perf_counter() - started, 6)
+        report.seconds = report.seconds_locked = round(time.perf_counter() - started, 6)
         return report
