@@ -33,7 +33,7 @@ def test_snapshot_lines_plus_a_plain_tail_are_the_lines_the_view_gives_now(tmp_p
     for fact in facts[:6]:
         store.delete(fact.fact_id)
     pre = compaction_snapshot.prebuild(store, 7)
-    assert pre is not None and len(pre.fact_ids) == 54
+    assert pre is not None and len(pre) == 54 and set(pre.fact_ids()) == {f.fact_id for f in facts[6:]}
     # the tail: new facts, new versions (their predecessors' superseded_by changes), a delete, a validity
     # change, a supersession cleared
     store.store("svc:new", "k", "after the snapshot")

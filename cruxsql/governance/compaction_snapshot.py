@@ -26,6 +26,7 @@ or committed (the compaction fails, changing nothing).
 from __future__ import annotations
 
 import tempfile
+from array import array
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Optional
 
@@ -48,12 +49,24 @@ class PrebuildStale(Exception):
 
 @dataclass
 class PrebuiltLines:
-    """The live `store` lines of the view as of `checkpoint`, in compaction order, one per `fact_ids` entry."""
+    """The live `store` lines of the view as of `checkpoint`, in compaction order, and their facts' ids
+    (UTF-8, end to end in `ids`, the i-th ending at `ends[i]`: a third of a list of str's memory, ~35 MB
+    at 1M facts)."""
 
     file: IO[bytes]
-    fact_ids: list[str]
+    ids: bytes
+    ends: array
     checkpoint: view.Checkpoint
     own_events_at: Optional[tuple]
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def fact_ids(self) -> Iterator[str]:
+        start, ids = 0, self.ids
+        for end in self.ends:
+            yield ids[start:end].decode("utf-8")
+            start = end
 
     def close(self) -> None:
         self.file.close()
@@ -76,16 +89,18 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
             return None
         own = _own_events_position(store, cp.generation)
         fh = tempfile.TemporaryFile(dir=store.data_dir)
-        ids: list[str] = []
+        ids, ends = bytearray(), array("q")
         try:
             for rows in store_lines.live_chunks(store.db, batch):
                 fh.write(b"\n".join(row[0] for row in rows) + b"\n")
-                ids.extend(row[1] for row in rows)
+                for row in rows:
+                    ids += row[1].encode("utf-8")
+                    ends.append(len(ids))
             fh.flush()
         except BaseException:
             fh.close()
             raise
-    return PrebuiltLines(fh, ids, cp, own)
+    return PrebuiltLines(fh, bytes(ids), ends, cp, own)
 
 
 def _tail_names(store: Store, pre: PrebuiltLines) -> Optional[set[str]]:
@@ -114,7 +129,7 @@ def _tail_names(store: Store, pre: PrebuiltLines) -> Optional[set[str]]:
 
 def _snapshot_lines(pre: PrebuiltLines, skip: set[str]) -> Iterator[tuple[str, bytes]]:
     """(fact_id, line) of the snapshot's lines, in order, but those of `skip`."""
-    ids = iter(pre.fact_ids)
+    ids = pre.fact_ids()
     pre.file.seek(0)
     pending = b""
     while True:
@@ -135,7 +150,7 @@ def _snapshot_lines(pre: PrebuiltLines, skip: set[str]) -> Iterator[tuple[str, b
 
 def _check_order(store: Store, pre: PrebuiltLines, names: set[str], batch: int) -> bool:
     """Whether the view's live facts but `names` are exactly the snapshot's facts but `names`, in order."""
-    kept = iter(fid for fid in pre.fact_ids if fid not in names)
+    kept = (fid for fid in pre.fact_ids() if fid not in names)
     for rows in store_lines.live_order_chunks(store.db, batch):
         for fid, *_ in rows:
             if fid not in names and next(kept, None) != fid:
