@@ -254,10 +254,10 @@ def _tail_lines(db, applier: view.Applier, now_text: str, stats: CompactionRepor
 def checkpoint_wal(db, attempts: int = 20) -> bool:
     """Fold the WAL into cruxsql.db and truncate it, so old page images (with deleted values) go too.
 
-    A read transaction in another process can keep the WAL busy: each attempt waits at most 100 ms, and
-    holds SQLite's write lock no longer (`compact` runs it after releasing the writer lock, so a writer
-    waits for one attempt at most, never for all of them). Returns False when it stayed busy; the next
-    checkpoint will do it."""
+    A read transaction in another process can keep the WAL busy: each attempt waits at most 100 ms for
+    readers, and keeps writers out only while it waits and copies (`compact` runs it after releasing the
+    writer lock, so a writer waits for one attempt, not for all of them). Returns False when it stayed
+    busy; the next checkpoint will do it."""
     db.setbusytimeout(100)
     try:
         for attempt in range(attempts):
