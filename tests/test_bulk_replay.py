@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from array import array
 from pathlib import Path
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import cruxsql
 from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view, view_file
@@ -268,7 +271,7 @@ def test_the_fast_decoder_hands_every_doubt_to_the_codec() -> None:
     doubtful = [
         plain.replace(b'"value":"v"', b'"value":"v","value":"w"'),  # a repeated field
         plain.replace(b'"value":"v"', b'"value" :"v"'),  # whitespace: keys cannot be counted
-        plain.replace(b'"value":"v"', b'"value":"\\u00e9"'),  # an escape that may be a lone surrogate
+        plain.replace(b'"value":"v"', b'"value":"\\ud800"'),  # a lone surrogate
         plain.replace(b'.000000005Z', b'.000000005+00:00'),  # a time not in chrono's own format
         plain.replace(b'"tokens":1', b'"tokens":true'),
         plain.replace(b'"v"', b'"\xff"'),
@@ -345,3 +348,203 @@ def test_a_rebuild_without_derived_tables_fills_only_the_fact_and_event_tables(t
     replay.rebuild(db, Journal(tmp_path), privacy.global_policy(), row_by_row=row_by_row)
     assert db.execute("SELECT count(*) FROM recall_event_times").fetchone()[0] == counts["journal_events"]
     assert db.execute("SELECT count(*) FROM fact_norms").fetchone()[0] > 0
+
+
+# --- the compiled fast decoder never judges a line differently from the codec -------------------------
+
+_FACT_KEYS = tuple(codec.Fact.__dataclass_fields__)
+_EVENT_KEYS = ("op", "fact", "facts", "fact_id", "by_fact_id", "deleted_at", "superseded_at", "cleared_at",
+               "valid_from", "valid_to", "set_at", "horizon_class", "reverified_at", "junk")
+_TIMES = ("2026-03-01T08:00:00Z", "2026-03-01T08:00:00.5Z", "2026-03-01T08:00:00.500Z", "2016-12-31T23:59:60.5Z",
+          "2026-03-01T08:00:00.123456789Z", "2026-03-01T08:00:00+00:00", "2026-03-01 08:00:00Z", "2262-04-11T23:47:16Z",
+          "1677-09-21T00:12:43.145224192Z", "1677-09-21T00:12:43.145224191Z", "2026-02-30T08:00:00Z", "")
+# Numbers at every edge serde or the view cares about: u32, i64, u64 bounds, -0, floats and integral floats,
+# out-of-range and denormal floats, huge integers.
+_NUMBERS = ("0", "-0", "1", "-1", "4294967295", "4294967296", "9223372036854775807", "9223372036854775808",
+            "18446744073709551615", "18446744073709551616", "1" + "0" * 40, "1.0", "1e2", "1E2", "-0.0", "0.5",
+            "3.4028235e38", "3.4028236e38", "1e39", "1e308", "1e400", "-1e400", "1e-400", "-1e-46", "1.4e-45",
+            "0.30000001192092896", "00", "1.", ".5", "+1", "NaN", "Infinity", "-Infinity")
+_json_leaf = st.one_of(
+    st.sampled_from(_NUMBERS), st.sampled_from(_NUMBERS), st.sampled_from(["null", "true", "false", "[]", "{}", '[""]', '{"a":1}']),
+    st.sampled_from(_TIMES + codec.HORIZON_CLASSES).map(json.dumps),
+    st.text(max_size=6).map(lambda s: json.dumps(s, ensure_ascii=False)),
+    st.text(max_size=6).map(json.dumps),  # \u escapes, lone surrogates among them
+    st.sampled_from(['"\\ud800"', '"\\udc00x"', '"\\u00e9"', '"a\\/b"', '"\\n"', '"\t"', '"\x7f"', '"\\x"', '"a\\"b":"']),
+)
+
+
+def _fact_text(draw: st.DrawFn) -> str:
+    ns = draw(st.one_of(st.integers(timestamps.MIN_NS, timestamps.MAX_NS), st.just(T0)))
+    return codec.Fact(
+        fact_id=draw(st.sampled_from(("f_1", "f_2", ""))), entity=draw(st.text(max_size=5)), key="k",
+        value=draw(st.text(max_size=8)), confidence=codec.to_f32(draw(st.floats(0, 1))), stored_at=ns,
+        tokens=draw(st.integers(0, 2**63 - 1)), tenant_hash=draw(st.sampled_from(("default", "", "t1"))),
+        source_receipt=draw(st.none() | st.text(max_size=3)), version=draw(st.integers(0, 2**32 - 1)),
+        supersedes=draw(st.none() | st.just("f_0")), private=draw(st.booleans()),
+        horizon_class=draw(st.sampled_from(codec.HORIZON_CLASSES)), reverified_at=draw(st.none() | st.just(ns)),
+        actor=draw(st.none() | st.just("a")), valid_from=draw(st.none() | st.just(T0)),
+        access_count=draw(st.integers(0, 3)), last_accessed_at=draw(st.none() | st.just(T0 + 1)),
+    ).to_json()
+
+
+@st.composite
+def _adversarial_line(draw: st.DrawFn) -> bytes:
+    """A line the journal could hold: a well-formed event of a fast-path op, then edits on its text (a
+    field set to an odd value, removed, repeated, an unknown key, whitespace, a byte changed)."""
+    fid = json.dumps(draw(st.sampled_from(("f_1", "f_2"))))
+    at = json.dumps(draw(st.sampled_from(_TIMES)))
+    kind = draw(st.sampled_from(("store", "store_batch", "delete", "supersede", "clear_supersede", "set_validity",
+                                 "set_horizon", "reverify")))
+    body = {
+        "store": lambda: '"fact":' + _fact_text(draw),
+        "store_batch": lambda: '"facts":[' + ",".join(_fact_text(draw) for _ in range(draw(st.integers(0, 2)))) + "]",
+        "delete": lambda: f'"fact_id":{fid},"deleted_at":{at}',
+        "supersede": lambda: f'"fact_id":{fid},"by_fact_id":"f_2","superseded_at":{at}',
+        "clear_supersede": lambda: f'"fact_id":{fid},"cleared_at":{at}',
+        "set_validity": lambda: f'"fact_id":{fid},"valid_from":{at},"set_at":{at}',
+        "set_horizon": lambda: f'"fact_id":{fid},"horizon_class":"stable","set_at":{at}',
+        "reverify": lambda: f'"fact_id":{fid},"reverified_at":{at}',
+    }[kind]()
+    text = '{"op":"' + kind + '",' + body + "}"
+    for _ in range(draw(st.integers(0, 3))):
+        edit = draw(st.sampled_from(("set", "set", "set", "remove", "repeat", "space", "byte")))
+        present = re.findall(r'"(\w+)":', text)  # mostly a key the line has, sometimes any other
+        key = draw(st.sampled_from(present) if present and draw(st.integers(0, 3)) else
+                   st.sampled_from(_FACT_KEYS + _EVENT_KEYS))
+        spot = re.search('"' + key + '":', text)
+        if edit == "set" and spot is not None:  # the value after the key, up to the next comma or brace
+            end = re.compile(r'("(?:[^"\\]|\\.)*"|[^,}\]]*)').match(text, spot.end()).end()
+            text = text[:spot.end()] + draw(_json_leaf) + text[end:]
+        elif edit == "remove" and spot is not None:
+            end = re.compile(r'("(?:[^"\\]|\\.)*"|[^,}\]]*),?').match(text, spot.end()).end()
+            text = text[:spot.start()] + text[end:]
+        elif edit in ("repeat", "set"):  # a key (again, or new) at the start of an object
+            starts = [m.end() for m in re.finditer(r"\{", text)]
+            at_ = draw(st.sampled_from(starts))
+            text = text[:at_] + '"' + key + '":' + draw(_json_leaf) + "," + text[at_:]
+        elif edit == "space":
+            at_ = draw(st.integers(0, len(text)))
+            text = text[:at_] + draw(st.sampled_from((" ", "\t", "\r", "\n", "\x0c", "\u00a0"))) + text[at_:]
+    raw = text.encode("utf-8", "surrogatepass")
+    if draw(st.booleans()) and raw:
+        at_ = draw(st.integers(0, len(raw) - 1))
+        raw = raw[:at_] + draw(st.sampled_from((b"", b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\x00", b"\\", b'"',
+                                                b",", b"}", b"]", b":", b"0", b"-", b"e"))) + raw[at_ + 1:]
+    return raw
+
+
+def _exact(value: object) -> object:
+    """A payload with every float as its bits (-0.0 is not 0.0) and every leap second with its fraction."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_exact(v) for v in value)
+    if type(value) is float:
+        return ("float", value.hex())
+    if isinstance(value, timestamps.LeapSecond):
+        return ("leap", int(value), value.fraction)
+    return value
+
+
+def _payload_of(event: codec.Event) -> tuple[str, object]:
+    """The (op, payload) `bulk.decode_fast` must give for a line the codec decoded as `event`."""
+    def text(ns: int | None) -> str | None:
+        return None if ns is None else timestamps.format_fact_time(ns)
+
+    def row(f: Fact) -> tuple:
+        return (f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.source_receipt, f.confidence, text(f.stored_at),
+                f.stored_at, f.tokens, int(f.deleted), f.version, f.supersedes, int(f.private), f.horizon_class,
+                text(f.reverified_at), f.reverified_at, f.superseded_by, f.actor, text(f.valid_from), f.valid_from,
+                text(f.valid_to), f.valid_to, f.access_count, text(f.last_accessed_at), f.last_accessed_at)
+
+    e: object = event
+    if isinstance(e, codec.StoreEvent):
+        return "store", [row(e.fact)]
+    if isinstance(e, codec.StoreBatchEvent):
+        return "store_batch", [row(f) for f in e.facts]
+    if isinstance(e, codec.DeleteEvent):
+        return "delete", (e.fact_id, e.deleted_at)
+    if isinstance(e, codec.SupersedeEvent):
+        return "supersede", (e.fact_id, e.by_fact_id, e.superseded_at)
+    if isinstance(e, codec.ClearSupersedeEvent):
+        return "clear_supersede", (e.fact_id, e.cleared_at)
+    if isinstance(e, codec.SetValidityEvent):
+        return "set_validity", (e.fact_id, text(e.valid_from), e.valid_from, text(e.valid_to), e.valid_to, e.set_at)
+    if isinstance(e, codec.SetHorizonEvent):
+        return "set_horizon", (e.fact_id, e.horizon_class, e.set_at)
+    assert isinstance(e, codec.ReverifyEvent)
+    return "reverify", (e.fact_id, text(e.reverified_at), e.reverified_at)
+
+
+def _fast_agrees_with_the_codec(raw: bytes) -> bool:
+    """True if the fast decoder took `raw` (then the codec accepts it too, with the same values), False if
+    it handed the line to the codec."""
+    try:
+        fast = bulk.decode_fast(raw)
+    except bulk._Slow:
+        return False
+    try:
+        event = codec.decode_event(raw)
+    except codec.CorruptLine as exc:
+        raise AssertionError(f"the fast decoder accepted {raw!r}, which the codec refuses: {exc}") from None
+    assert _exact(fast) == _exact(_payload_of(event)), raw
+    return True
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_adversarial_line())
+def test_the_fast_decoder_never_accepts_what_the_codec_refuses_nor_decodes_differently(raw: bytes) -> None:
+    _fast_agrees_with_the_codec(raw)
+
+
+def test_the_fast_decoder_takes_the_journal_lines_crux_writes_and_refuses_each_edge() -> None:
+    # the fast path is taken at all (a decoder handing everything to the codec would pass the test above)
+    journal = mixed_journal(seed=13, events=1500).split(b"\n")
+    fast = sum(_fast_agrees_with_the_codec(raw.removesuffix(b"\r")) for raw in journal)
+    assert fast > 0.6 * len(journal)
+    line = codec.encode_event(codec.StoreEvent(Fact(fact_id="f_1", entity="e", key="k", value="v", confidence=0.5,
+                                                    stored_at=T0, tokens=1))).encode()
+    assert _fast_agrees_with_the_codec(line)
+    assert _fast_agrees_with_the_codec(line.replace(b'"value":"v"', b'"value":"\\u0001\\ud83d\\ude00\\/"'))
+    for edited in (line.replace(b'"tokens":1', b'"tokens":9223372036854775808'),  # the view's i64 bound
+                   line.replace(b'"version":1', b'"version":4294967296'),  # u32
+                   line.replace(b'"deleted":false', b'"deleted":false,"deleted":false'),  # serde: duplicate field
+                   line.replace(b'{"op":"store"', b'{"op":"store","op":"store"'),
+                   line.replace(b'"value":"v"', b'"value":"\\ud800"'),  # a lone surrogate
+                   line.replace(b'"value":"v"', b'"value":"\\udc00\\ud800"'),
+                   line.replace(b'"confidence":0.5', b'"confidence":1e39'),  # beyond f32
+                   line.replace(b'"confidence":0.5', b'"confidence":NaN'),
+                   line.replace(b'"value":"v"', b'"value":"\xed\xa0\x80"'),  # a UTF-8-encoded surrogate
+                   line.replace(b'"value":"v"', b'"value":"\t"'),  # a raw control character
+                   line.replace(b'"key":"k"', b'"key" :"k","key":"j"'),
+                   line.replace(b'"tokens":1', b'"tokens":1.0'),
+                   line.replace(b'"fact":{', b'"fact":{"deep":' + b"[" * 200 + b"]" * 200 + b",")):
+        assert not _fast_agrees_with_the_codec(edited), edited
+
+
+_EDGE_VALUES = (*_NUMBERS, "null", "true", "false", "[]", "{}", '""', '"x"', *map(json.dumps, _TIMES + codec.HORIZON_CLASSES),
+                '"\\ud800"', '"\\udc00x"', '"\\u00e9\\u0001"', '"a\\/b"', '"\t"', '"\x7f"', '"\\x"', '"a\\":"', '"\udcff"')
+
+
+def test_every_field_set_to_every_edge_value_repeated_or_removed_is_judged_as_the_codec_judges_it() -> None:
+    # the sweep behind the random lines above: each key of each fast-path op's line, in turn
+    fact = codec.Fact(fact_id="f_1", entity="e", key="k", value="v", confidence=0.5, stored_at=T0, tokens=1,
+                      supersedes="f_0", reverified_at=T0, superseded_by="f_2", actor="a", valid_from=T0,
+                      valid_to=T0 + 1, access_count=2, last_accessed_at=T0 + 2, source_receipt="r")
+    at = timestamps.format_fact_time(T0)
+    lines = [codec.encode_event(e) for e in (
+        codec.StoreEvent(fact), codec.StoreBatchEvent([fact, fact]), codec.DeleteEvent("f_1", at),
+        codec.SupersedeEvent("f_1", "f_2", at), codec.ClearSupersedeEvent("f_1", at),
+        codec.SetValidityEvent("f_1", T0, T0 + 1, at), codec.SetHorizonEvent("f_1", "stable", at),
+        codec.ReverifyEvent("f_1", T0))]
+    taken = refused = 0
+    for line in lines:
+        assert _fast_agrees_with_the_codec(line.encode())
+        for spot in re.finditer(r'"(\w+)":("(?:[^"\\]|\\.)*"|[^,{}\[\]]+)', line):  # each key with a scalar value
+            head, tail = line[:spot.start()], line[spot.end():]
+            edited = [head + tail.removeprefix(","), head + spot.group(0) + "," + spot.group(0) + tail]
+            edited += [head + f'"{spot.group(1)}":{value}' + tail for value in _EDGE_VALUES]
+            for text in edited:
+                if _fast_agrees_with_the_codec(text.encode("utf-8", "surrogateescape")):
+                    taken += 1
+                else:
+                    refused += 1
+    assert taken > 800 and refused > 4000

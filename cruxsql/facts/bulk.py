@@ -21,14 +21,14 @@ consolidation exists), latest-only control facts, and lines the fast decoder han
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from functools import lru_cache
-from json import JSONDecoder
-from typing import Callable, Iterator, Optional
+from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
 
 import apsw
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from . import codec, derived_tables, timestamps, view
 from .codec import CorruptLine
@@ -44,13 +44,9 @@ _ASCII_WS = b" \t\n\r\x0c"
 # hooks follow facts by seq.
 _KEEP_INDEXES = frozenset({"facts_seq"})
 _DEFERRED_TABLES = ("facts", "journal_events", "journal_event_facts")
-_FAST_OPS = frozenset({"store", "store_batch", "delete", "supersede", "clear_supersede", "set_validity",
-                       "set_horizon", "reverify"})
 _CONSOLIDATION_CHECKED = frozenset({"delete", "supersede", "clear_supersede"})
-_HORIZONS = frozenset(codec.HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
 _TOKENS_MAX = 2**63 - 1
-_scan = JSONDecoder(parse_constant=codec._reject_constant).scan_once  # type: ignore[attr-defined]  # set in __init__, not in typeshed
 _QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
 
 
@@ -76,10 +72,8 @@ def _opt_fact_time(text: object) -> tuple[Optional[str], Optional[int]]:
     return (None, None) if text is None else _fact_time(text)
 
 
-def _f32(x: object) -> float:
+def _f32(x: float) -> float:
     """The confidence as the codec reads it (an f32), or `_Slow` for anything it would reject."""
-    if type(x) is not float and type(x) is not int:
-        raise _Slow
     # 0.0 and -0.0 are one key to a cache but two f32s
     value = _finite_f32(x) if x else codec.to_f32(x)
     if value is None:
@@ -87,45 +81,106 @@ def _f32(x: object) -> float:
     return value
 
 
-def _str(v: object) -> str:
-    if type(v) is not str:
-        raise _Slow
-    return v
+# The shapes msgspec (a compiled decoder) checks a line against: serde's types, with every field serde
+# defaults marked UNSET when absent, so that the keys an object had can be counted (`decode_fast`).
+# Unknown keys are refused (such a line goes to the codec), so nothing nests beyond these shapes.
+_Text = Union[str, None, UnsetType]
+_U32 = Annotated[int, Meta(ge=0, le=_U32_MAX)]
 
 
-class _Missing:
-    """Marks a required fact field the object lacks (a type no accepted shape has)."""
+class _Fact(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A Fact object (crates/corecrux-memory/src/fact_store.rs), fields in declaration order."""
+
+    fact_id: str
+    tenant_hash: Union[str, UnsetType] = UNSET
+    entity: str
+    key: str
+    value: str
+    source_receipt: _Text = UNSET
+    confidence: float
+    stored_at: str
+    tokens: Annotated[int, Meta(ge=0, le=_TOKENS_MAX)]
+    deleted: bool
+    version: Union[_U32, UnsetType] = UNSET
+    supersedes: _Text = UNSET
+    private: Union[bool, UnsetType] = UNSET
+    horizon_class: Union[Literal["volatile", "medium", "stable", "none"], UnsetType] = UNSET
+    reverified_at: _Text = UNSET
+    superseded_by: _Text = UNSET
+    actor: _Text = UNSET
+    valid_from: _Text = UNSET
+    valid_to: _Text = UNSET
+    access_count: Union[_U32, UnsetType] = UNSET
+    last_accessed_at: _Text = UNSET
 
 
-_MISSING = _Missing()
-_NONE, _STR, _INT, _BOOL = type(None), str, int, bool
-# The Fact fields in reading order, the value serde uses when each is absent, and the types it accepts.
-_FACT_FIELDS = (
-    ("fact_id", _MISSING, (_STR,)), ("tenant_hash", "default", (_STR,)), ("entity", _MISSING, (_STR,)),
-    ("key", _MISSING, (_STR,)), ("value", _MISSING, (_STR,)), ("source_receipt", None, (_NONE, _STR)),
-    ("confidence", _MISSING, (float, _INT)), ("stored_at", _MISSING, (_STR,)), ("tokens", _MISSING, (_INT,)),
-    ("deleted", _MISSING, (_BOOL,)), ("version", 1, (_INT,)), ("supersedes", None, (_NONE, _STR)),
-    ("private", False, (_BOOL,)), ("horizon_class", "none", (_STR,)), ("reverified_at", None, (_NONE, _STR)),
-    ("superseded_by", None, (_NONE, _STR)), ("actor", None, (_NONE, _STR)), ("valid_from", None, (_NONE, _STR)),
-    ("valid_to", None, (_NONE, _STR)), ("access_count", 0, (_INT,)), ("last_accessed_at", None, (_NONE, _STR)),
-)
-_FACT_KEYS = tuple(name for name, _, _ in _FACT_FIELDS)
-_FACT_DEFAULTS = tuple(default for _, default, _ in _FACT_FIELDS)
-# Every combination of accepted types (512): one set lookup checks all 21 fields' types at once.
-_FACT_SHAPES = frozenset(itertools.product(*(types for _, _, types in _FACT_FIELDS)))
+_FACT_KEYS = len(_Fact.__struct_fields__)
+# What serde puts in each field when its key is absent: one {UNSET: default} per field, so that
+# `map(dict.get, _FACT_DEFAULTS, values, values)` fills the defaults in C.
+_FACT_DEFAULTS = tuple({UNSET: {"tenant_hash": "default", "version": 1, "private": False, "horizon_class": "none",
+                                "access_count": 0}.get(name)} for name in _Fact.__struct_fields__)
 
 
-def fact_values(f: object) -> tuple:
-    """The first 26 `view.FACT_COLUMNS` of a decoded fact object, as the journal wrote it (before
-    privacy and the tenant default), checked like `codec.fact_from_obj`; `_Slow` on any doubt."""
-    if type(f) is not dict:
-        raise _Slow
+class _Event(Struct, tag_field="op", forbid_unknown_fields=True):
+    pass
+
+
+class _Store(_Event, tag="store"):
+    fact: _Fact
+
+
+class _StoreBatch(_Event, tag="store_batch"):
+    facts: list[_Fact]
+
+
+class _Delete(_Event, tag="delete"):
+    fact_id: str
+    deleted_at: str
+
+
+class _Supersede(_Event, tag="supersede"):
+    fact_id: str
+    by_fact_id: str
+    superseded_at: str
+
+
+class _ClearSupersede(_Event, tag="clear_supersede"):
+    fact_id: str
+    cleared_at: str
+
+
+class _SetValidity(_Event, tag="set_validity", kw_only=True):
+    fact_id: str
+    valid_from: _Text = UNSET
+    valid_to: _Text = UNSET
+    set_at: str
+
+
+class _SetHorizon(_Event, tag="set_horizon"):
+    fact_id: str
+    horizon_class: Literal["volatile", "medium", "stable", "none"]
+    set_at: str
+
+
+class _Reverify(_Event, tag="reverify"):
+    fact_id: str
+    reverified_at: str
+
+
+_FAST_EVENTS = Union[_Store, _StoreBatch, _Delete, _Supersede, _ClearSupersede, _SetValidity, _SetHorizon, _Reverify]
+_decoder = msgspec.json.Decoder(_FAST_EVENTS)
+_values = msgspec.structs.astuple
+
+
+def _fact_values(f: _Fact, keys: list[int]) -> tuple:
+    """The first 26 `view.FACT_COLUMNS` of a decoded fact, as the journal wrote it (before privacy and the
+    tenant default), checked like `codec.fact_from_obj`; `_Slow` on any doubt. Adds to `keys[0]` how many
+    keys the fact object had (each field once: msgspec keeps the last of a repeated key)."""
+    values = _values(f)
+    keys[0] += _FACT_KEYS - values.count(UNSET)
+    fields: Iterator[Any] = map(dict.get, _FACT_DEFAULTS, values, values)
     (fact_id, tenant, entity, key, value, receipt, confidence, stored_at, tokens, deleted, version, supersedes,
-     private, horizon, reverified_at, superseded_by, actor, valid_from, valid_to, access_count,
-     accessed_at) = values = tuple(map(f.get, _FACT_KEYS, _FACT_DEFAULTS))
-    if (tuple(map(type, values)) not in _FACT_SHAPES or horizon not in _HORIZONS or not 0 <= tokens <= _TOKENS_MAX
-            or not 0 <= version <= _U32_MAX or not 0 <= access_count <= _U32_MAX):
-        raise _Slow
+     private, horizon, reverified_at, superseded_by, actor, valid_from, valid_to, access_count, accessed_at) = fields
     stored_at, stored_ns = _fact_time(stored_at)
     reverified_at, reverified_ns = _opt_fact_time(reverified_at)
     valid_from, valid_from_ns = _opt_fact_time(valid_from)
@@ -138,64 +193,48 @@ def fact_values(f: object) -> tuple:
 
 def decode_fast(raw: bytes) -> tuple[str, object]:
     """(op, payload) of a line the fast path can take, or `_Slow`. Payloads: `store` / `store_batch`:
-    a list of `fact_values`; `delete` (id, at); `supersede` (id, by, at); `clear_supersede` (id, at);
+    a list of `_fact_values`; `delete` (id, at); `supersede` (id, by, at); `clear_supersede` (id, at);
     `set_validity` (id, from text, from ns, to text, to ns, at); `set_horizon` (id, horizon, at);
-    `reverify` (id, text, ns)."""
-    if b"\\u" in raw:  # a lone surrogate is only caught by the codec's own check
+    `reverify` (id, text, ns).
+
+    msgspec checks the JSON (UTF-8, escapes, lone surrogates, numbers, no NaN) and serde's types and
+    ranges; what it does not judge as the codec does goes to the codec: a repeated key (msgspec keeps the
+    last one, serde refuses a repeated field), a time not in chrono's own form, a confidence beyond f32."""
+    # after a quote followed by whitespace, keys cannot be counted by their `":` (below)
+    if _QUOTE_THEN_SPACE.search(raw):
         raise _Slow
     try:
-        text = raw.decode("utf-8")
-        # the C scanner itself: no whitespace around the object (the journal writes none; a line with
-        # some goes to the codec)
-        obj, end = _scan(text, 0)
-    except (ValueError, RecursionError, StopIteration):
+        event = _decoder.decode(raw)
+    except msgspec.DecodeError:  # a ValidationError too
         raise _Slow from None
-    if end != len(text) or type(obj) is not dict:
-        raise _Slow
-    op = obj.get("op")
-    if type(op) is not str or op not in _FAST_OPS:
-        raise _Slow
-    keys = len(obj)
-    containers = 1
-    try:
-        if op == "store":
-            fact = obj["fact"]
-            facts = [fact_values(fact)]
-            keys += len(fact)
-            containers += 1
-            payload: object = facts
-        elif op == "store_batch":
-            raw_facts = obj["facts"]
-            if type(raw_facts) is not list:
-                raise _Slow
-            payload = [fact_values(f) for f in raw_facts]
-            keys += sum(map(len, raw_facts))
-            containers += 1 + len(raw_facts)
-        elif op == "delete":
-            payload = (_str(obj["fact_id"]), _str(obj["deleted_at"]))
-        elif op == "supersede":
-            payload = (_str(obj["fact_id"]), _str(obj["by_fact_id"]), _str(obj["superseded_at"]))
-        elif op == "clear_supersede":
-            payload = (_str(obj["fact_id"]), _str(obj["cleared_at"]))
-        elif op == "set_validity":
-            payload = (_str(obj["fact_id"]), *_opt_fact_time(obj.get("valid_from")),
-                       *_opt_fact_time(obj.get("valid_to")), _str(obj["set_at"]))
-        elif op == "set_horizon":
-            horizon = obj["horizon_class"]
-            if type(horizon) is not str or horizon not in _HORIZONS:
-                raise _Slow
-            payload = (_str(obj["fact_id"]), horizon, _str(obj["set_at"]))
-        else:
-            payload = (_str(obj["fact_id"]), *_fact_time(obj["reverified_at"]))
-    except KeyError:
-        raise _Slow from None
-    # Every key of every object was read, so no key repeated (serde rejects a repeated field): each
-    # key is a string directly followed by `:` unless a quote is followed by whitespace somewhere.
-    if raw.count(b'":') != keys or _QUOTE_THEN_SPACE.search(raw):
-        raise _Slow
-    # No nesting beyond serde's limit: every bracket in the line is one of the containers read above.
-    openers = raw.count(b"{") + raw.count(b"[")
-    if openers > codec.MAX_NESTING and openers != containers:
+    keys = [1]  # "op"
+    if isinstance(event, _Store):
+        op = "store"
+        payload: object = [_fact_values(event.fact, keys)]
+        keys[0] += 1
+    elif isinstance(event, _StoreBatch):
+        op = "store_batch"
+        payload = [_fact_values(f, keys) for f in event.facts]
+        keys[0] += 1
+    elif isinstance(event, _Delete):
+        op, payload, keys[0] = "delete", (event.fact_id, event.deleted_at), 3
+    elif isinstance(event, _Supersede):
+        op, payload, keys[0] = "supersede", (event.fact_id, event.by_fact_id, event.superseded_at), 4
+    elif isinstance(event, _ClearSupersede):
+        op, payload, keys[0] = "clear_supersede", (event.fact_id, event.cleared_at), 3
+    elif isinstance(event, _SetValidity):
+        op = "set_validity"
+        start, end = (None if v is UNSET else v for v in (event.valid_from, event.valid_to))
+        payload = (event.fact_id, *_opt_fact_time(start), *_opt_fact_time(end), event.set_at)
+        keys[0] = 5 - (event.valid_from is UNSET) - (event.valid_to is UNSET)
+    elif isinstance(event, _SetHorizon):
+        op, payload, keys[0] = "set_horizon", (event.fact_id, event.horizon_class, event.set_at), 4
+    else:
+        op, payload, keys[0] = "reverify", (event.fact_id, *_fact_time(event.reverified_at)), 3
+    # No key repeated (serde rejects a repeated field): with no quote followed by whitespace,
+    # each key is a string directly followed by `:`, so the line has as many `":` as keys, more if a key
+    # repeated (or a string holds `":`).
+    if raw.count(b'":') != keys[0]:
         raise _Slow
     return op, payload
 

@@ -9,6 +9,7 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py --events-10m    # the 10,000,000-event rebuild only (time, peak memory)
     python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
     python tools/bench/bench_facts.py --floor-only    # a lower bound for the rebuild (decode, bare inserts)
+    python tools/bench/bench_facts.py --decoders-vs OLD_CHECKOUT  # the bulk decoders side by side, one process
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -16,6 +17,7 @@ Every figure is printed beside a baseline measured in the same run, with the rat
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -424,6 +426,57 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
                   f"{r['rss_growth_mib']:>16.0f}{r['first_query_s']:>18.2f}")
 
 
+def _decoder_of(checkout: Path):
+    """`checkout`'s bulk decoder, loaded beside this one (its relative imports bind to this cruxsql.facts:
+    it shares the codec and the timestamps), as one line's full judgement: fast path, else the codec."""
+    spec = importlib.util.spec_from_file_location("cruxsql.facts._bulk_vs", checkout / "cruxsql/facts/bulk.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "cruxsql.facts"
+    spec.loader.exec_module(module)
+    return _judged(module)
+
+
+def _judged(module):
+    def decode(raw: bytes) -> object:
+        try:
+            try:
+                return module.decode_fast(raw)
+            except module._Slow:
+                return codec.decode_event(raw)
+        except codec.CorruptLine:
+            return None
+    return decode
+
+
+def report_decoders(journal: Path, checkout: Path, rounds: int) -> None:
+    """`--decoders-vs`: every line of `journal` decoded by each decoder in turn, in one process, rounds
+    interleaved, best round each: json.loads (the baseline), the compiled decoders untyped (orjson only if
+    importable), and the bulk path's full judgement (fast path, else the codec) by this checkout and by
+    CHECKOUT's."""
+    import msgspec
+    lines = [line.rstrip(b"\n") for line in open(journal, "rb")]
+    decoders: dict[str, object] = {"json.loads": json.loads, "msgspec.json.decode (untyped)": msgspec.json.decode}
+    try:
+        import orjson  # type: ignore[import-not-found]  # not a dependency: measured when present
+        decoders["orjson.loads (untyped)"] = orjson.loads
+    except ImportError:
+        print("(orjson not importable: its row is left out)")
+    decoders["bulk decoder, this checkout"] = _judged(bulk)
+    decoders[f"bulk decoder, {checkout}"] = _decoder_of(checkout.resolve())
+    best = dict.fromkeys(decoders, float("inf"))
+    for _ in range(rounds):
+        for name, decode in decoders.items():
+            started = time.perf_counter()
+            for raw in lines:
+                decode(raw)  # type: ignore[operator]
+            best[name] = min(best[name], time.perf_counter() - started)
+    print(f"{len(lines):,} lines of {journal}, best of {rounds} interleaved rounds")
+    print(f"{'decoder':<56}{'lines/s':>12}{'vs json.loads':>15}")
+    for name, seconds in best.items():
+        print(f"{name:<56}{len(lines) / seconds:>12,.0f}{best['json.loads'] / seconds:>15.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -445,7 +498,10 @@ def main() -> None:
                         help="only the store_batch rows, into a copy of the store built in DATA_DIR")
     parser.add_argument("--rebuild-vs", type=Path, metavar="CHECKOUT",
                         help="only the rebuild of --events, by this code and by CHECKOUT's alternately (before/after)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of --rebuild-vs")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --rebuild-vs or --decoders-vs")
+    parser.add_argument("--decoders-vs", type=Path, metavar="CHECKOUT",
+                        help="only the decoders: json.loads, msgspec, orjson (if importable), the bulk path's "
+                             "decoder of this code and of CHECKOUT's, side by side in this process")
     parser.add_argument("--floor-only", action="store_true",
                         help="only the json parse of --events and the rebuild's floor: the Crux-exact decode of "
                              "every line, then the insert of the fewest rows a view holds into tables without "
@@ -487,6 +543,9 @@ def main() -> None:
 
     if args.rebuild_vs:
         report_rebuild_vs(journal, work, args.rebuild_vs, args.rounds)
+        return
+    if args.decoders_vs:
+        report_decoders(journal, args.decoders_vs, args.rounds)
         return
     parse_s = bench_parse(journal)
     if args.floor_only:
