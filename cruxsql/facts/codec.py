@@ -14,6 +14,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import accumulate
 from json.encoder import encode_basestring as _jstr
 from typing import Any, ClassVar, Literal, Optional, Union
@@ -59,8 +60,13 @@ def format_f32(x: float) -> str:
     """serde_json's (ryu) rendering of an f32: shortest round-trip digits, `.0` on integers."""
     if not math.isfinite(x):
         return "null"
-    if x == 0:
+    if x == 0:  # before the cache: 0.0 and -0.0 are one key to it
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    return _format_nonzero_f32(x)
+
+
+@lru_cache(maxsize=4096)  # a batch's facts share a few confidences; each costs up to 9 trial roundings
+def _format_nonzero_f32(x: float) -> str:
     for precision in range(1, 10):
         sci = "%.*e" % (precision - 1, x)
         if to_f32(float(sci)) == x:

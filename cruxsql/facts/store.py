@@ -492,6 +492,7 @@ class Store:
             check_create(req.entity, owner)
         op = "store_batch" if as_batch else "store"
         keyed = self._keyed(idempotency_key, op, requests[0].tenant_hash, requests[0].agent,
+                            None if idempotency_key is None else
                             [{k: getattr(r, k) for k in (*_STORE_FACT_KEYS, "agent")} for r in requests])
         with self.writer_lock():
             fact_ids: list[Optional[str]] = [None] * len(requests)
