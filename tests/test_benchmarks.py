@@ -77,6 +77,20 @@ def test_bench_facts_prints_every_row_with_ratios_of_its_columns(tmp_path):
     assert summary["events"] == 1000 and summary["store_batch_syncs"] == pytest.approx(syncs, abs=0.05)
 
 
+def test_bench_facts_times_the_decoders_side_by_side(tmp_path):
+    checkout = Path(__file__).resolve().parents[1]  # this checkout against itself: the rows, not the speed
+    result = run_bench("bench_facts.py", "--events", "300", "--decoders-vs", str(checkout), "--rounds", "1",
+                       "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "300 lines of" in out
+    (json_rate, _), (one, _) = printed(out, "json.loads")
+    assert one == 1.0
+    for label in ("msgspec.json.decode (untyped)", "bulk decoder, this checkout", f"bulk decoder, {checkout}"):
+        (rate, d_rate), (ratio, d_ratio) = printed(out, label)
+        assert abs(ratio - rate / json_rate) <= d_ratio + (rate + d_rate) / (json_rate - 0.5) - rate / json_rate
+
+
 def test_bench_compaction_reports_what_the_compaction_wrote(tmp_path):
     result = run_bench("bench_compaction.py", "--events", "2000", "--no-rebuild-baseline",
                        "--workdir", str(tmp_path / "work"), "--json-dir", str(tmp_path / "json"), cwd=tmp_path)

@@ -4,10 +4,12 @@ A full rebuild and any long journal tail come through here; the one or two lines
 go through the row-by-row `Applier`, and tests/test_bulk_replay.py proves both build the same tables.
 Where the time goes instead of ~120 µs per event:
 
-* Lines are decoded straight into view rows: one C `json` parse per line, the serde checks the codec
-  makes, and no dataclass per fact or event. Anything unusual (a possible duplicate key, a `\\u`
-  escape, a time not in chrono's own format, a type error...) is handed to `codec.decode_event`, so a
-  line is accepted, or rejected with the same reason, exactly as the codec does.
+* Lines are decoded straight into view rows: msgspec's compiled decoder checks each line against
+  typed shapes of the fast-path events (serde's types and ranges, unknown keys refused), and Python
+  only fills serde's defaults, checks the times and the f32 and counts the keys. Anything unusual (a
+  possible duplicate key, a time not in chrono's own format, a type error...) is handed to
+  `codec.decode_event`, so a line is accepted, or rejected with the same reason, exactly as the codec
+  does (tests/test_bulk_replay.py fuzzes and sweeps lines against it).
 * Which facts exist, and in which tenant (all the common replay rules need), is read for a whole
   batch with one query and then tracked in a dict while the batch is walked in journal order.
 * Rows go out with `executemany`. A full rebuild runs in one transaction with the secondary indexes

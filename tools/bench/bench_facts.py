@@ -433,6 +433,7 @@ def _decoder_of(checkout: Path):
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cruxsql.facts"
+    sys.modules[spec.name] = module  # msgspec resolves the Structs' annotations through it
     spec.loader.exec_module(module)
     return _judged(module)
 
