@@ -282,7 +282,12 @@ class FactTerms:
         instances = []                               # per field, each fact's text number
         for field in fields:
             values_from = base = len(texts)
-            number = {t: base + i for i, t in enumerate(dict.fromkeys(field))}
+            distinct = dict.fromkeys(field)
+            if len(distinct) * 5 > n * 4:            # hardly any repeats: each fact's own text is analysed
+                instances.append(np.arange(base, base + n, dtype=np.int64))
+                texts += field
+                continue
+            number = {t: base + i for i, t in enumerate(distinct)}
             instances.append(np.fromiter(map(number.__getitem__, field), dtype=np.int64, count=n))
             texts += number
         analysed = analyse_texts(texts)
