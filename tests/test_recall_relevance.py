@@ -57,7 +57,7 @@ def test_analyzer_stems_to_one_term_drops_stopwords_and_keeps_names_whole() -> N
 TEXTS = ["What's Maria's role? 'quoted' it's", "", "a b c", "PostgreSQL 15, the payments-api's db", "x'",
          "Été à Paris", "payments-api", "Maria Okafor", "note-48954", "eu-west-1 moved to eu-central-1",
          "the ledger-edge-worker and auth-core-frontend talk to ledger-edge-worker", "tab\there new\nline",
-         "unit\x1fseparator inside", "2027-12-15", "on_call rotation", "O'Brien's team", "ΣΊΣΥΦΟΣ Straße",
+         "unit\x1fseparator inside", "nul\x00inside it", "2027-12-15", "on_call rotation", "O'Brien's team", "ΣΊΣΥΦΟΣ Straße",
          "12 34 56", "a-1 b-2 c-3", "rock'n'roll band", "five words of plain text", "ops-team", "x" * 300]
 
 

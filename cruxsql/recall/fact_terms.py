@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -122,8 +121,12 @@ def value_terms(text: str) -> tuple[list[str], int]:
     return terms + value_units(text), len(terms)
 
 
-_SEPARATOR = "\x1f"
-_ASCII_PIECE = re.compile(r"[a-z0-9']+|\x1f")
+# Texts split at once are joined with a separator of their own: a word of no text, set apart by spaces
+_SEPARATOR = "\x00"
+_JOIN = f" {_SEPARATOR} "
+# lowercased ASCII: every character that is neither a word character ([a-z0-9']) nor the separator becomes
+# a space, so that `str.split` gives `split_words`'s pieces (and the separators)
+_NOT_IN_WORDS = str.maketrans({c: " " for c in range(128) if chr(c) not in "abcdefghijklmnopqrstuvwxyz0123456789'\x00"})
 
 
 def _word(piece: str) -> Optional[str]:
@@ -148,8 +151,8 @@ class TextTerms:
 
 
 def _joinable(texts: Sequence[str]) -> Optional[str]:
-    """`texts` joined by `_SEPARATOR`, when none of them holds it (else its count would misplace them)."""
-    joined = _SEPARATOR.join(texts)
+    """`texts` joined by `_JOIN`, when none of them holds `_SEPARATOR` (else its count would misplace them)."""
+    joined = _JOIN.join(texts)
     return joined if joined.count(_SEPARATOR) == len(texts) - 1 else None
 
 
@@ -161,7 +164,7 @@ def analyse_texts(texts: Sequence[str]) -> TextTerms:
     if joined is not None and joined.isascii():
         return _ascii_terms(joined, len(texts))
     plain = [i for i, t in enumerate(texts) if t.isascii() and _SEPARATOR not in t]
-    fast = _ascii_terms(_SEPARATOR.join(texts[i] for i in plain), len(plain))
+    fast = _ascii_terms(_JOIN.join(texts[i] for i in plain), len(plain))
     table = {t: i for i, t in enumerate(fast.terms)}
     counts, named = np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=np.int64)
     plain_arr = np.array(plain, dtype=np.int64)
@@ -181,11 +184,11 @@ def analyse_texts(texts: Sequence[str]) -> TextTerms:
 
 
 def _ascii_terms(joined: str, n: int) -> TextTerms:
-    """`analyse_texts` of `n` ASCII texts joined by `_SEPARATOR` (none of which holds it)."""
+    """`analyse_texts` of `n` ASCII texts joined by `_JOIN` (none of which holds `_SEPARATOR`)."""
     if not n:
         empty = np.zeros(0, dtype=np.int64)
         return TextTerms([], empty, empty, empty, empty)
-    pieces = _ASCII_PIECE.findall(joined.lower())
+    pieces = joined.lower().translate(_NOT_IN_WORDS).split()
     distinct = {p: i for i, p in enumerate(dict.fromkeys(pieces))}
     piece_ids = np.fromiter(map(distinct.__getitem__, pieces), dtype=np.int64, count=len(pieces))
     terms: dict[str, int] = {}
