@@ -62,12 +62,12 @@ TEXTS = ["What's Maria's role? 'quoted' it's", "", "a b c", "PostgreSQL 15, the 
 
 
 def _postings_of(rows: list[tuple]) -> tuple[dict, dict]:
-    """What `FactTerms` should index for `rows` (seq, entity, key, value, tenant, private), fact by fact
+    """What `FactTerms` should index for `rows` (seq, tenant, entity, key, value, private), fact by fact
     through `name_terms` and `value_terms`: {(tenant, owner, term): [(seq, tf per field, length per
     field)]} and {(tenant, owner): [facts, summed lengths per field]}."""
     postings: dict = {}
     stats: dict = {}
-    for seq, entity, key, value, tenant, private in rows:
+    for seq, tenant, entity, key, value, private in rows:
         owner, visible = ("", entity) if not entity.startswith("__agent::") else entity.split("::")[1:3]
         if private and not owner:
             continue
@@ -100,8 +100,8 @@ def test_facts_indexed_in_bulk_get_the_terms_of_one_at_a_time(tmp_path: Path) ->
     rows = []
     for seq in range(1, 3001):
         entity = rng.choice(TEXTS[5:12] + ["__agent::ann::payments-api", "__agent::bob::Maria Okafor", "svc"])
-        rows.append((seq + (70_000 if seq > 2000 else 0), entity, rng.choice(TEXTS + [f"note-{seq}"]),
-                     rng.choice(TEXTS) + rng.choice(("", f" #{seq}", " ok")), rng.choice(("default", "t1")),
+        rows.append((seq + (70_000 if seq > 2000 else 0), rng.choice(("default", "t1")), entity,
+                     rng.choice(TEXTS + [f"note-{seq}"]), rng.choice(TEXTS) + rng.choice(("", f" #{seq}", " ok")),
                      int(rng.random() < 0.1)))
     with Store(tmp_path / "data") as s:
         with s.db:

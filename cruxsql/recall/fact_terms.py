@@ -262,7 +262,7 @@ class FactTerms:
     def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, np.ndarray, list[tuple[str, str, str]],
                                                        np.ndarray]:
         """(per-scope stats deltas, postings records, their key numbers, the keys (tenant, owner, term) by
-        number, their blocks) of `rows` (seq, entity, key, value, tenant, private), in seq order. Each
+        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order. Each
         field's distinct texts are analysed once, all of them together (`analyse_texts`), their term
         occurrences handed out to the facts that hold them and counted per (scope, term, fact, field) with
         numpy."""
@@ -271,7 +271,7 @@ class FactTerms:
         seqs: list[int] = []
         fields: tuple[list[str], list[str], list[str]] = ([], [], [])      # visible entities, keys, values
         entities, keys, values = fields
-        for seq, entity, key, value, tenant, private in rows:
+        for seq, tenant, entity, key, value, private in rows:
             scoped = _scope_of(entity, private)
             if scoped is None:
                 continue
@@ -354,7 +354,7 @@ class FactTerms:
         return stats, records, ids, names, seq_arr[facts] >> BLOCK_BITS
 
     def add(self, rows: Sequence[tuple], fresh: bool = False) -> None:
-        """Index `rows` (seq, entity, key, value, tenant, private), every seq above those indexed; `fresh`:
+        """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed; `fresh`:
         no postings of their blocks are written yet (plain inserts, not appends)."""
         stats, records, ids, names, blocks = self._analyse(rows)
         if not len(records):
@@ -379,12 +379,23 @@ class FactTerms:
             "value_words = value_words + excluded.value_words",
             [(tenant, owner, *(sign * delta).tolist()) for (tenant, owner), delta in stats.items()])
 
+    def index_range(self, last: int, max_seq: int) -> None:
+        """Index the facts with seqs in (last, max_seq], a postings block at most at a time (a block's rows
+        are written once, not extended by the next chunk)."""
+        while last < max_seq:
+            hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1)
+            fresh = last == 0 or (last + 1) & (BLOCK_SIZE - 1) == 0
+            self.add(self.db.execute(
+                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? "
+                "ORDER BY seq", (last, hi)).fetchall(), fresh)
+            last = hi
+
     def drop(self, seqs: Sequence[int]) -> None:
         """Take the facts `seqs` (still in `facts`) out of the postings and the statistics."""
         for i in range(0, len(seqs), _CHUNK):
             chunk = np.array(seqs[i:i + _CHUNK], dtype=np.int64)
             rows = self.db.execute(
-                "SELECT seq, entity, key, value, tenant_hash, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
+                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
                 (apsw.carray(chunk),)).fetchall()
             stats, _, ids, names, blocks = self._analyse(rows)
             updates: list[tuple] = []

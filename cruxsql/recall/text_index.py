@@ -22,9 +22,11 @@ from ..facts import derived_tables
 from ..facts.journal import Journal
 from . import trigrams
 from .derived_writes import checkpoint_generation, write_transaction
-from .fact_terms import BLOCK_BITS, BLOCK_SIZE, FactTerms
+from .fact_terms import FactTerms
 from .scope import rust_lower, split_private_entity
 
+BLOCK_BITS = 16
+BLOCK_SIZE = 1 << BLOCK_BITS
 # Facts indexed at a time. A quarter of a postings block: the rest of a block is appended to its rows
 # in SQL, and the smaller sorts are about as fast in all while a full index of 1M facts peaks at
 # ~150 MiB instead of ~310 MiB (a whole block per batch).
@@ -43,8 +45,8 @@ def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
 
 def _indexed_strings(row: tuple, text: tuple) -> tuple[str, str, str]:
     """The lowercased value, key and visible entity whose trigrams index the fact `row` (seq, entity, key,
-    value, ...), from its `text_row` `text` (a NULL column: the stored text was already lowercase)."""
-    _, entity, key, value = row[:4]
+    value), from its `text_row` `text` (a NULL column: the stored text was already lowercase)."""
+    _, entity, key, value = row
     return (text[3] if text[3] is not None else value, text[4] if text[4] is not None else key,
             text[5] if text[5] is not None else entity)
 
@@ -119,6 +121,7 @@ class TextIndex:
                 done += self._index_range(last, max_seq, sorter)
         elif last < max_seq:
             done += self._index_range(last, max_seq, None)
+        self.terms.index_range(last, max_seq)
         db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
                    (generation, max(max_seq, state[1] if state and state[0] == generation else 0)))
         return done
@@ -126,22 +129,16 @@ class TextIndex:
     def _index_range(self, last: int, max_seq: int, sorter: Optional[ThreadPoolExecutor]) -> int:
         """Index the facts with seqs above `last` up to `max_seq`, a batch at a time. With a `sorter`, the
         postings of one batch are computed on its thread (numpy's sorts release the GIL) while this one
-        reads and lowercases the next batch's text; postings are still written batch after batch. The word
-        postings take the same rows, a postings block at a time (each block's rows written once)."""
+        reads and lowercases the next batch's text; postings are still written batch after batch."""
         done = 0
         pending: list[tuple[int, Future, str]] = []
-        words: list[tuple] = []                      # the rows of the block being read, for the word postings
-        words_mode = "insert"
         while last < max_seq:
             # batches never straddle a postings block, so a fresh block is written with plain inserts
             hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1, last + self.batch)
             rows = self.db.execute(
-                "SELECT seq, entity, key, value, tenant_hash, private FROM facts WHERE seq > ? AND seq <= ? "
-                "ORDER BY seq", (last, hi)).fetchall()
+                "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq", (last, hi)
+            ).fetchall()
             mode = "insert" if last == 0 or ((last + 1) & (BLOCK_SIZE - 1)) == 0 else "append"
-            if not words:
-                words_mode = mode
-            words += rows
             if sorter is None:
                 done += self._index_rows(rows, mode)
             else:
@@ -152,26 +149,23 @@ class TextIndex:
                 pending = computing
                 done += len(rows)
             last = hi
-            if last == max_seq or (last + 1) & (BLOCK_SIZE - 1) == 0:
-                self.terms.add(words, fresh=words_mode == "insert")
-                words = []
         for block, future, block_mode in pending:
             self._write_block(block, *future.result(), block_mode)
         return done
 
     def _index_rows(self, rows: Sequence[tuple], mode: str) -> int:
-        """Index the text of `rows` (seq, entity, key, value, ...). mode: `insert` (a block nobody wrote yet) or `append`
+        """Index `rows` (seq, entity, key, value). mode: `insert` (a block nobody wrote yet) or `append`
         (seqs above every seq already in the block: concatenate in SQL)."""
         for block, strings, owners in self._add_text(rows):
             self._write_block(block, *trigrams.postings(strings, owners), mode)
         return len(rows)
 
     def _add_text(self, rows: Sequence[tuple]) -> list[tuple[int, list[str], np.ndarray]]:
-        """Write the `recall_text` rows of `rows` (seq, entity, key, value, ...); return the strings to index
+        """Write the `recall_text` rows of `rows` (seq, entity, key, value); return the strings to index
         and their seqs, grouped by postings block (dirty re-indexing can span several)."""
         if not rows:
             return []
-        text_rows = [text_row(*r[:4]) for r in rows]
+        text_rows = [text_row(*r) for r in rows]
         self.db.executemany(
             "INSERT OR REPLACE INTO recall_text (seq, owner, visible_entity, lc_value, lc_key, lc_entity) "
             "VALUES (?, ?, ?, ?, ?, ?)", text_rows)
