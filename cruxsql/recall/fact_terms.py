@@ -111,7 +111,9 @@ def value_units(text: str) -> list[str]:
             units.append(unit_term(ws))
     if text.replace(" ", "").isalnum():     # no punctuation: no other unit
         return units
-    chunks = [_chunk_unit(chunk) for chunk in text.split() if not chunk.isalnum()]
+    # an ASCII chunk without a letter or an apostrophe has only numbers for words (`#4711`, `2027-12-15`): no unit
+    chunks = [_chunk_unit(chunk) for chunk in text.split()
+              if not chunk.isalnum() and not (chunk.isascii() and "'" not in chunk and chunk.lower() == chunk.upper())]
     return units + [u for u in chunks if u is not None and u not in units]
 
 
