@@ -17,7 +17,7 @@ from test_bulk_replay import _tables, mixed_journal
 
 from cruxsql.facts import privacy, replay, view_file
 from cruxsql.facts.journal import Journal
-from cruxsql.recall import fact_terms, text_index
+from cruxsql.recall import fact_terms, text_index, timeline
 
 # Tables whose rows a fact keeps after a later line removed it from the view (replace_latest) when it was
 # indexed before that line, as incremental replay does; recall joins them on `facts`.
@@ -27,12 +27,16 @@ DERIVED_TABLES = ("recall_text", "recall_grams", "recall_terms", "recall_term_st
 
 
 @pytest.fixture
-def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+def small_blocks_and_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Postings blocks of 32 seqs, so that a journal of a few thousand lines spans many: the rebuild writes
-    each block once, incremental replay appends to the block it is filling."""
+    each block once, incremental replay appends to the block it is filling. And the timeline's ways for
+    many lines at once (a rebuild's) from 100 lines on."""
     for module in (fact_terms, text_index):
         monkeypatch.setattr(module, "BLOCK_BITS", 5)
         monkeypatch.setattr(module, "BLOCK_SIZE", 32)
+    # store lines' times from one scan of `facts`; the changes a window of lines at a time
+    monkeypatch.setattr(timeline, "_SCAN_FACTS_PAST", 100)
+    monkeypatch.setattr(timeline, "_WINDOW_LINES", 300)
 
 
 def _rebuilt(data: Path, journal: bytes) -> apsw.Connection:
@@ -75,7 +79,7 @@ def _gram_postings(db: apsw.Connection) -> set[tuple[int, int]]:
 
 @pytest.mark.parametrize("seed", [7, 12])
 def test_a_rebuild_builds_every_derived_table_as_incremental_replay_does(tmp_path: Path, monkeypatch,
-                                                                         small_blocks, seed: int) -> None:
+                                                                         small_blocks_and_windows, seed: int) -> None:
     monkeypatch.setenv(privacy.ALWAYS_PRIVATE_ENV, "secret::")
     privacy.install_global(None)
     journal = mixed_journal(seed=seed)
