@@ -4,8 +4,10 @@ by replay (rebuildable from the journal)."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,7 @@ import pytest
 
 from cruxsql.facts.store import Store
 from cruxsql.recall import Recall
-from cruxsql.recall.fact_terms import (POSTING, many_value_terms, name_terms, term_of, value_terms, value_units,
-                                       words)
+from cruxsql.recall.fact_terms import POSTING, FactTerms, analyse_texts, name_terms, term_of, value_terms, words
 from cruxsql.recall.relevance import RecallResult
 from cruxsql.recall.tokens import estimate_tokens
 
@@ -53,14 +54,81 @@ def test_analyzer_stems_to_one_term_drops_stopwords_and_keeps_names_whole() -> N
     assert "=maria-okafor" in value_terms("Maria Okafor")[0]          # a short value is a name too
 
 
-def test_values_analysed_in_bulk_give_the_terms_of_one_at_a_time() -> None:
-    values = ["What's Maria's role? 'quoted' it's", "", "a b c", "PostgreSQL 15, the payments-api's db", "x'"]
-    for extra in ([], ["Été à Paris"]):        # all-ASCII batches take the one-regex path
-        table, ids, owners, lengths = many_value_terms(values + extra)
-        for i, value in enumerate(values + extra):
-            terms, length = value_terms(value)
-            assert sorted(table[j] for j, o in zip(ids, owners) if o == i) == sorted(
-                t for t in terms if t not in value_units(value)) and lengths[i] == length
+TEXTS = ["What's Maria's role? 'quoted' it's", "", "a b c", "PostgreSQL 15, the payments-api's db", "x'",
+         "Été à Paris", "payments-api", "Maria Okafor", "note-48954", "eu-west-1 moved to eu-central-1",
+         "the ledger-edge-worker and auth-core-frontend talk to ledger-edge-worker", "tab\there new\nline",
+         "unit\x1fseparator inside", "nul\x00inside it", "2027-12-15", "on_call rotation", "O'Brien's team", "ΣΊΣΥΦΟΣ Straße",
+         "12 34 56", "a-1 b-2 c-3", "rock'n'roll band", "five words of plain text", "ops-team", "x" * 300]
+
+
+def _postings_of(rows: list[tuple]) -> tuple[dict, dict]:
+    """What `FactTerms` should index for `rows` (seq, tenant, entity, key, value, private), fact by fact
+    through `name_terms` and `value_terms`: {(tenant, owner, term): [(seq, tf per field, length per
+    field)]} and {(tenant, owner): [facts, summed lengths per field]}."""
+    postings: dict = {}
+    stats: dict = {}
+    for seq, tenant, entity, key, value, private in rows:
+        owner, visible = ("", entity) if not entity.startswith("__agent::") else entity.split("::")[1:3]
+        if private and not owner:
+            continue
+        (e_terms, e_len), (k_terms, k_len), (v_terms, v_len) = name_terms(visible), name_terms(key), value_terms(value)
+        lengths = tuple(min(n, 255) for n in (e_len, k_len, v_len))
+        counts = [Counter(e_terms), Counter(k_terms), Counter(v_terms)]
+        for term in sorted(set(e_terms) | set(k_terms) | set(v_terms)):
+            postings.setdefault((tenant, owner, term), []).append(
+                (seq, tuple(min(c[term], 255) for c in counts), lengths))
+        total = stats.setdefault((tenant, owner), [0, 0, 0, 0])
+        for i, n in enumerate((1, *lengths)):
+            total[i] += n
+    return postings, stats
+
+
+def _indexed(store: Store) -> tuple[dict, dict]:
+    postings: dict = {}
+    for tenant, owner, term, block, blob in store.db.execute("SELECT * FROM recall_terms ORDER BY 1, 2, 3, 4"):
+        postings.setdefault((tenant, owner, term), []).extend(
+            ((block << 16) + int(r["off"]), tuple(r["tf"].tolist()), tuple(r["len"].tolist()))
+            for r in np.frombuffer(blob, dtype=POSTING))
+    stats = {(t, o): list(rest) for t, o, *rest in store.db.execute("SELECT * FROM recall_term_stats")}
+    return postings, stats
+
+
+def test_facts_indexed_in_bulk_get_the_terms_of_one_at_a_time(tmp_path: Path) -> None:
+    # many facts at once, as a rebuild indexes them: each field's distinct texts analysed together (one
+    # regular expression over the ASCII ones), units only where two words are not all digits
+    rng = random.Random(5)
+    rows = []
+    for seq in range(1, 3001):
+        entity = rng.choice(TEXTS[5:12] + ["__agent::ann::payments-api", "__agent::bob::Maria Okafor", "svc"])
+        rows.append((seq + (70_000 if seq > 2000 else 0), rng.choice(("default", "t1")), entity,
+                     rng.choice(TEXTS + [f"note-{seq}"]), rng.choice(TEXTS) + rng.choice(("", f" #{seq}", " ok")),
+                     int(rng.random() < 0.1)))
+    with Store(tmp_path / "data") as s:
+        with s.db:
+            terms = FactTerms(s.db)
+            terms.wipe()
+            terms.add(rows[:2000], fresh=True)
+            for i in range(2000, 3000, 7):                      # and a few at a time, as replay adds them
+                terms.add(rows[i:i + 7])
+            indexed = _indexed(s)
+    expected = _postings_of(rows)
+    assert indexed[1] == expected[1]
+    assert indexed[0].keys() == expected[0].keys()
+    for name, records in expected[0].items():
+        assert indexed[0][name] == records, name
+    assert ("default", "ann", "=payments-api") in indexed[0] and ("t1", "", "=eu-central") in indexed[0]
+
+
+def test_texts_analysed_together_give_the_words_of_each() -> None:
+    for texts in (TEXTS[:5], TEXTS):            # all-ASCII (one regular expression), and mixed
+        analysed = analyse_texts(texts)
+        assert analysed.owners.tolist() == sorted(analysed.owners.tolist())
+        for i, text in enumerate(texts):
+            terms = [analysed.terms[t] for t, o in zip(analysed.ids.tolist(), analysed.owners.tolist()) if o == i]
+            value, length = value_terms(text)
+            assert sorted(terms) == sorted(t for t in value if not t.startswith("=")), text
+            assert analysed.counts[i] == length
+            assert analysed.named[i] == sum(1 for w in words(text) if not w.isdigit()), text
 
 
 def test_literal_questions_find_the_answer_first(store: Store) -> None:

@@ -19,8 +19,9 @@ insert, so indexing is append-only, and a compaction drops the dropped facts' po
 
 from __future__ import annotations
 
+import bisect
 import functools
-import re
+import itertools
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -35,7 +36,7 @@ BLOCK_SIZE = 1 << BLOCK_BITS
 UNIT = "="                       # prefix of a unit term (never produced by the word split)
 FIELDS = ("entity", "key", "value")
 POSTING = np.dtype([("off", "<u2"), ("tf", "u1", (3,)), ("len", "u1", (3,))])
-_CHUNK = 50_000                  # facts analysed and written at a time
+_CHUNK = 50_000                  # facts taken out of the index at a time
 MAX_UNIT_WORDS = 4            # the longest name a query's consecutive words are looked up as
 
 STOPWORDS = frozenset("""
@@ -80,21 +81,16 @@ def is_unit(parts: Sequence[str]) -> bool:
     return sum(1 for p in parts if not p.isdigit()) > 1
 
 
-def _name_terms(text: str) -> tuple[tuple[str, ...], int]:
+def name_terms(text: str) -> tuple[tuple[str, ...], int]:
     """(terms, word count) of a name (an entity or key): its words' terms, plus the unit of the whole name
-    when it is one."""
+    when it is one. With `value_terms`, the analyzer of one fact; `FactTerms` indexes many at once and
+    gives the same terms (tests/test_recall_relevance.py)."""
     ws = words(text)
     terms = [term_of(w) for w in ws if w not in STOPWORDS]
     length = len(terms)
     if is_unit(ws):
         terms.append(unit_term(ws))
     return tuple(terms), length
-
-
-# Names repeat across facts, so their terms are remembered; entities and keys apart, so that many
-# one-off keys (`note-4711`) do not push the entities out.
-name_terms = functools.lru_cache(maxsize=1 << 16)(_name_terms)
-key_terms = functools.lru_cache(maxsize=1 << 16)(_name_terms)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -115,7 +111,9 @@ def value_units(text: str) -> list[str]:
             units.append(unit_term(ws))
     if text.replace(" ", "").isalnum():     # no punctuation: no other unit
         return units
-    chunks = [_chunk_unit(chunk) for chunk in text.split() if not chunk.isalnum()]
+    # an ASCII chunk without a letter or an apostrophe has only numbers for words (`#4711`, `2027-12-15`): no unit
+    chunks = [_chunk_unit(chunk) for chunk in text.split()
+              if not chunk.isalnum() and not (chunk.isascii() and "'" not in chunk and chunk.lower() == chunk.upper())]
     return units + [u for u in chunks if u is not None and u not in units]
 
 
@@ -125,50 +123,95 @@ def value_terms(text: str) -> tuple[list[str], int]:
     return terms + value_units(text), len(terms)
 
 
-_SEPARATOR = "\x1f"
-_ASCII_PIECE = re.compile(r"[a-z0-9']+|\x1f")
+# Texts split at once are joined with a separator of their own: a word of no text, set apart by spaces
+_SEPARATOR = "\x00"
+_JOIN = f" {_SEPARATOR} "
+# lowercased ASCII: every character that is neither a word character ([a-z0-9']) nor the separator becomes
+# a space, so that `str.split` gives `split_words`'s pieces (and the separators)
+_NOT_IN_WORDS = str.maketrans({c: " " for c in range(128) if chr(c) not in "abcdefghijklmnopqrstuvwxyz0123456789'\x00"})
 
 
-def _kept_term(piece: str) -> Optional[str]:
-    """The term of one lowercased ASCII piece as `words` and `value_terms` would keep it, else None."""
+def _word(piece: str) -> Optional[str]:
+    """One lowercased piece as `words` keeps it (possessive and edge apostrophes dropped), else None."""
     if piece.endswith("'s"):
         piece = piece[:-2]
     piece = piece.strip("'")
-    return term_of(piece) if len(piece) > 1 and piece not in STOPWORDS else None
+    return piece if len(piece) > 1 or (piece and not piece.isascii()) else None
 
 
-def many_value_terms(values: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """`value_terms` of many values at once, without their units: (term table, term number of each term
-    occurrence, its value's index, each value's word count). ASCII values are split by one regular
-    expression over all of them and each distinct word is analysed once."""
-    joined = _SEPARATOR.join(values)
-    if not joined.isascii() or not values:
-        table: dict[str, int] = {}
-        ids: list[int] = []
-        of_value: list[int] = []
-        counts: list[int] = []
-        for i, value in enumerate(values):
-            kept = [term_of(w) for w in words(value) if w not in STOPWORDS]
-            ids += [table.setdefault(t, len(table)) for t in kept]
-            of_value += [i] * len(kept)
-            counts.append(len(kept))
-        return list(table), np.array(ids, dtype=np.int64), np.array(of_value, dtype=np.int64), \
-            np.array(counts, dtype=np.int64)
-    pieces = _ASCII_PIECE.findall(joined.lower())
+@dataclass(frozen=True)
+class TextTerms:
+    """The words of many texts analysed at once, without units: occurrence j is term `terms[ids[j]]` of
+    text `owners[j]` (owners non-decreasing); per text, how many terms it keeps (its word count for BM25)
+    and how many of its words are not all digits (`is_unit` needs two)."""
+
+    terms: list[str]
+    ids: np.ndarray
+    owners: np.ndarray
+    counts: np.ndarray
+    named: np.ndarray
+
+
+def _joinable(texts: Sequence[str]) -> Optional[str]:
+    """`texts` joined by `_JOIN`, when none of them holds `_SEPARATOR` (else its count would misplace them)."""
+    joined = _JOIN.join(texts)
+    return joined if joined.count(_SEPARATOR) == len(texts) - 1 else None
+
+
+def analyse_texts(texts: Sequence[str]) -> TextTerms:
+    """The `TextTerms` of `texts`. ASCII texts are split by one regular expression over all of them and
+    each distinct word is analysed once; the others (and any holding the separator the split joins them
+    with) one at a time, through `words`."""
+    joined = _joinable(texts)
+    if joined is not None and joined.isascii():
+        return _ascii_terms(joined, len(texts))
+    plain = [i for i, t in enumerate(texts) if t.isascii() and _SEPARATOR not in t]
+    fast = _ascii_terms(_JOIN.join(texts[i] for i in plain), len(plain))
+    table = {t: i for i, t in enumerate(fast.terms)}
+    counts, named = np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=np.int64)
+    plain_arr = np.array(plain, dtype=np.int64)
+    counts[plain_arr], named[plain_arr] = fast.counts, fast.named
+    ids: list[int] = []
+    owners: list[int] = []
+    for i in sorted(set(range(len(texts))).difference(plain)):
+        ws = words(texts[i])
+        kept = [table.setdefault(term_of(w), len(table)) for w in ws if w not in STOPWORDS]
+        ids += kept
+        owners += [i] * len(kept)
+        counts[i], named[i] = len(kept), sum(1 for w in ws if not w.isdigit())
+    all_owners = np.concatenate([plain_arr[fast.owners], np.array(owners, dtype=np.int64)])
+    order = np.argsort(all_owners, kind="stable")
+    return TextTerms(list(table), np.concatenate([fast.ids, np.array(ids, dtype=np.int64)])[order],
+                     all_owners[order], counts, named)
+
+
+def _ascii_terms(joined: str, n: int) -> TextTerms:
+    """`analyse_texts` of `n` ASCII texts joined by `_JOIN` (none of which holds `_SEPARATOR`)."""
+    if not n:
+        empty = np.zeros(0, dtype=np.int64)
+        return TextTerms([], empty, empty, empty, empty)
+    pieces = joined.lower().translate(_NOT_IN_WORDS).split()
     distinct = {p: i for i, p in enumerate(dict.fromkeys(pieces))}
     piece_ids = np.fromiter(map(distinct.__getitem__, pieces), dtype=np.int64, count=len(pieces))
     terms: dict[str, int] = {}
     term_of_piece = np.full(len(distinct), -1, dtype=np.int64)
+    named_piece = np.zeros(len(distinct), dtype=bool)
     for piece, i in distinct.items():
-        term = _kept_term(piece) if piece != _SEPARATOR else None
-        if term is not None:
-            term_of_piece[i] = terms.setdefault(term, len(terms))
-    separators = piece_ids == distinct.get(_SEPARATOR, -1)
-    owner = np.cumsum(separators)
+        if piece.isdigit():                          # a number is its own term (ids and counts make many)
+            if len(piece) > 1:
+                term_of_piece[i] = terms.setdefault(piece, len(terms))
+            continue
+        word = _word(piece) if piece != _SEPARATOR else None
+        if word is not None:
+            named_piece[i] = not word.isdigit()
+            if word not in STOPWORDS:
+                term_of_piece[i] = terms.setdefault(term_of(word), len(terms))
+    owner = np.cumsum(piece_ids == distinct.get(_SEPARATOR, -1))
     mapped = term_of_piece[piece_ids]
     keep = mapped >= 0
     owners = owner[keep]
-    return list(terms), mapped[keep], owners, np.bincount(owners, minlength=len(values)).astype(np.int64)
+    return TextTerms(list(terms), mapped[keep], owners, np.bincount(owners, minlength=n),
+                     np.bincount(owner[named_piece[piece_ids]], minlength=n))
 
 
 @dataclass(frozen=True)
@@ -194,6 +237,18 @@ def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
     return None if private else ("", entity)
 
 
+def _occurrences_of(instances: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
+    """(instance, occurrence) of every occurrence of every instance's text: `instances[k]` is the text
+    number of instance k, `owners[j]` the text of occurrence j (non-decreasing)."""
+    per_text = np.bincount(owners, minlength=n_texts)
+    text_start = np.cumsum(per_text) - per_text
+    per_instance = per_text[instances]
+    instance_start = np.cumsum(per_instance) - per_instance
+    total = int(per_instance.sum())
+    of = np.repeat(np.arange(len(instances), dtype=np.int64), per_instance)
+    return of, np.arange(total, dtype=np.int64) + np.repeat(text_start[instances] - instance_start, per_instance)
+
+
 class FactTerms:
     """The BM25 postings of one view's facts (maintained by `text_index.TextIndex`)."""
 
@@ -209,77 +264,100 @@ class FactTerms:
     def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, np.ndarray, list[tuple[str, str, str]],
                                                        np.ndarray]:
         """(per-scope stats deltas, postings records, their key numbers, the keys (tenant, owner, term) by
-        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order: the terms
-        of every fact are listed once, then counted per (scope, term, fact, field) with numpy."""
+        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order. Each
+        field's distinct texts are analysed once, all of them together (`analyse_texts`), their term
+        occurrences handed out to the facts that hold them and counted per (scope, term, fact, field) with
+        numpy."""
         scopes: dict[tuple[str, str], int] = {}
-        tokens: list[str] = []                       # entity and key terms, then value units
-        counts: list[tuple[int, int]] = []           # terms of the entity and the key of each fact
-        lengths: list[tuple[int, int]] = []          # word counts of the entity and the key
         fact_scope: list[int] = []
         seqs: list[int] = []
-        values: list[str] = []
+        fields: tuple[list[str], list[str], list[str]] = ([], [], [])      # visible entities, keys, values
+        entities, keys, values = fields
         for seq, tenant, entity, key, value, private in rows:
             scoped = _scope_of(entity, private)
             if scoped is None:
                 continue
-            owner, visible = scoped
-            fact_scope.append(scopes.setdefault((tenant, owner), len(scopes)))
-            e_terms, e_len = name_terms(visible)
-            k_terms, k_len = key_terms(key)
-            tokens += e_terms
-            tokens += k_terms
-            counts.append((len(e_terms), len(k_terms)))
-            lengths.append((e_len, k_len))
+            fact_scope.append(scopes.setdefault((tenant, scoped[0]), len(scopes)))
             seqs.append(seq)
+            entities.append(scoped[1])
+            keys.append(key)
             values.append(value)
         n = len(seqs)
-        count_arr = np.array(counts, dtype=np.int64).reshape(-1, 2)
-        fact_parts = [np.repeat(np.arange(n, dtype=np.int64), count_arr.sum(axis=1))]
-        field_parts = [np.repeat(np.tile(np.arange(2, dtype=np.int64), n), count_arr.ravel())]
-        unit_owners = []
-        for i, value in enumerate(values):
-            units = value_units(value)
-            tokens += units
-            unit_owners += [i] * len(units)
-        fact_parts.append(np.array(unit_owners, dtype=np.int64))
-        field_parts.append(np.full(len(unit_owners), 2, dtype=np.int64))
-        table, value_ids, value_owners, value_lengths = many_value_terms(values)
-        numbers = {t: i for i, t in enumerate(dict.fromkeys([*tokens, *table]))}
-        term_ids = np.concatenate([
-            np.fromiter(map(numbers.__getitem__, tokens), dtype=np.int64, count=len(tokens)),
-            np.array([numbers[t] for t in table], dtype=np.int64)[value_ids] if table else value_ids])
-        fact_of = np.concatenate(fact_parts + [value_owners])
-        field_of = np.concatenate(field_parts + [np.full(len(value_owners), 2, dtype=np.int64)])
-        length_arr = np.concatenate([np.array(lengths, dtype=np.int64).reshape(-1, 2), value_lengths[:, None]],
-                                    axis=1) if n else np.zeros((0, 3), dtype=np.int64)
-        scope_arr = np.array(fact_scope, dtype=np.int64)
+        texts: list[str] = []                        # each field's distinct texts, field after field
+        instances = []                               # per field, each fact's text number
+        for field in fields:
+            values_from = base = len(texts)
+            distinct = dict.fromkeys(field)
+            if len(distinct) * 5 > n * 4:            # hardly any repeats: each fact's own text is analysed
+                instances.append(np.arange(base, base + n, dtype=np.int64))
+                texts += field
+                continue
+            number = {t: base + i for i, t in enumerate(distinct)}
+            instances.append(np.fromiter(map(number.__getitem__, field), dtype=np.int64, count=n))
+            texts += number
+        analysed = analyse_texts(texts)
+        numbers = {t: i for i, t in enumerate(analysed.terms)}
+        # units: only a text with two words that are not all digits has one; a name's is the whole name, a
+        # value's come from `value_units`, which gives none to a value of four spaces or more (no name)
+        # without punctuation
+        candidates = np.flatnonzero(analysed.named >= 2).tolist()
+        names_end = bisect.bisect_left(candidates, values_from)
+        unit_texts = candidates[:names_end] + [
+            i for i in candidates[names_end:]
+            if 0 < texts[i].count(" ") <= 3 or not texts[i].replace(" ", "").isalnum()]
+        unit_lists = [[unit_term(words(texts[i]))] for i in unit_texts[:names_end]]
+        unit_lists += map(value_units, [texts[i] for i in unit_texts[names_end:]])
+        units = list(itertools.chain.from_iterable(unit_lists))
+        unit_number = {u: numbers.setdefault(u, len(numbers)) for u in dict.fromkeys(units)}
+        unit_ids = np.fromiter(map(unit_number.__getitem__, units), dtype=np.int64, count=len(units))
+        unit_owners = np.repeat(np.array(unit_texts, dtype=np.int64), list(map(len, unit_lists)))
+        # every field of every fact (instance k: fact k % n, field k // n), then its texts' occurrences
+        instance_arr = np.concatenate(instances)
+        word_inst, word_occ = _occurrences_of(instance_arr, analysed.owners, len(texts))
+        unit_inst, unit_occ = _occurrences_of(instance_arr, unit_owners, len(texts))
+        inst = np.concatenate([word_inst, unit_inst])
+        term_ids = np.concatenate([analysed.ids[word_occ], unit_ids[unit_occ]])
+        fact_of = inst % max(n, 1)
+        field_of = inst // max(n, 1)
+        length_arr = analysed.counts[instance_arr].reshape(3, n).T
+        # scopes and terms numbered in their text order (SQLite's BINARY collation is code point order), so
+        # that sorted keys come in the index's order: rows written in order append to its B-tree
+        term_names = sorted(numbers)
+        term_rank = np.empty(len(numbers), dtype=np.int64)
+        term_rank[np.fromiter(map(numbers.__getitem__, term_names), dtype=np.int64, count=len(numbers))] = \
+            np.arange(len(numbers))
+        scope_names = sorted(scopes)
+        scope_rank = np.empty(len(scopes), dtype=np.int64)
+        scope_rank[[scopes[s] for s in scope_names]] = np.arange(len(scopes))
+        scope_arr = scope_rank[np.array(fact_scope, dtype=np.int64)]
         n_terms = max(len(numbers), 1)
         # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending
-        keys, tf = np.unique(((scope_arr[fact_of] * n_terms + term_ids) * max(n, 1) + fact_of) * 3 + field_of,
-                             return_counts=True)
-        posting_keys, first = np.unique(keys // 3, return_index=True)
-        which = np.searchsorted(posting_keys, keys // 3)
+        keys_arr, tf = np.unique(((scope_arr[fact_of] * n_terms + term_rank[term_ids]) * max(n, 1) + fact_of) * 3
+                                 + field_of, return_counts=True)
+        posting_of = keys_arr // 3
+        fresh = np.r_[True, posting_of[1:] != posting_of[:-1]] if len(keys_arr) else np.zeros(0, dtype=bool)
+        posting_keys = posting_of[fresh]
         records = np.zeros(len(posting_keys), dtype=POSTING)
         tf_matrix = np.zeros((len(posting_keys), 3), dtype=np.int64)
-        tf_matrix[which, keys % 3] = tf
+        tf_matrix[np.cumsum(fresh) - 1, keys_arr % 3] = tf
         facts = posting_keys % max(n, 1)
         seq_arr = np.array(seqs, dtype=np.int64)
         records["off"] = seq_arr[facts] & (BLOCK_SIZE - 1)
         records["tf"] = np.minimum(tf_matrix, 255)
         records["len"] = np.minimum(length_arr, 255)[facts]
-        group = posting_keys // max(n, 1)                # scope * n_terms + term
-        term_names = list(numbers)
-        scope_names = list(scopes)
-        distinct, ids = np.unique(group, return_inverse=True)
-        names = [(*scope_names[g // n_terms], term_names[g % n_terms]) for g in distinct.tolist()]
+        group = posting_keys // max(n, 1)                # scope * n_terms + term, ascending
+        first = np.r_[True, group[1:] != group[:-1]] if len(group) else np.zeros(0, dtype=bool)
+        ids = np.cumsum(first) - 1
+        names = [(*scope_names[g // n_terms], term_names[g % n_terms]) for g in group[first].tolist()]
         stats: dict[tuple[str, str], np.ndarray] = {}
         for sc, name in enumerate(scope_names):
             mine = scope_arr == sc
             stats[name] = np.array([int(mine.sum()), *np.minimum(length_arr[mine], 255).sum(axis=0).tolist()])
         return stats, records, ids, names, seq_arr[facts] >> BLOCK_BITS
 
-    def add(self, rows: Sequence[tuple]) -> None:
-        """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed."""
+    def add(self, rows: Sequence[tuple], fresh: bool = False) -> None:
+        """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed; `fresh`:
+        no postings of their blocks are written yet (plain inserts, not appends)."""
         stats, records, ids, names, blocks = self._analyse(rows)
         if not len(records):
             return
@@ -289,8 +367,9 @@ class FactTerms:
         raw = records.tobytes()
         size = POSTING.itemsize
         self.db.executemany(
-            "INSERT INTO recall_terms (tenant, owner, term, block, postings) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (tenant, owner, term, block) DO UPDATE SET postings = CAST(postings || excluded.postings AS BLOB)",
+            "INSERT INTO recall_terms (tenant, owner, term, block, postings) VALUES (?, ?, ?, ?, ?)" + (
+                "" if fresh else " ON CONFLICT (tenant, owner, term, block) DO UPDATE SET "
+                                 "postings = CAST(postings || excluded.postings AS BLOB)"),
             ((*names[ids[s]], int(blocks[s]), raw[s * size:e * size]) for s, e in zip(bounds[:-1], bounds[1:])))
         self._count(stats, 1)
 
@@ -303,12 +382,14 @@ class FactTerms:
             [(tenant, owner, *(sign * delta).tolist()) for (tenant, owner), delta in stats.items()])
 
     def index_range(self, last: int, max_seq: int) -> None:
-        """Index the facts with seqs in (last, max_seq]."""
+        """Index the facts with seqs in (last, max_seq], a postings block at most at a time (a block's rows
+        are written once, not extended by the next chunk)."""
         while last < max_seq:
-            hi = min(max_seq, last + _CHUNK)
+            hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1)
+            fresh = last == 0 or (last + 1) & (BLOCK_SIZE - 1) == 0
             self.add(self.db.execute(
                 "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? "
-                "ORDER BY seq", (last, hi)).fetchall())
+                "ORDER BY seq", (last, hi)).fetchall(), fresh)
             last = hi
 
     def drop(self, seqs: Sequence[int]) -> None:
