@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import apsw
 
-from . import bulk, codec, derived_tables, replay, timestamps, view
+from . import bulk, checkpoint, codec, derived_tables, replay, timestamps, view
 from .codec import Event, Fact
 from .faults import crash_point
 from .journal import Journal
@@ -83,7 +83,7 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     """Replay `events`, just appended as `lines` at byte `start` by this writer (under the lock, inside
     the caller's transaction), as replaying those lines would: rows, skips, links, checkpoint, hooks.
     When the view does not end exactly at `start`, the journal is replayed from the view's checkpoint."""
-    cp = view.read_checkpoint(db)
+    cp = checkpoint.read_checkpoint(db)
     if cp is None or cp.byte_offset != start:
         return replay.replay(db, journal, policy)
     stats = view.ReplayStats()
@@ -107,7 +107,7 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     with db:
         applier_bulk.apply_decoded(items)
         applier.sanitize_links()
-        view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
+        checkpoint.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
         derived_tables.run_replay_hooks(db, journal)
         crash_point("replay-before-commit")
     return stats

@@ -32,7 +32,7 @@ import apsw
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from . import codec, derived_tables, timestamps, view
+from . import checkpoint, codec, derived_tables, timestamps, view
 from .codec import CorruptLine
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal
@@ -504,7 +504,7 @@ def replay(db: apsw.Connection, journal: Journal, applier: "view.Applier", stats
             offset, line_no = bulk.apply(lines, offset, line_no)
             if following is None:
                 applier.sanitize_links()
-            view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
+            checkpoint.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
             if derived:
                 derived_tables.run_replay_hooks(db, journal)
                 derived_tables.run_bulk_replay_hooks(db)
@@ -520,7 +520,7 @@ def _rebuild(db: apsw.Connection, journal: Journal, applier: "view.Applier", bul
         view.reset_facts(db)
         for lines in read_lines(journal, offset, bar.reading):
             offset, line_no = bulk.apply(lines, offset, line_no)
-        view.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
+        checkpoint.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, generation)
         applier.sanitize_links()  # before the indexes exist: its updates maintain none of them
         bar.reached(0.48)
         bulk.restore_indexes()

@@ -27,7 +27,8 @@ import apsw
 from . import codec
 from .own_journal import OwnJournal, Position
 from .privacy import PrivacyPolicy
-from .view import Applier, read_checkpoint
+from .checkpoint import read_checkpoint
+from .view import Applier
 
 EXTENSIONS_NAME = "cruxsql-fact-events.jsonl"
 EXTENSION_OPS = codec.EXTENSION_OPS

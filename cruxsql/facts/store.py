@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import apsw
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
-from . import codec, extension_events, replay, timestamps, view, view_file
+from . import checkpoint, codec, extension_events, replay, timestamps, view, view_file
 from .appended import replay_appended
 from .busy import retry_busy
 from .checkpointer import WalCheckpointer
@@ -338,7 +338,7 @@ class Store:
     def _note_caught_up(self) -> None:
         """Remember the state in which the view ends exactly at the journal's end (under the lock)."""
         key = self._sync_key()
-        cp = view.read_checkpoint(self.db)
+        cp = checkpoint.read_checkpoint(self.db)
         self._caught_up = key if key is not None and cp is not None and cp.byte_offset == key[1] else None
 
     def _repair_journal(self) -> Optional[Path]:
@@ -346,7 +346,7 @@ class Store:
         multi-line mutation cut short past what the view has replayed. Returns the last quarantine file."""
         torn = self.journal.repair_torn_tail()
         torn = self.extensions.repair_torn_tail() or torn
-        replayed = view.replayed_offset(self.db, self.journal)
+        replayed = checkpoint.replayed_offset(self.db, self.journal)
         group = self.journal.repair_incomplete_group(replayed) if replayed is not None else None
         return group or torn
 

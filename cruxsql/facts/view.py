@@ -1,8 +1,9 @@
-"""The materialised view: the rules that apply journal events to the fact tables, and the checkpoint.
+"""The materialised view: the rules that apply journal events to the fact tables.
 
 Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The store's write path uses the same replay
 (append, then replay the appended lines), so the view always equals a fresh replay of the journal. Driving a replay
-(tail or rebuild, row by row or in bulk) is `replay.py`'s; the database file itself (name, pragmas, migrations) is `view_file.py`'s.
+(tail or rebuild, row by row or in bulk) is `replay.py`'s; how far the view got, `checkpoint.py`'s; the database file itself
+(name, pragmas, migrations) is `view_file.py`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import apsw
 
 from . import codec, timestamps
 from .codec import Event, Fact
-from .journal import Journal
 from .privacy import PrivacyPolicy
 
 LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
@@ -60,16 +60,6 @@ def fact_from_row(row: tuple) -> Fact:
     )
 
 
-@dataclass(frozen=True)
-class Checkpoint:
-    byte_offset: int
-    line_count: int
-    inode: int
-    tail_hash: str
-    next_seq: int
-    generation: str
-
-
 @dataclass
 class ReplayStats:
     """What one replay pass did."""
@@ -79,23 +69,6 @@ class ReplayStats:
     skipped: int = 0
     corrupt: list[tuple[int, str]] = field(default_factory=list)
     rebuilt: bool = False
-
-
-def read_checkpoint(db: apsw.Connection) -> Optional[Checkpoint]:
-    row = db.execute(
-        "SELECT byte_offset, line_count, inode, tail_hash, next_seq, generation FROM journal_checkpoint WHERE id = 1"
-    ).fetchone()
-    return Checkpoint(*row) if row else None
-
-
-def replayed_offset(db: apsw.Connection, journal: Journal) -> Optional[int]:
-    """How far the view has replayed this journal: the checkpoint's offset while its fingerprint still
-    matches the journal, else None (no checkpoint, or the journal was rewritten: rebuild)."""
-    cp = read_checkpoint(db)
-    st = journal.stat()
-    if cp is None or st is None or cp.byte_offset > st.st_size or cp.inode != st.st_ino:
-        return None
-    return cp.byte_offset if journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash else None
 
 
 def reset_facts(db: apsw.Connection) -> None:
@@ -115,21 +88,6 @@ def record_events(db: apsw.Connection, event_rows: list[tuple], event_fact_rows:
         "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", event_rows)
     db.executemany(
         "INSERT OR IGNORE INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", event_fact_rows)
-
-
-def write_checkpoint(db: apsw.Connection, journal: Journal, offset: int, line_count: int, next_seq: int,
-                     generation: str) -> None:
-    """Record that the view holds the journal's first `offset` bytes (`line_count` lines), with their
-    fingerprint; an empty journal has no checkpoint. Inside the caller's transaction."""
-    if offset == 0:
-        db.execute("DELETE FROM journal_checkpoint")
-        return
-    fp = journal.fingerprint(offset)
-    db.execute(
-        "INSERT OR REPLACE INTO journal_checkpoint (id, byte_offset, line_count, inode, tail_hash, next_seq, "
-        "generation, updated_at_ns) VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
-        (offset, line_count, fp.inode, fp.tail_hash, next_seq, generation, timestamps.now_ns()),
-    )
 
 
 class Applier:

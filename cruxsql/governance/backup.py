@@ -32,7 +32,7 @@ import apsw
 import blake3
 
 from ..errors import CruxsqlError, InvalidInput
-from ..facts import replay, timestamps, view, view_file
+from ..facts import checkpoint, replay, timestamps, view_file
 from ..facts.files import fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME, Journal
 from .erasure_ledger import LEDGER_NAME
@@ -213,7 +213,7 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
     try:
         with store.writer_lock():
             store.refresh()
-            cp = view.read_checkpoint(store.db)
+            cp = checkpoint.read_checkpoint(store.db)
             offset = cp.byte_offset if cp else 0
             lines = cp.line_count if cp else 0
             if store.journal.path.exists():

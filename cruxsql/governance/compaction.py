@@ -48,7 +48,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import codec, derived_tables, replay, timestamps, view
+from ..facts import checkpoint, codec, derived_tables, replay, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -206,7 +206,7 @@ def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHo
             legal_holds.store_receipt(store, override_receipt)
             receipt_id = override_receipt.receipt_id
         report = compact_unchecked(store, progress=progress, hash_before=hash_before, view_update=view_update,
-                                   drop_corrupt=drop_corrupt, prebuilt=prebuilt, checkpoint=False)
+                                   drop_corrupt=drop_corrupt, prebuilt=prebuilt, fold_wal=False)
         report.override_receipt_id = receipt_id
         report.seconds_locked = round(time.perf_counter() - locked, 6)
         return report
@@ -318,12 +318,12 @@ def _refuse_or_preserve_corrupt_lines(store: Store, drop_corrupt: bool, report: 
 
 def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: bool = False, view_update: str = "direct",
                       drop_corrupt: bool = False, prebuilt: Optional[compaction_snapshot.PrebuiltLines] = None,
-                      checkpoint: bool = True) -> CompactionReport:
+                      fold_wal: bool = True) -> CompactionReport:
     """Rewrite the journal from the view's current state and rewrite the view to match (no hold guard).
 
     `view_update="direct"` derives the view's rows from the lines written; `"rebuild"` replays the new
     journal instead (slower; the two are tested equal). `prebuilt`: the live lines a snapshot gave
-    (reused where the lines appended since leave them as they were). `checkpoint`: fold the WAL in at the
+    (reused where the lines appended since leave them as they were). `fold_wal`: fold the WAL in at the
     end (`compact` does it after releasing the lock instead).
     """
     if view_update not in ("direct", "rebuild"):
@@ -336,7 +336,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         report.stale_temp_files_removed = remove_stale_temp_files(journal)
         _refuse_or_preserve_corrupt_lines(store, drop_corrupt, report)
         st = journal.stat()
-        cp = view.read_checkpoint(db)
+        cp = checkpoint.read_checkpoint(db)
         report.bytes_before = st.st_size if st else 0
         report.inode_before = st.st_ino if st else None
         report.lines_before = cp.line_count if cp else 0
@@ -500,7 +500,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # replayed, and the new journal holds a subset of the same facts, unchanged.
                 for sql in dropped_indexes:
                     db.execute(sql)
-                view.write_checkpoint(db, journal, size, report.lines_after,
+                checkpoint.write_checkpoint(db, journal, size, report.lines_after,
                                       max(next_seq, report.facts_retained + 1), generation)
                 # The known_at timeline follows the new journal in this transaction (not rebuilt by the
                 # first query): each line's time, known here; a compacted journal has no change events.
@@ -525,10 +525,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         if not direct:
             crash_point("compact-before-view-commit")
             replay.rebuild(db, journal, store.policy, progress)
-            cp = view.read_checkpoint(db)
+            cp = checkpoint.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")
-        if checkpoint:
+        if fold_wal:
             report.wal_checkpointed = checkpoint_wal(db)
         if progress is not None:
             progress(total, total)

@@ -30,7 +30,7 @@ from array import array
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Optional
 
-from ..facts import view
+from ..facts import checkpoint, view
 from . import store_lines
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class PrebuiltLines:
     file: IO[bytes]
     ids: bytes
     ends: array
-    checkpoint: view.Checkpoint
+    checkpoint: checkpoint.Checkpoint
     own_events_at: Optional[tuple]
 
     def __len__(self) -> int:
@@ -84,7 +84,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
         return None
     store.refresh()
     with store.read_snapshot():
-        cp = view.read_checkpoint(store.db)
+        cp = checkpoint.read_checkpoint(store.db)
         if cp is None:
             return None
         own = _own_events_position(store, cp.generation)
@@ -106,7 +106,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
 def _tail_names(store: Store, pre: PrebuiltLines) -> Optional[set[str]]:
     """The facts the lines after the snapshot name, or None when their effects are not all on those."""
     db = store.db
-    cp = view.read_checkpoint(db)
+    cp = checkpoint.read_checkpoint(db)
     then = pre.checkpoint
     if (cp is None or cp.generation != then.generation or cp.inode != then.inode or cp.line_count < then.line_count
             or _own_events_position(store, cp.generation) != pre.own_events_at):
