@@ -23,7 +23,7 @@ from cruxsql.cluster.link import ClusterLink, ClusterRefused  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster, server_binary  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore, chain_subject  # noqa: E402
-from cruxsql.errors import NotFound  # noqa: E402
+from cruxsql.errors import CruxsqlError, NotFound  # noqa: E402
 from cruxsql.facts import codec  # noqa: E402
 
 try:
@@ -36,8 +36,15 @@ CLI = [sys.executable, "-m", "cruxsql"]
 
 @pytest.fixture(scope="module")
 def nats_cluster(tmp_path_factory: pytest.TempPathFactory):
-    cluster = LoopbackCluster(tmp_path_factory.mktemp("nats"), 3)
-    cluster.start()
+    for attempt in range(3):  # its free ports are picked before the servers bind them: another process may win one
+        cluster = LoopbackCluster(tmp_path_factory.mktemp("nats"), 3)
+        try:
+            cluster.start()
+            break
+        except CruxsqlError:
+            cluster.stop()
+            if attempt == 2:
+                raise
     try:
         yield cluster
     finally:

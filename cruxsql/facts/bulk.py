@@ -278,7 +278,7 @@ class BulkApplier:
                 f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                 f"AND tbl_name IN ({marks}) ORDER BY name", _DEFERRED_TABLES).fetchall():
             if name not in _KEEP_INDEXES:
-                self.deferred[name] = sql
+                self.deferred[str(name)] = str(sql)
                 self.db.execute(f'DROP INDEX "{name}"')
 
     def restore_indexes(self, names: Optional[list[str]] = None) -> None:

@@ -189,7 +189,7 @@ class Journal:
             finally:
                 self._lock_depth -= 1
                 if self._lock_depth == 0:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                    fcntl.flock(self._lock_file(), fcntl.LOCK_UN)
 
     @contextmanager
     def lock_if_free(self) -> Iterator[bool]:
@@ -229,7 +229,7 @@ class Journal:
             finally:
                 self._lock_depth -= 1
                 if self._lock_depth == 0:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                    fcntl.flock(self._lock_file(), fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()
 

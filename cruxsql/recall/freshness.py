@@ -117,6 +117,8 @@ def freshness_at(horizon_class: str, anchor_ms: int, now_ms: int, access_count: 
     if anchor_ms <= 0 or now_ms <= 0 or anchor_ms > now_ms:
         return UNKNOWN
     threshold = threshold_ms(horizon_class, access_count, policy or DecayPolicy())
+    if threshold is None:  # not a class with a horizon (the codec admits only the four): as `none`
+        return FRESH
     return STALE if now_ms - anchor_ms > threshold else FRESH
 
 

@@ -30,6 +30,7 @@ class Reverification:
 
 def reverify_with_receipt(store: Store, fact_id: str, tenant: str, agent: str) -> Reverification:
     fact = store.reverify(fact_id, tenant=tenant)
+    assert fact.reverified_at is not None  # reverify just set it
     at = timestamps.format_event_time(fact.reverified_at)
     receipt_id = "rev_" + uuid.uuid4().hex
     value = compact_json({"class": "Reverify", "fact_id": fact_id, "reverified_by": agent, "reverified_at": at})

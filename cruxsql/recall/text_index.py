@@ -37,7 +37,7 @@ def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
     """The `recall_text` row of one fact (lowercased columns NULL when unchanged)."""
     split = split_private_entity(entity)
     owner, logical = split if split else (None, None)
-    visible = logical if split else entity
+    visible = split[1] if split else entity
     lc_value, lc_key, lc_entity = rust_lower(value), rust_lower(key), rust_lower(visible)
     return (seq, owner, logical, None if lc_value == value else lc_value, None if lc_key == key else lc_key,
             None if lc_entity == entity else lc_entity)
@@ -145,12 +145,14 @@ class TextIndex:
                 computing = [(block, sorter.submit(trigrams.postings, strings, owners), mode)
                              for block, strings, owners in self._add_text(rows)]
                 for block, future, block_mode in pending:
-                    self._write_block(block, *future.result(), block_mode)
+                    codes, seqs = future.result()
+                    self._write_block(block, codes, seqs, block_mode)
                 pending = computing
                 done += len(rows)
             last = hi
         for block, future, block_mode in pending:
-            self._write_block(block, *future.result(), block_mode)
+            codes, seqs = future.result()
+            self._write_block(block, codes, seqs, block_mode)
         return done
 
     def _index_rows(self, rows: Sequence[tuple], mode: str) -> int:
@@ -273,7 +275,7 @@ class TextIndex:
         if len(grams) == 1 and limit is None:
             return self.gram_postings(grams.tolist())[int(grams[0])]
         sizes = self.gram_sizes(grams)
-        order = sorted(sizes, key=sizes.get)
+        order = sorted(sizes, key=lambda gram: sizes[gram])
         rarest = sizes[order[0]]
         if rarest == 0:
             return np.empty(0, np.int64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from array import array
 from operator import itemgetter
-from typing import Optional, cast
+from typing import Any, Optional, cast
 
 import apsw
 
@@ -138,7 +138,7 @@ class Timeline:
         # `+e.op`: the line range is the selective term (not journal_events' op index, which would
         # visit every line of those ops in the whole journal on each store)
         change_ops = ", ".join(f"'{op}'" for op in _CHANGE_OPS)
-        events = db.execute(
+        events: list[tuple[Any, ...]] = db.execute(
             "SELECT e.line_no, e.op, t.at_ns, e.byte_offset, e.byte_length FROM journal_events e "
             "JOIN recall_event_times t ON t.line_no = e.line_no "
             f"WHERE e.line_no > ? AND e.line_no <= ? AND e.applied = 1 AND +e.op IN ({change_ops}) ORDER BY e.line_no",
@@ -236,10 +236,11 @@ class Timeline:
         parsed: dict[str, Optional[int]] = {}
         for start in range(last, max_line, _WINDOW_LINES):  # the other lines' times, a window at a time
             times = []
-            for line_no, event_at in db.execute(
+            rows: list[tuple[Any, ...]] = db.execute(
                     "SELECT e.line_no, e.event_at FROM journal_events e WHERE e.line_no > ? AND e.line_no <= ? "
                     "AND NOT EXISTS (SELECT 1 FROM recall_event_times t WHERE t.line_no = e.line_no)",
-                    (start, start + _WINDOW_LINES)).fetchall():
+                    (start, start + _WINDOW_LINES)).fetchall()
+            for line_no, event_at in rows:
                 at = parsed.get(event_at, _UNPARSED) if event_at else None
                 if at is _UNPARSED:
                     try:
