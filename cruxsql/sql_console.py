@@ -68,7 +68,7 @@ class Sandbox:
         elif action == apsw.SQLITE_ATTACH:
             what = f"ATTACH or VACUUM ({arg1 or 'a temporary database'})"
         else:
-            what = apsw.mapping_authorizer_function.get(action, str(action)).removeprefix("SQLITE_")
+            what = str(apsw.mapping_authorizer_function.get(action, action)).removeprefix("SQLITE_")
             what = what.replace("_", " ") + (f" {arg1}" if arg1 else "")
         self.refused = what
         return apsw.SQLITE_DENY

@@ -8,7 +8,7 @@ budget admits facts while the scanned tokens stay within it (the first always). 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import apsw
 
@@ -77,7 +77,7 @@ def _candidates(db: apsw.Connection, tenant: str, req: AggregateRequest) -> list
     rows = db.execute(sql + " ORDER BY fact_id", params).fetchall()
     if req.query is not None:
         needle = rust_lower(req.query)
-        rows = [r for r in rows if needle in rust_lower(r[1])]
+        rows = [r for r in rows if needle in rust_lower(cast(str, r[1]))]  # value: TEXT NOT NULL
     return rows
 
 
@@ -125,6 +125,7 @@ def _temporal_diff(db: apsw.Connection, tenant: str, req: AggregateRequest, as_o
     head = db.execute(
         "SELECT fact_id, value, version, stored_at_ns, supersedes, tokens FROM facts WHERE fact_id IN "
         f"({','.join('?' * len(rows))}) ORDER BY version DESC, fact_id LIMIT 1", [r[0] for r in rows]).fetchone()
+    assert head is not None     # the candidates' own rows
     chain, seen = [head], {head[0]}
     while chain[-1][4] is not None and chain[-1][4] not in seen:
         prev = db.execute(

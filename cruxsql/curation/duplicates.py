@@ -15,7 +15,7 @@ by cosine similarity inside each entity.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, cast
 
 import apsw
 import numpy as np
@@ -70,7 +70,7 @@ def _live_rows(db: apsw.Connection, tenant: str, entity: Optional[str]) -> list[
     if entity is not None:
         sql += " AND entity = ?"
         params.append(entity)
-    return db.execute(sql, params).fetchall()
+    return cast(list[tuple[str, str, str, str]], db.execute(sql, params).fetchall())   # TEXT NOT NULL columns
 
 
 def lexical_duplicates(db: apsw.Connection, tenant: str = "default", threshold: float = LEXICAL_THRESHOLD,

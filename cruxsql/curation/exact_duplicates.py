@@ -13,6 +13,8 @@ which a bulk rebuild drops until its end: only `facts`' primary key and the `jou
 
 from __future__ import annotations
 
+from typing import cast
+
 import apsw
 
 from ..facts import derived_tables
@@ -58,7 +60,7 @@ def recompute(db: apsw.Connection) -> None:
                f"FROM (SELECT tenant_hash, entity, lower(trim(value)) AS norm, fact_id FROM facts WHERE {_LIVE}) "
                f"ORDER BY 1, 2, 3, 4")
     for _, sql in indexes:
-        db.execute(sql)
+        db.execute(cast(str, sql))      # sqlite_master.sql, selected NOT NULL
 
 
 def carry_over(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
@@ -75,7 +77,7 @@ def carry_over(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
                (rewrite.generation, rewrite.line_count))
 
 
-def _refresh(db: apsw.Connection, ids: apsw.carray) -> None:
+def _refresh(db: apsw.Connection, ids: apsw.CArrayBinding) -> None:
     """Re-read the facts `ids` (gone, no longer live, newly live) and recount every group they touch."""
     groups = set(db.execute("SELECT tenant_hash, entity, norm FROM fact_norms WHERE fact_id IN carray(?)", (ids,)))
     db.execute("DELETE FROM fact_norms WHERE fact_id IN carray(?)", (ids,))

@@ -10,7 +10,7 @@ written in the caller's tenant.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, CruxsqlError, NotFound, ToolError
 from ..facts import timestamps
@@ -167,7 +167,7 @@ def memory_history(store: Store, entity: Optional[str] = None, key: Optional[str
         "ORDER BY version, seq", (tenant, key, *stored)).fetchall()
     versions = []
     for (fid,) in rows:
-        f = store.get(fid)
+        f = store.get(cast(str, fid))      # fact_id: TEXT NOT NULL
         if scope.visible_entity(f.entity, f.private, agent) is None:
             continue
         versions.append(f)

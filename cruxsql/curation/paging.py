@@ -10,7 +10,7 @@ with Crux's `"<ms>:<fact_id>"` cursors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import apsw
 
@@ -101,5 +101,5 @@ def list_page(db: apsw.Connection, tenant: str = "default", cursor: Optional[str
     rows = rows[:limit]
     by_id = {f.fact_id: f for f in view.iter_facts(
         db, f"WHERE fact_id IN ({','.join('?' * len(rows))})", [r[0] for r in rows])} if rows else {}
-    facts = [by_id[r[0]] for r in rows]
+    facts = [by_id[cast(str, r[0])] for r in rows]      # fact_id: TEXT NOT NULL
     return Page(facts, has_more, f"{rows[-1][1]}:{rows[-1][0]}" if has_more else None, total)

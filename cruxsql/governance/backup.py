@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Optional
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Literal, Optional
 
 import apsw
 import blake3
@@ -96,7 +96,7 @@ class _Sink:
         self.entries: list[dict[str, Any]] = []
         self.total = 0
         if self.archive:
-            mode = "w:gz" if dest.name.endswith((".tar.gz", ".tgz")) else "w"
+            mode: Literal["w:gz", "w"] = "w:gz" if dest.name.endswith((".tar.gz", ".tgz")) else "w"
             self.tar = tarfile.open(self.partial, mode)
         else:
             self.partial.mkdir()
@@ -152,7 +152,7 @@ class _Sink:
             shutil.rmtree(self.partial, ignore_errors=True)
 
 
-def _copy_hashed(source: BinaryIO, target: Optional[Path] = None, length: Optional[int] = None,
+def _copy_hashed(source: IO[bytes], target: Optional[Path] = None, length: Optional[int] = None,
                  advance: Optional[Callable[[int], None]] = None) -> tuple[int, Any]:
     """Read `source` (its first `length` bytes, or to its end), writing it durably to `target` when given;
     return (bytes read, their BLAKE3 hasher)."""
@@ -219,7 +219,7 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
             if store.journal.path.exists():
                 opened.append((JOURNAL_NAME, open(store.journal.path, "rb"), offset))
             if store.extensions.path.exists():  # cruxsql's own fact events (extension_events.py)
-                fh = open(store.extensions.path, "rb")
+                fh: BinaryIO = open(store.extensions.path, "rb")
                 opened.append((store.extensions.name, fh, os.fstat(fh.fileno()).st_size))
             ledger = data_dir / LEDGER_NAME
             if ledger.exists():
@@ -354,7 +354,7 @@ def backups_before(data_dir: Path, event_time: str) -> list[dict[str, Any]]:
 # --- restore ----------------------------------------------------------------------------------------
 
 
-def _members(src: Path) -> Iterator[tuple[str, BinaryIO]]:
+def _members(src: Path) -> Iterator[tuple[str, IO[bytes]]]:
     """(name, readable) for every file of a backup directory or archive, manifest excluded."""
     if src.is_dir():
         for path in sorted(p for p in src.rglob("*") if p.is_file()):
@@ -369,9 +369,9 @@ def _members(src: Path) -> Iterator[tuple[str, BinaryIO]]:
                 continue
             if not info.isfile():
                 raise BackupError(f"backup {src}: member {info.name} is not a regular file")
-            fh = tar.extractfile(info)
-            assert fh is not None
-            yield info.name, fh
+            member = tar.extractfile(info)
+            assert member is not None       # a regular file, checked above
+            yield info.name, member
 
 
 def read_manifest(src: Path) -> dict[str, Any]:

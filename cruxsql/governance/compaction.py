@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import accumulate, repeat
 from json.encoder import encode_basestring as _jstr
 from operator import itemgetter, lt
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 
 import apsw
 import blake3
@@ -115,11 +115,11 @@ def _pruned_control_facts_covered(store: Store, holds: list[legal_holds.LegalHol
     active = [h for h in holds if h.active]
     if not active:
         return []
-    rows = store.db.execute(
+    rows = cast(list[tuple[int, int, int]], store.db.execute(      # line numbers and byte spans
         "SELECT DISTINCT e.line_no, e.byte_offset, e.byte_length FROM journal_event_facts j "
         "JOIN journal_events e ON e.line_no = j.line_no "
         "WHERE j.role = 'stored' AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.fact_id = j.fact_id) "
-        "ORDER BY e.line_no").fetchall()
+        "ORDER BY e.line_no").fetchall())
     if not rows:
         return []
     out: dict[str, set[str]] = {}
@@ -303,8 +303,8 @@ class CorruptLinesPresent(Conflict):
 def _refuse_or_preserve_corrupt_lines(store: Store, drop_corrupt: bool, report: CompactionReport) -> None:
     """A compaction never drops a line silently: refuse while corrupt lines exist, or, when asked to
     drop them, first keep them byte for byte in a quarantine file named in the report."""
-    rows = store.db.execute(
-        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines ORDER BY line_no").fetchall()
+    rows = cast(list[tuple[int, int, int]], store.db.execute(      # line numbers and byte spans
+        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines ORDER BY line_no").fetchall())
     report.corrupt_lines_dropped = len(rows)
     if not rows:
         return
@@ -377,7 +377,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                         "AND tbl_name IN ('journal_events', 'journal_event_facts')").fetchall():
                     db.execute(f'DROP INDEX "{name}"')
-                    dropped_indexes.append(sql)
+                    dropped_indexes.append(cast(str, sql))      # selected NOT NULL
                 for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines"):
                     db.execute(f"DELETE FROM {table}")
                 db.execute("PRAGMA secure_delete=ON")
@@ -385,7 +385,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             names: list[tuple] = []
             times = array("q")  # each new line's event time (ns), for the known_at timeline
             line_seqs = array("q")  # the seq of the fact each store line holds, line 1 first
-            order = {"last_seq": None, "renumber": False}
+            order: dict[str, Any] = {"last_seq": None, "renumber": False}
 
             def flush() -> None:
                 # plain INSERTs: the tables were emptied in this transaction

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any, Optional, TypeGuard, cast
 
 import apsw
 
@@ -102,7 +102,7 @@ def _open_readonly(path: Path) -> Optional[apsw.Connection]:
     return db
 
 
-def _has_table(db: Optional[apsw.Connection], name: str) -> bool:
+def _has_table(db: Optional[apsw.Connection], name: str) -> TypeGuard[apsw.Connection]:
     return db is not None and db.execute(
         "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (name,)).fetchone() is not None
 
@@ -226,8 +226,9 @@ def _lines_crux_skips(db: Optional[apsw.Connection]) -> Check:
     warning: cruxsql cannot tell whether a Crux daemon shares the directory."""
     if not _has_table(db, "journal_events"):
         return Check("lines_crux_skips", OK, "no view to count journal ops from", 0.0)
-    rows = db.execute("SELECT op, count(*) FROM journal_events WHERE op IN ('set_horizon', 'reverify') "
-                      "GROUP BY op ORDER BY op").fetchall()
+    rows = cast(list[tuple[str, int]], db.execute(
+        "SELECT op, count(*) FROM journal_events WHERE op IN ('set_horizon', 'reverify') GROUP BY op ORDER BY op"
+    ).fetchall())
     if not rows:
         return Check("lines_crux_skips", OK, "every journal line is one a Crux daemon replays", 0.0)
     n = sum(count for _, count in rows)
@@ -290,7 +291,9 @@ def _holds_blocking_retention(db: Optional[apsw.Connection], window: str, now: i
     if not _has_table(db, "facts"):
         return Check("holds_blocking_retention", OK, "no view", 0.0)
     cutoff = parse_cutoff(window, now) + parse_duration_ns(HOLD_LOOKAHEAD)
-    held = [p for p in retention.classify(SimpleNamespace(db=db), cutoff).protected if p["reason"] == "legal hold"]
+    # doctor has a read-only connection, no Store; classify reads only `.db`
+    held = [p for p in retention.classify(SimpleNamespace(db=db), cutoff).protected  # type: ignore[arg-type]
+            if p["reason"] == "legal hold"]
     if not held:
         return Check("holds_blocking_retention", OK,
                      f"no legal hold blocks a {window} retention run within {HOLD_LOOKAHEAD}", 0.0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 import apsw
 import blake3
@@ -84,7 +84,8 @@ class Selection:
         return self.tenant is None and not self.entity_prefixes and not self.fact_ids and self.cutoff_ns is None
 
     def where(self) -> tuple[str, list]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if self.tenant is not None:
             clauses.append("tenant_hash = ?")
             params.append(self.tenant)
@@ -327,8 +328,8 @@ def tenant_has_documents(store: Store, tenant: str) -> bool:
 def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(erased facts, scan needles, torn-fragment needles) for every deleted fact compaction will drop."""
     # Everything compaction will drop: the facts now deleted (ours and earlier deletions).
-    erased_rows = store.db.execute(
-        "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall()
+    erased_rows = cast(list[tuple[str, str, str]], store.db.execute(      # TEXT NOT NULL columns
+        "SELECT fact_id, tenant_hash, value FROM facts WHERE deleted = 1 ORDER BY fact_id").fetchall())
     # Values a retained fact still holds, or holds inside its entity, key or value, cannot be proven
     # absent. Compared in Python (a SQL self-join would build a transient index of values in SQLite's
     # temp directory, outside the data directory).
@@ -544,8 +545,8 @@ def dry_run(store: Store, selection: Selection, documents: bool = False) -> dict
         plan = plan_selection(store, selection)
         needles = []
         for fid in plan.to_delete + plan.already_deleted:
-            row = store.db.execute("SELECT value FROM facts WHERE fact_id = ?", (fid,)).fetchone()
-            needles.extend(needles_for(fid, row[0]))
+            value = store.db.execute("SELECT value FROM facts WHERE fact_id = ?", (fid,)).get
+            needles.extend(needles_for(fid, value))
         chunks = 0
         if documents and selection.tenant is not None:
             chunks = store.db.execute("SELECT count(*) FROM document_chunks WHERE tenant_id = ?",

@@ -223,7 +223,7 @@ def resolve_holds(db) -> list[LegalHold]:
     parses, a fail-closed active hold over the newest row's whole tenant stands in for it.
     """
     holds: list[LegalHold] = []
-    current: Optional[str] = None
+    current = ""            # the entity of the hold in `rows`; every hold's entity has the prefix
     rows: list[tuple] = []
 
     def settle(hold_id: str, rows: list[tuple]) -> None:
@@ -382,6 +382,7 @@ def release(store: Store, hold_id: str, actor: Optional[str] = None,
     """Both phases: prepare, persist the release receipt durably, then store the released state."""
     with store.writer_lock():
         prepared = prepare_release(store, hold_id, actor, reason)
+        assert prepared.released.released_at is not None     # prepare_release sets it
         receipt = LegalHoldReceipt(
             receipt_id=new_receipt_id(KIND_RELEASED), kind=KIND_RELEASED, hold_ids=(hold_id,),
             tenant_id=prepared.hold.tenant_id, entity_prefixes=prepared.hold.entity_prefixes,

@@ -64,7 +64,8 @@ def _f32_text(value: float) -> str:
 
 def register(db: apsw.Connection) -> None:
     """Make the connection able to run `LINE_SQL` (idempotent)."""
-    db.createscalarfunction(_F32_FUNCTION, _f32_text, 1, deterministic=True)
+    # apsw types a scalar function as taking any SQLite value; LINE_SQL calls this one on confidence (a float)
+    db.createscalarfunction(_F32_FUNCTION, _f32_text, 1, deterministic=True)  # type: ignore[arg-type]
 
 
 def live_chunks(db: apsw.Connection, batch: int) -> Iterator[list[tuple[bytes, str, str, int, int]]]:

@@ -47,7 +47,7 @@ def parse(lines: Iterable[str], source: str, tenant: str = "default", private: b
         where = f"{source} line {line_no}"
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InvalidInput(f"{where}: not JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise InvalidInput(f"{where}: expected a JSON object")

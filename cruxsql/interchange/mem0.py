@@ -40,7 +40,7 @@ def parse(text: str, source: str, tenant: str = "default", private: bool = False
     """StoreRequests for every memory of a mem0 export."""
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InvalidInput(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
     for n, item in enumerate(_items(doc, source)):
         where = f"{source} memory #{n}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, overload
 
 from ..accounting.holdout import Holdout
 from ..accounting.usage import NEAR, Standing, TokenLedger
@@ -64,6 +64,11 @@ class Call:
         if self.agent is None:
             raise ToolError(f"{tool} requires an authenticated passport (anonymous calls rejected)")
         return self.agent
+
+    @overload
+    def budget(self, requested: int) -> int: ...
+    @overload
+    def budget(self, requested: Optional[int]) -> Optional[int]: ...
 
     def budget(self, requested: Optional[int]) -> Optional[int]:
         """The token budget to shape an answer to: the requested one, cut down to what is left of the

@@ -128,7 +128,8 @@ def spec_of(fn: Callable) -> ToolSpec:
     meta = getattr(fn, _MARK)
     hints = get_type_hints(fn, include_extras=True)
     params = list(inspect.signature(fn).parameters.values())[1:]
-    fields = {p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default) for p in params}
+    fields: dict[str, Any] = {  # Any: create_model's keywords also name its options (__config__, __base__)
+        p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default) for p in params}
     model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid", strict=True), **fields)
     schema = _strip_titles(model.model_json_schema())
     schema["properties"] = {k: _simplify_optional(v) for k, v in schema.get("properties", {}).items()}

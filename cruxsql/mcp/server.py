@@ -110,16 +110,16 @@ class CruxServer:
                 raise ToolError(f"unknown tool: {name}")
             kwargs = spec.validate(arguments)
             declared = kwargs.get("token_budget")
-            metered = spec.kind == READ and allowance is not None
-            if metered and allowance < MIN_ANSWER_TOKENS:
+            metered = allowance if spec.kind == READ else None     # the allowance a read is held to
+            if metered is not None and metered < MIN_ANSWER_TOKENS:
                 refused = True
                 raise ToolError(standing.refusal())
             control = spec.holdout and self.holdout.request_is_control(arguments)
             call = Call(identity, self.store, self.recall, self.ledger, self.holdout, standing, control, self.lane,
-                        allowance=allowance if metered else None)
+                        allowance=metered)
             result = spec.fn(call, **kwargs)
             result_notes = call.notes
-            if metered and _wire_tokens(_wire(result, result_notes)) > allowance:
+            if metered is not None and _wire_tokens(_wire(result, result_notes)) > metered:
                 refused = True            # even shaped, the answer would overshoot what is left: refuse it
                 raise ToolError(f"session token budget: this answer takes {_wire_tokens(_wire(result, result_notes))} "
                                 f"tokens and agent {standing.agent} has {allowance} left of {standing.limit}; "

@@ -42,6 +42,7 @@ def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
     if fact is None:
         return None
     visible = scope.visible_entity(fact.entity, fact.private, call.agent)
+    assert visible is not None  # visible_fact found it, so this caller sees it
     if is_reserved(visible):
         raise ToolError(f"cannot {action} reserved-prefix fact {fact_id}")
     return visible
