@@ -91,6 +91,13 @@ def test_bad_input_names_the_line_and_writes_nothing(tmp_path):
     (tmp_path / "bad.json").write_text('{"results": [{"id": 1}]}')
     assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "bad.json")).stderr.strip() == \
         "Error: bad.json memory #0: `memory` must be a non-empty string"
+    huge = "9" * 5000  # past Python's int digit limit: json.loads raises a bare ValueError
+    (tmp_path / "huge.json").write_text('{"results": [{"id": ' + huge + ', "memory": "x"}]}')
+    (tmp_path / "huge.jsonl").write_text('{"type": "entity", "name": "a", "entityType": ' + huge + '}\n')
+    for kind, name, where in (("mem0", "huge.json", "huge.json"), ("mcp-memory", "huge.jsonl", "huge.jsonl line 1")):
+        result = _cli(tmp_path / "d", "import", kind, str(tmp_path / name))
+        assert result.returncode == 1 and result.stderr.startswith(f"Error: {where}: not importable JSON (")
+        assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_export_facts_round_trips_through_store_batch_and_mcp_memory(tmp_path):

@@ -49,6 +49,8 @@ def parse(lines: Iterable[str], source: str, tenant: str = "default", private: b
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{where}: not JSON ({exc.msg})") from None
+        except ValueError as exc:  # a number past Python's int digit limit
+            raise InvalidInput(f"{where}: not importable JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise InvalidInput(f"{where}: expected a JSON object")
 

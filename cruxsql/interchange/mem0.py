@@ -42,6 +42,8 @@ def parse(text: str, source: str, tenant: str = "default", private: bool = False
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:  # a number past Python's int digit limit
+        raise InvalidInput(f"{source}: not importable JSON ({exc})") from None
     for n, item in enumerate(_items(doc, source)):
         where = f"{source} memory #{n}"
         if not isinstance(item, dict):
