@@ -42,7 +42,7 @@ import functools
 import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, overload
 
 import apsw
 import numpy as np
@@ -113,6 +113,10 @@ def _time_arg(value: TimeArg, name: str) -> Optional[int]:
             f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}") from None
 
 
+@overload
+def _count_arg(value: int, name: str) -> int: ...
+@overload
+def _count_arg(value: Optional[int], name: str) -> Optional[int]: ...
 def _count_arg(value: Optional[int], name: str) -> Optional[int]:
     if value is None:
         return None
@@ -458,7 +462,9 @@ class Recall:
             return None
         params = {"fr_unknown": (now_ms + 1) * 1_000_000}
         for hz in ("volatile", "medium", "stable"):
-            as_real = float(policy.base_ms(hz)) * 1.0  # SQLite: CAST(base * 1.0 AS INTEGER), saturating
+            base = policy.base_ms(hz)
+            assert base is not None  # the three classes with a horizon
+            as_real = float(base) * 1.0  # SQLite: CAST(base * 1.0 AS INTEGER), saturating
             thr = _I64_MAX if as_real >= 9.223372036854775807e18 else max(int(as_real), -_I64_MAX - 1)
             params[f"fr_{hz}"] = (now_ms - thr) * 1_000_000
         if any(not -_I64_MAX - 1 <= v <= _I64_MAX for v in params.values()):
@@ -761,6 +767,7 @@ class Recall:
         result.total_tokens = sum(r[7] for r in picked)
         if use_crc and rows:
             if reversible:
+                assert token_budget is not None  # `reversible` says so
                 full, emit = tokens.fact_emit_within_budget([r[7] for r in picked], token_budget)
                 least = tokens.estimate_tokens_str(tokens.compact_json(
                     crc_v1.wrap_facts_tiered(rows[:1], entity, query, 1, len(rows))))
@@ -826,7 +833,7 @@ class Recall:
         norm = normalize_topic(topic)
         prefix = f"{BOOTSTRAP_PREFIX}{norm}:" if norm is not None else BOOTSTRAP_PREFIX
         self._prepare()
-        catalogue = [{"fact_id": None, "entity": e, "key": k, "value": v, "confidence": None,
+        catalogue: list[dict[str, Any]] = [{"fact_id": None, "entity": e, "key": k, "value": v, "confidence": None,
                       "tokens": token_cost(v)}
                      for e, k, v in crc_v1.tool_output_catalogue()] if norm == "tool-output" else []
         empty = BootstrapResult(topic, prefix, catalogue, 0, 0, sum(f["tokens"] for f in catalogue), token_budget)
@@ -846,7 +853,7 @@ class Recall:
                f"count(*) OVER (), f.stored_at_ns FROM facts f JOIN recall_text t ON t.seq = f.seq "
                f"WHERE {' AND '.join(plan.where)} ORDER BY f.confidence DESC, f.stored_at_ns DESC, f.fact_id"
                + ("" if dense else f" LIMIT {BOOTSTRAP_TOP_K}"))
-        ranked = self.db.execute(sql, plan.params).fetchall()
+        ranked: list[tuple[Any, ...]] = self.db.execute(sql, plan.params).fetchall()
         if dense and ranked and self.embedder is not None:
             # Crux's store query with an embedder: no keyword filter; 0.6·cosine + 0.4·confidence, then stored_at.
             vectors = fact_vectors(self.db, self.embedder, [(r[0], r[1], r[4], r[5]) for r in ranked])
