@@ -11,6 +11,7 @@ import click
 
 from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
+from ..documents.bm25 import result_id
 from ..documents.fusion import FUSION_MODES
 from ..documents.search import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
@@ -65,7 +66,7 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
 
 def _chunks_of(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str) -> dict[str, Any]:
     chunks, _ = lane.expand([hit["result_id"] for hit in hits], tenant)
-    return {f"{c.segment_index}:{c.doc_id}": c for c in chunks}
+    return {result_id(c.segment_index, c.doc_id): c for c in chunks}
 
 
 def _echo_hit_records(lane: DocumentLane, hits: list[dict[str, Any]], tenant: str, fmt: str) -> None:

@@ -46,6 +46,11 @@ class SegmentDocs:
     doc_tenants: np.ndarray
 
 
+def result_id(segment_index: int, doc_id: int) -> str:
+    """A chunk's result id, `"{segment_index}:{doc_id}"` (what `query_expand` takes back)."""
+    return f"{segment_index}:{doc_id}"
+
+
 @dataclass(frozen=True)
 class Bm25Hit:
     """A scored chunk; `score` is the f32 score widened to a Python float (as serde_json prints it)."""
@@ -57,7 +62,7 @@ class Bm25Hit:
 
     @property
     def result_id(self) -> str:
-        return f"{self.segment_index}:{self.doc_id}"
+        return result_id(self.segment_index, self.doc_id)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .bm25 import Bm25Hit
+from .bm25 import Bm25Hit, result_id
 from .graph import ChunkKey
 
 F32 = np.float32
@@ -46,7 +46,7 @@ class FusedHit:
 
     @property
     def result_id(self) -> str:
-        return f"{self.segment_index}:{self.doc_id}"
+        return result_id(self.segment_index, self.doc_id)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from .bm25 import Bm25Hit, Bm25SearchResult, Coverage
+from .bm25 import Bm25Hit, Bm25SearchResult, Coverage, result_id
 from .dense import Ranking
 
 POINTER_TOKENS = 40
@@ -214,7 +214,7 @@ def _pointer_id(hit: dict[str, Any]) -> Optional[str]:
     if isinstance(hit.get("result_id"), str):
         return hit["result_id"]
     seg, doc = _unsigned(hit.get("segment_index")), _unsigned(hit.get("doc_id"))
-    return None if seg is None or doc is None else f"{seg}:{doc}"
+    return None if seg is None or doc is None else result_id(seg, doc)
 
 
 def wrap_crc_v1(inner: dict[str, Any], kind: str) -> dict[str, Any]:
