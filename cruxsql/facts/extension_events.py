@@ -38,7 +38,8 @@ def journal_for(data_dir) -> OwnJournal:
     return OwnJournal(data_dir, EXTENSIONS_NAME)
 
 
-def _position(db: apsw.Connection, name: str, generation: str) -> Optional[Position]:
+def position(db: apsw.Connection, name: str, generation: str) -> Optional[Position]:
+    """How far the view of `generation` has applied own journal `name` (None: not at all)."""
     row = db.execute("SELECT byte_offset, inode, tail_hash FROM own_journal_positions WHERE name = ? "
                      "AND generation = ?", (name, generation)).fetchone()
     return Position(*row) if row else None
@@ -52,9 +53,9 @@ def replay(db: apsw.Connection, journal: OwnJournal, policy: PrivacyPolicy) -> i
     st = journal.stat()  # once: a file removed between two stats would leave None to read
     if st is None or cp is None:
         return 0
-    position = _position(db, journal.name, cp.generation)
-    start = position.byte_offset if position is not None and journal.still_at(position) else 0
-    if st.st_size == start and position is not None and start:
+    applied = position(db, journal.name, cp.generation)
+    start = applied.byte_offset if applied is not None and journal.still_at(applied) else 0
+    if st.st_size == start and applied is not None and start:
         return 0
     applier = Applier(db, policy, cp.next_seq)
     n, end = 0, start

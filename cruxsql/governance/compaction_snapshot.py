@@ -30,7 +30,8 @@ from array import array
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Optional
 
-from ..facts import checkpoint, view
+from ..facts import checkpoint, extension_events, view
+from ..facts.own_journal import Position
 from . import store_lines
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class PrebuiltLines:
     ids: bytes
     ends: array
     checkpoint: checkpoint.Checkpoint
-    own_events_at: Optional[tuple]
+    own_events_at: Optional[Position]
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -72,11 +73,6 @@ class PrebuiltLines:
         self.file.close()
 
 
-def _own_events_position(store: Store, generation: str) -> Optional[tuple]:
-    return store.db.execute("SELECT byte_offset, inode, tail_hash FROM own_journal_positions WHERE name = ? "
-                            "AND generation = ?", (store.extensions.name, generation)).fetchone()
-
-
 def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     """The live lines from one read snapshot of the view, without the writer lock (None: nothing to build
     from, e.g. an empty journal). The view is first caught up if the lock is free (never waited for)."""
@@ -87,7 +83,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
         cp = checkpoint.read_checkpoint(store.db)
         if cp is None:
             return None
-        own = _own_events_position(store, cp.generation)
+        own = extension_events.position(store.db, store.extensions.name, cp.generation)
         fh = tempfile.TemporaryFile(dir=store.data_dir)
         ids, ends = bytearray(), array("q")
         try:
@@ -109,7 +105,7 @@ def _tail_names(store: Store, pre: PrebuiltLines) -> Optional[set[str]]:
     cp = checkpoint.read_checkpoint(db)
     then = pre.checkpoint
     if (cp is None or cp.generation != then.generation or cp.inode != then.inode or cp.line_count < then.line_count
-            or _own_events_position(store, cp.generation) != pre.own_events_at):
+            or extension_events.position(db, store.extensions.name, cp.generation) != pre.own_events_at):
         return None
     ops = {op for (op,) in db.execute("SELECT DISTINCT op FROM journal_events WHERE line_no > ?", (then.line_count,))}
     if not ops <= _NAMED_EFFECT_OPS:
