@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import operator
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -29,6 +30,7 @@ import apsw
 import numpy as np
 
 from ..documents.analyzer import split_words, stem
+from ..facts.privacy import AGENT_PRIVATE_ENTITY_PREFIX
 from .scope import rust_lower, split_private_entity
 
 BLOCK_BITS = 16
@@ -111,10 +113,40 @@ def value_units(text: str) -> list[str]:
             units.append(unit_term(ws))
     if text.replace(" ", "").isalnum():     # no punctuation: no other unit
         return units
-    # an ASCII chunk without a letter or an apostrophe has only numbers for words (`#4711`, `2027-12-15`): no unit
-    chunks = [_chunk_unit(chunk) for chunk in text.split()
-              if not chunk.isalnum() and not (chunk.isascii() and "'" not in chunk and chunk.lower() == chunk.upper())]
+    chunks = map(_value_chunk_unit, text.split())
     return units + [u for u in chunks if u is not None and u not in units]
+
+
+def _value_chunk_unit(chunk: str) -> Optional[str]:
+    """The unit of one whitespace-free chunk of a value: none without punctuation, nor for an ASCII chunk
+    without a letter or an apostrophe (only numbers for words: `#4711`, `2027-12-15`)."""
+    if chunk.isalnum() or (chunk.isascii() and "'" not in chunk and chunk.lower() == chunk.upper()):
+        return None
+    return _chunk_unit(chunk)
+
+
+def _chunk_units(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """(text numbers, units) of the chunk units of values with no whole-value unit (more than three spaces,
+    or none), a unit as often as its chunk: `value_units` of each, in order. Joined, the values are split into chunks at
+    once, and only the chunks with punctuation (the separators among them, which tell the texts apart)
+    are looked at, each distinct one once."""
+    joined = _joinable(texts)
+    if joined is None:
+        pairs = [(i, u) for i, text in enumerate(texts) for u in value_units(text)]
+        return np.array([i for i, _ in pairs], dtype=np.int64), [u for _, u in pairs]
+    punctuated = list(itertools.filterfalse(str.isalnum, joined.split()))
+    distinct, chunk_ids = _numbered(punctuated)
+    units: dict[str, int] = {}
+    unit_of_chunk = np.full(len(punctuated), -1, dtype=np.int64)
+    for chunk, i in distinct.items():
+        unit = _value_chunk_unit(chunk) if chunk != _SEPARATOR else None
+        if unit is not None:
+            unit_of_chunk[i] = units.setdefault(unit, len(units))
+    owner = np.cumsum(chunk_ids == distinct.get(_SEPARATOR, -1))
+    unit_ids = unit_of_chunk[chunk_ids]
+    kept = unit_ids >= 0
+    names = list(units)
+    return owner[kept], [names[u] for u in unit_ids[kept].tolist()]
 
 
 def value_terms(text: str) -> tuple[list[str], int]:
@@ -185,17 +217,22 @@ def analyse_texts(texts: Sequence[str]) -> TextTerms:
                      all_owners[order], counts, named)
 
 
+def _numbered(items: list[str]) -> tuple[dict[str, int], np.ndarray]:
+    """(each distinct item's first position, each item's first position): one hashing pass."""
+    first: dict[str, int] = {}
+    return first, np.fromiter(map(first.setdefault, items, itertools.count()), dtype=np.int64, count=len(items))
+
+
 def _ascii_terms(joined: str, n: int) -> TextTerms:
     """`analyse_texts` of `n` ASCII texts joined by `_JOIN` (none of which holds `_SEPARATOR`)."""
     if not n:
         empty = np.zeros(0, dtype=np.int64)
         return TextTerms([], empty, empty, empty, empty)
     pieces = joined.lower().translate(_NOT_IN_WORDS).split()
-    distinct = {p: i for i, p in enumerate(dict.fromkeys(pieces))}
-    piece_ids = np.fromiter(map(distinct.__getitem__, pieces), dtype=np.int64, count=len(pieces))
+    distinct, piece_ids = _numbered(pieces)
     terms: dict[str, int] = {}
-    term_of_piece = np.full(len(distinct), -1, dtype=np.int64)
-    named_piece = np.zeros(len(distinct), dtype=bool)
+    term_of_piece = np.full(len(pieces), -1, dtype=np.int64)
+    named_piece = np.zeros(len(pieces), dtype=bool)
     for piece, i in distinct.items():
         if piece.isdigit():                          # a number is its own term (ids and counts make many)
             if len(piece) > 1:
@@ -237,6 +274,62 @@ def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
     return None if private else ("", entity)
 
 
+def _split_rows(rows: Sequence[tuple]) -> tuple[dict[tuple[str, str], int], np.ndarray, list[int],
+                                                tuple[list[str], list[str], list[str]]]:
+    """(scopes numbered, each indexed fact's scope number, seqs, (visible entities, keys, values)) of `rows`
+    (seq, tenant, entity, key, value, private), leaving out the facts nobody can recall. Columns are split
+    at once; only a batch holding a private flag or an agent's entity is looked at fact by fact."""
+    if not rows:
+        return {}, np.zeros(0, dtype=np.int64), [], ([], [], [])
+    seqs, tenants, entities, keys, values, private = map(list, zip(*rows))
+    # each entity starts right after a separator: an agent's entity is found whatever the others hold
+    if not any(private) and _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX not in _SEPARATOR + _SEPARATOR.join(entities):
+        scopes = {(tenant, ""): i for i, tenant in enumerate(dict.fromkeys(tenants))}
+        if len(scopes) == 1:
+            return scopes, np.zeros(len(seqs), dtype=np.int64), seqs, (entities, keys, values)
+        number = {tenant: i for (tenant, _), i in scopes.items()}
+        return scopes, np.fromiter(map(number.__getitem__, tenants), dtype=np.int64, count=len(seqs)), seqs, (
+            entities, keys, values)
+    scopes = {}
+    fact_scope: list[int] = []
+    kept: tuple[list[int], list[str], list[str], list[str]] = ([], [], [], [])
+    for seq, tenant, entity, key, value, is_private in rows:
+        scoped = _scope_of(entity, is_private)
+        if scoped is None:
+            continue
+        fact_scope.append(scopes.setdefault((tenant, scoped[0]), len(scopes)))
+        for column, item in zip(kept, (seq, scoped[1], key, value)):
+            column.append(item)
+    return scopes, np.array(fact_scope, dtype=np.int64), kept[0], kept[1:]
+
+
+def _mostly_distinct(field: list[str], sample: int = 1024) -> bool:
+    """Whether a field's texts hardly repeat, told by a sample of them (a large field only)."""
+    return len(field) > 4 * sample and len(set(field[::len(field) // sample])) * 10 > sample * 9
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """The postings keys (tenant, owner, term) of an analysed batch: `group[j]` is posting j's key number,
+    scope * n_terms + term, both numbered in their text order."""
+
+    scopes: list[tuple[str, str]]
+    terms: list[str]
+    n_terms: int
+    group: np.ndarray
+
+    def columns(self, groups: np.ndarray) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        """The tenants, owners and terms of key numbers `groups`."""
+        if not len(groups):
+            return [], [], []
+        terms = operator.itemgetter(*(groups % self.n_terms).tolist())(self.terms)
+        terms = (terms,) if len(groups) == 1 else terms
+        if len(self.scopes) == 1:
+            return [self.scopes[0][0]] * len(groups), [self.scopes[0][1]] * len(groups), terms
+        scoped = [self.scopes[i] for i in (groups // self.n_terms).tolist()]
+        return [t for t, _ in scoped], [o for _, o in scoped], terms
+
+
 def _occurrences_of(instances: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
     """(instance, occurrence) of every occurrence of every instance's text: `instances[k]` is the text
     number of instance k, `owners[j]` the text of occurrence j (non-decreasing)."""
@@ -261,34 +354,20 @@ class FactTerms:
         self.db.execute("DELETE FROM recall_terms")
         self.db.execute("DELETE FROM recall_term_stats")
 
-    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, np.ndarray, list[tuple[str, str, str]],
-                                                       np.ndarray]:
-        """(per-scope stats deltas, postings records, their key numbers, the keys (tenant, owner, term) by
-        number, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order. Each
+    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, "_Keys", np.ndarray]:
+        """(per-scope stats deltas, postings records, their keys, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order. Each
         field's distinct texts are analysed once, all of them together (`analyse_texts`), their term
         occurrences handed out to the facts that hold them and counted per (scope, term, fact, field) with
         numpy."""
-        scopes: dict[tuple[str, str], int] = {}
-        fact_scope: list[int] = []
-        seqs: list[int] = []
-        fields: tuple[list[str], list[str], list[str]] = ([], [], [])      # visible entities, keys, values
-        entities, keys, values = fields
-        for seq, tenant, entity, key, value, private in rows:
-            scoped = _scope_of(entity, private)
-            if scoped is None:
-                continue
-            fact_scope.append(scopes.setdefault((tenant, scoped[0]), len(scopes)))
-            seqs.append(seq)
-            entities.append(scoped[1])
-            keys.append(key)
-            values.append(value)
+        scopes, fact_scope, seqs, fields = _split_rows(rows)
         n = len(seqs)
         texts: list[str] = []                        # each field's distinct texts, field after field
         instances = []                               # per field, each fact's text number
         for field in fields:
             values_from = base = len(texts)
-            distinct = dict.fromkeys(field)
-            if len(distinct) * 5 > n * 4:            # hardly any repeats: each fact's own text is analysed
+            # hardly any repeats (a sample tells, before the whole field is hashed): each fact's own text is analysed
+            distinct = None if _mostly_distinct(field) else dict.fromkeys(field)
+            if distinct is None or len(distinct) * 5 > n * 4:
                 instances.append(np.arange(base, base + n, dtype=np.int64))
                 texts += field
                 continue
@@ -302,15 +381,20 @@ class FactTerms:
         # without punctuation
         candidates = np.flatnonzero(analysed.named >= 2).tolist()
         names_end = bisect.bisect_left(candidates, values_from)
-        unit_texts = candidates[:names_end] + [
-            i for i in candidates[names_end:]
-            if 0 < texts[i].count(" ") <= 3 or not texts[i].replace(" ", "").isalnum()]
-        unit_lists = [[unit_term(words(texts[i]))] for i in unit_texts[:names_end]]
-        unit_lists += map(value_units, [texts[i] for i in unit_texts[names_end:]])
-        units = list(itertools.chain.from_iterable(unit_lists))
+        short = [i for i in candidates[names_end:] if 0 < texts[i].count(" ") <= 3]
+        long = sorted(set(candidates[names_end:]).difference(short))
+        unit_texts = candidates[:names_end] + short
+        unit_lists = [[unit_term(words(texts[i]))] for i in candidates[:names_end]]
+        short_units = {t: value_units(t) for t in dict.fromkeys(texts[i] for i in short)}    # typed values repeat
+        unit_lists += map(short_units.__getitem__, [texts[i] for i in short])
+        long_of, long_units = _chunk_units([texts[i] for i in long])
+        units = list(itertools.chain.from_iterable(unit_lists)) + long_units
         unit_number = {u: numbers.setdefault(u, len(numbers)) for u in dict.fromkeys(units)}
         unit_ids = np.fromiter(map(unit_number.__getitem__, units), dtype=np.int64, count=len(units))
-        unit_owners = np.repeat(np.array(unit_texts, dtype=np.int64), list(map(len, unit_lists)))
+        unit_owners = np.concatenate([np.repeat(np.array(unit_texts, dtype=np.int64), list(map(len, unit_lists))),
+                                      np.array(long, dtype=np.int64)[long_of]])
+        by_owner = np.argsort(unit_owners, kind="stable")
+        unit_ids, unit_owners = unit_ids[by_owner], unit_owners[by_owner]
         # every field of every fact (instance k: fact k % n, field k // n), then its texts' occurrences
         instance_arr = np.concatenate(instances)
         word_inst, word_occ = _occurrences_of(instance_arr, analysed.owners, len(texts))
@@ -329,7 +413,7 @@ class FactTerms:
         scope_names = sorted(scopes)
         scope_rank = np.empty(len(scopes), dtype=np.int64)
         scope_rank[[scopes[s] for s in scope_names]] = np.arange(len(scopes))
-        scope_arr = scope_rank[np.array(fact_scope, dtype=np.int64)]
+        scope_arr = scope_rank[fact_scope]
         n_terms = max(len(numbers), 1)
         # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending
         keys_arr, tf = np.unique(((scope_arr[fact_of] * n_terms + term_rank[term_ids]) * max(n, 1) + fact_of) * 3
@@ -346,31 +430,32 @@ class FactTerms:
         records["tf"] = np.minimum(tf_matrix, 255)
         records["len"] = np.minimum(length_arr, 255)[facts]
         group = posting_keys // max(n, 1)                # scope * n_terms + term, ascending
-        first = np.r_[True, group[1:] != group[:-1]] if len(group) else np.zeros(0, dtype=bool)
-        ids = np.cumsum(first) - 1
-        names = [(*scope_names[g // n_terms], term_names[g % n_terms]) for g in group[first].tolist()]
         stats: dict[tuple[str, str], np.ndarray] = {}
         for sc, name in enumerate(scope_names):
             mine = scope_arr == sc
             stats[name] = np.array([int(mine.sum()), *np.minimum(length_arr[mine], 255).sum(axis=0).tolist()])
-        return stats, records, ids, names, seq_arr[facts] >> BLOCK_BITS
+        return stats, records, _Keys(scope_names, term_names, n_terms, group), seq_arr[facts] >> BLOCK_BITS
 
     def add(self, rows: Sequence[tuple], fresh: bool = False) -> None:
         """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed; `fresh`:
         no postings of their blocks are written yet (plain inserts, not appends)."""
-        stats, records, ids, names, blocks = self._analyse(rows)
+        stats, records, keys, blocks = self._analyse(rows)
         if not len(records):
             return
-        # postings come grouped by term, seqs ascending; blocks ascend within a group too
-        starts = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (blocks[1:] != blocks[:-1])])
-        bounds = np.r_[starts, len(ids)].tolist()
-        raw = records.tobytes()
+        # postings come grouped by term, seqs ascending; blocks ascend within a group too. One row per
+        # (key, block), its columns built by C-level maps (a tuple per row is all that is made per row)
+        group = keys.group
+        starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]) | (blocks[1:] != blocks[:-1])])
         size = POSTING.itemsize
+        bounds = (np.r_[starts, len(group)] * size).tolist()
+        raw = records.tobytes()
+        tenants, owners, terms = keys.columns(group[starts])
         self.db.executemany(
             "INSERT INTO recall_terms (tenant, owner, term, block, postings) VALUES (?, ?, ?, ?, ?)" + (
                 "" if fresh else " ON CONFLICT (tenant, owner, term, block) DO UPDATE SET "
                                  "postings = CAST(postings || excluded.postings AS BLOB)"),
-            ((*names[ids[s]], int(blocks[s]), raw[s * size:e * size]) for s, e in zip(bounds[:-1], bounds[1:])))
+            zip(tenants, owners, terms, blocks[starts].tolist(),
+                map(raw.__getitem__, map(slice, bounds[:-1], bounds[1:]))))
         self._count(stats, 1)
 
     def _count(self, stats: dict[tuple[str, str], np.ndarray], sign: int) -> None:
@@ -399,7 +484,8 @@ class FactTerms:
             rows = self.db.execute(
                 "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
                 (apsw.carray(chunk),)).fetchall()
-            stats, _, ids, names, blocks = self._analyse(rows)
+            stats, _, keys, blocks = self._analyse(rows)
+            names = list(zip(*keys.columns(keys.group)))
             updates: list[tuple] = []
             deletes: list[tuple] = []
             # One mask of the dropped offsets per block, built once: a posting goes when its offset is
@@ -410,7 +496,7 @@ class FactTerms:
                 mask = np.zeros(BLOCK_SIZE, dtype=bool)
                 mask[chunk[(chunk >> BLOCK_BITS) == block] & (BLOCK_SIZE - 1)] = True
                 gone[block] = mask
-            for key, block in sorted({(names[i], b) for i, b in zip(ids.tolist(), blocks.tolist())}):
+            for key, block in sorted(set(zip(names, blocks.tolist()))):
                 row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
                                       "AND block = ?", (*key, block)).fetchone()
                 if row is None:
