@@ -249,58 +249,74 @@ class _Scored:
 
 
 def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQuery) -> _Scored:
-    """BM25F scores, tiers, exclusions and the floor over the candidates of the caller's scopes."""
+    """BM25F scores, tiers, exclusions and the floor over the candidates of the caller's scopes.
+
+    Sparse: the floor (a share of at least FLOOR_SHARE > 0 of the query's idf mass) needs a concept held,
+    so the candidates are the facts holding a concept (a name's unit, not each of its words), and only
+    they are scored, each term's postings looked up at them: a common word of a name (`api`, `worker`)
+    is read but not scored over the tens of thousands of facts holding it. Scores are the same float32
+    sums, term after term, as over every fact holding any term."""
     concept_terms = [t for c in parsed.concepts for t in ([c.unit] if c.unit else []) + c.parts]
     wanted = list(dict.fromkeys(concept_terms + parsed.excluded))
     postings = terms.postings(tenant, agent, wanted)
     empty = _Scored(np.empty(0, np.int64), np.empty(0, F32), np.empty(0, bool), np.empty((0, 0), bool))
     query_terms = list(dict.fromkeys(concept_terms))
-    present = [t for t in query_terms if t in postings]
-    if not present:
+    if not any(t in postings for t in query_terms):
         return empty
     stats = terms.stats(tenant, agent)
     n = F32(max(stats.facts, 1))
-    # accumulated over the seq range (vectorised, no sort of the postings' union)
-    size = max(int(postings[t].seqs[-1]) for t in present) + 1
-    score = np.zeros(size, dtype=F32)
-    held = np.zeros((len(query_terms), size), dtype=bool)
     idf: dict[str, F32] = {}
-    for i, term in enumerate(query_terms):
-        p = postings.get(term)
-        df = F32(0 if p is None else len(p.seqs))
+    for term in query_terms:
+        df = F32(len(postings[term].seqs) if term in postings else 0)
         idf[term] = F32(np.log((n - df + F32(0.5)) / (df + F32(0.5)) + F32(1.0)))
-        if p is None:
-            continue
-        at = p.seqs
-        norm = F32(1.0) - FIELD_B + FIELD_B * p.lengths.astype(F32) / stats.avg_lengths
-        tf = (p.tf.astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
-        score[at] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
-        held[i, at] = True
-    union = np.flatnonzero(held.any(axis=0))
-    score, held = score[union], held[:, union]
-    position = {t: i for i, t in enumerate(query_terms)}
-    matched = np.zeros((len(union), len(parsed.concepts)), dtype=bool)
+    nothing = np.empty(0, np.int64)
+
+    def held(term: str) -> np.ndarray:
+        return postings[term].seqs if term in postings else nothing
+
+    holders = []
     weights = np.zeros(len(parsed.concepts), dtype=F32)
     for j, c in enumerate(parsed.concepts):
-        parts = held[[position[t] for t in c.parts]].all(axis=0) if c.parts else np.zeros(len(union), bool)
+        parts = held(c.parts[0]) if c.parts else nothing
+        for t in c.parts[1:]:
+            parts = np.intersect1d(parts, held(t), assume_unique=True)
         # a name the index holds as a unit is held by the unit only (its words apart are another matter)
-        matched[:, j] = held[position[c.unit]] if c.unit and c.phrase is None else parts | (
-            held[position[c.unit]] if c.unit else False)
+        holders.append(held(c.unit) if c.unit and c.phrase is None else
+                       np.union1d(parts, held(c.unit)) if c.unit else parts)
         # a concept no fact of the caller's scopes holds weighs nothing: it cannot tell facts apart
         weights[j] = max(idf[c.unit] if c.unit else F32(0), F32(sum(idf[t] for t in c.parts if t in postings)))
+    # the concepts each fact holds, marked over the seq range (no sort of the holders' union)
+    size = max((int(h[-1]) + 1 for h in holders if len(h)), default=0)
+    mask = np.zeros(size, dtype=bool)
+    for h in holders:
+        mask[h] = True
+    union = np.flatnonzero(mask)
+    matched = np.zeros((len(union), len(holders)), dtype=bool)
+    for j, h in enumerate(holders):
+        mask[:] = False
+        mask[h] = True
+        matched[:, j] = mask[union]
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
-    score *= share                     # a fact missing a concept loses that concept's share of the score
     keep = share >= F32(FLOOR_SHARE)
     for j, c in enumerate(parsed.concepts):
         if c.phrase is not None:
             keep &= matched[:, j]
     for term in parsed.excluded:
         if term in postings:
-            out = np.zeros(size, dtype=bool)
-            seqs = postings[term].seqs
-            out[seqs[seqs < size]] = True
-            keep &= ~out[union]
-    return _Scored(union[keep], score[keep], matched[keep].all(axis=1), matched[keep])
+            keep &= ~_lookup(postings[term].seqs, union)[0]
+    seqs, share, matched = union[keep], share[keep], matched[keep]
+    score = np.zeros(len(seqs), dtype=F32)
+    for term in query_terms:
+        if term not in postings:
+            continue
+        p = postings[term]
+        found, at = _lookup(p.seqs, seqs)
+        at = at[found]
+        norm = F32(1.0) - FIELD_B + FIELD_B * p.lengths[at].astype(F32) / stats.avg_lengths
+        tf = (p.tf[at].astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
+        score[found] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
+    score *= share                     # a fact missing a concept loses that concept's share of the score
+    return _Scored(seqs, score, matched.all(axis=1), matched)
 
 
 def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
@@ -399,7 +415,7 @@ def _with_phrases(db: apsw.Connection, visible: list[tuple], phrases: list[tuple
     return [r for r in visible if all(_phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(found, position) of each `wanted` seq in the ascending `keys` (position valid where found)."""
     if not len(keys):
         return np.zeros(len(wanted), bool), np.zeros(len(wanted), np.int64)
@@ -415,11 +431,11 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
     seqs = np.array([r[0] for r in visible], dtype=np.int64)
     eff = np.array([r[1] for r in visible], dtype=np.float64)
     stored = np.array([r[2] for r in visible], dtype=np.int64)
-    lexical, at = _lookup(scored.seqs, scored.bm25, seqs)
+    lexical, at = _lookup(scored.seqs, seqs)
     bm25 = np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
     tier = lexical & scored.all_terms[at] if len(scored.seqs) else np.zeros(len(seqs), bool)
     dense_order = np.argsort(dense_seqs, kind="stable")
-    has_cos, dat = _lookup(dense_seqs[dense_order], dense_cos, seqs)
+    has_cos, dat = _lookup(dense_seqs[dense_order], seqs)
     cos = np.where(has_cos, dense_cos[dense_order][dat] if len(dense_seqs) else 0.0, -1.0)
 
     def ranks(eligible: np.ndarray, order: np.ndarray) -> np.ndarray:
