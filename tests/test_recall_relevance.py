@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cruxsql.facts.store import Store
-from cruxsql.recall import Recall
+from cruxsql.facts.store import Store, StoreRequest
+from cruxsql.recall import Recall, relevance
 from cruxsql.recall.fact_terms import POSTING, FactTerms, analyse_texts, name_terms, term_of, value_terms, words
 from cruxsql.recall.relevance import RecallResult
 from cruxsql.recall.tokens import estimate_tokens
@@ -129,6 +129,40 @@ def test_texts_analysed_together_give_the_words_of_each() -> None:
             assert sorted(terms) == sorted(t for t in value if not t.startswith("=")), text
             assert analysed.counts[i] == length
             assert analysed.named[i] == sum(1 for w in words(text) if not w.isdigit()), text
+
+
+def test_many_candidates_rank_as_when_every_one_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Above PREFIX_FROM candidates, BM25 alone ranks a prefix of them (relevance._rank_prefix): the same
+    # pages, totals, scores and explanations as ranking every visible one, however confidence, staleness,
+    # superseded and deleted facts reorder them.
+    rng = random.Random(3)
+    with Store(tmp_path / "data") as s:
+        facts = s.store_batch([StoreRequest(
+            f"svc-{i % 300}", rng.choice(("alpha", "beta", "note")),
+            " ".join(["alpha beta"] + [f"w{rng.randrange(40)}" for _ in range(rng.choice((0, 0, 1, 3)))]),
+            confidence=rng.choice((1.0, 0.9, 0.5, 0.2, 0.0)), horizon_class=rng.choice((None, "volatile")))
+            for i in range(900)])
+        for fact in facts[::17]:
+            s.delete(fact.fact_id)
+        recall = Recall(s)
+        rounds: list[int] = []             # the rows each ranking of a search was given
+        grown = cut_short = False
+        rank = relevance._rank
+        monkeypatch.setattr(relevance, "_rank", lambda *a: (rounds.append(len(a[0])), rank(*a))[1])
+        for query in ("alpha", "alpha beta", "beta w7", "svc-12 alpha", "w3 w5 alpha"):
+            for options in ({}, {"top_k": 3, "offset": 40}, {"top_k": 50}, {"key": "alpha"}, {"top_k": 0},
+                            {"now": "2030-01-01T00:00:00Z"}, {"now": "2030-01-01T00:00:00Z", "top_k": 7, "offset": 5}):
+                options = {"now": "2026-06-01T00:00:00Z", **options}
+                monkeypatch.setattr(relevance, "PREFIX_FROM", 10 ** 9)
+                whole = recall.search(query, fusion="bm25", explain=True, **options)
+                monkeypatch.setattr(relevance, "PREFIX_FROM", 0)
+                rounds.clear()
+                cut = recall.search(query, fusion="bm25", explain=True, **options)
+                assert (cut.to_dict(), cut.answer()) == (whole.to_dict(), whole.answer()), (query, options)
+                grown |= len(rounds) > 1
+                # a prefix read short of the visible candidates (the count is of them all)
+                cut_short |= bool(rounds) and max(rounds) < cut.total
+    assert grown and cut_short
 
 
 def test_literal_questions_find_the_answer_first(store: Store) -> None:

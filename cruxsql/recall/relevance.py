@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import apsw
 import numpy as np
@@ -47,6 +47,7 @@ from ..facts import timestamps
 from . import fact_terms, scope
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
+from .freshness import STALE_DEMOTION_FACTOR
 from .queries import Recall, TimeArg, _count_arg, _time_arg
 from .fact_lines import fact_line, fitted
 from .tokens import compact_json, estimate_tokens
@@ -59,6 +60,7 @@ FLOOR_SHARE = 0.3
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
+PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
 WEIGHTED = (0.7, 0.3)
 DEFAULT_TOP_K = 10
@@ -471,6 +473,37 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
     return len(order), page
 
 
+def _rank_prefix(select: Callable[[np.ndarray, str], list[tuple]], scored: _Scored, parsed: ParsedQuery,
+                 start: int, stop: int) -> Optional[tuple[int, list[_Ranked]]]:
+    """`_rank` of BM25 alone over many candidates, reading the ranking columns of a prefix only: the
+    visible candidates are counted, then the best by (tier, BM25) are ranked, more of them until no other
+    can come before the `stop`-th. The prior multiplies a score by at most `1 + PRIOR·(e − 1)`, e the
+    largest effective confidence a visible candidate can have, so a candidate of the `stop`-th's tier
+    whose BM25 times that is below the `stop`-th's score ranks after it, as does any of a lower tier.
+    None when the prior could be negative (the bound fails): rank them all."""
+    ((count, top_confidence),) = select(scored.seqs, "count(*), max(confidence)")
+    if not count or stop == 0:
+        return count, []
+    most = 1.0 + PRIOR * (max(top_confidence, top_confidence * STALE_DEMOTION_FACTOR) - 1.0)
+    if most < 0:
+        return None
+    order = np.lexsort((-scored.bm25, ~scored.all_terms))
+    size = max(4 * stop, 64)
+    while True:
+        size = min(size, len(order))
+        prefix = np.sort(scored.seqs[order[:size]])
+        _, page = _rank(select(prefix, "seq, eff, stored_at_ns, fact_id"), scored, parsed, np.empty(0, np.int64),
+                        np.empty(0, F32), "bm25", 0, stop)
+        if size == len(order):
+            return count, page[start:]
+        if len(page) == stop:
+            last, following = page[-1], order[size]
+            tier = bool(scored.all_terms[following])
+            if tier < last.all_terms or (tier == last.all_terms and float(scored.bm25[following]) * most < last.score):
+                return count, page[start:]
+        size *= 8
+
+
 def _count(value: Optional[int], name: str, default: int) -> int:
     checked = _count_arg(value, name)
     return default if checked is None else checked
@@ -534,15 +567,23 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     plan = recall._visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
     visible_sql = recall._visible_sql(plan, recall._decay(), known_ns, as_of_ns, include_superseded)
     extra = _time_filters(plan, times, key, actor)
-    visible: list[tuple] = []
-    if len(pool):
-        plan.params["cand"] = apsw.carray(np.ascontiguousarray(pool, dtype=np.int64))
-        visible = recall.db.execute(
-            f"SELECT seq, eff, stored_at_ns, fact_id FROM ({visible_sql(plan.where + ['f.seq IN carray(:cand)'])})"
+
+    def select(seqs: np.ndarray, columns: str) -> list[tuple]:
+        """`columns` of the visible rows among the facts `seqs`, the filters applied."""
+        plan.params["cand"] = apsw.carray(np.ascontiguousarray(seqs, dtype=np.int64))
+        return recall.db.execute(
+            f"SELECT {columns} FROM ({visible_sql(plan.where + ['f.seq IN carray(:cand)'])})"
             + (" WHERE " + " AND ".join(extra) if extra else ""), plan.params).fetchall()
-    if phrases and visible:
-        visible = _with_phrases(recall.db, visible, phrases)
-    result.total, page = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)
+
+    ranked = None
+    if used == "bm25" and not phrases and len(pool) > PREFIX_FROM:
+        ranked = _rank_prefix(select, scored, parsed, offset, offset + top_k)
+    if ranked is None:
+        visible = select(pool, "seq, eff, stored_at_ns, fact_id") if len(pool) else []
+        if phrases and visible:
+            visible = _with_phrases(recall.db, visible, phrases)
+        ranked = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)
+    result.total, page = ranked
     hits: list[RecallHit] = []
     if page:
         plan.params["page"] = apsw.carray(np.array([r.seq for r in page], dtype=np.int64))
