@@ -120,7 +120,8 @@ def test_facts_indexed_in_bulk_get_the_terms_of_one_at_a_time(tmp_path: Path) ->
 
 
 def test_texts_analysed_together_give_the_words_of_each() -> None:
-    for texts in (TEXTS[:5], TEXTS):            # all-ASCII (one regular expression), and mixed
+    # all-ASCII (one regular expression), mixed, and numbers a word gives too (`'15'` and 15 meet)
+    for texts in (TEXTS[:5], TEXTS, ["'15' and 15 15", "15", "007 '007' 12"]):
         analysed = analyse_texts(texts)
         assert analysed.owners.tolist() == sorted(analysed.owners.tolist())
         for i, text in enumerate(texts):

@@ -233,16 +233,25 @@ def _ascii_terms(joined: str, n: int) -> TextTerms:
     terms: dict[str, int] = {}
     term_of_piece = np.full(len(pieces), -1, dtype=np.int64)
     named_piece = np.zeros(len(pieces), dtype=bool)
-    for piece, i in distinct.items():
-        if piece.isdigit():                          # a number is its own term (ids and counts make many)
-            if len(piece) > 1:
-                term_of_piece[i] = terms.setdefault(piece, len(terms))
-            continue
+    items = list(distinct)
+    digits = np.fromiter(map(str.isdigit, items), dtype=bool, count=len(items))
+    for k in np.flatnonzero(~digits).tolist():
+        piece = items[k]
         word = _word(piece) if piece != _SEPARATOR else None
         if word is not None:
-            named_piece[i] = not word.isdigit()
+            named_piece[distinct[piece]] = not word.isdigit()
             if word not in STOPWORDS:
-                term_of_piece[i] = terms.setdefault(term_of(word), len(terms))
+                term_of_piece[distinct[piece]] = terms.setdefault(term_of(word), len(terms))
+    # a number of two digits or more is its own term (ids and counts make many): numbered at once unless
+    # a word already gave one of them (`'15'`)
+    numbers = [items[k] for k in np.flatnonzero(digits).tolist()]
+    numbers = list(itertools.compress(numbers, map((1).__lt__, map(len, numbers))))
+    at = np.fromiter(map(distinct.__getitem__, numbers), dtype=np.int64, count=len(numbers))
+    if any(map(terms.__contains__, numbers)):
+        term_of_piece[at] = [terms.setdefault(number, len(terms)) for number in numbers]
+    else:
+        term_of_piece[at] = np.arange(len(terms), len(terms) + len(numbers))
+        terms.update(zip(numbers, itertools.count(len(terms))))
     owner = np.cumsum(piece_ids == distinct.get(_SEPARATOR, -1))
     mapped = term_of_piece[piece_ids]
     keep = mapped >= 0

@@ -226,8 +226,10 @@ def rank_of(ids: list[str], answer: str) -> Optional[int]:
 
 
 def evaluate(name: str, queries: list[Query], run: Callable[[str], list[str]],
-             tokens: Optional[Callable[[str], int]] = None) -> dict[str, dict[str, float]]:
-    """recall@5/@10, MRR@10 per kind, tokens per call (p50) and latency p50/p95 (ms) over every query."""
+             tokens: Optional[Callable[[str], int]] = None,
+             per_query: Optional[list[tuple[float, float, str]]] = None) -> dict[str, dict[str, float]]:
+    """recall@5/@10, MRR@10 per kind, tokens per call (p50) and latency p50/p95 (ms) over every query;
+    `per_query` receives (wall ms, CPU ms, query) of each."""
     out: dict[str, dict[str, float]] = {}
     latencies, cpu, costs = [], [], []
     by_kind: dict[str, list[Optional[int]]] = {}
@@ -236,6 +238,8 @@ def evaluate(name: str, queries: list[Query], run: Callable[[str], list[str]],
         ids = run(q.text)
         latencies.append((time.perf_counter() - t) * 1000)
         cpu.append((time.process_time() - c) * 1000)
+        if per_query is not None:
+            per_query.append((latencies[-1], cpu[-1], q.text))
         by_kind.setdefault(q.kind, []).append(rank_of(ids[:10], q.answer))
         if tokens is not None:
             costs.append(tokens(q.text))
@@ -256,7 +260,7 @@ def wire_tokens(server: CruxServer, tool: str, arguments: dict) -> int:
     return estimate_tokens(wire.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def run_size(n: int, workdir: Path, dense: bool, per_kind: int) -> None:
+def run_size(n: int, workdir: Path, dense: bool, per_kind: int, slowest: int = 0) -> None:
     data_dir = workdir / f"facts-{n}"
     data_dir.mkdir(parents=True, exist_ok=True)
     newest = generate(data_dir / "facts.jsonl", n)
@@ -312,12 +316,17 @@ def run_size(n: int, workdir: Path, dense: bool, per_kind: int) -> None:
               "| tokens/call p50 | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |")
         print("|---|" + "---|" * 14)
         results = {}
+        timed_queries: list[tuple[float, float, str]] = []
         for name, run, tokens in systems:
-            res = evaluate(name, queries, run, tokens)
+            res = evaluate(name, queries, run, tokens, timed_queries if name == "recall (bm25)" else None)
             results[name] = res
             cells = [f"{res[k][m]:.2f}" for k in ("keyword", "question", "paraphrase") for m in ("r5", "r10", "mrr")]
             print(f"| {name} | " + " | ".join(cells) + f" | {res['all']['tokens']:.0f} | {res['all']['p50']:.1f} "
                   f"| {res['all']['p95']:.1f} | {res['all']['cpu50']:.1f} | {res['all']['cpu95']:.1f} |")
+        if slowest:
+            print("\nslowest `recall` (bm25) queries, ms wall / CPU:")
+            for wall, cpu_ms, text in sorted(timed_queries, reverse=True)[:slowest]:
+                print(f"- {wall:.1f} / {cpu_ms:.1f}  {text}")
         mine, crux, fts5 = results["recall (bm25)"], results["query_facts"], results["FTS5 bm25()"]
         print(f"\nratios: tokens recall/query_facts {mine['all']['tokens'] / crux['all']['tokens']:.2f}; "
               f"p95 recall/query_facts {mine['all']['p95'] / crux['all']['p95']:.2f} (CPU "
@@ -342,11 +351,13 @@ def main() -> None:
                          "fact is embedded first, ~50 ms a fact on this shared machine)")
     ap.add_argument("--per-kind", type=int, default=40, help="queries per kind per set (default 40)")
     ap.add_argument("--workdir", type=Path, help="keep the stores here (default: a temp dir)")
+    ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                    help="also print the N slowest `recall` (bm25) queries of each set, with their times")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-fact-recall-"))
     print(f"# fact recall: {', '.join(f'{n:,}' for n in args.sizes)} facts; stores under {workdir}")
     for n in args.sizes:
-        run_size(n, workdir, n in args.dense_sizes, args.per_kind)
+        run_size(n, workdir, n in args.dense_sizes, args.per_kind, args.slowest)
 
 
 if __name__ == "__main__":
