@@ -123,6 +123,19 @@ def test_bench_recall_answers_match_both_references(tmp_path):
     assert (tmp_path / "work" / "n400" / "facts.jsonl").is_file()  # --workdir keeps the store for the next run
 
 
+def test_bench_fact_recall_names_its_slowest_queries(tmp_path):
+    result = run_bench("bench_fact_recall.py", "--sizes", "1000", "--dense-sizes", "", "--per-kind", "2",
+                       "--slowest", "3", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^rebuild [\d.]+ s wall / [\d.]+ s CPU, of which word postings .* CPU \(\d+%\)$", result.stdout,
+                     re.M), result.stdout
+    lists = re.findall(r"slowest `recall` \(bm25\) queries, ms wall / CPU:\n((?:- .*\n)+)", result.stdout)
+    assert len(lists) == 2, result.stdout                      # the dev set and the held-out set
+    for listed in lists:
+        walls = [float(line.split()[1]) for line in listed.splitlines()]
+        assert len(walls) == 3 and walls == sorted(walls, reverse=True), listed
+
+
 def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
     data = tmp_path / "data"
     with cruxsql.open(data) as store:
@@ -151,6 +164,7 @@ def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
     ("bench_recall.py", ["--scan-queries", "0"], "--scan-queries must be 1 or more, not 0"),
     ("bench_recall.py", ["--workdir", "{file}/x"], "Not a directory"),
     ("bench_recall.py", ["--short-only"], "--short-only needs --workdir"),
+    ("bench_fact_recall.py", ["--slowest", "-1"], "--slowest must be 0 or more, not -1"),
 ])
 def test_bad_input_is_one_line_naming_it(tmp_path, script, args, message):
     (tmp_path / "a-file").write_text("")

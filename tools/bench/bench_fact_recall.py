@@ -354,6 +354,8 @@ def main() -> None:
     ap.add_argument("--slowest", type=int, default=0, metavar="N",
                     help="also print the N slowest `recall` (bm25) queries of each set, with their times")
     args = ap.parse_args()
+    if args.slowest < 0:
+        ap.error(f"--slowest must be 0 or more, not {args.slowest}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-fact-recall-"))
     print(f"# fact recall: {', '.join(f'{n:,}' for n in args.sizes)} facts; stores under {workdir}")
     for n in args.sizes:
