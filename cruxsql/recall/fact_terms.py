@@ -301,15 +301,17 @@ def _split_rows(rows: Sequence[tuple]) -> tuple[dict[tuple[str, str], int], np.n
             entities, keys, values)
     scopes = {}
     fact_scope: list[int] = []
-    kept: tuple[list[int], list[str], list[str], list[str]] = ([], [], [], [])
+    kept_seqs: list[int] = []
+    kept: tuple[list[str], list[str], list[str]] = ([], [], [])
     for seq, tenant, entity, key, value, is_private in rows:
         scoped = _scope_of(entity, is_private)
         if scoped is None:
             continue
         fact_scope.append(scopes.setdefault((tenant, scoped[0]), len(scopes)))
-        for column, item in zip(kept, (seq, scoped[1], key, value)):
-            column.append(item)
-    return scopes, np.array(fact_scope, dtype=np.int64), kept[0], kept[1:]
+        kept_seqs.append(seq)
+        for column, text in zip(kept, (scoped[1], key, value)):
+            column.append(text)
+    return scopes, np.array(fact_scope, dtype=np.int64), kept_seqs, kept
 
 
 def _mostly_distinct(field: list[str], sample: int = 1024) -> bool:
