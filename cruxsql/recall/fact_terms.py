@@ -127,9 +127,9 @@ def _value_chunk_unit(chunk: str) -> Optional[str]:
 
 def _chunk_units(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     """(text numbers, units) of the chunk units of values with no whole-value unit (more than three spaces,
-    or none), a unit as often as its chunk: `value_units` of each, in order. Joined, the values are split into chunks at
-    once, and only the chunks with punctuation (the separators among them, which tell the texts apart)
-    are looked at, each distinct one once."""
+    or none), a unit as often as its chunk: `value_units` of each, in order. Joined, the values are split
+    into chunks at once, and only the chunks with punctuation (the separators among them, which tell the
+    texts apart) are looked at, each distinct one once."""
     joined = _joinable(texts)
     if joined is None:
         pairs = [(i, u) for i, text in enumerate(texts) for u in value_units(text)]
@@ -366,17 +366,18 @@ class FactTerms:
         self.db.execute("DELETE FROM recall_term_stats")
 
     def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, "_Keys", np.ndarray]:
-        """(per-scope stats deltas, postings records, their keys, their blocks) of `rows` (seq, tenant, entity, key, value, private), in seq order. Each
-        field's distinct texts are analysed once, all of them together (`analyse_texts`), their term
-        occurrences handed out to the facts that hold them and counted per (scope, term, fact, field) with
-        numpy."""
+        """(per-scope stats deltas, postings records, their keys, their blocks) of `rows` (seq, tenant,
+        entity, key, value, private), in seq order. Each field's distinct texts are analysed once, all of
+        them together (`analyse_texts`), their term occurrences handed out to the facts that hold them and
+        counted per (scope, term, fact, field) with numpy."""
         scopes, fact_scope, seqs, fields = _split_rows(rows)
         n = len(seqs)
         texts: list[str] = []                        # each field's distinct texts, field after field
         instances = []                               # per field, each fact's text number
         for field in fields:
             values_from = base = len(texts)
-            # hardly any repeats (a sample tells, before the whole field is hashed): each fact's own text is analysed
+            # hardly any repeats (a sample tells, before the whole field is hashed): each fact's own text is
+            # analysed
             distinct = None if _mostly_distinct(field) else dict.fromkeys(field)
             if distinct is None or len(distinct) * 5 > n * 4:
                 instances.append(np.arange(base, base + n, dtype=np.int64))
