@@ -74,8 +74,11 @@ def describe_os_error(exc: OSError) -> str:
 
 
 def _resolve_data_dir(ctx: click.Context, param: click.Parameter, value: Optional[Path]) -> Path:
-    if value is not None:
-        return value
+    return value if value is not None else data_dir_of(ctx)
+
+
+def data_dir_of(ctx: click.Context) -> Path:
+    """The data directory given before the subcommand, else $CRUXSQL_DATA_DIR, else the default."""
     root = ctx.find_root()
     if root is not ctx and root.params.get("data_dir") is not None:
         return root.params["data_dir"]

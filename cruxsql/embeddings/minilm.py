@@ -34,6 +34,7 @@ BATCH_SIZE = 32           # texts per forward pass, taken in order of token coun
 LAYERS = 6
 HEADS = 12
 LAYER_NORM_EPS = 1e-12
+PROFILE = SemanticProfile(MODEL_ID, DIMENSIONS, "bert_wordpiece", "none", "l2")
 
 
 def model_dir() -> Path:
@@ -169,7 +170,7 @@ class MiniLmEmbedder:
         return MODEL_ID
 
     def semantic_profile(self) -> SemanticProfile:
-        return SemanticProfile(MODEL_ID, DIMENSIONS, "bert_wordpiece", "none", "l2")
+        return PROFILE
 
     def runs_locally(self) -> bool:
         return True

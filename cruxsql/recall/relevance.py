@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import apsw
@@ -330,12 +331,12 @@ def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
     return False
 
 
-def default_embedder() -> Optional[Embedder]:
+def default_embedder(data_dir: Optional[Path] = None) -> Optional[Embedder]:
     """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
     the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
-    BM25 has not, measured in tools/bench/bench_fact_recall.py)."""
+    BM25 has not, measured in tools/bench/bench_fact_recall.py). `data_dir`: see `embedder_named`."""
     if os.environ.get(EMBEDDER_ENV):
-        return configured_embedder()
+        return configured_embedder(data_dir)
     try:
         return embedder_named("minilm")
     except InvalidInput:
@@ -345,7 +346,7 @@ def default_embedder() -> Optional[Embedder]:
 def shared_embedder(recall: Recall) -> Optional[Embedder]:
     """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
     if "embedder" not in recall.search_cache:
-        recall.search_cache["embedder"] = default_embedder()
+        recall.search_cache["embedder"] = default_embedder(recall.store.data_dir)
     return recall.search_cache["embedder"]
 
 

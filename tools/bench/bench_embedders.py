@@ -5,14 +5,17 @@
 Rows: the hash embedder (baseline); cruxsql's runtime (BERT's forward pass with torch's functional operators
 over the verified safetensors weights); the same pass in numpy (cruxsql's first runtime); sentence-transformers
 on torch (the model's reference implementation, whose vectors the others are compared with); onnxruntime
-running a graph exported from the same torch model at load (no package ships an f32 ONNX file of it).
+running a graph exported from the same torch model at load (no package ships an f32 ONNX file of it);
+cruxsql's `minilm-int8` query model (that pass exported and quantised to int8, on one onnxruntime thread).
 
 Per runtime: install size of the packages it needs beyond the weights, load time (a fresh process: imports
 plus weights; for onnxruntime also the export), chunks/s on the first N SciFact abstracts (title + text,
 256-token truncation, batches of 32 in order of token count, after one warm-up batch; the runtimes take turns
 and each keeps its best of `--rounds` passes) and agreement with the
-reference: the largest 1 − cosine and the largest component difference. `--threads` sets torch's and
-onnxruntime's intra-op threads (default: the libraries' own choice, one per core).
+reference: the largest 1 − cosine and the largest component difference; query p50: the median time of one
+SciFact query embedded alone (the first 100 queries). `--threads` sets torch's and onnxruntime's intra-op
+threads (default: the libraries' own choice, one per core; `--threads 1` for one core; minilm-int8 always
+runs on one).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 DEFAULT_SCIFACT = next((base / "shared" / "data" / "scifact" for base in REPO.parents
                         if (base / "shared" / "data" / "scifact").exists()), REPO.parent / "shared" / "data" / "scifact")
 BATCH = 32
+QUERIES = 100     # SciFact queries timed one at a time for the query p50
+INT8_DATA_DIR = Path(tempfile.gettempdir()) / "cruxsql-bench-embedders"
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -70,6 +75,13 @@ def load_sentence_transformers(threads: Optional[int]) -> Embed:
     set_threads(threads)
     model = SentenceTransformer(str(model_dir()), device="cpu")
     return lambda texts: model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True)
+
+
+def load_int8(threads: Optional[int]) -> Embed:
+    """cruxsql's `minilm-int8` query model (one onnxruntime thread, as cruxsql runs it): exported into
+    INT8_DATA_DIR/models by the first load, read back from there by later ones (the fresh-process load)."""
+    from cruxsql.embeddings.minilm_int8 import MiniLmInt8Embedder
+    return MiniLmInt8Embedder.load(INT8_DATA_DIR).embed_queries
 
 
 def load_onnxruntime(threads: Optional[int]) -> Embed:
@@ -122,6 +134,7 @@ RUNTIMES = {   # name: (loader, packages it needs beyond the weights package)
                                            "safetensors"]),
     "onnxruntime (exported at load)": (load_onnxruntime, ["onnxruntime", "onnx", "torch", "transformers",
                                                           "tokenizers"]),
+    "cruxsql: int8 onnxruntime (minilm-int8)": (load_int8, ["onnxruntime", "tokenizers"]),
 }
 REFERENCE = "sentence-transformers (reference)"
 
@@ -141,6 +154,18 @@ def load_seconds(name: str, threads: Optional[int]) -> float:
     command = [sys.executable, __file__, "--time-load", name] + (["--threads", str(threads)] if threads else [])
     out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO)
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def query_p50_ms(embed: Embed, queries: Sequence[str]) -> float:
+    """Median milliseconds of embedding one query alone (after 5 warm-up queries)."""
+    for text in queries[:5]:
+        embed([text])
+    times = []
+    for text in queries:
+        started = time.perf_counter()
+        embed([text])
+        times.append(time.perf_counter() - started)
+    return float(np.median(times) * 1000)
 
 
 def main() -> None:
@@ -169,14 +194,17 @@ def main() -> None:
             started = time.perf_counter()
             vectors[name] = np.asarray(embed(texts), dtype=np.float32)
             best[name] = min(best[name], time.perf_counter() - started)
+    with open(args.scifact / "queries.jsonl", encoding="utf-8") as handle:
+        queries = [json.loads(line)["text"] for line in handle][:QUERIES]
+    query_ms = {name: query_p50_ms(embed, queries) for name, embed in embedders.items()}
     rows = [(name, installed_mib(packages), load_seconds(name, args.threads), len(texts) / best[name])
             for name, (_, packages) in RUNTIMES.items()]
     from cruxsql.embeddings.minilm import load_tokenizer
     tokens = np.mean([len(e.ids) for e in load_tokenizer().encode_batch(texts)])
     print(f"all-MiniLM-L6-v2 on {len(texts)} SciFact abstracts ({tokens:.0f} tokens each on average), "
           f"threads: {args.threads or 'library default'}, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'runtime':<36} {'packages MiB':>12} {'load s':>7} {'chunks/s':>9} {'vs numpy':>9} "
-          f"{'max 1-cos':>10} {'max |Δ|':>9}")
+    print(f"{'runtime':<40} {'packages MiB':>12} {'load s':>7} {'chunks/s':>9} {'vs numpy':>9} "
+          f"{'max 1-cos':>10} {'max |Δ|':>9} {'query p50 ms':>12}")
     reference = vectors[REFERENCE]
     numpy_rate = next(rate for name, _, _, rate in rows if name == "numpy forward pass")
     for name, size, load, rate in rows:
@@ -185,8 +213,8 @@ def main() -> None:
         else:
             cosines = np.einsum("ij,ij->i", vectors[name].astype(np.float64), reference.astype(np.float64))
             worst, delta = f"{1 - cosines.min():.1e}", f"{np.abs(vectors[name] - reference).max():.1e}"
-        print(f"{name:<36} {size:>12.0f} {load:>7.2f} {rate:>9.1f} {rate / numpy_rate:>8.2f}x {worst:>10} "
-              f"{delta:>9}", flush=True)
+        print(f"{name:<40} {size:>12.0f} {load:>7.2f} {rate:>9.1f} {rate / numpy_rate:>8.2f}x {worst:>10} "
+              f"{delta:>9} {query_ms[name]:>12.2f}", flush=True)
 
 
 if __name__ == "__main__":

