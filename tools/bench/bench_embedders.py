@@ -156,16 +156,17 @@ def load_seconds(name: str, threads: Optional[int]) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def query_p50_ms(embed: Embed, queries: Sequence[str]) -> float:
-    """Median milliseconds of embedding one query alone (after 5 warm-up queries)."""
-    for text in queries[:5]:
-        embed([text])
-    times = []
-    for text in queries:
-        started = time.perf_counter()
-        embed([text])
-        times.append(time.perf_counter() - started)
-    return float(np.median(times) * 1000)
+def query_p50_ms(embedders: dict[str, Embed], queries: Sequence[str]) -> dict[str, float]:
+    """Median milliseconds of embedding one query alone, per runtime; the runtimes take turns on each query
+    (after 5 warm-up queries), so a change in the machine's load reaches all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in embedders}
+    for i, text in enumerate(queries[:5] + list(queries)):
+        for name, embed in embedders.items():
+            started = time.perf_counter()
+            embed([text])
+            if i >= 5:
+                times[name].append(time.perf_counter() - started)
+    return {name: float(np.median(values) * 1000) for name, values in times.items()}
 
 
 def main() -> None:
@@ -196,7 +197,7 @@ def main() -> None:
             best[name] = min(best[name], time.perf_counter() - started)
     with open(args.scifact / "queries.jsonl", encoding="utf-8") as handle:
         queries = [json.loads(line)["text"] for line in handle][:QUERIES]
-    query_ms = {name: query_p50_ms(embed, queries) for name, embed in embedders.items()}
+    query_ms = query_p50_ms(embedders, queries)
     rows = [(name, installed_mib(packages), load_seconds(name, args.threads), len(texts) / best[name])
             for name, (_, packages) in RUNTIMES.items()]
     from cruxsql.embeddings.minilm import load_tokenizer
