@@ -111,7 +111,7 @@ def test_int8_query_vectors_agree_with_f32(exported, capsys):
     assert ours.shape == (len(SENTENCES), 384) and ours.dtype == np.float32
     assert np.abs(np.linalg.norm(ours, axis=1) - 1.0).max() < 1e-5
     cosines = np.einsum("ij,ij->i", ours.astype(np.float64), reference.astype(np.float64))
-    assert cosines.min() >= 0.98, cosines
+    assert cosines.min() >= 0.995, cosines     # 0.9978 here; 0.987 with the feed-forward products in int8 too
     assert cosines.min() < 0.99999                               # really the int8 model, not the f32 one
     assert np.array_equal(int8.embed_batch(SENTENCES), reference)   # documents stay f32
     assert int8.semantic_profile() == f32.semantic_profile() and int8.model() == "fastembed-all-minilm-l6-v2"
