@@ -241,7 +241,7 @@ def test_cli_search_flags_and_embed(tmp_path):
     assert bad.exit_code == 1 and "sum" in bad.output
     unknown = runner.invoke(main, ["search", "alpha"], env={**env, "CRUXSQL_EMBEDDER": "word2vec"})
     assert unknown.exit_code == 1 and unknown.output == (
-        "Error: unknown embedder 'word2vec': choose one of hash, minilm, none\n")
+        "Error: unknown embedder 'word2vec': choose one of hash, minilm, minilm-int8, none\n")
 
 
 def test_a_selected_model_that_is_missing_fails_loudly(tmp_path, monkeypatch):
