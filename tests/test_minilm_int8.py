@@ -184,6 +184,13 @@ def test_int8_needs_a_data_directory_and_unknown_names_list_it(monkeypatch):
         embedder_named("minilm-int4")
 
 
+def test_a_models_directory_that_cannot_be_made_is_one_error(tmp_path):
+    (tmp_path / "models").write_text("in the way")
+    with pytest.raises(InvalidInput, match=f"embedder 'minilm-int8' cannot keep its model in {tmp_path / 'models'}: "
+                                           "File exists"):
+        minilm_int8.cached_model(tmp_path, lambda: b"never exported")
+
+
 def test_the_cache_key_names_the_weights_and_the_recipe(monkeypatch, tmp_path):
     key = minilm_int8.cache_key()
     assert len(key) == 16 and model_path(tmp_path) == tmp_path / "models" / f"minilm-int8-{key}.onnx"

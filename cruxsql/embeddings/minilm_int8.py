@@ -86,17 +86,21 @@ def cached_model(data_dir: Path, export: Optional[Callable[[], bytes]] = None) -
     data = verified_model(path)
     if data is not None:
         return data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / ".minilm-int8.lock", "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        data = verified_model(path)        # another process may have exported it while we waited
-        if data is None:
-            if path.exists():
-                note(f"{path} does not match its recorded BLAKE3 checksum; exporting it again")
-            note(f"exporting all-MiniLM-L6-v2 to int8 ONNX into {path} (once per data directory)")
-            data = (export or export_int8)()
-            write_file_durably(path, data)
-            write_file_durably(checksum_path(path), (blake3.blake3(data).hexdigest() + "\n").encode("ascii"))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / ".minilm-int8.lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = verified_model(path)        # another process may have exported it while we waited
+            if data is None:
+                if path.exists():
+                    note(f"{path} does not match its recorded BLAKE3 checksum; exporting it again")
+                note(f"exporting all-MiniLM-L6-v2 to int8 ONNX into {path} (once per data directory)")
+                data = (export or export_int8)()
+                write_file_durably(path, data)
+                write_file_durably(checksum_path(path), (blake3.blake3(data).hexdigest() + "\n").encode("ascii"))
+    except OSError as exc:
+        raise InvalidInput(f"embedder {NAME!r} cannot keep its model in {path.parent}: "
+                           f"{exc.strerror or exc}") from None
     return data
 
 
