@@ -329,8 +329,8 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
         monkeypatch.setattr(compaction_snapshot, "prebuild", lambda store, batch: None)
         monkeypatch.setattr(compaction, "_live_chunks", lambda db: (_ for _ in ()).throw(OSError("disk full")))
     elif fail_at == "writing-from-snapshot":  # the same, reading the lines the snapshot built
-        monkeypatch.setattr(compaction_snapshot, "_snapshot_lines",
-                            lambda pre, skip: (_ for _ in ()).throw(OSError("disk full")))
+        monkeypatch.setattr(compaction_snapshot.PrebuiltLines, "emit_prefix",
+                            lambda pre, size, emit: (_ for _ in ()).throw(OSError("disk full")))
     else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
         real = checkpoint.write_checkpoint
         calls = []
