@@ -383,6 +383,11 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
             prebuilt.unchanged = 0  # (`live` then yields every line)
         kept_rows = prebuilt.unchanged if shadow is not None and prebuilt is not None else 0
         report.lines_kept_from_snapshot = kept_rows
+        # With few lines after those, the snapshot's file itself becomes the new journal: its head is
+        # already written and fsynced (`Journal.rewrite_onto`); the rows after it are read first.
+        onto = bool(kept_rows) and prebuilt is not None and prebuilt.linkable and len(prebuilt) - kept_rows <= _BATCH
+        if onto and live is not None:
+            live = iter(list(live))
         events_table, facts_table = ("journal_events", "journal_event_facts") if shadow is None else \
             (compaction_snapshot.shadow_table(shadow, "events"), compaction_snapshot.shadow_table(shadow, "event_facts"))
         insert_event = _INSERT_EVENT.format(events_table)
@@ -449,7 +454,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                         fid = next(islice(prebuilt.fact_ids(), prebuilt.lengths.index(longest - 1), None))
                         raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
                                            f"ceiling (fact {fid})")
-                    prebuilt.emit_prefix(prefix_size, emit)
+                    if not onto:
+                        prebuilt.emit_prefix(prefix_size, emit)
                     times.extend(prebuilt.ns[:n])
                     line_seqs.extend(prebuilt.seqs[:n])
                     order["last_seq"] = prebuilt.seqs[n - 1]
@@ -513,7 +519,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                     flush()
                 crash_point("compact-temp-complete")
 
-            _, size = journal.rewrite(write_lines, whole_lines=True)
+            if onto and prebuilt is not None:
+                _, size = journal.rewrite_onto(prebuilt.file, prefix_size, write_lines)
+            else:
+                _, size = journal.rewrite(write_lines, whole_lines=True)
             renamed = True
             crash_point("compact-after-rename")
             report.bytes_after = size

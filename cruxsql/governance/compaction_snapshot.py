@@ -101,6 +101,7 @@ class PrebuiltLines:
     db: apsw.Connection
     marks: list[tuple[int, int, Any]]  # (line, byte offset, blake3 of the bytes before it) every `batch` lines
     sorted_upto: int  # the leading lines whose seqs increase (replay's order)
+    linkable: bool  # `file` is a `Journal.unnamed_file`, fsynced: the compacted journal can be made of it
     shadow: Optional[str] = None  # the prefix of the shadow event tables (`events`, `event_facts`)
     unchanged: int = 0  # set by `live_chunks`: the leading lines the tail leaves as the snapshot has them
 
@@ -149,7 +150,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
         if cp is None:
             return None
         own = extension_events.position(store.db, store.extensions.name, cp.generation)
-        fh = tempfile.TemporaryFile(dir=store.data_dir)
+        fh, linkable = _lines_file(store)
         ids, ats, id_ends, at_ends = bytearray(), bytearray(), array("q"), array("q")
         ns, seqs, lengths = array("q"), array("q"), array("q")
         hasher, marks, offset = blake3.blake3(), [], 0
@@ -167,6 +168,8 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
                 ns.extend(row[3] for row in rows)
                 seqs.extend(row[4] for row in rows)
             fh.flush()
+            if linkable:
+                os.fsync(fh.fileno())  # (it may become the compacted journal's head: `Journal.rewrite_onto`)
         except BaseException:
             fh.close()
             raise
@@ -174,13 +177,22 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     rises = list(map(lt, seqs, seqs[1:]))
     sorted_upto = rises.index(False) + 1 if False in rises else len(seqs)
     pre = PrebuiltLines(fh, bytes(ids), id_ends, bytes(ats), at_ends, ns, seqs, lengths, cp, own, store.db, marks,
-                        sorted_upto)
+                        sorted_upto, linkable)
     try:
         pre.shadow = _fill_shadow_tables(pre, batch)
     except BaseException:
         pre.close()
         raise
     return pre
+
+
+def _lines_file(store: Store) -> tuple[IO[bytes], bool]:
+    """The unnamed file the snapshot's lines go to, and whether `Journal.rewrite_onto` can name it."""
+    try:
+        fh = store.journal.unnamed_file()
+    except OSError:  # no O_TMPFILE here: a temp file, unlinked at once
+        return tempfile.TemporaryFile(dir=store.data_dir), False
+    return fh, os.path.exists(f"/proc/self/fd/{fh.fileno()}")
 
 
 # --- the shadow event tables -----------------------------------------------------------------------
