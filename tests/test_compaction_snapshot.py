@@ -220,3 +220,64 @@ def test_a_writer_goes_on_while_a_compaction_builds_from_its_snapshot_and_loses_
         store.rebuild()  # the journal alone says the same
         assert dict(store.db.execute("SELECT key, fact_id FROM facts WHERE entity = 'writer' AND deleted = 0 "
                                      "AND superseded_by IS NULL")) == last
+
+
+TIMED_COMPACT = r"""
+import json, sys, time
+from cruxsql.facts.store import Store
+from cruxsql.governance import compaction
+with Store(sys.argv[1]) as store:
+    started = time.time()
+    report = compaction.compact(store)
+    print(json.dumps({"started": started, "ended": time.time(), "seconds": report.seconds,
+                      "locked": report.seconds_locked}))
+"""
+
+
+def test_a_writer_waits_for_a_small_part_of_a_compaction_only(tmp_path: Path) -> None:
+    """The writer lock is held for a small part of a compaction: its lines, their bytes on disk (fsynced),
+    their event rows and their bookkeeping are all done before it, from the snapshot
+    (compaction_snapshot.py). A writer storing in a loop beside it: its longest store() is a fraction of
+    the compaction's time without the lock. (Before: the lines were re-read, written, fsynced and their
+    rows inserted under the lock, so a store() waited longer than the whole lock-free part: ratios of
+    0.82-1.8 measured here, against 0.09-0.84 now, at load 4-5 on 2 cores: the best of three compactions
+    is compared.)"""
+    data = tmp_path / "data"
+    with Store(data) as store:
+        for batch in range(8):  # few deletes: what is left under the lock is mostly the swap itself
+            store.store_batch([StoreRequest(f"svc:{i % 40}", f"k{batch}.{i}", f"value {batch} {i} " + "x" * 1500)
+                               for i in range(1000)])
+    env = server_env()
+    out = tmp_path / "writer.json"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(data), str(out)], env=env)
+    results = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists():
+            assert writer.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        for _ in range(3):
+            with Store(data) as store:
+                for (fact_id,) in store.db.execute("SELECT fact_id FROM facts WHERE entity = 'svc:7' AND deleted = 0 "
+                                                   "ORDER BY seq LIMIT 8").fetchall():
+                    store.delete(fact_id)
+            time.sleep(0.3)
+            comp = subprocess.run([sys.executable, "-c", TIMED_COMPACT, str(data)], env=env, capture_output=True,
+                                  text=True, timeout=120)
+            assert comp.returncode == 0, comp.stderr
+            results.append(json.loads(comp.stdout))
+        time.sleep(0.3)
+    finally:
+        (tmp_path / "stop").touch()
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
+    done = json.loads(out.read_text())
+    ratios = []
+    for result in results:
+        during = [end - start for start, end, *_ in done if end > result["started"] and start < result["ended"]]
+        assert len(during) >= 3, during
+        ratios.append(max(during) / (result["seconds"] - result["locked"]))
+    assert min(ratios) < 0.6, (ratios, results)
+    with Store(data) as store:
+        assert {store.get(fact_id).value for _, _, fact_id, _ in done} == {f"acknowledged {i}" for i in range(len(done))}
+        assert store.verify().ok

@@ -280,9 +280,15 @@ def checkpoint_wal(db, attempts: int = 20) -> bool:
     A read transaction in another process can keep the WAL busy: each attempt waits at most 100 ms for
     readers, and keeps writers out only while it waits and copies (`compact` runs it after releasing the
     writer lock, so a writer waits for one attempt, not for all of them). Returns False when it stayed
-    busy; the next checkpoint will do it."""
+    busy; the next checkpoint will do it. A PASSIVE checkpoint first copies what it can without keeping
+    anyone out (after a compaction, most of the WAL), so that the TRUNCATE has little left to copy while
+    writers wait."""
     db.setbusytimeout(100)
     try:
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except apsw.BusyError:
+            pass
         for attempt in range(attempts):
             try:
                 busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
