@@ -136,6 +136,58 @@ def test_a_compaction_from_a_snapshot_writes_what_one_under_the_lock_writes(tmp_
         assert sa.verify().ok
 
 
+@pytest.mark.parametrize("seed,batch", [(2, 4), (4, 4), (3, 20_000), (4, 20_000)])
+def test_a_compaction_after_a_tail_keeps_the_snapshot_head_and_writes_the_rest(tmp_path: Path, monkeypatch,
+                                                                               seed: int, batch: int) -> None:
+    """The leading lines the tail left alone come from the snapshot's file with their shadow event rows;
+    the rest is written under the lock: the journal and the view are what a compaction under the lock
+    writes. batch 4: the snapshot's file is copied and the rows cut in shadow tables filled 4 rows a
+    transaction; 20,000: the file itself becomes the journal."""
+    monkeypatch.setattr(compaction, "_BATCH", batch)
+    rng = random.Random(seed)
+    store = Store(tmp_path)
+    _plain_history(store, rng, 70)
+    pre = compaction_snapshot.prebuild(store, batch)
+    assert pre is not None
+    oldest = store.db.execute("SELECT fact_id FROM facts WHERE deleted = 0 ORDER BY stored_at_ns, fact_id "
+                              "LIMIT 1 OFFSET 3").get
+    _plain_history(store, rng, 15)
+    if store.get(oldest).deleted is False:
+        store.delete(oldest)  # an early line goes: the head kept is the 3 lines before it, at most
+    want = [row[0] for rows in store_lines.live_chunks(store.db, 100) for row in rows]
+    state = {fid: f for fid, f in fact_state(store).items() if not f["deleted"]}
+    with store.writer_lock():
+        report = compaction.compact_unchecked(store, prebuilt=pre)
+    pre.close()
+    assert report.lines_from_snapshot and 1 <= report.lines_kept_from_snapshot <= 3
+    got = [line for line in (tmp_path / "facts.jsonl").read_bytes().splitlines() if line.startswith(b'{"op":"store"')]
+    assert got == want
+    assert fact_state(store) == state
+    verified = store.verify()
+    assert verified.ok and verified.view_matches_replay, verified.differences
+    assert not store.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'compaction_next%'").fetchall()
+
+
+def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compaction(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest("svc", f"k{i}", f"v{i}") for i in range(20)])
+    store.delete(facts[0].fact_id)
+    child = subprocess.run([sys.executable, "-c", "import os, sys\n"
+                            "from cruxsql.facts.store import Store\n"
+                            "from cruxsql.governance import compaction_snapshot\n"
+                            "pre = compaction_snapshot.prebuild(Store(sys.argv[1]), 5)\n"
+                            "print(pre.shadow, flush=True)\n"
+                            "os._exit(0)  # as if killed: nothing is closed or dropped", str(tmp_path)],
+                           env=server_env(), capture_output=True, text=True, timeout=60)
+    prefix = child.stdout.strip()
+    assert child.returncode == 0 and prefix.startswith(compaction_snapshot.SHADOW_PREFIX), child.stderr
+    assert compaction_snapshot.shadow_tables_present(store.db, prefix)
+    report = compaction.compact(store)
+    assert report.lines_kept_from_snapshot == 19
+    assert not store.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'compaction_next%'").fetchall()
+    assert store.verify().ok
+
+
 WRITER = r"""
 import json, sys, time
 from pathlib import Path
