@@ -563,12 +563,21 @@ class Journal:
                 fh.flush()
                 os.fsync(fh.fileno())
                 size = fh.tell()
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._replace_with(tmp)
+        return self.path, size
+
+    def _replace_with(self, tmp: Path) -> None:
+        """Rename the complete, fsynced `tmp` over the journal (the commit point; `tmp` goes if that
+        fails), then fsync the directory."""
+        try:
             os.replace(tmp, self.path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(self.data_dir)
-        return self.path, size
 
     def unnamed_file(self) -> IO[bytes]:
         """An unnamed file in the data directory (O_TMPFILE, mode 0644) that `rewrite_onto` can later make
@@ -595,10 +604,5 @@ class Journal:
             os.link(f"/proc/self/fd/{head.fileno()}", tmp.name, dst_dir_fd=dir_fd, follow_symlinks=True)
         finally:
             os.close(dir_fd)
-        try:
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        fsync_dir(self.data_dir)
+        self._replace_with(tmp)
         return self.path, size
