@@ -233,7 +233,7 @@ def _fill_shadow_tables(pre: PrebuiltLines, batch: int) -> Optional[str]:
         if refs != (which == "event_facts") or "REFERENCES" in _REFERENCE.sub("", schema[table]):
             return None
         creates.append(f"CREATE TABLE {shadow_table(prefix, which)} (" + body)
-    starts = list(accumulate((n + 1 for n in pre.lengths), initial=0))
+    starts = array("q", accumulate((n + 1 for n in pre.lengths), initial=0))
     for i in [-1, *range(0, len(pre), batch)]:  # -1: the CREATE TABLEs
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -251,11 +251,13 @@ def _fill_shadow_tables(pre: PrebuiltLines, batch: int) -> Optional[str]:
                 db.executemany(f"INSERT INTO {shadow_table(prefix, 'event_facts')} (line_no, fact_id, role) "
                                "VALUES (?, ?, 'stored')", zip(range(i + 1, j + 1), ids))
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if not db.getautocommit():
                 db.execute("ROLLBACK")
             if i >= 0:
                 drop_shadow_tables(db, prefix)
+            if isinstance(exc, apsw.Error):
+                return None  # the rows are built under the lock instead, as without the tables
             raise
     return prefix
 
@@ -348,6 +350,19 @@ def _snapshot_rows(pre: PrebuiltLines, batch: int, begin: int = 0) -> Iterator[l
 _ORDER = itemgetter(3, 1)  # (stored_at_ns, fact_id): the compacted journal's order
 
 
+def _snapshot_places(store: Store, pre: PrebuiltLines, names: set[str]) -> list[int]:
+    """The snapshot's line indexes (sorted) of the facts `names` it holds, found by their `stored_at_ns`
+    (which never changes) rather than by decoding every id."""
+    if not names:
+        return []
+    found = []
+    for fid, ns in store.db.execute("SELECT fact_id, stored_at_ns FROM facts WHERE fact_id IN carray(?)",
+                                    (apsw.carray(tuple(names)),)):
+        lo, hi = bisect.bisect_left(pre.ns, ns), bisect.bisect_right(pre.ns, ns)
+        found += [i for i, at in zip(range(lo, hi), _unpacked(pre.ids, pre.id_ends, lo, hi)) if at == fid]
+    return sorted(found)
+
+
 def live_chunks(store: Store, pre: PrebuiltLines, batch: int,
                 after_unchanged: bool = False) -> Optional[Iterator[list[tuple]]]:
     """Under the writer lock, the view caught up: `store_lines.live_chunks(store.db, batch)`'s rows (in
@@ -361,7 +376,7 @@ def live_chunks(store: Store, pre: PrebuiltLines, batch: int,
     if names is None:
         return None
     fresh = sorted(store_lines.live_lines_of(store.db, sorted(names)).values(), key=_ORDER)
-    named_at = [i for i, fid in enumerate(pre.fact_ids()) if fid in names]
+    named_at = _snapshot_places(store, pre, names)
     named_then = len(named_at)
     # the leading lines that stay as the snapshot has them: those before the first named fact's and
     # before the place of the first fact read again
