@@ -18,13 +18,16 @@ so a fact that did not change comes out byte-identical. The view's facts hold on
 said (access counts kept elsewhere by the salience lane are never baked in).
 
 Steps: 0. without the writer lock, the live facts' lines are built from a read snapshot of the view
-(compaction_snapshot.py); then under the writer lock, after catching the view up (the lines appended
-since the snapshot: their facts' lines are built again, the others reused byte for byte):
+into an unnamed fsynced file, and their event rows into shadow tables (compaction_snapshot.py); then
+under the writer lock, after catching the view up (the lines appended since the snapshot: their
+facts' lines are built again, the others reused byte for byte, the leading ones left as written):
 1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
    corrupt-line guard;
-2. `Journal.rewrite`: temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
+2. `Journal.rewrite` (or `rewrite_onto`, the snapshot's file cut after its unchanged head and the rest
+   appended): temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
 3. the view is rewritten in one SQLite transaction, opened before step 2 and committed after the
-   rename, carrying the new journal's fingerprint and a new generation. A crash before that commit
+   rename, carrying the new journal's fingerprint and a new generation (the shadow event tables
+   replace the old ones in it). A crash before that commit
    leaves a view whose fingerprint no longer matches, which the next open repairs by a rebuild; an
    error after the rename rebuilds the view at once.
 
