@@ -9,6 +9,7 @@ from retention_builders import FIXTURE_OWNER, append_events, fact_state, journal
 
 from cruxsql.errors import NotFound
 from cruxsql.facts import checkpoint, codec, view
+from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, compaction_snapshot
 
@@ -328,9 +329,16 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
     if fail_at == "writing":  # before the commit point: the old journal and the old view stay
         monkeypatch.setattr(compaction_snapshot, "prebuild", lambda store, batch: None)
         monkeypatch.setattr(compaction, "_live_chunks", lambda db: (_ for _ in ()).throw(OSError("disk full")))
-    elif fail_at == "writing-from-snapshot":  # the same, reading the lines the snapshot built
-        monkeypatch.setattr(compaction_snapshot, "_snapshot_lines",
-                            lambda pre, skip: (_ for _ in ()).throw(OSError("disk full")))
+    elif fail_at == "writing-from-snapshot":  # the same, appending onto the file of the snapshot's lines
+        real_onto = Journal.rewrite_onto
+
+        def fail_while_appending(journal, head, head_size, write_rest):
+            def write_part(emit):
+                emit(b"{}\n")
+                raise OSError("disk full")
+            return real_onto(journal, head, head_size, write_part)
+
+        monkeypatch.setattr(Journal, "rewrite_onto", fail_while_appending)
     else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
         real = checkpoint.write_checkpoint
         calls = []

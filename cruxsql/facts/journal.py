@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, TypeVar
+from typing import IO, Callable, Iterable, Iterator, Optional, TypeVar
 
 import blake3
 
@@ -563,9 +563,46 @@ class Journal:
                 fh.flush()
                 os.fsync(fh.fileno())
                 size = fh.tell()
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._replace_with(tmp)
+        return self.path, size
+
+    def _replace_with(self, tmp: Path) -> None:
+        """Rename the complete, fsynced `tmp` over the journal (the commit point; `tmp` goes if that
+        fails), then fsync the directory."""
+        try:
             os.replace(tmp, self.path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(self.data_dir)
+
+    def unnamed_file(self) -> IO[bytes]:
+        """An unnamed file in the data directory (O_TMPFILE, mode 0644) that `rewrite_onto` can later make
+        the journal: it disappears when closed, also after a crash, and until then nothing can see it."""
+        return os.fdopen(os.open(self.data_dir, os.O_TMPFILE | os.O_RDWR, 0o644), "w+b")
+
+    def rewrite_onto(self, head: IO[bytes], head_size: int, write_rest: Callable[[Callable], None]) -> tuple[Path, int]:
+        """`rewrite` whose first `head_size` bytes (whole lines, fsynced already) are in `head`, an
+        `unnamed_file`: it is cut there, `write_rest(emit)` appends the rest (bytes of whole lines),
+        it is fsynced (only what was appended is left to write), named `facts.jsonl.compact-<32hex>.tmp`
+        and renamed over the journal (the commit point), and the directory fsynced. The caller holds the
+        lock. Returns (journal path, new size)."""
+        head.truncate(head_size)
+        head.seek(head_size)
+        write_rest(head.write)
+        head.flush()
+        os.fsync(head.fileno())
+        size = head.tell()
+        tmp = self.data_dir / f"{JOURNAL_NAME}.compact-{uuid.uuid4().hex}.tmp"
+        # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc link (os.link makes it a plain link(),
+        # which does not follow it, unless given a directory descriptor)
+        dir_fd = os.open(self.data_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.link(f"/proc/self/fd/{head.fileno()}", tmp.name, dst_dir_fd=dir_fd, follow_symlinks=True)
+        finally:
+            os.close(dir_fd)
+        self._replace_with(tmp)
         return self.path, size

@@ -18,13 +18,16 @@ so a fact that did not change comes out byte-identical. The view's facts hold on
 said (access counts kept elsewhere by the salience lane are never baked in).
 
 Steps: 0. without the writer lock, the live facts' lines are built from a read snapshot of the view
-(compaction_snapshot.py); then under the writer lock, after catching the view up (the lines appended
-since the snapshot: their facts' lines are built again, the others reused byte for byte):
+into an unnamed fsynced file, and their event rows into shadow tables (compaction_snapshot.py); then
+under the writer lock, after catching the view up (the lines appended since the snapshot: their
+facts' lines are built again, the others reused byte for byte, the leading ones left as written):
 1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
    corrupt-line guard;
-2. `Journal.rewrite`: temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
+2. `Journal.rewrite` (or `rewrite_onto`, the snapshot's file cut after its unchanged head and the rest
+   appended): temp `facts.jsonl.compact-<hex>.tmp`, fsync, rename (the commit point), dir fsync;
 3. the view is rewritten in one SQLite transaction, opened before step 2 and committed after the
-   rename, carrying the new journal's fingerprint and a new generation. A crash before that commit
+   rename, carrying the new journal's fingerprint and a new generation (the shadow event tables
+   replace the old ones in it). A crash before that commit
    leaves a view whose fingerprint no longer matches, which the next open repairs by a rebuild; an
    error after the rename rebuilds the view at once.
 
@@ -39,7 +42,7 @@ import time
 import uuid
 from array import array
 from dataclasses import asdict, dataclass, field
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from json.encoder import encode_basestring as _jstr
 from operator import itemgetter, lt
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
@@ -100,6 +103,7 @@ class CompactionReport:
     wal_checkpointed: bool = False
     seq_renumbered: bool = False
     lines_from_snapshot: bool = False  # the live lines were built before the writer lock (compaction_snapshot.py)
+    lines_kept_from_snapshot: int = 0  # of which copied, with their event rows, as the snapshot phase wrote them
     seconds: float = 0.0
     seconds_locked: float = 0.0  # of which the rewrite under the writer lock
 
@@ -221,8 +225,30 @@ def _live_chunks(db) -> Iterator[list[tuple]]:
 
 
 _LINE, _FACT_ID, _STORED_AT, _STORED_AT_NS, _SEQ = (itemgetter(i) for i in range(5))
-_INSERT_EVENT = ("INSERT INTO journal_events (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
+_INSERT_EVENT = ("INSERT INTO {} (line_no, byte_offset, byte_length, op, fact_id, event_at, applied, "
                  "skip_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _swap_in_event_tables(db: apsw.Connection, events_table: str, facts_table: str) -> None:
+    """Replace journal_events and journal_event_facts by the shadow tables, inside the compaction's
+    transaction (foreign keys off). The old tables' pages are freed without secure_delete's zero-fill:
+    they hold no fact content. Their indexes go with them (recreated by the caller). The views and
+    triggers that name them are dropped first and made again after (a RENAME checks every view and
+    trigger, and the tables do not exist between the DROP and the RENAME); the RENAME turns the shadow
+    journal_event_facts' reference to the shadow journal_events into one to journal_events."""
+    dependents = cast(list[tuple[str, str, str]], db.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL "
+        "AND (sql LIKE '%journal_events%' OR sql LIKE '%journal_event_facts%') ORDER BY type DESC").fetchall())
+    for kind, name, _ in dependents:
+        db.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+    db.execute("PRAGMA secure_delete=OFF")
+    db.execute("DROP TABLE journal_event_facts")
+    db.execute("DROP TABLE journal_events")
+    db.execute("PRAGMA secure_delete=ON")
+    db.execute(f"ALTER TABLE {events_table} RENAME TO journal_events")
+    db.execute(f"ALTER TABLE {facts_table} RENAME TO journal_event_facts")
+    for _, _, sql in reversed(dependents):
+        db.execute(sql)
 
 
 def _tail_lines(db, applier: view.Applier, now_text: str, stats: CompactionReport,
@@ -257,9 +283,15 @@ def checkpoint_wal(db, attempts: int = 20) -> bool:
     A read transaction in another process can keep the WAL busy: each attempt waits at most 100 ms for
     readers, and keeps writers out only while it waits and copies (`compact` runs it after releasing the
     writer lock, so a writer waits for one attempt, not for all of them). Returns False when it stayed
-    busy; the next checkpoint will do it."""
+    busy; the next checkpoint will do it. A PASSIVE checkpoint first copies what it can without keeping
+    anyone out (after a compaction, most of the WAL), so that the TRUNCATE has little left to copy while
+    writers wait."""
     db.setbusytimeout(100)
     try:
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except apsw.BusyError:
+            pass
         for attempt in range(attempts):
             try:
                 busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -334,6 +366,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         store.refresh()
         report = CompactionReport()
         report.stale_temp_files_removed = remove_stale_temp_files(journal)
+        compaction_snapshot.remove_stale_shadow_tables(db)
         _refuse_or_preserve_corrupt_lines(store, drop_corrupt, report)
         st = journal.stat()
         cp = checkpoint.read_checkpoint(db)
@@ -345,13 +378,34 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         direct = view_update == "direct"
         report.view_update = view_update
         total = db.execute("SELECT count(*) FROM facts").get
-        live = compaction_snapshot.live_chunks(store, prebuilt, _BATCH) if prebuilt is not None else None
+        live = compaction_snapshot.live_chunks(store, prebuilt, _BATCH, after_unchanged=True) \
+            if prebuilt is not None and direct else None
         report.lines_from_snapshot = live is not None
+        # The leading lines the tail left as the snapshot has them (`prebuilt.unchanged`) are copied from
+        # its file, already hashed, and their event rows were written before the lock into the shadow
+        # tables, which replace the old ones below; without those tables (their schema not the one this
+        # code knows, or dropped meanwhile), every line's rows are written here.
+        shadow = prebuilt.shadow if live is not None and prebuilt is not None else None
+        if shadow is not None and not compaction_snapshot.shadow_tables_present(db, shadow):
+            shadow = None
+        if shadow is None and prebuilt is not None:
+            prebuilt.unchanged = 0  # (`live` then yields every line)
+        kept_rows = prebuilt.unchanged if shadow is not None and prebuilt is not None else 0
+        report.lines_kept_from_snapshot = kept_rows
+        # With few lines after those, the snapshot's file itself becomes the new journal: its head is
+        # already written and fsynced (`Journal.rewrite_onto`); the rows after it are read first.
+        onto = bool(kept_rows) and prebuilt is not None and prebuilt.linkable and len(prebuilt) - kept_rows <= _BATCH
+        if onto and live is not None:
+            live = iter(list(live))
+        events_table, facts_table = ("journal_events", "journal_event_facts") if shadow is None else \
+            (compaction_snapshot.shadow_table(shadow, "events"), compaction_snapshot.shadow_table(shadow, "event_facts"))
+        insert_event = _INSERT_EVENT.format(events_table)
         if progress is not None:
             progress(0, total)  # the bar appears before the slow steps, not after them
         now_ns = timestamps.now_ns()
         now_text = timestamps.format_event_time(now_ns)
-        hasher = blake3.blake3()
+        # The leading lines the snapshot holds as they are now: copied from its file, already hashed.
+        prefix_size, hasher = prebuilt.prefix(kept_rows) if kept_rows and prebuilt is not None else (0, blake3.blake3())
         drop_sources: list[str] = []
         state = {"line_no": 0, "offset": 0, "stores": 0}
         generation = uuid.uuid4().hex
@@ -376,10 +430,16 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 for name, sql in db.execute(
                         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                         "AND tbl_name IN ('journal_events', 'journal_event_facts')").fetchall():
-                    db.execute(f'DROP INDEX "{name}"')
+                    if shadow is None:  # (with the shadow tables: dropped with the old tables below)
+                        db.execute(f'DROP INDEX "{name}"')
                     dropped_indexes.append(cast(str, sql))      # selected NOT NULL
-                for table in ("journal_event_facts", "journal_events", "journal_corrupt_lines"):
-                    db.execute(f"DELETE FROM {table}")
+                if shadow is None:
+                    for table in ("journal_event_facts", "journal_events"):
+                        db.execute(f"DELETE FROM {table}")
+                else:
+                    for table in (facts_table, events_table):
+                        db.execute(f"DELETE FROM {table} WHERE line_no > ?", (kept_rows,))
+                db.execute("DELETE FROM journal_corrupt_lines")
                 db.execute("PRAGMA secure_delete=ON")
             events: list[tuple] = []
             names: list[tuple] = []
@@ -389,14 +449,29 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
 
             def flush() -> None:
                 # plain INSERTs: the tables were emptied in this transaction
-                db.executemany(_INSERT_EVENT, events)
-                db.executemany("INSERT INTO journal_event_facts (line_no, fact_id, role) VALUES (?, ?, ?)", names)
+                db.executemany(insert_event, events)
+                db.executemany(f"INSERT INTO {facts_table} (line_no, fact_id, role) VALUES (?, ?, ?)", names)
                 events.clear()
                 names.clear()
 
             def write_lines(emit: Callable[[bytes], None]) -> None:
-                n, offset = 0, 0
+                n, offset = kept_rows, prefix_size
                 half = max(1, total // 2)
+                if kept_rows and prebuilt is not None:
+                    longest = max(prebuilt.lengths[:n]) + 1
+                    if longest > MAX_RECORD_BYTES:
+                        fid = next(islice(prebuilt.fact_ids(), prebuilt.lengths.index(longest - 1), None))
+                        raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append "
+                                           f"ceiling (fact {fid})")
+                    if not onto:
+                        prebuilt.emit_prefix(prefix_size, emit)
+                    times.extend(prebuilt.ns[:n])
+                    line_seqs.extend(prebuilt.seqs[:n])
+                    order["last_seq"] = prebuilt.seqs[n - 1]
+                    order["renumber"] = prebuilt.sorted_upto < n
+                    report.facts_retained += n
+                    if n >= half:
+                        crash_point("compact-temp-partial")  # part of the temp file is on disk
                 # The live facts' store lines, a chunk at a time, built by SQLite (`store_lines`): one write
                 # and one hash per chunk, and each line's bookkeeping
                 # (offsets, event rows, times, the seq order check) by C-level iterators over the chunk
@@ -415,9 +490,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                     hasher.update(blob)
                     starts = list(accumulate(lengths, initial=offset))
                     if direct:
-                        db.executemany(_INSERT_EVENT, zip(range(n + 1, n + len(rows) + 1), starts, lengths,
-                                                          repeat("store"), map(_FACT_ID, rows),
-                                                          map(_STORED_AT, rows), repeat(1), repeat(None)))
+                        # (lines the shadow table already holds: skipped)
+                        db.executemany(insert_event, islice(zip(
+                            range(n + 1, n + len(rows) + 1), starts, lengths, repeat("store"), map(_FACT_ID, rows),
+                            map(_STORED_AT, rows), repeat(1), repeat(None)), max(0, kept_rows - n), None))
                         times.extend(map(_STORED_AT_NS, rows))
                         seqs = list(map(_SEQ, rows))
                         line_seqs.extend(seqs)
@@ -452,7 +528,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                     flush()
                 crash_point("compact-temp-complete")
 
-            _, size = journal.rewrite(write_lines, whole_lines=True)
+            if onto and prebuilt is not None:
+                _, size = journal.rewrite_onto(prebuilt.file, prefix_size, write_lines)
+            else:
+                _, size = journal.rewrite(write_lines, whole_lines=True)
             renamed = True
             crash_point("compact-after-rename")
             report.bytes_after = size
@@ -475,9 +554,11 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 if line_seqs:  # (carray refuses an empty buffer)
                     db.execute("UPDATE OR FAIL facts SET line_no = c.rowid FROM carray(?) AS c "
                                "WHERE facts.seq = c.value", (apsw.carray(line_seqs),))
-                db.execute("INSERT OR FAIL INTO journal_event_facts (line_no, fact_id, role) SELECT line_no, fact_id, "
-                           "'stored' FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 "
-                           "ORDER BY stored_at_ns, fact_id")
+                db.execute(f"INSERT OR FAIL INTO {facts_table} (line_no, fact_id, role) SELECT line_no, fact_id, "
+                           "'stored' FROM facts INDEXED BY facts_stored_at WHERE deleted = 0 AND line_no > ? "
+                           "ORDER BY stored_at_ns, fact_id", (kept_rows,))
+                if shadow is not None:
+                    _swap_in_event_tables(db, events_table, facts_table)
                 # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
                 derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation if cp else None, generation,
                                                         state["line_no"], not order["renumber"]))
@@ -518,6 +599,8 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 db.execute("ROLLBACK")
             db.execute("PRAGMA foreign_keys=ON")
             db.execute("PRAGMA secure_delete=ON")
+            if shadow is not None:
+                compaction_snapshot.drop_shadow_tables(db, shadow)
             if renamed:
                 # The new journal is committed; make the view match it now rather than at next open.
                 replay.rebuild(db, journal, store.policy)

@@ -1,6 +1,6 @@
 """Many processes on one store: read latency beside writers and a compaction, writer stalls, write scaling.
 
-    python tools/bench/bench_concurrency.py [--events N] [--seconds S] [--code CHECKOUT]
+    python tools/bench/bench_concurrency.py [--events N] [--seconds S] [--code CHECKOUT] [--compaction-only N]
 
 Builds a store of N journal events (tools/bench/journal_gen.py; default 100,000, the issue's 1M with
 --events 1000000), then, each phase with real processes for S seconds (default 6):
@@ -86,7 +86,8 @@ def child_compact(data: str, seconds: float, out: str) -> None:
         report = compaction.compact(store, drop_corrupt=True)
         # (a baseline checkout's report may not say whether its lines came from a snapshot)
         Path(out).write_text(json.dumps([time.perf_counter() - started,
-                                         getattr(report, "lines_from_snapshot", None)]))
+                                         getattr(report, "lines_from_snapshot", None),
+                                         getattr(report, "seconds_locked", None)]))
 
 
 CHILDREN = {"read": child_read, "write": child_write, "compact": child_compact}
@@ -152,8 +153,22 @@ def reads_beside(run: Run, seconds: float, writers: int = 0, compact: bool = Fal
     if procs:
         out["longest_store_ms"] = max(max(r) for r in results[1:]) * 1000
     if comp is not None:
-        out["compaction_s"], out["from_snapshot"] = run.collect([comp])[0]
+        out["compaction_s"], out["from_snapshot"], out["locked_s"] = run.collect([comp])[0]
     return out
+
+
+def compaction_runs(run: Run, data: Path, times: int) -> None:
+    """The compaction phase `times` times, each on a fresh copy of the store built once."""
+    pristine = data.with_name("pristine")
+    shutil.copytree(data, pristine)
+    print(f"{'run':<5}{'compaction s':>13}{'locked s':>10}{'longest store() s':>19}{'read p99 ms':>13}")
+    for i in range(times):
+        shutil.rmtree(data)
+        shutil.copytree(pristine, data)
+        r = reads_beside(run, 0, writers=1, compact=True)
+        locked = float("nan") if r["locked_s"] is None else r["locked_s"]
+        print(f"{i + 1:<5}{r['compaction_s']:>13.2f}{locked:>10.2f}{r['longest_store_ms'] / 1000:>19.2f}"
+              f"{r['read_p99_ms']:>13.0f}", flush=True)
 
 
 def throughput(run: Run, seconds: float, writers: int) -> float:
@@ -171,6 +186,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6.0, help="Length of each phase (default 6).")
     ap.add_argument("--code", type=Path, default=ROOT, help="The cruxsql checkout the child processes run.")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--compaction-only", type=int, default=0, metavar="N",
+                    help="Only the compaction phase, N times, each on a fresh copy of the store (a stall's spread "
+                         "on a loaded machine); prints each run's stall and the compaction's time under the lock.")
     args = ap.parse_args()
     from journal_gen import generate
 
@@ -185,6 +203,9 @@ def main() -> None:
                        capture_output=True, cwd=str(work))
         print(f"store: {args.events:,} events, built in {time.perf_counter() - started:.1f} s; code: {args.code}")
         run = Run(data, work, args.code)
+        if args.compaction_only:
+            compaction_runs(run, data, args.compaction_only)
+            return
         idle = reads_beside(run, args.seconds)
         busy = reads_beside(run, args.seconds, writers=4)
         during = reads_beside(run, args.seconds, writers=1, compact=True)
