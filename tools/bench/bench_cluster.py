@@ -3,6 +3,7 @@ figure beside a single-node cruxsql baseline measured in the same run.
 
     python tools/bench/bench_cluster.py                          # 300 writes, 100,000-event catch-up
     python tools/bench/bench_cluster.py --catchup-events 20000   # quicker
+    python tools/bench/bench_cluster.py --catchup-only           # only the catch-up row
 
 Rows: store() latency p50/p95 (cluster vs a local store, interleaved call by call); throughput with
 1/4/16 concurrent writers spread over the nodes (vs the same writers on one local store); catch-up time
@@ -266,6 +267,7 @@ def main() -> None:
     parser.add_argument("--document-mb", type=float, default=1.0, help="size of the replicated document")
     parser.add_argument("--documents-only", action="store_true", help="only the document replication rows")
     parser.add_argument("--raft-scrub-only", action="store_true", help="only the Raft log scrub row (minutes)")
+    parser.add_argument("--catchup-only", action="store_true", help="only the catch-up row (--catchup-events)")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cruxsql-bench-cluster-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -275,6 +277,9 @@ def main() -> None:
     try:
         if args.raft_scrub_only:
             bench_raft_scrub(cluster)
+            return
+        if args.catchup_only:
+            bench_catchup(cluster, work, args.catchup_events)
             return
         bench_documents(cluster, work, args.document_mb)
         if args.documents_only:
