@@ -26,9 +26,10 @@ import apsw
 from ..errors import JournalError
 from ..facts import bulk, checkpoint, codec, replay, view
 from ..facts.bulk import decode_appended
+from ..facts.faults import crash_point
 from ..facts.journal import Journal
 from ..facts.store import Store
-from .generation import Collector, parse_part
+from .generation import Collector, PartName, parse_part
 from .link import ClusterLink, scrub_subject
 
 POSITION_NAME = "cluster-position.json"
@@ -42,6 +43,8 @@ _STORES = (b'{"op":"store",', b'{"op":"store_batch",')
 _HEAD_KEEPING = _STORES + (b'{"op":"supersede",',)
 """Lines that cannot lower a chain's head version (a delete, a consolidation or a replace can)."""
 Chain = tuple[str, str, str]
+_SCRUB = PartName("", 0, 0)
+"""Marks the Raft log scrub's messages among a batch's (generation parts have their PartName)."""
 
 
 @dataclass(frozen=True)
@@ -168,21 +171,21 @@ class Mirror:
                     sink.flush()
                     if heads.dirty:
                         heads.forget()
-                texts = [split_lines(msg.payload) if msg.subject != scrub and parse_part(self.link.group, msg.subject)
-                         is None else [] for msg in batch]
+                kinds = [_SCRUB if msg.subject == scrub else parse_part(self.link.group, msg.subject) for msg in batch]
+                texts = [split_lines(msg.payload) if kind is None else [] for msg, kind in zip(batch, kinds)]
                 decoded = [[decode_appended(line) for line in lines] for lines in texts]
-                heads.look_up([f for lines in decoded for f in stored(lines)])
-                for msg, lines, decoded_lines in zip(batch, texts, decoded):
-                    if msg.subject == scrub:  # the Raft log scrub's filler and end mark: no journal lines
+                facts_of = [stored(lines) for lines in decoded]
+                heads.look_up([f for facts in facts_of for f in facts])
+                for msg, kind, lines, decoded_lines, facts in zip(batch, kinds, texts, decoded, facts_of):
+                    if kind is _SCRUB:  # the Raft log scrub's filler and end mark: no journal lines
                         sink.seq = msg.seq
                         continue
                     generation = parts.offer(msg)
-                    if parse_part(self.link.group, msg.subject) is not None:
+                    if kind is not None:
                         if generation is not None:  # it replaces everything before it, pending lines included
                             sink.generation(generation, msg.seq)
                             heads.forget()
                         continue  # an incomplete generation's parts: the position stays before them
-                    facts = stored(decoded_lines)
                     if facts and heads.dirty:
                         sink.flush()
                         heads.forget()
@@ -230,17 +233,17 @@ def stored(lines: list[bulk.Decoded]) -> list[Stored]:
             continue
         if d.op is not None:
             for v in d.payload:  # type: ignore[attr-defined]  # bulk.decode_fast's fact values
-                facts.append(Stored(v[0], (v[1], v[2], v[3]), v[11], _raised(v[1], v[2], v[3], bool(v[10]), bool(v[13]))))
+                facts.append(Stored(v[0], (v[1], v[2], v[3]), v[11], _raised(v[1], v[2], v[3], bool(v[10]))))
         else:
             for f in codec.event_facts(d.payload):  # type: ignore[arg-type]  # the codec's event
                 facts.append(Stored(f.fact_id, chain_of(f), f.version,
-                                    _raised(f.tenant_hash, f.entity, f.key, f.deleted, f.private)))
+                                    _raised(f.tenant_hash, f.entity, f.key, f.deleted)))
     return facts
 
 
-def _raised(tenant: str, entity: str, key: str, deleted: bool, private: bool) -> Optional[Chain]:
+def _raised(tenant: str, entity: str, key: str, deleted: bool) -> Optional[Chain]:
     """The view's chain whose head a stored fact raises (its tenant defaulted); None for a fact stored
-    deleted, or a latest-only control fact (it removes its chain first)."""
+    deleted, or one that may be a latest-only control fact (that removes its chain first)."""
     if deleted or (key == "content" and entity.startswith(view.LATEST_ONLY_PREFIXES)):
         return None
     return (tenant or "default", entity, key)
@@ -253,14 +256,17 @@ class Heads:
 
     def __init__(self, store: Store) -> None:
         self.db = store.db
+        # the view holds no fact: every head is one followed here (until `forget`), none is read
+        self.complete = self.db.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None
         self.heads: dict[Chain, int] = {}
-        self.in_view: set[str] = set()  # ids among those looked up that the view holds
-        self.accepted: set[str] = set()  # ids accepted since
+        self.in_view: Optional[set[str]] = set()  # ids among those looked up that the view holds (None: ask it)
+        self.accepted: set[str] = set()  # ids accepted since, not in the view yet
         self.dirty = False
 
     def look_up(self, facts: list[Stored]) -> None:
         """Read the heads and ids `facts` need from the view, one statement each."""
-        chains = {c for f in facts for c in (f.chain, f.raises) if c is not None and c not in self.heads}
+        chains = set() if self.complete else {c for f in facts for c in (f.chain, f.raises)
+                                               if c is not None and c not in self.heads}
         if chains:
             self.heads.update(((t, e, k), v or 0) for t, e, k, v in self.db.execute(
                 "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, (SELECT max(version) FROM facts "
@@ -273,6 +279,8 @@ class Heads:
 
     def head(self, chain: Chain) -> int:
         if chain not in self.heads:
+            if self.complete:
+                return 0
             self.heads[chain] = self.db.execute(
                 "SELECT max(version) FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0",
                 chain).get or 0
@@ -284,7 +292,7 @@ class Heads:
 
     def accept(self, lines: list[bulk.Decoded], facts: list[Stored]) -> None:
         for f in facts:
-            if f.fact_id in self.in_view or f.fact_id in self.accepted:
+            if f.fact_id in self.accepted or self._in_view(f.fact_id):
                 continue  # a duplicate id: the view keeps the fact it has
             self.accepted.add(f.fact_id)
             if f.raises is None:
@@ -293,9 +301,15 @@ class Heads:
                 self.heads[f.raises] = max(self.head(f.raises), f.version)
         self.dirty = self.dirty or not all(d.raw.startswith(_HEAD_KEEPING) for d in lines)
 
+    def _in_view(self, fact_id: str) -> bool:
+        if self.in_view is not None:
+            return fact_id in self.in_view
+        return self.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (fact_id,)).fetchone() is not None
+
     def forget(self) -> None:
-        """The view changed in a way not followed here: read heads and ids from it again."""
-        self.heads, self.in_view, self.dirty = {}, set(), False
+        """The view now holds every accepted line, and changed in a way not followed here: read heads
+        and ids from it again."""
+        self.heads, self.in_view, self.accepted, self.dirty, self.complete = {}, None, set(), False, False
 
 
 class _Sink:
@@ -336,8 +350,10 @@ class _Sink:
             st = self.store.journal.stat()
             end = st.st_size if st else 0
         self.lines = []
+        crash_point("mirror-after-append")
         self.pos = Position(self.seq, end)
         self.mirror._write(self.pos)
+        crash_point("mirror-after-position")
 
 
 class _RowSink(_Sink):
