@@ -36,6 +36,7 @@ DUPLICATE_WINDOW_SECONDS = 120.0
 FETCH_BATCH = 4096
 FETCH_BYTES = 16 * 1024 * 1024
 """A fetch asks for up to this many messages and bytes (a larger message comes alone)."""
+PREFETCH_BATCHES = 4
 
 
 class ClusterUnavailable(CruxsqlError):
@@ -234,8 +235,9 @@ class ClusterLink:
             yield from batch
 
     def batches(self, start: int, end: int) -> Iterator[list[StreamMessage]]:
-        """`messages(start, end)` in batches of up to FETCH_BATCH messages (FETCH_BYTES), the next batch
-        being fetched while the caller handles this one. A few messages are asked of the leader one by one."""
+        """`messages(start, end)` in batches of up to FETCH_BATCH messages (FETCH_BYTES), up to
+        PREFETCH_BATCHES of them fetched ahead while the caller handles earlier ones. A few messages are
+        asked of the leader one by one."""
         if end < start:
             return
         if end - start < 8:
@@ -244,40 +246,41 @@ class ClusterLink:
                 yield found
             return
         pull: Optional[_Pull] = None
-        ahead: Optional["Future[list[StreamMessage]]"] = None
+        producing: Optional["Future[None]"] = None
         try:
             while start <= end:
-                if pull is None:
-                    pull = self._retry(lambda: _Pull.open(self, start))  # noqa: B023 (called within this iteration)
                 try:
-                    if ahead is None:
-                        ahead = self._submit(pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0))
-                    got = self._result(ahead, self.timeout + 5)
-                    ahead = None
-                    if not got:  # nothing there yet: wait for some (the consumer's server may lag)
-                        got = self._run(pull.fetch(min(FETCH_BATCH, end - start + 1), self.timeout),
-                                        2 * self.timeout + 5)
+                    if pull is None:
+                        pull = self._retry(lambda: _Pull.open(self, start))  # noqa: B023 (called within this iteration)
+                    if producing is None:
+                        producing = self._submit(pull.produce(start, end))
+                    got = self._run(pull.ready.get(), 2 * self.timeout + 5)
+                    if got is not None and not got:  # nothing there now: wait for some (the consumer's server may lag)
+                        producing = None
+                        got = [m for m in self._run(pull.fetch(min(FETCH_BATCH, end - start + 1), self.timeout),
+                                                    2 * self.timeout + 5) if m.seq <= end]
+                        if not got:
+                            # the range's rest holds no message for that consumer: erased, or not there yet
+                            # (the leader says which, one message at a time)
+                            message, pull = self.get(start), None
+                            start += 1
+                            if message is not None:
+                                yield [message]
+                            continue
+                    if got is None:
+                        raise ClusterUnavailable("a fetch failed")
                 except ClusterUnavailable:
-                    ahead, pull = None, None  # the consumer's server went away: a new consumer from `start`
+                    if producing is not None:
+                        producing.cancel()
+                    producing, pull = None, None  # the consumer's server went away: a new consumer from `start`
                     if self.last_seq() < start:
                         return
                     continue
-                got = [m for m in got if m.seq <= end]
-                if not got:
-                    # the range's rest holds no message for that consumer: erased, or not there yet
-                    # (the leader says which, one message at a time)
-                    message, pull = self.get(start), None
-                    start += 1
-                    if message is not None:
-                        yield [message]
-                    continue
                 start = got[-1].seq + 1
-                if start <= end:
-                    ahead = self._submit(pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0))
                 yield got
         finally:
-            if ahead is not None:
-                ahead.cancel()
+            if producing is not None:
+                producing.cancel()
 
     def get(self, seq: int) -> Optional[StreamMessage]:
         """One message, asked of the stream leader: a direct get may be answered by a replica that has not
@@ -393,6 +396,22 @@ class _Pull:
 
     def __init__(self, link: ClusterLink, name: str) -> None:
         self.link, self.name = link, name
+        # batches fetched ahead (`produce`): a list of messages, [] when none was there, None for a failure
+        self.ready: asyncio.Queue[Optional[list[StreamMessage]]] = asyncio.Queue(PREFETCH_BATCHES)
+
+    async def produce(self, start: int, end: int) -> None:
+        """Fetch start..end batch after batch into `ready`, until the end, a fetch finding nothing, or a failure."""
+        try:
+            while start <= end:
+                got = [m for m in await self.fetch(min(FETCH_BATCH, end - start + 1), 0.0) if m.seq <= end]
+                await self.ready.put(got)
+                if not got:
+                    return
+                start = got[-1].seq + 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a timeout, the connection lost...: the caller starts a new consumer
+            await self.ready.put(None)
 
     @classmethod
     async def open(cls, link: ClusterLink, start: int) -> "_Pull":

@@ -23,11 +23,11 @@ from typing import Callable, ContextManager, NamedTuple, Optional
 
 import apsw
 
-from ..errors import JournalError
+from ..errors import InvalidInput, JournalError
 from ..facts import bulk, checkpoint, codec, replay, view
 from ..facts.bulk import decode_appended
 from ..facts.faults import crash_point
-from ..facts.journal import Journal
+from ..facts.journal import MAX_RECORD_BYTES, Journal
 from ..facts.store import Store
 from .generation import Collector, PartName, parse_part
 from .link import ClusterLink, scrub_subject
@@ -161,16 +161,12 @@ class Mirror:
             sink: _Sink = _BulkSink(self, store, pos, defer=last - pos.seq >= (cp.line_count if cp else 0))
         else:
             sink = _RowSink(self, store, pos)
-        heads = Heads(store)
+        heads = Heads(store, sink.index_chains)
         parts = Collector(self.link.group)
         scrub = scrub_subject(self.link.group)
         first = pos.seq
         try:
             for batch in self.link.batches(pos.seq + 1, last):
-                if sink.pending:  # the view answers for everything before this batch
-                    sink.flush()
-                    if heads.dirty:
-                        heads.forget()
                 kinds = [_SCRUB if msg.subject == scrub else parse_part(self.link.group, msg.subject) for msg in batch]
                 texts = [split_lines(msg.payload) if kind is None else [] for msg, kind in zip(batch, kinds)]
                 decoded = [[decode_appended(line) for line in lines] for lines in texts]
@@ -180,7 +176,8 @@ class Mirror:
                     if kind is _SCRUB:  # the Raft log scrub's filler and end mark: no journal lines
                         sink.seq = msg.seq
                         continue
-                    generation = parts.offer(msg)
+                    # a write abandons a generation's parts collected so far
+                    generation = parts.offer(msg) if kind is not None or parts.collecting else None
                     if kind is not None:
                         if generation is not None:  # it replaces everything before it, pending lines included
                             sink.generation(generation, msg.seq)
@@ -192,9 +189,11 @@ class Mirror:
                     sink.seq = msg.seq  # judged: a message whose lines are not accepted is skipped
                     if not facts or heads.newer(facts):
                         heads.accept(decoded_lines, facts)
-                        sink.add(lines, decoded_lines)
+                        sink.add(msg.payload, lines, decoded_lines)
                     if progress:
                         progress(msg.seq - first, last - first)
+                if sink.end_of_batch():
+                    heads.applied()
         except BaseException:
             sink.abandon()
             raise
@@ -233,7 +232,7 @@ def stored(lines: list[bulk.Decoded]) -> list[Stored]:
             continue
         if d.op is not None:
             for v in d.payload:  # type: ignore[attr-defined]  # bulk.decode_fast's fact values
-                facts.append(Stored(v[0], (v[1], v[2], v[3]), v[11], _raised(v[1], v[2], v[3], bool(v[10]))))
+                facts.append(Stored(v[0], (v[1], v[2], v[3]), v[11], _raised(v[1], v[2], v[3], v[10])))
         else:
             for f in codec.event_facts(d.payload):  # type: ignore[arg-type]  # the codec's event
                 facts.append(Stored(f.fact_id, chain_of(f), f.version,
@@ -254,13 +253,15 @@ class Heads:
     accepted so far are applied: read from the view, then followed in memory while accepted messages
     can only raise heads; once one may lower a head (`dirty`), the caller applies them and `forget`s."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, before_reading: Callable[[], None]) -> None:
+        """`before_reading`: called before heads are first read from the view by chain."""
         self.db = store.db
+        self.before_reading = before_reading
         # the view holds no fact: every head is one followed here (until `forget`), none is read
         self.complete = self.db.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None
         self.heads: dict[Chain, int] = {}
         self.in_view: Optional[set[str]] = set()  # ids among those looked up that the view holds (None: ask it)
-        self.accepted: set[str] = set()  # ids accepted since, not in the view yet
+        self.accepted: set[str] = set()  # ids accepted since the view last held every accepted line
         self.dirty = False
 
     def look_up(self, facts: list[Stored]) -> None:
@@ -268,6 +269,7 @@ class Heads:
         chains = set() if self.complete else {c for f in facts for c in (f.chain, f.raises)
                                                if c is not None and c not in self.heads}
         if chains:
+            self.before_reading()
             self.heads.update(((t, e, k), v or 0) for t, e, k, v in self.db.execute(
                 "SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, (SELECT max(version) FROM facts "
                 "WHERE tenant_hash = j.value ->> 0 AND entity = j.value ->> 1 AND key = j.value ->> 2 "
@@ -275,12 +277,16 @@ class Heads:
         ids = tuple({f.fact_id for f in facts})
         self.in_view = {r[0] for r in self.db.execute("SELECT fact_id FROM facts WHERE fact_id IN carray(?)",
                                                       (apsw.carray(ids),))} if ids else set()
+
+    def applied(self) -> None:
+        """The view holds every line accepted so far (the accepted ids need not be kept)."""
         self.accepted = set()
 
     def head(self, chain: Chain) -> int:
         if chain not in self.heads:
             if self.complete:
                 return 0
+            self.before_reading()
             self.heads[chain] = self.db.execute(
                 "SELECT max(version) FROM facts WHERE tenant_hash = ? AND entity = ? AND key = ? AND deleted = 0",
                 chain).get or 0
@@ -288,18 +294,30 @@ class Heads:
 
     def newer(self, facts: list[Stored]) -> bool:
         """Every fact's version is above its chain's head (as it stood before this message)."""
-        return all(f.version > self.head(f.chain) for f in facts)
+        heads = self.heads
+        for f in facts:
+            head = heads.get(f.chain)
+            if f.version <= (self.head(f.chain) if head is None else head):
+                return False
+        return True
 
     def accept(self, lines: list[bulk.Decoded], facts: list[Stored]) -> None:
+        heads, accepted, in_view = self.heads, self.accepted, self.in_view
         for f in facts:
-            if f.fact_id in self.accepted or self._in_view(f.fact_id):
+            if f.fact_id in accepted or (f.fact_id in in_view if in_view is not None else self._in_view(f.fact_id)):
                 continue  # a duplicate id: the view keeps the fact it has
-            self.accepted.add(f.fact_id)
+            accepted.add(f.fact_id)
             if f.raises is None:
                 self.dirty = True
-            else:
-                self.heads[f.raises] = max(self.head(f.raises), f.version)
-        self.dirty = self.dirty or not all(d.raw.startswith(_HEAD_KEEPING) for d in lines)
+                continue
+            head = heads.get(f.raises)
+            if head is None:
+                head = self.head(f.raises)
+            if f.version > head:
+                heads[f.raises] = f.version
+        for d in lines:
+            if not d.raw.startswith(_HEAD_KEEPING):
+                self.dirty = True
 
     def _in_view(self, fact_id: str) -> bool:
         if self.in_view is not None:
@@ -320,13 +338,25 @@ class _Sink:
         self.seq = pos.seq  # the last message judged, its lines (if accepted) added
         self.lines: list[str] = []  # accepted, not appended yet
 
-    @property
-    def pending(self) -> bool:
-        """Lines accepted that the view does not hold yet."""
-        return bool(self.lines)
-
-    def add(self, lines: list[str], decoded: list[bulk.Decoded]) -> None:
+    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
+        """A message accepted: its `payload`, split into `lines`, each `decoded`."""
         raise NotImplementedError
+
+    def _append_lines(self) -> int:
+        """Append the lines accepted since the last append; returns the journal's size."""
+        if self.lines:
+            _, end = self.store.journal.append(self.lines)
+            self.lines = []
+            return end
+        st = self.store.journal.stat()
+        return st.st_size if st else 0
+
+    def index_chains(self) -> None:
+        """The view's version chains are about to be read (their index, if deferred, is built first)."""
+
+    def end_of_batch(self) -> bool:
+        """After each fetched batch; returns whether the view now holds every line accepted."""
+        return False
 
     def flush(self) -> None:
         """Make the view hold every line accepted so far (for the next judgements)."""
@@ -344,12 +374,7 @@ class _Sink:
 
     def _append(self) -> None:
         """Append the accepted lines (fsync), then record the position: at `seq`, every line is in."""
-        if self.lines:
-            _, end = self.store.journal.append(self.lines)
-        else:
-            st = self.store.journal.stat()
-            end = st.st_size if st else 0
-        self.lines = []
+        end = self._append_lines()
         crash_point("mirror-after-append")
         self.pos = Position(self.seq, end)
         self.mirror._write(self.pos)
@@ -359,7 +384,7 @@ class _Sink:
 class _RowSink(_Sink):
     """A few messages: each stretch between flushes appended, then replayed (`replay.replay`)."""
 
-    def add(self, lines: list[str], decoded: list[bulk.Decoded]) -> None:
+    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
         self.lines += lines
         if len(self.lines) >= FLUSH_EVERY:
             self.flush()
@@ -385,7 +410,9 @@ class _BulkSink(_Sink):
 
     def __init__(self, mirror: Mirror, store: Store, pos: Position, defer: bool) -> None:
         super().__init__(mirror, store, pos)
-        self.bytes = 0
+        self.payloads: list[bytes] = []  # accepted messages', not appended yet
+        self.decoded: list[bulk.Decoded] = []  # accepted lines, not given to the range replay yet
+        self.bytes = 0  # of the lines appended since the last chunk
         self._open(defer)
 
     def _open(self, defer: bool) -> None:
@@ -393,22 +420,47 @@ class _BulkSink(_Sink):
             self.store.db, self.store.journal, self.store.policy, defer)
         self.ranged = self._block.__enter__()
 
-    @property
-    def pending(self) -> bool:
-        return self.ranged.pending
+    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
+        if len(payload) > MAX_RECORD_BYTES:  # as Journal.append refuses it
+            for d in decoded:
+                if d.length - 1 > MAX_RECORD_BYTES:
+                    raise InvalidInput(f"fact journal record exceeds the {MAX_RECORD_BYTES}-byte append ceiling "
+                                       f"({d.length - 1} bytes)")
+        self.payloads.append(payload)
+        self.decoded += decoded
 
-    def add(self, lines: list[str], decoded: list[bulk.Decoded]) -> None:
-        self.ranged.add(decoded)
-        self.lines += lines
-        self.bytes += sum(d.length for d in decoded)
+    def _append_lines(self) -> int:
+        if self.payloads:
+            _, end = self.store.journal.append_lines(b"".join(self.payloads))
+            self.payloads = []
+            return end
+        return super()._append_lines()
+
+    def _hand_over(self) -> None:
+        start = self.ranged.offset
+        self.ranged.add(self.decoded)
+        self.decoded = []
+        self.bytes += self.ranged.offset - start
+
+    def end_of_batch(self) -> bool:
+        self._hand_over()
         if self.bytes >= CHUNK_BYTES:
             self._append()
             self.bytes = 0
+        if self.ranged.pending >= bulk.BATCH_LINES:
+            self.ranged.apply()
+            return True
+        return False
 
     def flush(self) -> None:
+        self._hand_over()
         self.ranged.apply()
 
+    def index_chains(self) -> None:
+        self.ranged.index_chains()
+
     def _commit(self) -> None:
+        self._hand_over()
         self._append()
         block, self._block = self._block, None
         if block is not None:

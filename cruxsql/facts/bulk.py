@@ -600,8 +600,8 @@ class RangeReplay:
     """The replay of a range of lines a caller appends to the journal and holds decoded (a cluster node
     mirroring a long stretch of its stream): rows, skips, links, checkpoint and derived tables as
     `replay` of those lines would leave them, in one view transaction (`range_replay`) that commits
-    after the caller's last append. With `defer`, the replayed tables' secondary indexes but the
-    version chains' are dropped until the end, as in a rebuild."""
+    after the caller's last append. With `defer`, the replayed tables' secondary indexes are dropped
+    until the end, as in a rebuild (`index_chains` builds the version chains' before it reads them)."""
 
     def __init__(self, db: apsw.Connection, journal: Journal, policy: "PrivacyPolicy") -> None:
         cp = checkpoint.read_checkpoint(db)
@@ -625,13 +625,15 @@ class RangeReplay:
                 self._items.append((self.line_no, self.offset, d.length, d.op, d.payload, d.raw))
             self.offset += d.length
             self.line_no += 1
-        if len(self._items) >= BATCH_LINES:
-            self.apply()
+
+    def index_chains(self) -> None:
+        """Build the version chains' index now, if deferred (queries by chain are about to be made)."""
+        self.bulk.restore_indexes(["facts_chain"])
 
     @property
-    def pending(self) -> bool:
-        """Lines added whose rows are not written yet."""
-        return bool(self._items)
+    def pending(self) -> int:
+        """How many lines added have their rows not written yet (`apply` writes them)."""
+        return len(self._items)
 
     def apply(self) -> None:
         """Write the rows of the lines added so far (into the transaction), so the view's reads see them."""
@@ -661,6 +663,6 @@ def range_replay(db: apsw.Connection, journal: Journal, policy: "PrivacyPolicy",
     with db:
         ranged = RangeReplay(db, journal, policy)
         if defer:
-            ranged.bulk.defer_indexes(_KEEP_INDEXES | {"facts_chain"})
+            ranged.bulk.defer_indexes()
         yield ranged
         ranged.finish()
