@@ -24,32 +24,15 @@ from cruxsql.cluster.link import ClusterLink, scrub_subject, subject_prefix  # n
 from cruxsql.cluster.loopback import LoopbackCluster, server_binary  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore  # noqa: E402
-from cruxsql.errors import CruxsqlError  # noqa: E402
 from cruxsql.facts import bulk  # noqa: E402
 from cruxsql.facts.faults import CRASH_ENV  # noqa: E402
-from test_bulk_replay import VOLATILE_FIELDS, _present_text_index, mixed_journal  # noqa: E402
+from test_bulk_replay import _present_text_index, _tables, mixed_journal  # noqa: E402
+from test_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
 
 try:
     server_binary()
 except Exception:  # pragma: no cover - the cluster extra is part of [test]
     pytest.skip("nats-server is not installed", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def nats_cluster(tmp_path_factory: pytest.TempPathFactory):
-    for attempt in range(3):  # its free ports are picked before the servers bind them: another process may win one
-        cluster = LoopbackCluster(tmp_path_factory.mktemp("nats"), 3)
-        try:
-            cluster.start()
-            break
-        except CruxsqlError:
-            cluster.stop()
-            if attempt == 2:
-                raise
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -138,17 +121,10 @@ def catch_up_one_by_one(node: ClusterStore, until: int) -> None:
             node.mirror.catch_up(node, until=seq)
 
 
-def tables(db: apsw.Connection) -> dict[str, list[tuple]]:
-    """Every table's rows (sorted, volatile fields blanked) but the text index's, which is compared by
-    the postings of the facts present (`_present_text_index`); and the schema."""
-    out: dict[str, list] = {}
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                              "AND name NOT IN ('recall_text', 'recall_grams') ORDER BY name").fetchall():
-        columns = [r[1] for r in db.execute(f'PRAGMA table_info("{name}")')]
-        rows = [tuple(None if c in VOLATILE_FIELDS else v for c, v in zip(columns, row))
-                for row in db.execute(f'SELECT * FROM "{name}"')]
-        out[name] = sorted(rows, key=repr)
-    out["sqlite_master"] = sorted(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(), key=repr)
+def tables(db: apsw.Connection) -> dict[str, list]:
+    """test_bulk_replay's `_tables`, with the text index compared by the postings of the facts present."""
+    out: dict[str, list] = _tables(db)
+    del out["recall_text"], out["recall_grams"]
     out["text index"] = list(_present_text_index(db))
     return out
 
