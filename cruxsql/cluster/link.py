@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, NamedTuple, Optional, TypeVar
 
 import nats
 import nats.aio.msg
@@ -55,8 +55,7 @@ class ChainMoved(CruxsqlError):
     """Another node wrote the version chain since this node last applied it (expected-last-sequence)."""
 
 
-@dataclass(frozen=True)
-class StreamMessage:
+class StreamMessage(NamedTuple):
     seq: int
     subject: str
     payload: bytes

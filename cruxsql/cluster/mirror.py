@@ -29,7 +29,7 @@ from ..facts.bulk import decode_appended
 from ..facts.faults import crash_point
 from ..facts.journal import MAX_RECORD_BYTES, Journal
 from ..facts.store import Store
-from .generation import Collector, PartName, parse_part
+from .generation import Collector, PartName, parse_part, part_subject_prefix
 from .link import ClusterLink, scrub_subject
 
 POSITION_NAME = "cluster-position.json"
@@ -56,6 +56,13 @@ class Position:
 def split_lines(payload: bytes) -> list[str]:
     """The journal lines a message carries (its payload is those lines, each ending in a newline)."""
     return payload.decode("utf-8").split("\n")[:-1]
+
+
+def split_raw(payload: bytes) -> list[bytes]:
+    """`split_lines`, each line left in bytes (UnicodeDecodeError for a payload that is not UTF-8, as there)."""
+    if not payload.isascii():
+        payload.decode("utf-8")
+    return payload.split(b"\n")[:-1]
 
 
 def rewrite_journal(journal: Journal, lines: list[str]) -> tuple[Path, int]:
@@ -163,16 +170,17 @@ class Mirror:
             sink = _RowSink(self, store, pos)
         heads = Heads(store, sink.index_chains)
         parts = Collector(self.link.group)
-        scrub = scrub_subject(self.link.group)
+        scrub, generations = scrub_subject(self.link.group), part_subject_prefix(self.link.group)
         first = pos.seq
         try:
             for batch in self.link.batches(pos.seq + 1, last):
-                kinds = [_SCRUB if msg.subject == scrub else parse_part(self.link.group, msg.subject) for msg in batch]
-                texts = [split_lines(msg.payload) if kind is None else [] for msg, kind in zip(batch, kinds)]
-                decoded = [[decode_appended(line) for line in lines] for lines in texts]
+                kinds = [_SCRUB if msg.subject == scrub else parse_part(self.link.group, msg.subject)
+                         if msg.subject.startswith(generations) else None for msg in batch]
+                decoded = [[decode_appended(raw) for raw in split_raw(msg.payload)] if kind is None else []
+                           for msg, kind in zip(batch, kinds)]
                 facts_of = [stored(lines) for lines in decoded]
                 heads.look_up([f for facts in facts_of for f in facts])
-                for msg, kind, lines, decoded_lines, facts in zip(batch, kinds, texts, decoded, facts_of):
+                for msg, kind, decoded_lines, facts in zip(batch, kinds, decoded, facts_of):
                     if kind is _SCRUB:  # the Raft log scrub's filler and end mark: no journal lines
                         sink.seq = msg.seq
                         continue
@@ -189,7 +197,7 @@ class Mirror:
                     sink.seq = msg.seq  # judged: a message whose lines are not accepted is skipped
                     if not facts or heads.newer(facts):
                         heads.accept(decoded_lines, facts)
-                        sink.add(msg.payload, lines, decoded_lines)
+                        sink.add(msg.payload, decoded_lines)
                     if progress:
                         progress(msg.seq - first, last - first)
                 if sink.end_of_batch():
@@ -338,8 +346,8 @@ class _Sink:
         self.seq = pos.seq  # the last message judged, its lines (if accepted) added
         self.lines: list[str] = []  # accepted, not appended yet
 
-    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
-        """A message accepted: its `payload`, split into `lines`, each `decoded`."""
+    def add(self, payload: bytes, decoded: list[bulk.Decoded]) -> None:
+        """A message accepted: its `payload`, and its lines `decoded`."""
         raise NotImplementedError
 
     def _append_lines(self) -> int:
@@ -384,8 +392,8 @@ class _Sink:
 class _RowSink(_Sink):
     """A few messages: each stretch between flushes appended, then replayed (`replay.replay`)."""
 
-    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
-        self.lines += lines
+    def add(self, payload: bytes, decoded: list[bulk.Decoded]) -> None:
+        self.lines += split_lines(payload)
         if len(self.lines) >= FLUSH_EVERY:
             self.flush()
 
@@ -420,7 +428,7 @@ class _BulkSink(_Sink):
             self.store.db, self.store.journal, self.store.policy, defer)
         self.ranged = self._block.__enter__()
 
-    def add(self, payload: bytes, lines: list[str], decoded: list[bulk.Decoded]) -> None:
+    def add(self, payload: bytes, decoded: list[bulk.Decoded]) -> None:
         if len(payload) > MAX_RECORD_BYTES:  # as Journal.append refuses it
             for d in decoded:
                 if d.length - 1 > MAX_RECORD_BYTES:

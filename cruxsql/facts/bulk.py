@@ -581,9 +581,9 @@ class Decoded(NamedTuple):
     corrupt: Optional[str] = None  # the reason replay records a corrupt line with
 
 
-def decode_appended(line: str) -> Decoded:
-    """A line about to be appended to the journal, decoded as the bulk path's replay of it would."""
-    raw = line.encode("utf-8")
+def decode_appended(raw: bytes) -> Decoded:
+    """A line about to be appended to the journal (without its newline), decoded as the bulk path's
+    replay of it would."""
     length = len(raw) + 1
     if raw.endswith(b"\r"):
         raw = raw[:-1]
