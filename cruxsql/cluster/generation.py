@@ -32,11 +32,16 @@ class PartName:
 
 
 def part_subject(group: str, name: PartName) -> str:
-    return f"{subject_prefix(group)}.generation.{name.generation}.{name.part}.{name.parts}"
+    return f"{part_subject_prefix(group)}{name.generation}.{name.part}.{name.parts}"
+
+
+def part_subject_prefix(group: str) -> str:
+    """What every part's subject starts with."""
+    return f"{subject_prefix(group)}.generation."
 
 
 def parse_part(group: str, subject: str) -> Optional[PartName]:
-    head = f"{subject_prefix(group)}.generation."
+    head = part_subject_prefix(group)
     if not subject.startswith(head):
         return None
     tokens = subject[len(head):].split(".")

@@ -10,13 +10,16 @@ report themselves in the key-value bucket `CRUXSQL_G_NODES`.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, NamedTuple, Optional, TypeVar
 
 import nats
+import nats.aio.msg
 import nats.errors
 import nats.js.errors
 from nats.js import api
@@ -30,7 +33,10 @@ WRONG_LAST_SEQUENCE = (10071,)
 NO_SUITABLE_PEERS = 10005
 """JetStream's "no suitable peers for placement": also answered while a peer is offline or catching up."""
 DUPLICATE_WINDOW_SECONDS = 120.0
-FETCH_BATCH = 512
+FETCH_BATCH = 4096
+FETCH_BYTES = 16 * 1024 * 1024
+"""A fetch asks for up to this many messages and bytes (a larger message comes alone)."""
+PREFETCH_BATCHES = 4
 
 
 class ClusterUnavailable(CruxsqlError):
@@ -49,8 +55,7 @@ class ChainMoved(CruxsqlError):
     """Another node wrote the version chain since this node last applied it (expected-last-sequence)."""
 
 
-@dataclass(frozen=True)
-class StreamMessage:
+class StreamMessage(NamedTuple):
     seq: int
     subject: str
     payload: bytes
@@ -117,7 +122,12 @@ class ClusterLink:
         pass
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return self._result(self._submit(coro), timeout)
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> "Future[T]":
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def _result(self, future: "Future[T]", timeout: Optional[float] = None) -> T:
         try:
             return future.result(timeout if timeout is not None else self.timeout + 5)
         except (asyncio.TimeoutError, TimeoutError, nats.errors.TimeoutError, nats.errors.NoServersError,
@@ -220,39 +230,56 @@ class ClusterLink:
 
     def messages(self, start: int, end: int) -> Iterator[StreamMessage]:
         """Messages with sequence start..end inclusive, in order (erased or purged ones are absent)."""
+        for batch in self.batches(start, end):
+            yield from batch
+
+    def batches(self, start: int, end: int) -> Iterator[list[StreamMessage]]:
+        """`messages(start, end)` in batches of up to FETCH_BATCH messages (FETCH_BYTES), up to
+        PREFETCH_BATCHES of them fetched ahead while the caller handles earlier ones. A few messages are
+        asked of the leader one by one."""
         if end < start:
             return
         if end - start < 8:
-            for seq in range(start, end + 1):
-                message = self.get(seq)
-                if message is not None:
-                    yield message
+            found = [m for m in map(self.get, range(start, end + 1)) if m is not None]
+            if found:
+                yield found
             return
-        while start <= end:
-            config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
-                                        ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
-                                        num_replicas=1)
-            sub = self._retry(lambda: self._js.pull_subscribe(f"{subject_prefix(self.group)}.>", stream=self.stream,
-                                                              config=config))  # noqa: B023 (called by _retry within this iteration)
-            try:
-                while start <= end:
-                    try:
-                        batch = self._run(sub.fetch(min(FETCH_BATCH, end - start + 1), timeout=self.timeout))
-                    except ClusterUnavailable:
-                        if self.last_seq() < start:
-                            return
-                        break  # the consumer's server went away: a new consumer from `start`
-                    for msg in batch:
-                        seq = msg.metadata.sequence.stream
-                        if seq > end:
-                            return
-                        start = seq + 1
-                        yield StreamMessage(seq, msg.subject, msg.data)
-            finally:
+        pull: Optional[_Pull] = None
+        producing: Optional["Future[None]"] = None
+        try:
+            while start <= end:
                 try:
-                    self._run(sub.unsubscribe(), self.timeout)
-                except (CruxsqlError, nats.errors.Error):
-                    pass
+                    if pull is None:
+                        pull = self._retry(lambda: _Pull.open(self, start))  # noqa: B023 (called within this iteration)
+                    if producing is None:
+                        producing = self._submit(pull.produce(start, end))
+                    got = self._run(pull.ready.get(), 2 * self.timeout + 5)
+                    if got is not None and not got:  # nothing there now: wait for some (the consumer's server may lag)
+                        producing = None
+                        got = [m for m in self._run(pull.fetch(min(FETCH_BATCH, end - start + 1), self.timeout),
+                                                    2 * self.timeout + 5) if m.seq <= end]
+                        if not got:
+                            # the range's rest holds no message for that consumer: erased, or not there yet
+                            # (the leader says which, one message at a time)
+                            message, pull = self.get(start), None
+                            start += 1
+                            if message is not None:
+                                yield [message]
+                            continue
+                    if got is None:
+                        raise ClusterUnavailable("a fetch failed")
+                except ClusterUnavailable:
+                    if producing is not None:
+                        producing.cancel()
+                    producing, pull = None, None  # the consumer's server went away: a new consumer from `start`
+                    if self.last_seq() < start:
+                        return
+                    continue
+                start = got[-1].seq + 1
+                yield got
+        finally:
+            if producing is not None:
+                producing.cancel()
 
     def get(self, seq: int) -> Optional[StreamMessage]:
         """One message, asked of the stream leader: a direct get may be answered by a replica that has not
@@ -360,3 +387,90 @@ class ClusterLink:
                 out[entry.key] = entry.value or b""
             return out
         return self._retry(read)
+
+
+class _Pull:
+    """An ephemeral pull consumer from one sequence, whose fetched messages a subscription's callback
+    collects (nats-py's `fetch` awaits each message on its own: ~4x the time per message)."""
+
+    def __init__(self, link: ClusterLink, name: str) -> None:
+        self.link, self.name = link, name
+        # batches fetched ahead (`produce`): a list of messages, [] when none was there, None for a failure
+        self.ready: asyncio.Queue[Optional[list[StreamMessage]]] = asyncio.Queue(PREFETCH_BATCHES)
+
+    async def produce(self, start: int, end: int) -> None:
+        """Fetch start..end batch after batch into `ready`, until the end, a fetch finding nothing, or a failure."""
+        try:
+            while start <= end:
+                got = [m for m in await self.fetch(min(FETCH_BATCH, end - start + 1), 0.0) if m.seq <= end]
+                await self.ready.put(got)
+                if not got:
+                    return
+                start = got[-1].seq + 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a timeout, the connection lost...: the caller starts a new consumer
+            await self.ready.put(None)
+
+    @classmethod
+    async def open(cls, link: ClusterLink, start: int) -> "_Pull":
+        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
+                                    ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
+                                    num_replicas=1)
+        info = await link._js.add_consumer(link.stream, config)
+        return cls(link, info.name)
+
+    async def fetch(self, want: int, wait: float) -> list[StreamMessage]:
+        """Up to `want` messages: those there now (`wait` 0), else the first to come within `wait` s.
+        Each request has its own inbox, so a late reply to an earlier one is never taken for this one's."""
+        nc = self.link._nc
+        got: list[StreamMessage] = []
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        limited = [True]  # a message larger than FETCH_BYTES is asked for alone, without the limit
+
+        async def take(msg: Any) -> None:
+            if done.done():
+                return
+            if not msg.reply:  # a status (no more messages, request expired, batch full of bytes...)
+                if not got and limited[0] and (msg.headers or {}).get("Status") == "409" \
+                        and "MaxBytes" in (msg.headers or {}).get("Description", ""):
+                    limited[0] = False
+                    await ask(1)
+                    return
+                done.set_result(None)
+                return
+            got.append(StreamMessage(_stream_seq(msg.reply), msg.subject, msg.data))
+            if len(got) >= want:
+                done.set_result(None)
+
+        inbox = nc.new_inbox()
+
+        async def ask(batch: int) -> None:
+            request: dict[str, Any] = {"batch": batch}
+            if limited[0]:
+                request["max_bytes"] = FETCH_BYTES
+            if wait:
+                request["expires"] = int(wait * 1e9)
+            else:
+                request["no_wait"] = True
+            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{self.link.stream}.{self.name}",
+                             json.dumps(request).encode(), reply=inbox)
+
+        sub = await nc.subscribe(inbox, cb=take, pending_msgs_limit=FETCH_BATCH * 4,
+                                 pending_bytes_limit=FETCH_BYTES * 4)
+        try:
+            await ask(want)
+            await asyncio.wait_for(done, wait + self.link.timeout)
+        finally:
+            try:
+                await sub.unsubscribe()
+            except nats.errors.Error:
+                pass  # the connection closed meanwhile: the subscription is gone with it
+        return got
+
+
+def _stream_seq(reply: str) -> int:
+    """The stream sequence in a JetStream message's reply subject (`$JS.ACK.<stream>.<consumer>.<delivered>.
+    <stream seq>...`, or the form with domain and account hash)."""
+    tokens = reply.split(".")
+    return int(tokens[5] if len(tokens) == 9 else tokens[nats.aio.msg.Msg.Ack.StreamSeq])

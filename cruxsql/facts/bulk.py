@@ -25,17 +25,23 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, Literal, NamedTuple, Optional, Union
 
 import apsw
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from ..errors import JournalError
 from . import checkpoint, codec, derived_tables, timestamps, view
 from .codec import CorruptLine
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal
+
+if TYPE_CHECKING:
+    from .privacy import PrivacyPolicy
 
 Progress = Optional[Callable[[int, int], None]]
 # Lines per batch: one known-facts query and one executemany per table (for a tail, also one transaction,
@@ -241,6 +247,17 @@ def decode_fast(raw: bytes) -> tuple[str, object]:
     return op, payload
 
 
+def decode_record(raw: bytes) -> tuple[Optional[str], object]:
+    """One journal line (without its newline) as the bulk path takes it: `decode_fast`'s (op, payload), or
+    (None, the codec's event) for a line only the codec judges; CorruptLine for one replay records so."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise CorruptLine(f"record exceeds the {MAX_RECORD_BYTES}-byte replay ceiling")
+    try:
+        return decode_fast(raw)
+    except _Slow:
+        return None, codec.decode_event(raw)
+
+
 def read_lines(journal: Journal, offset: int, progress: Progress) -> Iterator[list[bytes]]:
     """The journal's newline-terminated lines from `offset`, without their newlines, in batches of at
     most BATCH_LINES (an unterminated last line is not committed and not returned). Progress is
@@ -271,13 +288,14 @@ class BulkApplier:
 
     # --- deferred indexes (full rebuild) -------------------------------------------------------------
 
-    def defer_indexes(self) -> None:
-        """Drop the secondary indexes of the replayed tables until `restore_indexes` (in one transaction)."""
+    def defer_indexes(self, keep: frozenset[str] = _KEEP_INDEXES) -> None:
+        """Drop the secondary indexes of the replayed tables but `keep` until `restore_indexes` (in one
+        transaction)."""
         marks = ", ".join("?" * len(_DEFERRED_TABLES))
         for name, sql in self.db.execute(
                 f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                 f"AND tbl_name IN ({marks}) ORDER BY name", _DEFERRED_TABLES).fetchall():
-            if name not in _KEEP_INDEXES:
+            if name not in keep:
                 self.deferred[str(name)] = str(sql)
                 self.db.execute(f'DROP INDEX "{name}"')
 
@@ -329,17 +347,15 @@ class BulkApplier:
         """(line_no, offset, length, op, payload, raw) for the fast path, (line_no, offset, length, None,
         event, raw) for the Applier, or None for a corrupt line (recorded)."""
         try:
-            if len(raw) > MAX_RECORD_BYTES:
-                raise CorruptLine(f"record exceeds the {MAX_RECORD_BYTES}-byte replay ceiling")
-            try:
-                op, payload = decode_fast(raw)
-                return line_no, offset, length, op, payload, raw
-            except _Slow:
-                return line_no, offset, length, None, codec.decode_event(raw), raw
+            op, payload = decode_record(raw)
+            return line_no, offset, length, op, payload, raw
         except CorruptLine as exc:
-            self._corrupt.append((line_no, offset, length, str(exc)))
-            self.stats.corrupt.append((line_no, str(exc)))
+            self.record_corrupt(line_no, offset, length, str(exc))
             return None
+
+    def record_corrupt(self, line_no: int, offset: int, length: int, reason: str) -> None:
+        self._corrupt.append((line_no, offset, length, reason))
+        self.stats.corrupt.append((line_no, reason))
 
     def _lookup(self, ids: set[str] | list[str]) -> dict[str, str]:
         """fact_id -> tenant_hash of those of `ids` the view holds."""
@@ -553,3 +569,100 @@ class _RebuildBar:
     def reached(self, share: float) -> None:
         if self.progress is not None and self.total:
             self.progress(int(self.total * share), self.total)
+
+
+class Decoded(NamedTuple):
+    """One line as `RangeReplay.add` takes it: decoded once, by whoever holds it before it is appended."""
+
+    length: int
+    raw: bytes
+    op: Optional[str]
+    payload: object  # decode_record's payload; None for a blank or corrupt line
+    corrupt: Optional[str] = None  # the reason replay records a corrupt line with
+
+
+def decode_appended(raw: bytes) -> Decoded:
+    """A line about to be appended to the journal (without its newline), decoded as the bulk path's
+    replay of it would."""
+    length = len(raw) + 1
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if not raw.strip(_ASCII_WS):
+        return Decoded(length, raw, None, None)
+    try:
+        op, payload = decode_record(raw)
+    except CorruptLine as exc:
+        return Decoded(length, raw, None, None, str(exc))
+    return Decoded(length, raw, op, payload)
+
+
+class RangeReplay:
+    """The replay of a range of lines a caller appends to the journal and holds decoded (a cluster node
+    mirroring a long stretch of its stream): rows, skips, links, checkpoint and derived tables as
+    `replay` of those lines would leave them, in one view transaction (`range_replay`) that commits
+    after the caller's last append. With `defer`, the replayed tables' secondary indexes are dropped
+    until the end, as in a rebuild (`index_chains` builds the version chains' before it reads them)."""
+
+    def __init__(self, db: apsw.Connection, journal: Journal, policy: "PrivacyPolicy") -> None:
+        cp = checkpoint.read_checkpoint(db)
+        st = journal.stat()
+        if (checkpoint.replayed_offset(db, journal) if cp else 0) != (st.st_size if st else 0):
+            raise JournalError(f"{journal.path}: the view is not at the journal's end; replay it first")
+        self.db, self.journal = db, journal
+        self.offset, self.line_no = (cp.byte_offset, cp.line_count + 1) if cp else (0, 1)
+        self.generation = cp.generation if cp else uuid.uuid4().hex
+        self.stats = view.ReplayStats()
+        self.applier = view.Applier(db, policy, cp.next_seq if cp else 1)
+        self.bulk = BulkApplier(self.applier, self.stats)
+        self._items: list[tuple] = []
+
+    def add(self, lines: list[Decoded]) -> None:
+        """Lines that come next in the journal (appended, or to be appended before the commit)."""
+        for d in lines:
+            if d.corrupt is not None:
+                self.bulk.record_corrupt(self.line_no, self.offset, d.length, d.corrupt)
+            elif d.op is not None or d.payload is not None:
+                self._items.append((self.line_no, self.offset, d.length, d.op, d.payload, d.raw))
+            self.offset += d.length
+            self.line_no += 1
+
+    def index_chains(self) -> None:
+        """Build the version chains' index now, if deferred (queries by chain are about to be made)."""
+        self.bulk.restore_indexes(["facts_chain"])
+
+    @property
+    def pending(self) -> int:
+        """How many lines added have their rows not written yet (`apply` writes them)."""
+        return len(self._items)
+
+    def apply(self) -> None:
+        """Write the rows of the lines added so far (into the transaction), so the view's reads see them."""
+        self.bulk.apply_decoded(self._items)
+        self._items = []
+
+    def finish(self) -> None:
+        self.apply()
+        st = self.journal.stat()
+        if (st.st_size if st else 0) != self.offset:
+            raise JournalError(f"{self.journal.path}: it does not end where the lines replayed into the view do")
+        self.applier.sanitize_links()
+        checkpoint.write_checkpoint(self.db, self.journal, self.offset, self.line_no - 1, self.applier.next_seq,
+                                    self.generation)
+        self.bulk.restore_indexes()
+        derived_tables.run_replay_hooks(self.db, self.journal)
+        derived_tables.run_bulk_replay_hooks(self.db)
+        crash_point("replay-before-commit")
+
+
+@contextmanager
+def range_replay(db: apsw.Connection, journal: Journal, policy: "PrivacyPolicy",
+                 defer: bool = False) -> Iterator[RangeReplay]:
+    """A `RangeReplay` from the view's checkpoint (which must be the journal's end), committed when the
+    block ends (rolled back by an exception: the lines appended meanwhile are then replayed from the
+    journal by the next catch-up)."""
+    with db:
+        ranged = RangeReplay(db, journal, policy)
+        if defer:
+            ranged.bulk.defer_indexes()
+        yield ranged
+        ranged.finish()
