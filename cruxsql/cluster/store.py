@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import IO, Any, Callable, Optional
 
 import blake3
 
@@ -70,6 +70,7 @@ class ClusterStore(Store):
             raise ReadOnlyStore(f"{data_dir} is read-only: a cluster node mirrors the stream into it")
         self.config = config
         self.journal.rewrite = self._rewrite_as_generation  # type: ignore[method-assign]
+        self.journal.rewrite_onto = self._rewrite_onto_as_generation  # type: ignore[method-assign]
         if link is not None:
             self.link = link
         try:
@@ -178,6 +179,19 @@ class ClusterStore(Store):
             note(scrub_raft_logs(self.link, self.link.stream, scrub_subject(self.config.group),
                                  self.config.store_paths()))
         return path, size
+
+    def _rewrite_onto_as_generation(self, head: IO[bytes], head_size: int,
+                                    write_rest: Callable[[Callable], None]) -> tuple[Path, int]:
+        """Journal.rewrite_onto on a node (a compaction whose head was written before the lock): the head's
+        bytes and the rest go out as one new generation, as `_rewrite_as_generation`."""
+        head.seek(0)
+        prefix = head.read(head_size)
+
+        def write_lines(emit: Callable) -> None:
+            emit(prefix)
+            write_rest(emit)
+
+        return self._rewrite_as_generation(write_lines, whole_lines=True)
 
     def _publish(self, subject: str, payload: bytes, expected_chain: Optional[int],
                  expected_stream: Optional[int]) -> int:
