@@ -19,6 +19,7 @@ import apsw
 import apsw.ext
 
 from .errors import InvalidInput
+from .facts.busy import wait_when_busy
 
 DEFAULT_MEMORY_LIMIT_MIB = 512
 PIPE_TIMEOUT_SECONDS = 60.0  # the default when nobody is at a terminal to press Ctrl-C
@@ -129,7 +130,7 @@ def run_readonly_query(db_path: "Path | apsw.Connection", query: str, timeout: O
         raise InvalidInput(f"cannot open the view {db_path}: {exc}") from None
     previous_limit = apsw.hard_heap_limit(memory_limit_mib << 20)  # process-wide: restored below
     try:
-        db.setbusytimeout(30_000)
+        wait_when_busy(db)
         db.execute("PRAGMA query_only=ON")
         db.execute("PRAGMA temp_store=MEMORY")  # sorts and temp tables never touch the disk
         sandbox = Sandbox()

@@ -25,7 +25,7 @@ LAYERS: dict[str, set[str]] = {
     "workspace": {"errors", "facts", "documents"},
     "curation": FEATURES,
     "accounting": {"errors", "facts", "recall"},
-    "sql_console": {"errors"},
+    "sql_console": {"errors", "facts"},  # its connection waits for locks as the view's do (facts.busy)
     "cluster": SURFACE_DEPS - {"sql_console"},
     "console": SURFACE_DEPS,
     "cli": SURFACE_DEPS | {"mcp", "console", "cluster"},

@@ -153,6 +153,38 @@ def test_cli_ctrl_c_interrupts_at_once_with_one_error_line(data_dir: Path) -> No
     assert err == "Error: query interrupted (Ctrl-C); nothing was changed\n"
 
 
+_HOLD_THE_VIEW = """
+import sys, time, apsw
+db = apsw.Connection(sys.argv[1])
+db.execute("PRAGMA locking_mode=EXCLUSIVE")
+db.execute("BEGIN EXCLUSIVE")
+db.execute("CREATE TABLE held(x)")
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_cli_ctrl_c_interrupts_at_once_while_waiting_for_a_lock(data_dir: Path) -> None:
+    # another process holds the view's lock: the CLI waits in its busy handler (up to 30 s), and a
+    # Ctrl-C must end that wait at once (SQLite's own busy timeout sleeps in C, deferring the signal)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_THE_VIEW, str(data_dir / "cruxsql.db")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        proc = _cli(data_dir, "SELECT count(*) FROM facts", "--timeout", "30")
+        _wait_until_the_view_is_open(proc)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=25)
+        assert time.monotonic() - sent < 5
+        assert proc.returncode == 1 and out == ""
+        assert err.strip() in ("Error: interrupted", "Error: query interrupted (Ctrl-C); nothing was changed")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_cli_refusal_is_one_error_line(tmp_path: Path, data_dir: Path) -> None:
     proc = _cli(data_dir, f"VACUUM INTO '{tmp_path}/copy.db'")
     out, err = proc.communicate(timeout=60)

@@ -1,6 +1,8 @@
 """SQLite's "database is locked": waited out by busy handlers, and retried where waiting cannot help.
 
-Every connection to the view waits for SQLite's own locks (`BUSY_TIMEOUT_MS`). A busy handler cannot
+Every connection to the view waits for SQLite's own locks (`BUSY_TIMEOUT_MS`) in `wait_when_busy`'s
+handler, which sleeps in Python, so a Ctrl-C during the wait stops it at once (SQLite's own busy timeout
+sleeps in C, where a signal waits for the whole timeout). A busy handler cannot
 help a transaction that read first and must then write while another connection committed in between
 (SQLITE_BUSY_SNAPSHOT: its snapshot is stale, it has to start over), nor the short windows around a WAL
 restart or recovery; `retry_busy` runs such work again, a bounded number of times, from the start. The
@@ -20,6 +22,24 @@ BUSY_RETRIES = 50
 _BACKOFF_S = 0.002
 _BACKOFF_MAX_S = 0.1
 T = TypeVar("T")
+
+
+def wait_when_busy(db: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    """Make `db` wait up to `timeout_ms` for a lock another connection holds, as SQLite's busy timeout
+    does, but in short Python sleeps: a KeyboardInterrupt raised meanwhile ends the wait and the
+    statement (apsw raises it), instead of waiting in C for the whole timeout."""
+    started = [0.0]
+
+    def wait(attempts: int) -> bool:
+        now = time.monotonic()
+        if attempts == 0:
+            started[0] = now
+        elif now - started[0] >= timeout_ms / 1000:
+            return False
+        time.sleep(min(_BACKOFF_S * (attempts + 1), 0.025))
+        return True
+
+    db.set_busy_handler(wait)
 
 
 def retry_busy(work: Callable[[], T], attempts: int = BUSY_RETRIES) -> T:

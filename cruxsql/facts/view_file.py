@@ -17,7 +17,7 @@ import apsw
 
 from ..errors import ViewTooNew
 from . import timestamps
-from .busy import BUSY_TIMEOUT_MS, retry_busy
+from .busy import retry_busy, wait_when_busy
 
 DB_NAME = "cruxsql.db"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -35,7 +35,7 @@ def open_connection(path: Path, migrate_schema: bool = True) -> apsw.Connection:
     """An apsw connection to the view with the pragmas docs/architecture.md names, migrated (unless
     `migrate_schema` is False: the caller checks `pending_migrations` itself)."""
     db = apsw.Connection(str(path))
-    db.setbusytimeout(BUSY_TIMEOUT_MS)
+    wait_when_busy(db)
     # Turning a fresh (rollback-journal) file into WAL needs its exclusive lock; a peer that holds a
     # shared lock on it and wants more makes SQLite fail one of the two at once (its deadlock rule),
     # without the busy handler: that one retries.
