@@ -121,10 +121,18 @@ def test_memory_ceiling_stops_a_greedy_query(data_dir: Path) -> None:
         ["length(group_concat(printf('%040d', x)))"], [(2000000 * 41 - 1,)])
 
 
+def _as_at_a_terminal() -> None:
+    """In the CLI's process before it starts: Ctrl-C handled as at a terminal, whatever the test process
+    inherited or was left with (an ignored or blocked SIGINT passes to a child and outlives its exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def _cli(data_dir: Path, *args: str, **kw) -> subprocess.Popen:
     env = {**os.environ, "CRUXSQL_DATA_DIR": str(data_dir)}
     return subprocess.Popen([sys.executable, "-m", "cruxsql", "sql", *args], env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_at_a_terminal, **kw)
 
 
 def _wait_until_the_view_is_open(proc: subprocess.Popen, within: float = 30.0) -> None:
