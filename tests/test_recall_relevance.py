@@ -119,6 +119,42 @@ def test_facts_indexed_in_bulk_get_the_terms_of_one_at_a_time(tmp_path: Path) ->
     assert ("default", "ann", "=payments-api") in indexed[0] and ("t1", "", "=eu-central") in indexed[0]
 
 
+def _stored_rows(s: Store) -> list[tuple]:
+    return s.db.execute("SELECT seq, tenant_hash, entity, key, value, private FROM facts ORDER BY seq").fetchall()
+
+
+@pytest.mark.parametrize("kind", ["public", "tenants", "private", "agents", "nul", "gaps"])
+def test_a_range_read_from_the_facts_gets_the_terms_of_one_at_a_time(tmp_path: Path, kind: str) -> None:
+    # index_range reads each column of a range as one string: one tenant or several, with the rows read
+    # instead for private facts, agents' facts and a text holding the separator; seqs with gaps (facts
+    # dropped); and a range indexed in two parts, the second appended onto the first's block
+    rng = random.Random(kind)
+    texts = [t for t in TEXTS if "\x00" not in t] + (["nul\x00inside it"] if kind == "nul" else [])
+    with Store(tmp_path / "data") as s:
+        s.store_batch([StoreRequest(
+            rng.choice(TEXTS[5:12] + ["svc", "Maria Okafor"]), rng.choice([t for t in texts if t.strip()] + [f"note-{i}"]),
+            rng.choice(texts) + rng.choice(("", f" #{i}", " ok")),
+            tenant_hash=rng.choice(("default", "t1", "t2")) if kind == "tenants" else "default",
+            private=kind in ("private", "agents") and rng.random() < 0.2,
+            agent=rng.choice(("ann", "bob")) if kind == "agents" else None) for i in range(600)])
+        with s.db:
+            if kind == "gaps":
+                s.db.execute("DELETE FROM facts WHERE seq % 3 = 0 OR seq BETWEEN 100 AND 180")
+            rows = _stored_rows(s)
+            terms = FactTerms(s.db)
+            terms.wipe()
+            middle = rows[len(rows) // 2][0]
+            terms.index_range(0, middle)
+            terms.index_range(middle, rows[-1][0])
+            indexed = _indexed(s)
+    assert any("\x00" in r[3] + r[4] for r in rows) == (kind == "nul")
+    assert len({r[1] for r in rows}) == (3 if kind == "tenants" else 1)
+    assert any(r[5] for r in rows) == (kind in ("private", "agents"))
+    assert any(r[2].startswith("__agent::") for r in rows) == (kind == "agents")
+    assert len(rows) == (600 if kind != "gaps" else 346)
+    assert indexed == _postings_of(rows)
+
+
 def test_texts_analysed_together_give_the_words_of_each() -> None:
     # all-ASCII (one regular expression), mixed, and numbers a word gives too (`'15'` and 15 meet)
     for texts in (TEXTS[:5], TEXTS, ["'15' and 15 15", "15", "007 '007' 12"]):

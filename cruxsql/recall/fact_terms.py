@@ -283,23 +283,31 @@ def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
     return None if private else ("", entity)
 
 
-def _split_rows(rows: Sequence[tuple]) -> tuple[dict[tuple[str, str], int], np.ndarray, list[int],
-                                                tuple[list[str], list[str], list[str]]]:
+_Batch = tuple[dict[tuple[str, str], int], np.ndarray, np.ndarray, tuple[list[str], list[str], list[str]]]
+
+
+def _public_batch(seqs: np.ndarray, tenants: list[str], entities: list[str], keys: list[str],
+                  values: list[str]) -> _Batch:
+    """The `_split_rows` of facts none of which is private or an agent's: one scope per tenant."""
+    scopes = {(tenant, ""): i for i, tenant in enumerate(dict.fromkeys(tenants))}
+    if len(scopes) == 1:
+        return scopes, np.zeros(len(seqs), dtype=np.int64), seqs, (entities, keys, values)
+    number = {tenant: i for (tenant, _), i in scopes.items()}
+    return scopes, np.fromiter(map(number.__getitem__, tenants), dtype=np.int64, count=len(seqs)), seqs, (
+        entities, keys, values)
+
+
+def _split_rows(rows: Sequence[tuple]) -> _Batch:
     """(scopes numbered, each indexed fact's scope number, seqs, (visible entities, keys, values)) of `rows`
     (seq, tenant, entity, key, value, private), leaving out the facts nobody can recall. Columns are split
     at once; only a batch holding a private flag or an agent's entity is looked at fact by fact."""
     if not rows:
-        return {}, np.zeros(0, dtype=np.int64), [], ([], [], [])
+        return {}, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), ([], [], [])
     seqs, tenants, entities, keys, values, private = map(list, zip(*rows))
     # each entity starts right after a separator: an agent's entity is found whatever the others hold
     if not any(private) and _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX not in _SEPARATOR + _SEPARATOR.join(entities):
-        scopes = {(tenant, ""): i for i, tenant in enumerate(dict.fromkeys(tenants))}
-        if len(scopes) == 1:
-            return scopes, np.zeros(len(seqs), dtype=np.int64), seqs, (entities, keys, values)
-        number = {tenant: i for (tenant, _), i in scopes.items()}
-        return scopes, np.fromiter(map(number.__getitem__, tenants), dtype=np.int64, count=len(seqs)), seqs, (
-            entities, keys, values)
-    scopes = {}
+        return _public_batch(np.array(seqs, dtype=np.int64), tenants, entities, keys, values)
+    scopes: dict[tuple[str, str], int] = {}
     fact_scope: list[int] = []
     kept_seqs: list[int] = []
     kept: tuple[list[str], list[str], list[str]] = ([], [], [])
@@ -311,7 +319,7 @@ def _split_rows(rows: Sequence[tuple]) -> tuple[dict[tuple[str, str], int], np.n
         kept_seqs.append(seq)
         for column, text in zip(kept, (scoped[1], key, value)):
             column.append(text)
-    return scopes, np.array(fact_scope, dtype=np.int64), kept_seqs, kept
+    return scopes, np.array(fact_scope, dtype=np.int64), np.array(kept_seqs, dtype=np.int64), kept
 
 
 def _mostly_distinct(field: list[str], sample: int = 1024) -> bool:
@@ -365,12 +373,12 @@ class FactTerms:
         self.db.execute("DELETE FROM recall_terms")
         self.db.execute("DELETE FROM recall_term_stats")
 
-    def _analyse(self, rows: Sequence[tuple]) -> tuple[dict, np.ndarray, "_Keys", np.ndarray]:
-        """(per-scope stats deltas, postings records, their keys, their blocks) of `rows` (seq, tenant,
-        entity, key, value, private), in seq order. Each field's distinct texts are analysed once, all of
-        them together (`analyse_texts`), their term occurrences handed out to the facts that hold them and
-        counted per (scope, term, fact, field) with numpy."""
-        scopes, fact_scope, seqs, fields = _split_rows(rows)
+    def _analyse(self, batch: _Batch) -> tuple[dict, np.ndarray, "_Keys", np.ndarray]:
+        """(per-scope stats deltas, postings records, their keys, their blocks) of the facts of `batch`
+        (`_split_rows`), in seq order. Each field's distinct texts are analysed once, all of them together
+        (`analyse_texts`), their term occurrences handed out to the facts that hold them and counted per
+        (scope, term, fact, field) with numpy."""
+        scopes, fact_scope, seqs, fields = batch
         n = len(seqs)
         texts: list[str] = []                        # each field's distinct texts, field after field
         instances = []                               # per field, each fact's text number
@@ -439,8 +447,7 @@ class FactTerms:
         tf_matrix = np.zeros((len(posting_keys), 3), dtype=np.int64)
         tf_matrix[np.cumsum(fresh) - 1, keys_arr % 3] = tf
         facts = posting_keys % max(n, 1)
-        seq_arr = np.array(seqs, dtype=np.int64)
-        records["off"] = seq_arr[facts] & (BLOCK_SIZE - 1)
+        records["off"] = seqs[facts] & (BLOCK_SIZE - 1)
         records["tf"] = np.minimum(tf_matrix, 255)
         # cast before the gather: a gather of int64 rows cast into the records' subarrays costs 3x more
         records["len"] = np.minimum(length_arr, 255).astype(np.uint8)[facts]
@@ -449,12 +456,15 @@ class FactTerms:
         for sc, name in enumerate(scope_names):
             mine = scope_arr == sc
             stats[name] = np.array([int(mine.sum()), *np.minimum(length_arr[mine], 255).sum(axis=0).tolist()])
-        return stats, records, _Keys(scope_names, term_names, n_terms, group), seq_arr[facts] >> BLOCK_BITS
+        return stats, records, _Keys(scope_names, term_names, n_terms, group), seqs[facts] >> BLOCK_BITS
 
     def add(self, rows: Sequence[tuple], fresh: bool = False) -> None:
         """Index `rows` (seq, tenant, entity, key, value, private), every seq above those indexed; `fresh`:
         no postings of their blocks are written yet (plain inserts, not appends)."""
-        stats, records, keys, blocks = self._analyse(rows)
+        self._add(_split_rows(rows), fresh)
+
+    def _add(self, batch: _Batch, fresh: bool) -> None:
+        stats, records, keys, blocks = self._analyse(batch)
         if not len(records):
             return
         # postings come grouped by term, seqs ascending; blocks ascend within a group too. One row per
@@ -487,10 +497,31 @@ class FactTerms:
         while last < max_seq:
             hi = min(max_seq, ((((last + 1) >> BLOCK_BITS) + 1) << BLOCK_BITS) - 1)
             fresh = last == 0 or (last + 1) & (BLOCK_SIZE - 1) == 0
-            self.add(self.db.execute(
-                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? "
-                "ORDER BY seq", (last, hi)).fetchall(), fresh)
+            self._add(self._batch(last, hi), fresh)
             last = hi
+
+    def _batch(self, last: int, hi: int) -> _Batch:
+        """The `_split_rows` of the facts with seqs in (last, hi]. Each column comes as one string, split
+        here: a block's 65,536 row tuples (the only tracked objects indexing makes per fact) set off two
+        full garbage collections per 100k facts in a rebuild, which walk every object of the process (a
+        tenth of the postings' time). Rows are fetched instead when a fact is private or an agent's
+        (looked at one by one), when a text holds the separator, or should the seqs not come in order."""
+        row = self.db.execute(
+            "SELECT count(*), group_concat(seq, ' '), group_concat(tenant_hash, char(0)), group_concat(entity, char(0)), "
+            "group_concat(key, char(0)), group_concat(value, char(0)), max(private) FROM (SELECT seq, tenant_hash, "
+            "entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq)", (last, hi)).fetchone()
+        assert row is not None  # an aggregate always has its row
+        count, seqs, tenants, entities, keys, values, private = row
+        if not count:
+            return _split_rows([])
+        if not private and _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX not in _SEPARATOR + entities:
+            seq_arr = np.array(seqs.split(), dtype=np.int64)
+            columns = [text.split(_SEPARATOR) for text in (tenants, entities, keys, values)]
+            if all(len(column) == count for column in columns) and bool(np.all(seq_arr[1:] > seq_arr[:-1])):
+                return _public_batch(seq_arr, *columns)
+        return _split_rows(self.db.execute(
+            "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq > ? AND seq <= ? "
+            "ORDER BY seq", (last, hi)).fetchall())
 
     def drop(self, seqs: Sequence[int]) -> None:
         """Take the facts `seqs` (still in `facts`) out of the postings and the statistics."""
@@ -499,7 +530,7 @@ class FactTerms:
             rows = self.db.execute(
                 "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
                 (apsw.carray(chunk),)).fetchall()
-            stats, _, keys, blocks = self._analyse(rows)
+            stats, _, keys, blocks = self._analyse(_split_rows(rows))
             names = list(zip(*keys.columns(keys.group)))
             updates: list[tuple] = []
             deletes: list[tuple] = []
