@@ -443,14 +443,15 @@ class FactTerms:
         posting_of = keys_arr // 3
         fresh = np.r_[True, posting_of[1:] != posting_of[:-1]] if len(keys_arr) else np.zeros(0, dtype=bool)
         posting_keys = posting_of[fresh]
-        records = np.zeros(len(posting_keys), dtype=POSTING)
-        tf_matrix = np.zeros((len(posting_keys), 3), dtype=np.int64)
-        tf_matrix[np.cumsum(fresh) - 1, keys_arr % 3] = tf
+        # the records are written as rows of bytes (off: 2, tf: 3, len: 3): a field of the structured array
+        # is a strided view, and filling it (from an n x 3 int64 matrix of the tfs) cost 3x as much
         facts = posting_keys % max(n, 1)
-        records["off"] = seqs[facts] & (BLOCK_SIZE - 1)
-        records["tf"] = np.minimum(tf_matrix, 255)
-        # cast before the gather: a gather of int64 rows cast into the records' subarrays costs 3x more
-        records["len"] = np.minimum(length_arr, 255).astype(np.uint8)[facts]
+        record_bytes = np.zeros((len(posting_keys), POSTING.itemsize), dtype=np.uint8)
+        record_bytes[:, :2] = (seqs[facts] & (BLOCK_SIZE - 1)).astype("<u2").view(np.uint8).reshape(-1, 2)
+        record_bytes[np.cumsum(fresh) - 1, 2 + keys_arr % 3] = np.minimum(tf, 255)
+        # cast before the gather: a gather of int64 rows cast into uint8 costs 3x more
+        record_bytes[:, 5:] = np.minimum(length_arr, 255).astype(np.uint8)[facts]
+        records = record_bytes.view(POSTING).reshape(-1)
         group = posting_keys // max(n, 1)                # scope * n_terms + term, ascending
         stats: dict[tuple[str, str], np.ndarray] = {}
         for sc, name in enumerate(scope_names):
