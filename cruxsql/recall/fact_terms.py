@@ -129,11 +129,18 @@ def _chunk_units(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     """(text numbers, units) of the chunk units of values with no whole-value unit (more than three spaces,
     or none), a unit as often as its chunk: `value_units` of each, in order. Joined, the values are split
     into chunks at once, and only the chunks with punctuation (the separators among them, which tell the
-    texts apart) are looked at, each distinct one once."""
+    texts apart) are looked at, each distinct one once. Only the texts holding a character other than an
+    ASCII letter, digit or space are split (a third of the bench's notes): the others have no punctuation."""
     joined = _joinable(texts)
     if joined is None:
         pairs = [(i, u) for i, text in enumerate(texts) for u in value_units(text)]
         return np.array([i for i, _ in pairs], dtype=np.int64), [u for _, u in pairs]
+    # what is left of each text once its ASCII letters, digits and spaces are taken out (the texts hold no
+    # NUL, nor does the UTF-8 of any other character)
+    rest = joined.encode("utf-8", "surrogatepass").translate(None, _ALNUM_OR_SPACE).split(_SEPARATOR.encode())
+    split = np.flatnonzero(np.fromiter(map(len, rest), dtype=np.int64, count=len(rest)))
+    if len(split) < len(texts):
+        joined = _JOIN.join([texts[i] for i in split.tolist()])
     punctuated = list(itertools.filterfalse(str.isalnum, joined.split()))
     distinct, chunk_ids = _numbered(punctuated)
     units: dict[str, int] = {}
@@ -146,7 +153,7 @@ def _chunk_units(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     unit_ids = unit_of_chunk[chunk_ids]
     kept = unit_ids >= 0
     names = list(units)
-    return owner[kept], [names[u] for u in unit_ids[kept].tolist()]
+    return split[owner[kept]], [names[u] for u in unit_ids[kept].tolist()]
 
 
 def value_terms(text: str) -> tuple[list[str], int]:
@@ -160,6 +167,7 @@ _SEPARATOR = "\x00"
 _JOIN = f" {_SEPARATOR} "
 # lowercased ASCII: every character that is neither a word character ([a-z0-9']) nor the separator becomes
 # a space, so that `bytes.split` gives `split_words`'s pieces (and the separators)
+_ALNUM_OR_SPACE = bytes(c for c in range(128) if chr(c).isalnum() or c == 32)
 _NOT_IN_WORDS = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789'\x00" else 32 for c in range(256))
 
 
