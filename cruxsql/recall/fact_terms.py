@@ -439,8 +439,7 @@ class FactTerms:
         unit_inst, unit_occ = _occurrences_of(instance_arr, unit_owners, len(texts))
         inst = np.concatenate([word_inst, unit_inst])
         term_ids = np.concatenate([analysed.ids[word_occ], unit_ids[unit_occ]])
-        fact_of = inst % max(n, 1)
-        field_of = inst // max(n, 1)
+        field_of, fact_of = np.divmod(inst, max(n, 1))
         length_arr = analysed.counts[instance_arr].reshape(3, n).T
         # scopes and terms numbered in their text order (SQLite's BINARY collation is code point order), so
         # that sorted keys come in the index's order: rows written in order append to its B-tree
@@ -453,9 +452,16 @@ class FactTerms:
         scope_rank[[scopes[s] for s in scope_names]] = np.arange(len(scopes))
         scope_arr = scope_rank[fact_scope]
         n_terms = max(len(numbers), 1)
-        # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending
-        keys_arr, tf = np.unique(((scope_arr[fact_of] * n_terms + term_rank[term_ids]) * max(n, 1) + fact_of) * 3
-                                 + field_of, return_counts=True)
+        # one key per (scope, term, fact, field): sorted, they group postings by term, facts ascending. Built
+        # in place: each temporary of a block's ~1M occurrences is 8 MB of fresh pages for the kernel to map
+        keys = term_rank[term_ids]
+        if len(scope_names) > 1:
+            keys += scope_arr[fact_of] * n_terms
+        keys *= max(n, 1)
+        keys += fact_of
+        keys *= 3
+        keys += field_of
+        keys_arr, tf = np.unique(keys, return_counts=True)
         posting_of = keys_arr // 3
         fresh = np.r_[True, posting_of[1:] != posting_of[:-1]] if len(keys_arr) else np.zeros(0, dtype=bool)
         posting_keys = posting_of[fresh]
