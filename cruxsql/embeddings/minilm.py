@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ LAYERS = 6
 HEADS = 12
 LAYER_NORM_EPS = 1e-12
 PROFILE = SemanticProfile(MODEL_ID, DIMENSIONS, "bert_wordpiece", "none", "l2")
+# A layer's self-attention weights, by name under `encoder.layer.N.attention.self.`
+ATTENTION_WEIGHTS = ("query.weight", "query.bias", "key.weight", "key.bias", "value.weight", "value.bias")
+Attention = Callable[[Any, Any, dict[str, Any]], Any]      # (x, mask, the layer's attention weights) -> context
 
 
 def model_dir() -> Path:
@@ -87,6 +90,32 @@ def token_batches(tokenizer: Any, texts: Sequence[str]) -> Iterator[tuple[list[i
         yield rows, ids, mask
 
 
+def self_attention(x: Any, mask: Any, w: dict[str, Any]) -> Any:
+    """BERT's self-attention of one layer (torch tensors): `x` batch × length × width, `mask` batch × length
+    (1 for a token, 0 for padding), `w` the layer's ATTENTION_WEIGHTS; the heads' contexts, batch × length ×
+    width."""
+    import torch.nn.functional as F
+
+    def project(name: str) -> Any:
+        return F.linear(x, w[name + ".weight"], w[name + ".bias"])
+
+    return multi_head_attention(project("query"), project("key"), project("value"), mask)
+
+
+def multi_head_attention(q: Any, k: Any, v: Any, mask: Any) -> Any:
+    """Scaled dot-product attention of HEADS heads over projected queries, keys and values (batch × length ×
+    width each); padding (mask 0) is never attended to."""
+    import torch.nn.functional as F
+
+    batch, length, width = q.shape
+
+    def heads(h: Any) -> Any:
+        return h.view(batch, length, HEADS, width // HEADS).transpose(1, 2)
+
+    context = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), attn_mask=(mask > 0)[:, None, None, :])
+    return context.transpose(1, 2).reshape(batch, length, width)
+
+
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings, computed with torch on the CPU."""
 
@@ -107,13 +136,17 @@ class MiniLmEmbedder:
         weights = load_safetensors(verified_bytes(directory / "model.safetensors"))
         return cls(weights, load_tokenizer())
 
-    def _encode(self, ids: Any, mask: Any) -> Any:
-        """Mean-pooled, L2-normalised sentence vectors of a padded batch (torch tensors, batch × length)."""
+    def _encode(self, ids: Any, mask: Any, attention: Optional[Attention] = None) -> Any:
+        """Mean-pooled, L2-normalised sentence vectors of a padded batch (torch tensors, batch × length).
+
+        `attention` replaces each layer's self-attention block (`self_attention` by default): the int8 export
+        traces the same pass with one fused operator there."""
         import torch.nn.functional as F
 
         w = self._w
         batch, length = ids.shape
         width = w["embeddings.word_embeddings.weight"].shape[1]
+        attention = attention or self_attention
 
         def norm(h: Any, name: str) -> Any:
             return F.layer_norm(h, (width,), w[name + ".weight"], w[name + ".bias"], LAYER_NORM_EPS)
@@ -121,20 +154,13 @@ class MiniLmEmbedder:
         x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = norm(x, "embeddings.LayerNorm")
-        attend = (mask > 0)[:, None, None, :]          # padding is never attended to
         for layer in range(LAYERS):
             p = f"encoder.layer.{layer}."
 
             def dense(h: Any, name: str) -> Any:
                 return F.linear(h, w[p + name + ".weight"], w[p + name + ".bias"])  # noqa: B023 (used within this layer's iteration only)
 
-            def heads(h: Any) -> Any:
-                return h.view(batch, length, HEADS, width // HEADS).transpose(1, 2)
-
-            context = F.scaled_dot_product_attention(
-                heads(dense(x, "attention.self.query")), heads(dense(x, "attention.self.key")),
-                heads(dense(x, "attention.self.value")), attn_mask=attend)
-            context = context.transpose(1, 2).reshape(batch, length, width)
+            context = attention(x, mask, {name: w[p + "attention.self." + name] for name in ATTENTION_WEIGHTS})
             x = norm(dense(context, "attention.output.dense") + x, p + "attention.output.LayerNorm")
             x = norm(dense(F.gelu(dense(x, "intermediate.dense")), "output.dense") + x, p + "output.LayerNorm")
         weights = mask[:, :, None].to(x.dtype)
