@@ -38,8 +38,10 @@ except Exception:  # pragma: no cover - the cluster extra is part of [test]
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sizes scaled down so that a few hundred messages cross every boundary: the bulk path from 50
-    messages behind, fetches of 97, journal chunks of 16 KiB, row writes every 64 lines."""
+    messages behind, fetched by a child process from 50 too, fetches of 97, journal chunks of 16 KiB, row
+    writes every 64 lines."""
     monkeypatch.setattr(mirror, "BULK_FROM", 50)
+    monkeypatch.setattr(link_module, "APART_FROM", 50)
     monkeypatch.setattr(mirror, "CHUNK_BYTES", 16 * 1024)
     monkeypatch.setattr(link_module, "FETCH_BATCH", 97)
     monkeypatch.setattr(bulk, "BATCH_LINES", 64)
@@ -178,6 +180,7 @@ from cruxsql.cluster.store import open_cluster_store
 mirror.BULK_FROM = 50
 mirror.CHUNK_BYTES = 16 * 1024
 link.FETCH_BATCH = 97
+link.APART_FROM = 50
 open_cluster_store(sys.argv[1]).close()
 """
 
