@@ -5,6 +5,7 @@ the middle must resume without losing or doubling a line. On a loopback NATS clu
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import subprocess
@@ -54,6 +55,7 @@ def bulk_catch_ups(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     class Counted(mirror._BulkSink):
         def __init__(self, *args, defer: bool) -> None:
+            assert not gc.isenabled()  # the collector is paused for the whole bulk catch-up
             started.append(defer)
             super().__init__(*args, defer=defer)
 
@@ -211,3 +213,19 @@ def test_a_node_killed_during_a_bulk_catch_up_resumes_it_without_losing_or_doubl
         resumed.close()
     finally:
         reference.close()
+
+
+def test_the_collector_paused_for_a_bulk_catch_up_is_restored_as_it_was():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with mirror.collector_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("a failed catch-up")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with mirror.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # off before: left off
+    finally:
+        gc.enable()
