@@ -1,4 +1,4 @@
-"""A long range of the stream fetched by a child process (cruxsql/cluster/pull.py `fetch_apart`): the
+"""A long range of the stream fetched by a child process (cruxsql/cluster/pull.py `ApartFetch`): the
 batches must be the messages the node's own fetch gets, and wherever the child stops (at once, part way),
 the node must go on from the next message itself, none lost or doubled. On a loopback NATS cluster, as
 test_cluster.py."""
@@ -61,14 +61,14 @@ def own_fetch(link: ClusterLink, start: int, end: int, monkeypatch: pytest.Monke
 def children(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     """The last sequence of each batch each child delivered, as the node reads them."""
     runs: list[list[int]] = []
-    real = pull.fetch_apart
+    real = pull.ApartFetch.batches
 
-    def counted(*args, **kwargs):
+    def counted(self):
         runs.append([])
-        for batch in real(*args, **kwargs):
+        for batch in real(self):
             runs[-1].append(batch[-1].seq)
             yield batch
-    monkeypatch.setattr(link_module, "fetch_apart", counted)
+    monkeypatch.setattr(pull.ApartFetch, "batches", counted)
     return runs
 
 
@@ -80,8 +80,17 @@ def test_a_range_fetched_apart_is_the_range_fetched_here(stream, monkeypatch):
     last = link.last_seq()
     here = own_fetch(link, 5, last, monkeypatch)
     assert [m.seq for m in here] == [s for s in range(5, last + 1) if s not in erased]
+    here_fetches: list[int] = []  # this process's fetches (the child's are its own)
+    real = pull.Pull.fetch
+
+    async def counted(self, want, wait):
+        got = await real(self, want, wait)
+        here_fetches.append(len(got))
+        return got
+    monkeypatch.setattr(pull.Pull, "fetch", counted)
     apart = fetched(link, 5, last)
     assert apart == here
+    assert here_fetches == [97]  # the first batch, while the child started; then the child's
     assert len(runs) == 1 and runs[0][-1] == last and len(runs[0]) >= 7  # 594 messages, batches of 97
     assert fetched(link, 20, 120) == [m for m in here if 20 <= m.seq <= 120]  # a range ending before the stream
 

@@ -24,7 +24,7 @@ from nats.js import api
 
 from ..errors import CruxsqlError, InvalidInput
 from .config import redact_all
-from .pull import Pull, StreamMessage, fetch_apart
+from .pull import ApartFetch, Pull, StreamMessage
 
 T = TypeVar("T")
 WRONG_LAST_SEQUENCE = (10071,)
@@ -37,7 +37,7 @@ FETCH_BYTES = 16 * 1024 * 1024
 """A fetch asks for up to this many messages and bytes (a larger message comes alone)."""
 PREFETCH_BATCHES = 4
 APART_FROM = 2000
-"""Messages from which a range is fetched by a child process (`pull.fetch_apart`), off this one's GIL."""
+"""Messages from which a range is fetched by a child process (`pull.ApartFetch`), off this one's GIL."""
 
 
 class ClusterUnavailable(CruxsqlError):
@@ -241,10 +241,21 @@ class ClusterLink:
                 yield found
             return
         if end - start + 1 >= APART_FROM:
-            for batch in fetch_apart(self.urls, self.stream, start, end, self.timeout, FETCH_BATCH, FETCH_BYTES,
-                                   PREFETCH_BATCHES):
-                start = batch[-1].seq + 1
-                yield batch
+            apart = ApartFetch(self.urls, self.stream, start, end, self.timeout, FETCH_BATCH, FETCH_BYTES,
+                               PREFETCH_BATCHES)
+            try:
+                first = self._first_batch(start, end)  # while the child starts
+                if first:
+                    start = first[-1].seq + 1
+                    yield first
+                for batch in apart.batches():
+                    if batch[0].seq < start:  # its first batch(es): fetched here already
+                        batch = [m for m in batch if m.seq >= start]
+                    if batch:
+                        start = batch[-1].seq + 1
+                        yield batch
+            finally:
+                apart.close()
         pull: Optional[Pull] = None
         producing: Optional["Future[None]"] = None
         try:
@@ -281,6 +292,17 @@ class ClusterLink:
         finally:
             if producing is not None:
                 producing.cancel()
+
+    def _first_batch(self, start: int, end: int) -> list[StreamMessage]:
+        """The messages from `start` there now, up to one batch; none if the fetch fails (the child, then
+        this process's own loop, go on from `start`)."""
+        async def fetch() -> list[StreamMessage]:
+            pull = await self._open_pull(start)
+            return await pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0)
+        try:
+            return [m for m in self._run(fetch(), 2 * self.timeout + 5) if m.seq <= end]
+        except (ClusterUnavailable, ClusterRefused, nats.js.errors.NotFoundError):
+            return []
 
     async def _open_pull(self, start: int) -> Pull:
         return await Pull.open(self._nc, self._js, self.stream, start, self.timeout, FETCH_BATCH, FETCH_BYTES,

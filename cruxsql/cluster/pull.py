@@ -1,5 +1,5 @@
 """Fetching a stretch of the stream through an ephemeral pull consumer, in this process (`Pull`, used by
-`link.ClusterLink.batches`) or in a child process that writes the batches to a pipe (`fetch_apart`).
+`link.ClusterLink.batches`) or in a child process that writes the batches to a pipe (`ApartFetch`).
 
 A long catch-up fetches apart: nats-py parses every message and its headers in Python (~10 µs of CPU a
 message), and in the node's process that runs on the NATS loop's thread, under the GIL the replay needs
@@ -137,47 +137,64 @@ def stream_seq(reply: str) -> int:
 # --- fetching apart ------------------------------------------------------------------------------------
 
 
-def fetch_apart(urls: list[str], stream: str, start: int, end: int, timeout: float, batch: int,
-                max_bytes: int, prefetch: int) -> Iterator[list[StreamMessage]]:
-    """Batches of start..end fetched by a child process, in order, until the child stops (at the end, or
-    at anything it does not handle: the caller goes on from the sequence after the last batch). A child
-    silent for longer than its own fetch's timeout allows is killed and taken as stopped."""
-    request = {"urls": urls, "stream": stream, "start": start, "end": end, "timeout": timeout, "batch": batch,
-               "max_bytes": max_bytes, "prefetch": prefetch}
-    try:
-        child = subprocess.Popen([sys.executable, "-c", _BOOT, os.path.abspath(__file__)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
-    except OSError:  # no interpreter to start (an embedded one): the caller fetches it all
-        return
-    patience = 2 * timeout + 10  # connecting, creating the consumer, one fetch
-    try:
-        assert child.stdin is not None and child.stdout is not None
+class ApartFetch:
+    """A child process fetching start..end, started at once (its interpreter and nats-py take a few tenths
+    of a second to start: the caller can fetch the first batch itself meanwhile)."""
+
+    def __init__(self, urls: list[str], stream: str, start: int, end: int, timeout: float, batch: int,
+                 max_bytes: int, prefetch: int) -> None:
+        self.start, self.end = start, end
+        self.patience = 2 * timeout + 10  # connecting, creating the consumer, one fetch
+        request = {"urls": urls, "stream": stream, "start": start, "end": end, "timeout": timeout, "batch": batch,
+                   "max_bytes": max_bytes, "prefetch": prefetch}
+        self.child: Optional[subprocess.Popen[bytes]] = None
         try:
-            child.stdin.write(json.dumps(request).encode("utf-8") + b"\n")  # credentials never on a command line
-            child.stdin.close()
-        except OSError:  # the child is gone already
+            self.child = subprocess.Popen([sys.executable, "-c", _BOOT, os.path.abspath(__file__)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          bufsize=0)
+            assert self.child.stdin is not None
+            self.child.stdin.write(json.dumps(request).encode("utf-8") + b"\n")  # credentials never in argv
+            self.child.stdin.close()
+        except OSError:  # no interpreter to start (an embedded one), or the child gone already
+            self.close()
+
+    def batches(self) -> Iterator[list[StreamMessage]]:
+        """Its batches, in order, until the child stops (at the end, or at anything it does not handle: the
+        caller goes on from the sequence after the last batch). A child silent for longer than its own
+        fetch's timeout allows is taken as stopped."""
+        if self.child is None or self.child.stdout is None:
             return
-        fd = child.stdout.fileno()
+        fd, start = self.child.stdout.fileno(), self.start
         while True:
-            head = _read(fd, HEAD.size, patience)
+            head = _read(fd, HEAD.size, self.patience)
             if head is None:
                 return
             kind, count, size = HEAD.unpack(head)
             if kind != _BATCH or not count:
                 return
-            table = _read(fd, RECORD.size * count, patience)
-            blob = _read(fd, size, patience) if table is not None else None
+            table = _read(fd, RECORD.size * count, self.patience)
+            blob = _read(fd, size, self.patience) if table is not None else None
             if table is None or blob is None:
                 return
             got = _messages(table, blob)
-            if got is None or got[0].seq < start or got[-1].seq > end:
+            if got is None or got[0].seq < start or got[-1].seq > self.end:
                 return
             start = got[-1].seq + 1
             yield got
-    finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
+
+    def close(self) -> None:
+        """Stop the child (killed if still running) and reap it."""
+        child, self.child = self.child, None
+        if child is not None:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            for pipe in (child.stdin, child.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:  # a request the child never read: nothing more to say
+                        pass
 
 
 def _messages(table: bytes, blob: bytes) -> Optional[list[StreamMessage]]:
