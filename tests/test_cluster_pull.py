@@ -88,10 +88,15 @@ def test_a_range_fetched_apart_is_the_range_fetched_here(stream, monkeypatch):
         here_fetches.append(len(got))
         return got
     monkeypatch.setattr(pull.Pull, "fetch", counted)
+    asked: list[bool] = []
+    monkeypatch.setattr(pull.ApartFetch, "ready", lambda self: asked.append(True) or len(asked) > 1)
     apart = fetched(link, 5, last)
     assert apart == here
-    assert here_fetches == [97]  # the first batch, while the child started; then the child's
+    assert here_fetches == [97]  # the first batch while the child started (ready at the second look); then its
     assert len(runs) == 1 and runs[0][-1] == last and len(runs[0]) >= 7  # 594 messages, batches of 97
+    monkeypatch.setattr(pull.ApartFetch, "ready", lambda self: False)  # a child slower than the whole range
+    assert fetched(link, 5, last) == here
+    assert sum(here_fetches[1:]) == len(here)
     assert fetched(link, 20, 120) == [m for m in here if 20 <= m.seq <= 120]  # a range ending before the stream
 
 
@@ -102,6 +107,7 @@ def test_where_the_child_stops_the_node_goes_on_from_the_next_message(stream, mo
     runs = children(monkeypatch)
     last = link.last_seq()
     here = own_fetch(link, 1, last, monkeypatch)
+    monkeypatch.setattr(pull.ApartFetch, "ready", lambda self: True)  # at once: no batch fetched here first
     monkeypatch.setattr(pull, "_BOOT", STOPS_PART_WAY)
     assert fetched(link, 1, last) == here
     assert runs == [[98, 150]]  # the child's (97 messages, 10 erased; then to 150), then this process's

@@ -244,11 +244,10 @@ class ClusterLink:
             apart = ApartFetch(self.urls, self.stream, start, end, self.timeout, FETCH_BATCH, FETCH_BYTES,
                                PREFETCH_BATCHES)
             try:
-                first = self._first_batch(start, end)  # while the child starts
-                if first:
-                    start = first[-1].seq + 1
-                    yield first
-                for batch in apart.batches():
+                for batch in self._lead(apart, start, end):
+                    start = batch[-1].seq + 1
+                    yield batch
+                for batch in apart.batches() if start <= end else ():
                     if batch[0].seq < start:  # its first batch(es): fetched here already
                         batch = [m for m in batch if m.seq >= start]
                     if batch:
@@ -293,16 +292,22 @@ class ClusterLink:
             if producing is not None:
                 producing.cancel()
 
-    def _first_batch(self, start: int, end: int) -> list[StreamMessage]:
-        """The messages from `start` there now, up to one batch; none if the fetch fails (the child, then
-        this process's own loop, go on from `start`)."""
-        async def fetch() -> list[StreamMessage]:
-            pull = await self._open_pull(start)
-            return await pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0)
-        try:
-            return [m for m in self._run(fetch(), 2 * self.timeout + 5) if m.seq <= end]
-        except (ClusterUnavailable, ClusterRefused, nats.js.errors.NotFoundError):
-            return []
+    def _lead(self, apart: ApartFetch, start: int, end: int) -> Iterator[list[StreamMessage]]:
+        """Batches from `start` fetched here while the child starts (until it has written something, or
+        a fetch here finds nothing or fails: the child, then this process's own loop, go on)."""
+        pull: Optional[Pull] = None
+        while start <= end and not apart.ready():
+            try:
+                if pull is None:
+                    pull = self._run(self._open_pull(start))
+                got = [m for m in self._run(pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0), 2 * self.timeout + 5)
+                       if m.seq <= end]
+            except (ClusterUnavailable, ClusterRefused, nats.js.errors.NotFoundError):
+                return
+            if not got:
+                return
+            start = got[-1].seq + 1
+            yield got
 
     async def _open_pull(self, start: int) -> Pull:
         return await Pull.open(self._nc, self._js, self.stream, start, self.timeout, FETCH_BATCH, FETCH_BYTES,

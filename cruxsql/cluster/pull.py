@@ -139,7 +139,7 @@ def stream_seq(reply: str) -> int:
 
 class ApartFetch:
     """A child process fetching start..end, started at once (its interpreter and nats-py take a few tenths
-    of a second to start: the caller can fetch the first batch itself meanwhile)."""
+    of a second to start: the caller can fetch the first batches itself until it is `ready`)."""
 
     def __init__(self, urls: list[str], stream: str, start: int, end: int, timeout: float, batch: int,
                  max_bytes: int, prefetch: int) -> None:
@@ -157,6 +157,12 @@ class ApartFetch:
             self.child.stdin.close()
         except OSError:  # no interpreter to start (an embedded one), or the child gone already
             self.close()
+
+    def ready(self) -> bool:
+        """Whether the child has written something (or ended), or there is no child."""
+        if self.child is None or self.child.stdout is None:
+            return True
+        return bool(select.select([self.child.stdout.fileno()], [], [], 0)[0])
 
     def batches(self) -> Iterator[list[StreamMessage]]:
         """Its batches, in order, until the child stops (at the end, or at anything it does not handle: the
