@@ -102,8 +102,8 @@ def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block (if it was on). A bulk catch-up keeps tens of
     thousands of decoded lines, payloads and heads alive at once, and the collections its allocations
     trigger traverse them again and again: ~2 s of CPU per 100,000 messages (27 full collections), vs
-    ~0.6 s in a local rebuild of the same lines. What it allocates forms no reference cycles; the
-    collector resumes as usual when the block ends."""
+    ~0.6 s in a local rebuild of the same lines. It makes next to no cyclic garbage (after 20,000 stored
+    messages, `gc.collect()` found no unreachable object), and the collector resumes when the block ends."""
     if not gc.isenabled():
         yield
         return
