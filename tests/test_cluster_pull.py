@@ -125,3 +125,29 @@ def test_a_frame_whose_records_do_not_add_up_to_its_blob_is_refused():
     assert pull._messages(table, blob) == messages
     assert pull._messages(table, blob + b"x") is None
     assert pull._messages(table, blob[:-1]) is None
+
+
+def test_the_child_gets_the_cluster_urls_on_its_stdin_never_on_its_command_line(monkeypatch):
+    started: dict[str, object] = {}
+
+    class Child:
+        def __init__(self, args, **kwargs):
+            started["args"], self.stdin, self.stdout = args, self, None
+
+        def write(self, data):
+            started["stdin"] = data
+
+        def close(self):
+            pass
+
+        def poll(self):
+            return 0
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(pull.subprocess, "Popen", Child)
+    fetch = pull.ApartFetch(["nats://user:s3cret@127.0.0.1:4222"], "CRUXSQL_g", 1, 10, 2.0, 97, 1024, 4)
+    fetch.close()
+    assert not any("s3cret" in str(arg) for arg in started["args"])  # type: ignore[attr-defined]
+    assert b"nats://user:s3cret@127.0.0.1:4222" in started["stdin"]  # type: ignore[operator]
