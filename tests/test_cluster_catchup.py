@@ -5,6 +5,7 @@ the middle must resume without losing or doubling a line. On a loopback NATS clu
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import subprocess
@@ -38,8 +39,10 @@ except Exception:  # pragma: no cover - the cluster extra is part of [test]
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sizes scaled down so that a few hundred messages cross every boundary: the bulk path from 50
-    messages behind, fetches of 97, journal chunks of 16 KiB, row writes every 64 lines."""
+    messages behind, fetched by a child process from 50 too, fetches of 97, journal chunks of 16 KiB, row
+    writes every 64 lines."""
     monkeypatch.setattr(mirror, "BULK_FROM", 50)
+    monkeypatch.setattr(link_module, "APART_FROM", 50)
     monkeypatch.setattr(mirror, "CHUNK_BYTES", 16 * 1024)
     monkeypatch.setattr(link_module, "FETCH_BATCH", 97)
     monkeypatch.setattr(bulk, "BATCH_LINES", 64)
@@ -52,6 +55,7 @@ def bulk_catch_ups(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     class Counted(mirror._BulkSink):
         def __init__(self, *args, defer: bool) -> None:
+            assert not gc.isenabled()  # the collector is paused for the whole bulk catch-up
             started.append(defer)
             super().__init__(*args, defer=defer)
 
@@ -178,6 +182,7 @@ from cruxsql.cluster.store import open_cluster_store
 mirror.BULK_FROM = 50
 mirror.CHUNK_BYTES = 16 * 1024
 link.FETCH_BATCH = 97
+link.APART_FROM = 50
 open_cluster_store(sys.argv[1]).close()
 """
 
@@ -208,3 +213,19 @@ def test_a_node_killed_during_a_bulk_catch_up_resumes_it_without_losing_or_doubl
         resumed.close()
     finally:
         reference.close()
+
+
+def test_the_collector_paused_for_a_bulk_catch_up_is_restored_as_it_was():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with mirror.collector_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("a failed catch-up")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with mirror.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # off before: left off
+    finally:
+        gc.enable()

@@ -10,22 +10,21 @@ report themselves in the key-value bucket `CRUXSQL_G_NODES`.
 from __future__ import annotations
 
 import asyncio
-import json
 import queue
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, Iterator, NamedTuple, Optional, TypeVar
+from typing import Any, Callable, Coroutine, Iterator, Optional, TypeVar
 
 import nats
-import nats.aio.msg
 import nats.errors
 import nats.js.errors
 from nats.js import api
 
 from ..errors import CruxsqlError, InvalidInput
 from .config import redact_all
+from .pull import ApartFetch, Pull, StreamMessage
 
 T = TypeVar("T")
 WRONG_LAST_SEQUENCE = (10071,)
@@ -37,6 +36,8 @@ FETCH_BATCH = 4096
 FETCH_BYTES = 16 * 1024 * 1024
 """A fetch asks for up to this many messages and bytes (a larger message comes alone)."""
 PREFETCH_BATCHES = 4
+APART_FROM = 2000
+"""Messages from which a range is fetched by a child process (`pull.ApartFetch`), off this one's GIL."""
 
 
 class ClusterUnavailable(CruxsqlError):
@@ -53,12 +54,6 @@ class ClusterRefused(CruxsqlError):
 
 class ChainMoved(CruxsqlError):
     """Another node wrote the version chain since this node last applied it (expected-last-sequence)."""
-
-
-class StreamMessage(NamedTuple):
-    seq: int
-    subject: str
-    payload: bytes
 
 
 @dataclass(frozen=True)
@@ -235,8 +230,9 @@ class ClusterLink:
 
     def batches(self, start: int, end: int) -> Iterator[list[StreamMessage]]:
         """`messages(start, end)` in batches of up to FETCH_BATCH messages (FETCH_BYTES), up to
-        PREFETCH_BATCHES of them fetched ahead while the caller handles earlier ones. A few messages are
-        asked of the leader one by one."""
+        PREFETCH_BATCHES of them fetched ahead while the caller handles earlier ones; from APART_FROM
+        messages, by a child process as far as it gets (then here). A few messages are asked of the
+        leader one by one."""
         if end < start:
             return
         if end - start < 8:
@@ -244,13 +240,28 @@ class ClusterLink:
             if found:
                 yield found
             return
-        pull: Optional[_Pull] = None
+        if end - start + 1 >= APART_FROM:
+            apart = ApartFetch(self.urls, self.stream, start, end, self.timeout, FETCH_BATCH, FETCH_BYTES,
+                               PREFETCH_BATCHES)
+            try:
+                for batch in self._lead(apart, start, end):
+                    start = batch[-1].seq + 1
+                    yield batch
+                for batch in apart.batches() if start <= end else ():
+                    if batch[0].seq < start:  # its first batch(es): fetched here already
+                        batch = [m for m in batch if m.seq >= start]
+                    if batch:
+                        start = batch[-1].seq + 1
+                        yield batch
+            finally:
+                apart.close()
+        pull: Optional[Pull] = None
         producing: Optional["Future[None]"] = None
         try:
             while start <= end:
                 try:
                     if pull is None:
-                        pull = self._retry(lambda: _Pull.open(self, start))  # noqa: B023 (called within this iteration)
+                        pull = self._retry(lambda: self._open_pull(start))  # noqa: B023 (called within this iteration)
                     if producing is None:
                         producing = self._submit(pull.produce(start, end))
                     got = self._run(pull.ready.get(), 2 * self.timeout + 5)
@@ -280,6 +291,27 @@ class ClusterLink:
         finally:
             if producing is not None:
                 producing.cancel()
+
+    def _lead(self, apart: ApartFetch, start: int, end: int) -> Iterator[list[StreamMessage]]:
+        """Batches from `start` fetched here while the child starts (until it has written something, or
+        a fetch here finds nothing or fails: the child, then this process's own loop, go on)."""
+        pull: Optional[Pull] = None
+        while start <= end and not apart.ready():
+            try:
+                if pull is None:
+                    pull = self._run(self._open_pull(start))
+                got = [m for m in self._run(pull.fetch(min(FETCH_BATCH, end - start + 1), 0.0), 2 * self.timeout + 5)
+                       if m.seq <= end]
+            except (ClusterUnavailable, ClusterRefused, nats.js.errors.NotFoundError):
+                return
+            if not got:
+                return
+            start = got[-1].seq + 1
+            yield got
+
+    async def _open_pull(self, start: int) -> Pull:
+        return await Pull.open(self._nc, self._js, self.stream, start, self.timeout, FETCH_BATCH, FETCH_BYTES,
+                               PREFETCH_BATCHES)
 
     def get(self, seq: int) -> Optional[StreamMessage]:
         """One message, asked of the stream leader: a direct get may be answered by a replica that has not
@@ -387,90 +419,3 @@ class ClusterLink:
                 out[entry.key] = entry.value or b""
             return out
         return self._retry(read)
-
-
-class _Pull:
-    """An ephemeral pull consumer from one sequence, whose fetched messages a subscription's callback
-    collects (nats-py's `fetch` awaits each message on its own: ~4x the time per message)."""
-
-    def __init__(self, link: ClusterLink, name: str) -> None:
-        self.link, self.name = link, name
-        # batches fetched ahead (`produce`): a list of messages, [] when none was there, None for a failure
-        self.ready: asyncio.Queue[Optional[list[StreamMessage]]] = asyncio.Queue(PREFETCH_BATCHES)
-
-    async def produce(self, start: int, end: int) -> None:
-        """Fetch start..end batch after batch into `ready`, until the end, a fetch finding nothing, or a failure."""
-        try:
-            while start <= end:
-                got = [m for m in await self.fetch(min(FETCH_BATCH, end - start + 1), 0.0) if m.seq <= end]
-                await self.ready.put(got)
-                if not got:
-                    return
-                start = got[-1].seq + 1
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a timeout, the connection lost...: the caller starts a new consumer
-            await self.ready.put(None)
-
-    @classmethod
-    async def open(cls, link: ClusterLink, start: int) -> "_Pull":
-        config = api.ConsumerConfig(deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start,
-                                    ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
-                                    num_replicas=1)
-        info = await link._js.add_consumer(link.stream, config)
-        return cls(link, info.name)
-
-    async def fetch(self, want: int, wait: float) -> list[StreamMessage]:
-        """Up to `want` messages: those there now (`wait` 0), else the first to come within `wait` s.
-        Each request has its own inbox, so a late reply to an earlier one is never taken for this one's."""
-        nc = self.link._nc
-        got: list[StreamMessage] = []
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        limited = [True]  # a message larger than FETCH_BYTES is asked for alone, without the limit
-
-        async def take(msg: Any) -> None:
-            if done.done():
-                return
-            if not msg.reply:  # a status (no more messages, request expired, batch full of bytes...)
-                if not got and limited[0] and (msg.headers or {}).get("Status") == "409" \
-                        and "MaxBytes" in (msg.headers or {}).get("Description", ""):
-                    limited[0] = False
-                    await ask(1)
-                    return
-                done.set_result(None)
-                return
-            got.append(StreamMessage(_stream_seq(msg.reply), msg.subject, msg.data))
-            if len(got) >= want:
-                done.set_result(None)
-
-        inbox = nc.new_inbox()
-
-        async def ask(batch: int) -> None:
-            request: dict[str, Any] = {"batch": batch}
-            if limited[0]:
-                request["max_bytes"] = FETCH_BYTES
-            if wait:
-                request["expires"] = int(wait * 1e9)
-            else:
-                request["no_wait"] = True
-            await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{self.link.stream}.{self.name}",
-                             json.dumps(request).encode(), reply=inbox)
-
-        sub = await nc.subscribe(inbox, cb=take, pending_msgs_limit=FETCH_BATCH * 4,
-                                 pending_bytes_limit=FETCH_BYTES * 4)
-        try:
-            await ask(want)
-            await asyncio.wait_for(done, wait + self.link.timeout)
-        finally:
-            try:
-                await sub.unsubscribe()
-            except nats.errors.Error:
-                pass  # the connection closed meanwhile: the subscription is gone with it
-        return got
-
-
-def _stream_seq(reply: str) -> int:
-    """The stream sequence in a JetStream message's reply subject (`$JS.ACK.<stream>.<consumer>.<delivered>.
-    <stream seq>...`, or the form with domain and account hash)."""
-    tokens = reply.split(".")
-    return int(tokens[5] if len(tokens) == 9 else tokens[nats.aio.msg.Msg.Ack.StreamSeq])

@@ -20,12 +20,14 @@ few messages behind appends and replays each stretch (`_RowSink`).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, NamedTuple, Optional
+from typing import Callable, ContextManager, Iterator, NamedTuple, Optional
 
 import apsw
 
@@ -93,6 +95,23 @@ def stored_facts(lines: list[str]) -> list[codec.Fact]:
 
 def chain_of(fact: codec.Fact) -> Chain:
     return (fact.tenant_hash, fact.entity, fact.key)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (if it was on). A bulk catch-up keeps tens of
+    thousands of decoded lines, payloads and heads alive at once, and the collections its allocations
+    trigger traverse them again and again: ~2 s of CPU per 100,000 messages (27 full collections), vs
+    ~0.6 s in a local rebuild of the same lines. It makes next to no cyclic garbage (after 20,000 stored
+    messages, `gc.collect()` found no unreachable object), and the collector resumes when the block ends."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Mirror:
@@ -171,9 +190,14 @@ class Mirror:
             replay.replay(store.db, store.journal, store.policy)  # heads are judged on the view
             cp = checkpoint.read_checkpoint(store.db)
         if last - pos.seq >= BULK_FROM:
-            sink: _Sink = _BulkSink(self, store, pos, defer=last - pos.seq >= (cp.line_count if cp else 0))
-        else:
-            sink = _RowSink(self, store, pos)
+            defer = last - pos.seq >= (cp.line_count if cp else 0)
+            with collector_paused():
+                return self._mirror(store, _BulkSink(self, store, pos, defer=defer), last, progress)
+        return self._mirror(store, _RowSink(self, store, pos), last, progress)
+
+    def _mirror(self, store: Store, sink: "_Sink", last: int, progress: Optional[Callable[[int, int], None]]) -> Position:
+        """Judge the messages after the sink's position up to `last` and give the sink those accepted."""
+        pos = sink.pos
         heads = Heads(store, sink.index_chains)
         parts = Collector(self.link.group)
         scrub, generations = scrub_subject(self.link.group), part_subject_prefix(self.link.group)

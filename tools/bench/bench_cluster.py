@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import sys
@@ -151,6 +152,8 @@ def bench_catchup(cluster: LoopbackCluster, work: Path, events: int, rounds: int
         with cruxsql.open(local_dir) as local:
             assert local.counts()["facts"] == events
         local_s.append(time.perf_counter() - started)
+        print(f"  round {r + 1}: catch-up {cluster_s[-1]:.2f} s, rebuild {local_s[-1]:.2f} s, "
+              f"{cluster_s[-1] / local_s[-1]:.2f}x, load {os.getloadavg()[0]:.1f}", flush=True)
     row(f"catch-up of a node down for {events:,} events (vs local rebuild), median of {rounds}",
         statistics.median(cluster_s), statistics.median(local_s), "s")
     writer.close()
