@@ -302,6 +302,12 @@ def _scope_of(entity: str, private: int) -> Optional[tuple[str, str]]:
 _Batch = tuple[dict[tuple[str, str], int], np.ndarray, np.ndarray, tuple[list[str], list[str], list[str]]]
 
 
+def _names_an_agent(joined_entities: str) -> bool:
+    """Whether any of the entities joined by the separator is an agent's (each entity starts right after a
+    separator, so one is found whatever the others hold)."""
+    return _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX in _SEPARATOR + joined_entities
+
+
 def _public_batch(seqs: np.ndarray, tenants: list[str], entities: list[str], keys: list[str],
                   values: list[str]) -> _Batch:
     """The `_split_rows` of facts none of which is private or an agent's: one scope per tenant."""
@@ -320,8 +326,7 @@ def _split_rows(rows: Sequence[tuple]) -> _Batch:
     if not rows:
         return {}, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), ([], [], [])
     seqs, tenants, entities, keys, values, private = map(list, zip(*rows))
-    # each entity starts right after a separator: an agent's entity is found whatever the others hold
-    if not any(private) and _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX not in _SEPARATOR + _SEPARATOR.join(entities):
+    if not any(private) and not _names_an_agent(_SEPARATOR.join(entities)):
         return _public_batch(np.array(seqs, dtype=np.int64), tenants, entities, keys, values)
     scopes: dict[tuple[str, str], int] = {}
     fact_scope: list[int] = []
@@ -537,7 +542,7 @@ class FactTerms:
         count, seqs, tenants, entities, keys, values, private = row
         if not count:
             return _split_rows([])
-        if not private and _SEPARATOR + AGENT_PRIVATE_ENTITY_PREFIX not in _SEPARATOR + entities:
+        if not private and not _names_an_agent(entities):
             seq_arr = np.array(seqs.split(), dtype=np.int64)
             columns = [text.split(_SEPARATOR) for text in (tenants, entities, keys, values)]
             if all(len(column) == count for column in columns) and bool(np.all(seq_arr[1:] > seq_arr[:-1])):
