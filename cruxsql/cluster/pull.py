@@ -251,6 +251,13 @@ async def _serve(request: dict[str, Any]) -> None:
         sent = request["start"] - 1
         while sent < request["end"]:  # `produce` puts nothing more once it reached the end
             got = await pull.ready.get()
+            if got is not None and not got:
+                # nothing there now: the consumer's server may lag behind the stream (a replica catching up
+                # after a restart), so wait for one batch, as the node's own loop does, before stopping
+                got = [m for m in await pull.fetch(min(request["batch"], request["end"] - sent), request["timeout"])
+                       if m.seq <= request["end"]]
+                if got:
+                    producing = asyncio.ensure_future(pull.produce(got[-1].seq + 1, request["end"]))
             if not got:
                 break
             # written by the executor's thread, so fetching goes on while the parent reads
