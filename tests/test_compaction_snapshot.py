@@ -171,6 +171,55 @@ def test_a_compaction_after_a_tail_keeps_the_snapshot_head_and_writes_the_rest(t
     assert not store.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'compaction_next%'").fetchall()
 
 
+def _text_index_rows(store: Store) -> tuple:
+    """recall's whole text index, row by row (statistics of scopes left without facts aside)."""
+    return tuple(sorted(tuple(r) for r in store.db.execute(f"SELECT * FROM {table}")) for table in (
+        "recall_text", "recall_grams", "recall_terms", "recall_term_stats WHERE facts > 0"))
+
+
+def test_the_text_index_drop_planned_from_the_snapshot_leaves_what_a_fresh_index_holds(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """The deleted facts' postings are planned in the snapshot (`text_index.prepare_carry`); under the lock
+    only the rows the tail's facts were added to are read again, and the facts the tail deleted dropped as
+    usual. The tail stores facts with the dropped facts' words in the same postings block (their rows
+    changed after the plan read them), deletes some (one of its own), and supersedes one: the index left
+    equals one built from scratch over the compacted view."""
+    from cruxsql.recall.text_index import TextIndex
+
+    store = Store(tmp_path)
+    words = ["alpha", "beta", "gamma", "Été", "delta-9", "x_y", "omega"]
+    facts = store.store_batch([StoreRequest(f"svc:{i % 5}", f"k{i}", f"{words[i % 7]} {words[i * 3 % 7]} v{i % 11}",
+                                            tenant_hash=("default", "acme")[i % 2]) for i in range(120)])
+    facts.append(store.store("note", "n", "alpha private", private=True, agent="bot"))
+    for fact in facts[::6]:
+        store.delete(fact.fact_id)
+    pre = compaction_snapshot.prebuild(store, 7)
+    assert pre is not None and pre.prepared
+    tail = store.store_batch([StoreRequest(f"svc:{i % 3}", f"t{i}", f"{words[i % 7]} gone v{i % 11}",
+                                           tenant_hash=("default", "acme")[i % 2]) for i in range(9)])
+    store.store("note", "n", "alpha private again", private=True, agent="bot")
+    extra = [facts[1], facts[8], tail[2]]
+    for fact in extra:
+        store.delete(fact.fact_id)
+    seq_of = dict(store.db.execute("SELECT fact_id, seq FROM facts"))
+    dropped: list[list[int]] = []
+    drop = TextIndex.drop
+    monkeypatch.setattr(TextIndex, "drop", lambda self, rows: (dropped.append([r[0] for r in rows]), drop(self, rows)))
+    with store.writer_lock():
+        report = compaction.compact_unchecked(store, prebuilt=pre)
+    pre.close()
+    assert report.lines_from_snapshot and not report.seq_renumbered
+    # under the lock: only the facts the tail deleted (the rest was planned in the snapshot)
+    assert dropped == [sorted(seq_of[f.fact_id] for f in extra)]
+    carried = _text_index_rows(store)
+    assert any(row[2] == "gone" for row in carried[2])  # (the tail's words are in it)
+    index = TextIndex(store.db)
+    with store.db:
+        index._wipe()
+    index.sync()
+    assert carried == _text_index_rows(store)
+
+
 def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compaction(tmp_path: Path) -> None:
     store = Store(tmp_path)
     facts = store.store_batch([StoreRequest("svc", f"k{i}", f"v{i}") for i in range(20)])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
 
 import apsw
 
@@ -29,6 +29,9 @@ class Rewrite:
     generation: str
     line_count: int
     seqs_kept: bool
+    # what the prepare_rewrite hooks returned from the compaction's snapshot, by hook name (when the lines
+    # appended since the snapshot changed no fact's text in place)
+    prepared: Mapping[str, Any] = field(default_factory=dict)
 
 
 # The tables features derive from the fact tables and keep in step with them, all declared in this one
@@ -42,7 +45,10 @@ class Rewrite:
 #   tail): what such a replay builds at its end (the text index, already current from the replay hook,
 #   unless a caller left that hook out);
 # - rewrite: when a compaction rewrites the fact tables in place, for tables that can follow it instead
-#   of starting over on its new generation.
+#   of starting over on its new generation;
+# - prepare_rewrite: in a compaction's read snapshot, before the writer lock: what a rewrite hook can
+#   work out ahead (handed to it in `Rewrite.prepared`, under its own name), so that less of it runs
+#   while writers wait.
 DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
     "replay": ("cruxsql.curation.exact_duplicates:keep_current",
                "cruxsql.recall.timeline:keep_timeline_current",
@@ -51,6 +57,7 @@ DERIVED_TABLE_HOOKS: dict[str, tuple[str, ...]] = {
     "rewrite": ("cruxsql.curation.exact_duplicates:carry_over",
                 "cruxsql.recall.text_index:carry_text_index",
                 "cruxsql.recall.timeline:forget_timeline_before_the_drop"),
+    "prepare_rewrite": ("cruxsql.recall.text_index:prepare_carry",),
 }
 
 
@@ -59,6 +66,7 @@ class DerivedTableHooks:
     replay: list[Callable[[apsw.Connection, Journal], None]]
     bulk_replay: list[Callable[[apsw.Connection], None]]
     rewrite: list[Callable[[apsw.Connection, Rewrite], None]]
+    prepare_rewrite: list[Callable[[apsw.Connection], Any]]
 
 
 @functools.cache
@@ -88,3 +96,8 @@ def run_rewrite_hooks(db: apsw.Connection, rewrite: Rewrite) -> None:
     while the facts about to be dropped are still there, deleted = 1)."""
     for hook in derived_table_hooks().rewrite:
         hook(db, rewrite)
+
+
+def run_rewrite_preparations(db: apsw.Connection) -> dict[str, Any]:
+    """Run the prepare_rewrite hooks (inside the caller's read snapshot); their results by hook name."""
+    return {f"{hook.__module__}:{hook.__name__}": hook(db) for hook in derived_table_hooks().prepare_rewrite}

@@ -18,7 +18,8 @@ so a fact that did not change comes out byte-identical. The view's facts hold on
 said (access counts kept elsewhere by the salience lane are never baked in).
 
 Steps: 0. without the writer lock, the live facts' lines are built from a read snapshot of the view
-into an unnamed fsynced file, and their event rows into shadow tables (compaction_snapshot.py); then
+into an unnamed fsynced file, their event rows into shadow tables, and the derived tables plan their
+own part (the text index: the deleted facts' postings; `Rewrite.prepared`) (compaction_snapshot.py); then
 under the writer lock, after catching the view up (the lines appended since the snapshot: their
 facts' lines are built again, the others reused byte for byte, the leading ones left as written):
 1. legal-hold guard (or a complete `legal_hold_overridden` receipt, stored as a fact first); the
@@ -560,8 +561,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 if shadow is not None:
                     _swap_in_event_tables(db, events_table, facts_table)
                 # Derived tables keyed by fact or seq keep their rows (only the dropped facts' go).
-                derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation if cp else None, generation,
-                                                        state["line_no"], not order["renumber"]))
+                # (what the snapshot planned holds when the tail changed no fact's text in place: `live`)
+                derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(
+                    cp.generation if cp else None, generation, state["line_no"], not order["renumber"],
+                    prebuilt.prepared if live is not None and prebuilt is not None else {}))
                 db.execute("DELETE FROM facts WHERE deleted = 1")
                 next_seq = (cp.next_seq if cp else 1)
                 if order["renumber"]:

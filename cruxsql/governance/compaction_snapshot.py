@@ -8,7 +8,9 @@ named where a concurrent compaction's clean-up or a backup could meet it).
 
 Alongside, also without the lock, it writes the compacted journal's event rows for those lines into
 two shadow tables of the view (see "the shadow event tables" below), and keeps each line's fact id,
-`stored_at`, seq and length, and the lines' running blake3 every `batch` lines.
+`stored_at`, seq and length, and the lines' running blake3 every `batch` lines. In the same snapshot, the
+derived tables plan what their rewrite hooks will write (`derived_tables.run_rewrite_preparations`:
+the text index's drop of the deleted facts), handed to them only when the tail is judged plain (below).
 
 Under the lock, after the view has caught up with the lines appended meanwhile (the tail),
 `live_chunks` yields exactly what `store_lines.live_chunks` would yield from the view now: a fact no
@@ -47,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 import apsw
 import blake3
 
-from ..facts import checkpoint, extension_events, view
+from ..facts import checkpoint, derived_tables, extension_events, view
 from ..facts.busy import retry_busy
 from ..facts.own_journal import Position
 from . import store_lines
@@ -102,6 +104,7 @@ class PrebuiltLines:
     marks: list[tuple[int, int, Any]]  # (line, byte offset, blake3 of the bytes before it) every `batch` lines
     sorted_upto: int  # the leading lines whose seqs increase (replay's order)
     linkable: bool  # `file` is a `Journal.unnamed_file`, fsynced: the compacted journal can be made of it
+    prepared: dict[str, Any]  # the derived tables' rewrite work planned in the snapshot (`Rewrite.prepared`)
     shadow: Optional[str] = None  # the prefix of the shadow event tables (`events`, `event_facts`)
     unchanged: int = 0  # set by `live_chunks`: the leading lines the tail leaves as the snapshot has them
 
@@ -170,6 +173,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
             fh.flush()
             if linkable:
                 os.fsync(fh.fileno())  # (it may become the compacted journal's head: `Journal.rewrite_onto`)
+            prepared = derived_tables.run_rewrite_preparations(store.db)
         except BaseException:
             fh.close()
             raise
@@ -177,7 +181,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     rises = list(map(lt, seqs, seqs[1:]))
     sorted_upto = rises.index(False) + 1 if False in rises else len(seqs)
     pre = PrebuiltLines(fh, bytes(ids), id_ends, bytes(ats), at_ends, ns, seqs, lengths, cp, own, store.db, marks,
-                        sorted_upto, linkable)
+                        sorted_upto, linkable, prepared)
     try:
         pre.shadow = _fill_shadow_tables(pre, batch)
     except BaseException:

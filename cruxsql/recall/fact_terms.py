@@ -24,7 +24,7 @@ import functools
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Optional, Sequence, TypeVar
+from typing import Iterable, Optional, Sequence, TypeVar
 
 import apsw
 import numpy as np
@@ -382,6 +382,17 @@ def _occurrences_of(instances: np.ndarray, owners: np.ndarray, n_texts: int) -> 
     return of, np.arange(total, dtype=np.int64) + np.repeat(text_start[instances] - instance_start, per_instance)
 
 
+@dataclass
+class TermsDrop:
+    """The writes that take some facts out of the postings (`FactTerms.plan_drop`): per postings row
+    (tenant, owner, term, block) what it keeps (None: the row goes), the dropped offsets per block, and
+    the statistics to subtract per scope."""
+
+    gone: dict[int, np.ndarray]
+    rows: dict[tuple, Optional[bytes]]
+    stats: dict[tuple[str, str], np.ndarray]
+
+
 class FactTerms:
     """The BM25 postings of one view's facts (maintained by `text_index.TextIndex`)."""
 
@@ -553,39 +564,66 @@ class FactTerms:
 
     def drop(self, seqs: Sequence[int]) -> None:
         """Take the facts `seqs` (still in `facts`) out of the postings and the statistics."""
-        for i in range(0, len(seqs), _CHUNK):
-            chunk = np.array(seqs[i:i + _CHUNK], dtype=np.int64)
-            rows = self.db.execute(
-                "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
-                (apsw.carray(chunk),)).fetchall()
-            stats, _, keys, blocks = self._analyse(_split_rows(rows))
-            names = list(zip(*keys.columns(keys.group)))
-            updates: list[tuple] = []
-            deletes: list[tuple] = []
-            # One mask of the dropped offsets per block, built once: a posting goes when its offset is
-            # set (an `np.isin` against the whole chunk per term hashed the chunk again for each of
-            # ~13k terms: 14 of a 100k-fact compaction's 16 s).
-            gone: dict[int, np.ndarray] = {}
-            for block in np.unique(chunk >> BLOCK_BITS).tolist():
-                mask = np.zeros(BLOCK_SIZE, dtype=bool)
-                mask[chunk[(chunk >> BLOCK_BITS) == block] & (BLOCK_SIZE - 1)] = True
-                gone[block] = mask
-            for key, block in sorted(set(zip(names, blocks.tolist()))):
-                row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
-                                      "AND block = ?", (*key, block)).fetchone()
-                if row is None:
-                    continue
-                records = np.frombuffer(row[0], dtype=POSTING)
-                kept = records[~gone[block][records["off"]]]
-                if len(kept) == len(records):
-                    continue
-                (updates if len(kept) else deletes).append(
-                    (kept.tobytes(), *key, block) if len(kept) else (*key, block))
-            self.db.executemany("UPDATE recall_terms SET postings = ? WHERE tenant = ? AND owner = ? AND term = ? "
-                                "AND block = ?", updates)
-            self.db.executemany("DELETE FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? AND block = ?",
-                                deletes)
-            self._count(stats, -1)
+        self.apply_drop(self.plan_drop(seqs))
+
+    def plan_drop(self, seqs: "Sequence[int] | np.ndarray") -> "TermsDrop":
+        """What taking the facts `seqs` (still in `facts`) out of the postings and the statistics writes,
+        read and computed without writing anything (a compaction plans it from a snapshot, before the
+        writer lock). Every postings row one of them is in is read once."""
+        chunk_all = np.unique(np.asarray(seqs, dtype=np.int64))
+        # One mask of the dropped offsets per block, built once: a posting goes when its offset is set
+        # (an `np.isin` against the dropped seqs per term hashed them again for each of ~13k terms: 14 of
+        # a 100k-fact compaction's 16 s).
+        gone: dict[int, np.ndarray] = {}
+        for block in np.unique(chunk_all >> BLOCK_BITS).tolist():
+            mask = np.zeros(BLOCK_SIZE, dtype=bool)
+            mask[chunk_all[(chunk_all >> BLOCK_BITS) == block] & (BLOCK_SIZE - 1)] = True
+            gone[block] = mask
+        plan = TermsDrop(gone, {}, {})
+        for i in range(0, len(chunk_all), _CHUNK):
+            stats, keys = self._keys_of(chunk_all[i:i + _CHUNK])
+            for scope, delta in stats.items():
+                plan.stats[scope] = plan.stats.get(scope, 0) + delta
+            self._read_kept(plan, keys - plan.rows.keys())
+        return plan
+
+    def rebase_drop(self, plan: "TermsDrop", seqs: Sequence[int]) -> None:
+        """Bring `plan` up to date with the facts `seqs`, indexed since it was read: the rows they were
+        added to are read again (postings only ever grow between two compactions)."""
+        if len(seqs):
+            _, keys = self._keys_of(np.asarray(seqs, dtype=np.int64))
+            self._read_kept(plan, keys & plan.rows.keys())
+
+    def apply_drop(self, plan: "TermsDrop") -> None:
+        self.db.executemany("UPDATE recall_terms SET postings = ? WHERE tenant = ? AND owner = ? AND term = ? "
+                            "AND block = ?", [(kept, *key) for key, kept in plan.rows.items() if kept is not None])
+        self.db.executemany("DELETE FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? AND block = ?",
+                            [key for key, kept in plan.rows.items() if kept is None])
+        self._count(plan.stats, -1)
+
+    def _keys_of(self, seqs: np.ndarray) -> tuple[dict[tuple[str, str], np.ndarray], set[tuple]]:
+        """(per-scope statistics, the (tenant, owner, term, block) of every postings row) of the facts `seqs`."""
+        rows = self.db.execute(
+            "SELECT seq, tenant_hash, entity, key, value, private FROM facts WHERE seq IN carray(?) ORDER BY seq",
+            (apsw.carray(np.ascontiguousarray(seqs)),)).fetchall()
+        stats, _, keys, blocks = self._analyse(_split_rows(rows))
+        return stats, {(*name, block) for name, block in zip(zip(*keys.columns(keys.group)), blocks.tolist())}
+
+    def _read_kept(self, plan: "TermsDrop", keys: Iterable[tuple]) -> None:
+        """Record in `plan` what each row `keys` names keeps once the dropped postings are out (None: the
+        row goes); a row left whole, or absent, is not recorded."""
+        for key in sorted(keys):
+            row = self.db.execute("SELECT postings FROM recall_terms WHERE tenant = ? AND owner = ? AND term = ? "
+                                  "AND block = ?", key).fetchone()
+            if row is None:
+                plan.rows.pop(key, None)
+                continue
+            records = np.frombuffer(row[0], dtype=POSTING)
+            kept = records[~plan.gone[key[3]][records["off"]]]
+            if len(kept) == len(records):
+                plan.rows.pop(key, None)
+            else:
+                plan.rows[key] = kept.tobytes() if len(kept) else None
 
     # --- lookups ----------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ rows. The trigram codes and postings themselves come from `trigrams`.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 import apsw
@@ -22,7 +23,7 @@ from ..facts import derived_tables
 from ..facts.journal import Journal
 from . import trigrams
 from .derived_writes import checkpoint_generation, write_transaction
-from .fact_terms import FactTerms
+from .fact_terms import FactTerms, TermsDrop
 from .scope import rust_lower, split_private_entity
 
 BLOCK_BITS = 16
@@ -61,6 +62,16 @@ def _row_grams(rows: Sequence[tuple]) -> np.ndarray:
         strings += _indexed_strings(row, text_row(*row))
     codes, _ = trigrams.postings(strings, np.repeat(np.array([r[0] for r in rows], dtype=np.int64), 3))
     return np.unique(codes)
+
+
+@dataclass
+class IndexDrop:
+    """The writes that take the facts `seqs` out of the index (`TextIndex.plan_drop`): per trigram
+    postings row (gram, block) what it keeps (None: the row goes), and the word postings' (`terms`)."""
+
+    seqs: np.ndarray
+    grams: dict[tuple[int, int], Optional[bytes]]
+    terms: TermsDrop
 
 
 class TextIndex:
@@ -204,34 +215,56 @@ class TextIndex:
 
     def drop(self, rows: Sequence[tuple]) -> None:
         """Take the facts `rows` (seq, entity, key, value, as indexed) out of the index: their text row
-        and their seq from each of their trigrams' postings (an emptied postings row goes). Each postings
-        block is read and rewritten once; the trigrams are computed _DROP_PIECE facts at a time, which
-        bounds the memory of their arrays."""
-        db = self.db
-        self.terms.drop([r[0] for r in rows])
-        db.executemany("DELETE FROM recall_text WHERE seq = ?", [(r[0],) for r in rows])
+        and their seq from each of their trigrams' postings (an emptied postings row goes)."""
+        self.apply_drop(self.plan_drop(rows))
+
+    def plan_drop(self, rows: Sequence[tuple]) -> "IndexDrop":
+        """What `drop` writes, read and computed without writing anything. Each postings block is read
+        once; the trigrams are computed _DROP_PIECE facts at a time, which bounds the memory of their
+        arrays."""
+        seqs = np.array([r[0] for r in rows], dtype=np.int64)
+        plan = IndexDrop(seqs, {}, self.terms.plan_drop(seqs))
         by_block: dict[int, list[tuple]] = {}
         for row in rows:
             by_block.setdefault(row[0] >> BLOCK_BITS, []).append(row)
         for block, block_rows in sorted(by_block.items()):
             # The dropped facts go whole, so a posting goes exactly when its seq is one of theirs.
-            gone = np.zeros(BLOCK_SIZE, dtype=bool)
-            gone[[r[0] & (BLOCK_SIZE - 1) for r in block_rows]] = True
             grams = np.unique(np.concatenate([_row_grams(block_rows[i:i + _DROP_PIECE])
                                               for i in range(0, len(block_rows), _DROP_PIECE)]))
-            updates, deletes = [], []
-            for gram, blob in db.execute("SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
-                                         (block, apsw.carray(grams))):
-                offsets = np.frombuffer(blob, dtype="<u2")
-                kept = offsets[~gone[offsets]]
-                if len(kept) == len(offsets):
-                    continue
-                if len(kept):
-                    updates.append((kept.tobytes(), gram, block))
-                else:
-                    deletes.append((gram, block))
-            db.executemany("UPDATE recall_grams SET seqs = ? WHERE gram = ? AND block = ?", updates)
-            db.executemany("DELETE FROM recall_grams WHERE gram = ? AND block = ?", deletes)
+            self._read_kept_grams(plan, block, grams)
+        return plan
+
+    def rebase_drop(self, plan: "IndexDrop", rows: Sequence[tuple]) -> None:
+        """Bring `plan` up to date with the facts `rows` (seq, entity, key, value), indexed since it was
+        read: the postings rows they were added to are read again."""
+        self.terms.rebase_drop(plan.terms, [r[0] for r in rows])
+        by_block: dict[int, list[tuple]] = {}
+        for row in rows:
+            by_block.setdefault(row[0] >> BLOCK_BITS, []).append(row)
+        for block, block_rows in by_block.items():
+            if block in plan.terms.gone:
+                grams = _row_grams(block_rows)
+                self._read_kept_grams(plan, block, grams[np.isin(grams, [g for g, b in plan.grams if b == block])])
+
+    def _read_kept_grams(self, plan: "IndexDrop", block: int, grams: np.ndarray) -> None:
+        if not len(grams):  # (carray refuses an empty buffer)
+            return
+        gone = plan.terms.gone[block]
+        for gram, blob in self.db.execute("SELECT gram, seqs FROM recall_grams WHERE block = ? AND gram IN carray(?)",
+                                          (block, apsw.carray(np.ascontiguousarray(grams, dtype=np.int64)))):
+            offsets = np.frombuffer(blob, dtype="<u2")
+            kept = offsets[~gone[offsets]]
+            if len(kept) < len(offsets):
+                plan.grams[gram, block] = kept.tobytes() if len(kept) else None
+
+    def apply_drop(self, plan: "IndexDrop") -> None:
+        db = self.db
+        self.terms.apply_drop(plan.terms)
+        db.executemany("DELETE FROM recall_text WHERE seq = ?", [(seq,) for seq in plan.seqs.tolist()])
+        db.executemany("UPDATE recall_grams SET seqs = ? WHERE gram = ? AND block = ?",
+                       [(kept, *key) for key, kept in plan.grams.items() if kept is not None])
+        db.executemany("DELETE FROM recall_grams WHERE gram = ? AND block = ?",
+                       [key for key, kept in plan.grams.items() if kept is None])
 
     # --- lookups ----------------------------------------------------------------------------------
 
@@ -308,12 +341,42 @@ class TextIndex:
         return out[0] if len(out) == 1 else np.unique(np.concatenate(out))
 
 
+@dataclass
+class PreparedCarry:
+    """A compaction's drop of the deleted facts from the index, planned from its snapshot of the view
+    (`prepare_carry`): the index was then at `generation`, indexed up to `last_seq`."""
+
+    generation: str
+    last_seq: int
+    drop: IndexDrop
+
+
+def prepare_carry(db: apsw.Connection) -> Optional[PreparedCarry]:
+    """Prepare-rewrite hook, run in a compaction's read snapshot before the writer lock: plan the drop
+    `carry_text_index` would make, which is most of the index's work under the lock (the postings rows
+    of the deleted facts' words and trigrams, read one by one). None when the index would start over."""
+    index = TextIndex(db)
+    state = index._state()
+    if state is None or db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone() is not None:
+        return None
+    return PreparedCarry(state[0], state[1], index.plan_drop(_deleted_rows(db, 0, state[1])))
+
+
+def _deleted_rows(db: apsw.Connection, above: int, upto: int) -> list[tuple]:
+    return db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq > ? AND seq <= ? "
+                      "ORDER BY seq", (above, upto)).fetchall()
+
+
 def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
     """Rewrite hook: a compaction keeps every fact's seq and text but the deleted ones', so the index
     follows it to the new generation with only those facts taken out (they are still readable here),
     instead of starting over at the next read (tens of seconds at 1M facts). It starts over as before
     when the seqs were renumbered, when it was not built for the generation being rewritten, or when
-    facts await re-indexing after an in-place text change (their old postings cannot be told apart)."""
+    facts await re-indexing after an in-place text change (their old postings cannot be told apart).
+
+    With the drop planned from the compaction's snapshot (`prepare_carry`; handed over only when the
+    lines appended since changed no fact's text in place), only the facts indexed since are analysed
+    here: the rows they were added to are read again, and the facts deleted since are dropped as usual."""
     index = TextIndex(db)
     state = index._state()
     if (state is None or rewrite.previous is None or state[0] != rewrite.previous or not rewrite.seqs_kept
@@ -325,12 +388,28 @@ def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> No
         # reach it (tests/test_compaction_temp_files.py).
         index._wipe()
         return
-    rows = db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq <= ? ORDER BY seq",
-                      (state[1],)).fetchall()
-    index.drop(rows)
+    prepared = rewrite.prepared.get(PREPARE_HOOK)
+    if (isinstance(prepared, PreparedCarry) and prepared.generation == state[0] and prepared.last_seq <= state[1]
+            and _still_deleted(db, prepared.drop.seqs)):
+        index.rebase_drop(prepared.drop, db.execute(
+            "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq",
+            (prepared.last_seq, state[1])).fetchall())
+        index.apply_drop(prepared.drop)
+        planned = set(prepared.drop.seqs.tolist())
+        index.drop([row for row in _deleted_rows(db, 0, state[1]) if row[0] not in planned])
+    else:
+        index.drop(_deleted_rows(db, 0, state[1]))
     # text rows of facts a replace_latest removed without a new generation (never re-checked again)
     db.execute("DELETE FROM recall_text WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.seq = recall_text.seq)")
     db.execute("UPDATE recall_index_state SET generation = ? WHERE id = 1", (rewrite.generation,))
+
+
+def _still_deleted(db: apsw.Connection, seqs: np.ndarray) -> bool:
+    return not len(seqs) or db.execute("SELECT count(*) FROM facts WHERE deleted = 1 AND seq IN carray(?)",
+                                       (apsw.carray(np.ascontiguousarray(seqs)),)).get == len(seqs)
+
+
+PREPARE_HOOK = f"{__name__}:prepare_carry"
 
 
 def keep_text_index_current(db: apsw.Connection) -> None:
