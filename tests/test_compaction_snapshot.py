@@ -220,6 +220,41 @@ def test_the_text_index_drop_planned_from_the_snapshot_leaves_what_a_fresh_index
     assert carried == _text_index_rows(store)
 
 
+@pytest.mark.parametrize("run", ["erasure", "retention"])
+def test_an_erasure_and_a_retention_run_take_their_compactions_snapshot_before_the_writer_lock(
+        tmp_path: Path, monkeypatch, run: str) -> None:
+    """Writers wait for an erasure's (or a retention run's) locked part only: its compaction's snapshot
+    phase runs before it takes the writer lock, and the compaction under the lock carries its own
+    deletions over from that snapshot. The values still go from the journal and every other copy."""
+    from cruxsql.governance import erasure, retention
+
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest(f"user:{i % 4}", f"k{i}", f"secret-value-{i:03d}") for i in range(40)])
+    store.delete(facts[0].fact_id)
+    locks_held: list[int] = []
+    prebuild = compaction_snapshot.prebuild
+    monkeypatch.setattr(compaction_snapshot, "prebuild",
+                        lambda s, batch: (locks_held.append(s.journal._lock_depth), prebuild(s, batch))[1])
+    reports: list[compaction.CompactionReport] = []
+    unchecked = compaction.compact_unchecked
+    monkeypatch.setattr(compaction, "compact_unchecked", lambda *a, **k: reports.append(unchecked(*a, **k)) or reports[-1])
+    if run == "erasure":
+        report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:1",)), reason="dsr")
+        gone = [f for f in facts if f.entity == "user:1"] + [facts[0]]
+    else:
+        time.sleep(1.1)
+        report = retention.apply(store, "1s")
+        gone = facts
+    assert locks_held == [0]  # one snapshot, taken without the writer lock
+    assert len(reports) == 1 and reports[0].lines_from_snapshot and reports[0].facts_dropped == len(gone)
+    assert report["ok"], report["verification"]
+    journal = (tmp_path / "facts.jsonl").read_bytes()
+    assert not [f.value for f in gone if f.value.encode() in journal]
+    assert all(f.value.encode() in journal for f in facts if f not in gone)
+    verified = store.verify()
+    assert verified.ok and verified.view_matches_replay, verified.differences
+
+
 def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compaction(tmp_path: Path) -> None:
     store = Store(tmp_path)
     facts = store.store_batch([StoreRequest("svc", f"k{i}", f"v{i}") for i in range(20)])

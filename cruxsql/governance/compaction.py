@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import contextmanager, nullcontext
 from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate, islice, repeat
@@ -172,24 +173,35 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
 
 
 def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
-            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
+            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False,
+            snapshot: Optional[compaction_snapshot.PrebuiltLines] = None) -> CompactionReport:
     """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`).
 
     The live facts' lines are built first from a snapshot of the view, without the writer lock
     (compaction_snapshot.py); the lock is held for the rest (the lines appended meanwhile carried over,
     the journal and the view rewritten and swapped), and the WAL checkpoint after it runs once it is
-    released, so that writers wait for neither."""
+    released, so that writers wait for neither. `snapshot`: one the caller took before its own lock
+    (`snapshot_ahead`), used instead of taking one here."""
     started = time.perf_counter()
-    prebuilt = compaction_snapshot.prebuild(store, _BATCH) if view_update == "direct" else None
-    try:
+    with snapshot_ahead(store, view_update) if snapshot is None else nullcontext(snapshot) as prebuilt:
         report = _compact_locked(store, override_receipt, progress, hash_before, view_update, drop_corrupt,
                                  prebuilt)
-    finally:
-        if prebuilt is not None:
-            prebuilt.close()
     report.wal_checkpointed = checkpoint_wal(store.db)
     report.seconds = round(time.perf_counter() - started, 6)
     return report
+
+
+@contextmanager
+def snapshot_ahead(store: Store, view_update: str = "direct") -> Iterator[Optional[compaction_snapshot.PrebuiltLines]]:
+    """A compaction's snapshot phase (`compaction_snapshot.prebuild`), for a caller that compacts under a
+    writer lock it takes afterwards (an erasure, a retention run): taken first, without the lock, so that
+    writers wait only for what comes after. Closed at the end of the block."""
+    prebuilt = compaction_snapshot.prebuild(store, _BATCH) if view_update == "direct" else None
+    try:
+        yield prebuilt
+    finally:
+        if prebuilt is not None:
+            prebuilt.close()
 
 
 def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHoldReceipt], progress: Progress,

@@ -16,6 +16,7 @@ marked so in the report.
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, cast
@@ -28,7 +29,7 @@ from ..facts import timestamps, view_file
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
-from . import compaction, erasure_ledger, legal_holds, quarantine
+from . import compaction, compaction_snapshot, erasure_ledger, legal_holds, quarantine
 from .copies import outside_reach
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
@@ -386,11 +387,14 @@ def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[s
 def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
             request_id: Optional[str] = None, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None,
             documents_tenant: Optional[str] = None, vacuum: bool = False, progress=None,
-            requested_at: Optional[int] = None, resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+            requested_at: Optional[int] = None, resume: Optional[dict[str, Any]] = None,
+            snapshot: Optional[compaction_snapshot.PrebuiltLines] = None) -> dict[str, Any]:
     """Delete `plan.to_delete`, compact, scrub every copy, scan, and store + return the report.
 
     `resume` is the ledger's "erasing" line of an interrupted erasure (`complete_interrupted`): its
-    erased facts and needles, which compaction may already have taken out of the journal."""
+    erased facts and needles, which compaction may already have taken out of the journal. `snapshot`:
+    the compaction's snapshot phase, taken by the caller before its writer lock
+    (`compaction.snapshot_ahead`); the deletions made here are in the tail it carries over."""
     why = (reason or "").strip()
     if not why:
         raise InvalidInput("reason is required for an erasure")
@@ -433,7 +437,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
         # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
         # the report), where the byte scan below still looks for erased values.
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
-                                  progress=progress, hash_before=True, drop_corrupt=True)
+                                  progress=progress, hash_before=True, drop_corrupt=True, snapshot=snapshot)
         crash_point("erase-after-compact")
         # From here on the journal no longer holds the values: record failures in the report, never
         # lose the report over them.
@@ -566,13 +570,19 @@ def erase(store: Store, selection: Selection, *, actor: Optional[str] = None, re
     if documents and selection.tenant is None:
         raise InvalidInput("--documents needs --tenant (documents are erased per tenant)")
     requested_at = timestamps.now_ns()
-    with store.writer_lock():
+    # The compaction's snapshot is taken before the writer lock, so writers wait only for the rest;
+    # not when a first look (at the view as committed) finds nothing to erase.
+    store.refresh()
+    ahead = plan_selection(store, selection)
+    worth = ahead.to_delete or ahead.already_deleted or (
+        documents and selection.tenant is not None and tenant_has_documents(store, selection.tenant))
+    with compaction.snapshot_ahead(store) if worth else nullcontext() as snapshot, store.writer_lock():
         store.refresh()
         plan = plan_selection(store, selection)
         return execute(store, kind="erasure", selection=selection.to_report(), plan=plan, actor=actor, reason=reason,
                        request_id=request_id, override_receipt=override_receipt,
                        documents_tenant=selection.tenant if documents else None, vacuum=vacuum, progress=progress,
-                       requested_at=requested_at)
+                       requested_at=requested_at, snapshot=snapshot)
 
 
 def complete_interrupted(store: Store) -> list[dict[str, Any]]:

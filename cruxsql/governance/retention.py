@@ -141,7 +141,8 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
     (kind `retention`)."""
     requested = timestamps.now_ns()
     cutoff = parse_cutoff(older_than, requested)
-    with store.writer_lock():
+    # The compaction's snapshot is taken before the writer lock: writers wait only for the rest.
+    with compaction.snapshot_ahead(store) as snapshot, store.writer_lock():
         store.refresh()
         c = classify(store, cutoff, tenant)
         # Facts already deleted (e.g. by a run that crashed before compacting) are erased too; with none
@@ -157,4 +158,4 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
                               "not held, not a consolidation member"}
         return erasure.execute(store, kind="retention", selection=selection, plan=plan, actor=actor,
                                reason=reason or f"retention: older than {older_than}", request_id=request_id,
-                               vacuum=vacuum, progress=progress, requested_at=requested)
+                               vacuum=vacuum, progress=progress, requested_at=requested, snapshot=snapshot)

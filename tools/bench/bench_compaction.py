@@ -248,6 +248,7 @@ def main() -> None:
         print()
         print(f"{'':34}{'compaction':>14}{'write+fsync':>14}{'ratio':>10}")
         print(f"{'time (s)':34}{comp['seconds']:>14.2f}{base['seconds']:>14.2f}{ratio_t:>9.1f}x")
+        print(f"{'  of which under the writer lock':34}{report.get('seconds_locked', float('nan')):>14.2f}")
         print(f"{'peak RSS (MiB)':34}{comp['peak_rss_mib']:>14.1f}{base['peak_rss_mib']:>14.1f}"
               f"{comp['peak_rss_mib'] / base['peak_rss_mib']:>9.2f}x")
         print(f"{'RSS before the operation (MiB)':34}{comp['rss_before_mib']:>14.1f}{base['rss_before_mib']:>14.1f}")

@@ -1,6 +1,7 @@
 """Many processes on one store: read latency beside writers and a compaction, writer stalls, write scaling.
 
     python tools/bench/bench_concurrency.py [--events N] [--seconds S] [--code CHECKOUT] [--compaction-only N]
+                                            [--erasure-only N]
 
 Builds a store of N journal events (tools/bench/journal_gen.py; default 100,000, the issue's 1M with
 --events 1000000), then, each phase with real processes for S seconds (default 6):
@@ -12,6 +13,8 @@ and prints one table with the ratios the goals are stated in: read p99 during a 
 (goal <= 5x and <= 250 ms), the longest single `store()` during the compaction (goal <= 1 s), and 8-process
 vs 1-process throughput (goal >= 1). `--code CHECKOUT` runs every child process on another checkout of
 cruxsql (e.g. the commit before these changes) for a baseline with the same store and load.
+`--compaction-only N` runs only the compaction phase, N times; `--erasure-only N` the same with an
+erasure of one data-subject's facts instead (on the store compacted once first).
 """
 
 from __future__ import annotations
@@ -90,7 +93,20 @@ def child_compact(data: str, seconds: float, out: str) -> None:
                                          getattr(report, "seconds_locked", None)]))
 
 
-CHILDREN = {"read": child_read, "write": child_write, "compact": child_compact}
+def child_erase(data: str, seconds: float, out: str) -> None:
+    from cruxsql.facts.store import Store
+    from cruxsql.governance import erasure
+
+    with Store(data) as store:
+        started = time.perf_counter()
+        report = erasure.erase(store, erasure.Selection(entity_prefixes=(ERASED_PREFIX,)), reason="bench")
+        if not report.get("ok"):
+            raise SystemExit(f"the erasure's report is not ok: {report.get('errors')}")
+        Path(out).write_text(json.dumps([time.perf_counter() - started, None, None]))
+
+
+ERASED_PREFIX = "user38"  # a few dozen of journal_gen's entities: one data-subject request's facts
+CHILDREN = {"read": child_read, "write": child_write, "compact": child_compact, "erase": child_erase}
 
 
 # --- the driver ------------------------------------------------------------------------------------
@@ -132,9 +148,10 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else float("nan")
 
 
-def reads_beside(run: Run, seconds: float, writers: int = 0, compact: bool = False) -> dict:
+def reads_beside(run: Run, seconds: float, writers: int = 0, compact: bool = False, role: str = "compact") -> dict:
     """The reader's latencies (and the writers' longest store) with `writers` writing processes and,
-    with `compact`, a compaction started once they all run (the phase lasts as long as it does)."""
+    with `compact`, a compaction (`role` "erase": an erasure) started once they all run (the phase lasts
+    as long as it does)."""
     length = 3600 if compact else seconds  # a compaction phase lasts until the compaction is over
     procs = [run.start("write", length) for _ in range(writers)]
     reader = run.start("read", length)
@@ -142,7 +159,7 @@ def reads_beside(run: Run, seconds: float, writers: int = 0, compact: bool = Fal
     comp = None
     if compact:
         time.sleep(0.5)
-        comp = run.start("compact", 0)
+        comp = run.start(role, 0)
         comp[0].wait()
         time.sleep(0.2)
         run.stop.touch()
@@ -157,15 +174,18 @@ def reads_beside(run: Run, seconds: float, writers: int = 0, compact: bool = Fal
     return out
 
 
-def compaction_runs(run: Run, data: Path, times: int) -> None:
-    """The compaction phase `times` times, each on a fresh copy of the store built once."""
+def compaction_runs(run: Run, data: Path, times: int, role: str = "compact") -> None:
+    """The compaction phase (`role` "erase": an erasure instead) `times` times, each on a fresh copy of
+    the store built once."""
     pristine = data.with_name("pristine")
     shutil.copytree(data, pristine)
-    print(f"{'run':<5}{'compaction s':>13}{'locked s':>10}{'longest store() s':>19}{'read p99 ms':>13}")
+    title = {"compact": "compaction s", "erase": "erasure s"}[role]
+    print(f"{'run':<5}{title:>13}{'locked s':>10}"
+          f"{'longest store() s':>19}{'read p99 ms':>13}")
     for i in range(times):
         shutil.rmtree(data)
         shutil.copytree(pristine, data)
-        r = reads_beside(run, 0, writers=1, compact=True)
+        r = reads_beside(run, 0, writers=1, compact=True, role=role)
         locked = float("nan") if r["locked_s"] is None else r["locked_s"]
         print(f"{i + 1:<5}{r['compaction_s']:>13.2f}{locked:>10.2f}{r['longest_store_ms'] / 1000:>19.2f}"
               f"{r['read_p99_ms']:>13.0f}", flush=True)
@@ -189,6 +209,9 @@ def main() -> None:
     ap.add_argument("--compaction-only", type=int, default=0, metavar="N",
                     help="Only the compaction phase, N times, each on a fresh copy of the store (a stall's spread "
                          "on a loaded machine); prints each run's stall and the compaction's time under the lock.")
+    ap.add_argument("--erasure-only", type=int, default=0, metavar="N",
+                    help="The same with an erasure (the facts of the entities starting with "
+                         f"{ERASED_PREFIX!r}, a data-subject request) instead of a bare compaction.")
     args = ap.parse_args()
     from journal_gen import generate
 
@@ -201,10 +224,14 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(args.code)}
         subprocess.run([sys.executable, "-m", "cruxsql", "rebuild", "--data-dir", str(data)], env=env, check=True,
                        capture_output=True, cwd=str(work))
+        if args.erasure_only:  # the erasure then erases its selection only, not also every fact deleted before
+            subprocess.run([sys.executable, "-m", "cruxsql", "compact", "--data-dir", str(data)], env=env,
+                           check=True, capture_output=True, cwd=str(work))
         print(f"store: {args.events:,} events, built in {time.perf_counter() - started:.1f} s; code: {args.code}")
         run = Run(data, work, args.code)
-        if args.compaction_only:
-            compaction_runs(run, data, args.compaction_only)
+        if args.compaction_only or args.erasure_only:
+            compaction_runs(run, data, args.compaction_only or args.erasure_only,
+                            "compact" if args.compaction_only else "erase")
             return
         idle = reads_beside(run, args.seconds)
         busy = reads_beside(run, args.seconds, writers=4)
