@@ -41,3 +41,42 @@ def test_a_clean_directory_scans_clean(tmp_path: Path) -> None:
         (data_dir / place).write_bytes(b"\0" * 100 + b"some other value entirely" + b"\0" * 37)
     result = scan_directory(data_dir, needles_for("f_1", VALUE))
     assert result.ok and result.files_scanned == len(PLACES)
+
+
+def test_the_tail_check_finds_what_hashing_every_candidate_finds(tmp_path: Path, monkeypatch) -> None:
+    """Needles made here carry a `tail` anchor (of their last 8 bytes), checked with numpy before a
+    candidate window's BLAKE3; needles read back from a ledger or a report have none, and every window
+    whose first 8 bytes match is hashed. Both find the same hits: in a file of near-misses (the same
+    first 8 bytes, or the same first and last 8, with other bytes between), with needles of several
+    lengths sharing an anchor, a value crossing a scan block's end and one at the file's very end."""
+    from cruxsql.governance import erasure_scan
+
+    monkeypatch.setattr(erasure_scan, "_SCAN_BLOCK", 4096)
+    values = ["europe america cron incident", "europe america", "europe america cron incident bob kernel",
+              "x" * 300 + " long value"]
+    needles = [n for i, v in enumerate(values) for n in needles_for(f"f_{i}", v)]
+    assert all("tail" in n for n in needles)
+    rng = __import__("random").Random(5)
+    parts: list[bytes] = []
+    for i in range(400):
+        roll = rng.random()
+        if roll < 0.5:
+            parts.append(b"europe america " + bytes(rng.choice(b"abcdefgh ") for _ in range(rng.randrange(5, 40))))
+        elif roll < 0.6:
+            parts.append(b"europe america cXon incident")  # first and last 8 bytes match, the middle not
+        else:
+            parts.append(rng.choice(values).encode())
+        parts.append(b"\0" * rng.randrange(0, 9))
+    parts.append(values[0].encode())  # at the very end of the file
+    path = tmp_path / "file"
+    path.write_bytes(b"".join(parts))
+    with_tail = erasure_scan.Scanner(needles).scan_file(path, max_hits=10**6)
+    without = erasure_scan.Scanner([{k: v for k, v in n.items() if k != "tail"} for n in needles]).scan_file(
+        path, max_hits=10**6)
+    data = path.read_bytes()
+    expected = sorted((i, n["fact_id"]) for n in needles for i in range(len(data))
+                      if erasure_scan.content_digest(data[i:i + n["length"]]) == n["blake3"]
+                      and len(data[i:i + n["length"]]) == n["length"])
+    found = sorted((h["offset"], h["fact_id"]) for h in with_tail[1])
+    assert found == sorted((h["offset"], h["fact_id"]) for h in without[1]) == expected
+    assert len(found) > 100 and any(off % 4096 > 4096 - 40 for off, _ in found)  # some cross a block's end

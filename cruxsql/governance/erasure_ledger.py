@@ -83,8 +83,13 @@ def erasing(data_dir: Path, request_id: str, erased: list[dict[str, Any]], needl
             fragments: list[dict[str, Any]]) -> None:
     """After the delete, before compaction: what the erasure takes out, as hashes and needles, so an
     erasure killed after compaction (the values already gone from the journal) can still be reported."""
-    append(data_dir, {"state": "erasing", "request_id": request_id, "erased_facts": erased, "needles": needles,
-                      "fragments": fragments})
+    # (a needle's `tail` anchor only speeds up this process's scans: left out, the ledger keeps its format)
+    append(data_dir, {"state": "erasing", "request_id": request_id, "erased_facts": erased,
+                      "needles": [_without_tail(n) for n in needles], "fragments": [_without_tail(n) for n in fragments]})
+
+
+def _without_tail(needle: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in needle.items() if k != "tail"}
 
 
 def finish(data_dir: Path, report: dict[str, Any], documents_tenant: Any, erased: list[dict[str, Any]],
