@@ -4,6 +4,7 @@ their vector sidecars) is reported, by that file's name."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,9 @@ def test_the_tail_check_finds_what_hashing_every_candidate_finds(tmp_path: Path,
               "x" * 300 + " long value"]
     needles = [n for i, v in enumerate(values) for n in needles_for(f"f_{i}", v)]
     assert all("tail" in n for n in needles)
-    rng = __import__("random").Random(5)
+    rng = random.Random(5)
     parts: list[bytes] = []
-    for i in range(400):
+    for _ in range(400):
         roll = rng.random()
         if roll < 0.5:
             parts.append(b"europe america " + bytes(rng.choice(b"abcdefgh ") for _ in range(rng.randrange(5, 40))))
