@@ -44,15 +44,18 @@ def test_a_clean_directory_scans_clean(tmp_path: Path) -> None:
     assert result.ok and result.files_scanned == len(PLACES)
 
 
-def test_the_tail_check_finds_what_hashing_every_candidate_finds(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("pairs", [1 << 18, 5])
+def test_the_tail_check_finds_what_hashing_every_candidate_finds(tmp_path: Path, monkeypatch, pairs: int) -> None:
     """Needles made here carry a `tail` anchor (of their last 8 bytes), checked with numpy before a
     candidate window's BLAKE3; needles read back from a ledger or a report have none, and every window
     whose first 8 bytes match is hashed. Both find the same hits: in a file of near-misses (the same
     first 8 bytes, or the same first and last 8, with other bytes between), with needles of several
-    lengths sharing an anchor, a value crossing a scan block's end and one at the file's very end."""
+    lengths sharing an anchor, a value crossing a scan block's end and one at the file's very end. (pairs
+    5: the (window, needle) pairs are checked a few at a time, as many needles sharing an anchor are.)"""
     from cruxsql.governance import erasure_scan
 
     monkeypatch.setattr(erasure_scan, "_SCAN_BLOCK", 4096)
+    monkeypatch.setattr(erasure_scan, "_PAIRS", pairs)
     values = ["europe america cron incident", "europe america", "europe america cron incident bob kernel",
               "x" * 300 + " long value"]
     needles = [n for i, v in enumerate(values) for n in needles_for(f"f_{i}", v)]

@@ -26,6 +26,7 @@ CHUNK_FROM_BYTES = 2048
 MAX_CHUNKS_PER_VALUE = 4096
 SCAN_SCHEME = "anchor8-mulhash-hi32+blake3-128"
 _SCAN_BLOCK = 1 << 23
+_PAIRS = 1 << 18  # (window, needle) pairs checked at a time: ~30 MB of arrays
 _M64 = (1 << 64) - 1
 _SALT = 0x5EED_C0FF_EE15_A11D
 _MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (odd): multiplicative hashing
@@ -177,12 +178,20 @@ class Scanner:
         """(position, needle), in position order, for every window of `block` starting before `limit`
         whose first 8 bytes have a needle's anchor and whose last 8 bytes its tail anchor (checked here
         with numpy for the windows inside the block; the others, and needles without one, are left to
-        the caller): the candidates whose bytes are then hashed."""
+        the caller): the candidates whose bytes are then hashed. Many needles can share an anchor (values
+        that start alike), so the (window, needle) pairs are checked _PAIRS at a time."""
         positions, anchors = self._candidates(block, limit)
         if not len(positions):
             return
         of_anchor = np.searchsorted(self.anchors, anchors)
         reps = self._per_anchor[of_anchor]
+        cuts = np.searchsorted(np.cumsum(reps), np.arange(_PAIRS, int(reps.sum()), _PAIRS), side="right")
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(positions)]):
+            if hi > lo:
+                yield from self._pairs(block, positions[lo:hi], of_anchor[lo:hi], reps[lo:hi])
+
+    def _pairs(self, block: bytes, positions: np.ndarray, of_anchor: np.ndarray,
+               reps: np.ndarray) -> Iterator[tuple[int, dict[str, Any]]]:
         pos = np.repeat(positions, reps)
         runs = np.cumsum(reps) - reps
         needle = np.repeat(self._first[of_anchor], reps) + np.arange(len(pos)) - np.repeat(runs, reps)

@@ -9,6 +9,7 @@ on disk until compaction, which `apply` runs at once and records in an erasure r
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -141,8 +142,12 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
     (kind `retention`)."""
     requested = timestamps.now_ns()
     cutoff = parse_cutoff(older_than, requested)
-    # The compaction's snapshot is taken before the writer lock: writers wait only for the rest.
-    with compaction.snapshot_ahead(store) as snapshot, store.writer_lock():
+    # The compaction's snapshot is taken before the writer lock, so writers wait only for the rest; not
+    # when a first look (at the view as committed) finds nothing eligible and nothing deleted.
+    store.refresh()
+    worth = classify(store, cutoff, tenant).eligible or store.db.execute(
+        "SELECT 1 FROM facts WHERE deleted = 1 LIMIT 1").fetchone() is not None
+    with compaction.snapshot_ahead(store) if worth else nullcontext() as snapshot, store.writer_lock():
         store.refresh()
         c = classify(store, cutoff, tenant)
         # Facts already deleted (e.g. by a run that crashed before compacting) are erased too; with none
