@@ -72,6 +72,6 @@ def test_importing_cruxsql_registers_nothing() -> None:
 def test_every_declared_replay_hook_names_a_function() -> None:
     hooks = derived_tables.derived_table_hooks()
     names = [n for group in derived_tables.DERIVED_TABLE_HOOKS.values() for n in group]
-    resolved = hooks.replay + hooks.bulk_replay + hooks.rewrite
+    resolved = hooks.replay + hooks.bulk_replay + hooks.rewrite + hooks.prepare_rewrite
     assert [f"{f.__module__}:{f.__name__}" for f in resolved] == names
-    assert set(derived_tables.DERIVED_TABLE_HOOKS) == {"replay", "bulk_replay", "rewrite"}
+    assert set(derived_tables.DERIVED_TABLE_HOOKS) == {"replay", "bulk_replay", "rewrite", "prepare_rewrite"}
