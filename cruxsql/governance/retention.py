@@ -145,8 +145,8 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
     # The compaction's snapshot is taken before the writer lock, so writers wait only for the rest; not
     # when a first look (at the view as committed) finds nothing eligible and nothing deleted.
     store.refresh()
-    worth = classify(store, cutoff, tenant).eligible or store.db.execute(
-        "SELECT 1 FROM facts WHERE deleted = 1 LIMIT 1").fetchone() is not None
+    worth = store.db.execute("SELECT 1 FROM facts WHERE deleted = 1 LIMIT 1").fetchone() is not None \
+        or bool(classify(store, cutoff, tenant).eligible)
     with compaction.snapshot_ahead(store) if worth else nullcontext() as snapshot, store.writer_lock():
         store.refresh()
         c = classify(store, cutoff, tenant)

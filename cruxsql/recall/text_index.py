@@ -359,12 +359,16 @@ def prepare_carry(db: apsw.Connection) -> Optional[PreparedCarry]:
     state = index._state()
     if state is None or db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone() is not None:
         return None
-    return PreparedCarry(state[0], state[1], index.plan_drop(_deleted_rows(db, 0, state[1])))
+    return PreparedCarry(state[0], state[1], index.plan_drop(_deleted_rows(db, state[1])))
 
 
-def _deleted_rows(db: apsw.Connection, above: int, upto: int) -> list[tuple]:
-    return db.execute("SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq > ? AND seq <= ? "
-                      "ORDER BY seq", (above, upto)).fetchall()
+def _deleted_rows(db: apsw.Connection, upto: int, planned: Optional[np.ndarray] = None) -> list[tuple]:
+    """(seq, entity, key, value) of the deleted facts indexed (seq <= `upto`), but those `planned`."""
+    sql = "SELECT seq, entity, key, value FROM facts WHERE deleted = 1 AND seq <= ?"
+    if planned is None or not len(planned):  # (carray refuses an empty buffer)
+        return db.execute(sql + " ORDER BY seq", (upto,)).fetchall()
+    return db.execute(sql + " AND seq NOT IN carray(?) ORDER BY seq",
+                      (upto, apsw.carray(np.ascontiguousarray(planned)))).fetchall()
 
 
 def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> None:
@@ -395,10 +399,9 @@ def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> No
             "SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? ORDER BY seq",
             (prepared.last_seq, state[1])).fetchall())
         index.apply_drop(prepared.drop)
-        planned = set(prepared.drop.seqs.tolist())
-        index.drop([row for row in _deleted_rows(db, 0, state[1]) if row[0] not in planned])
+        index.drop(_deleted_rows(db, state[1], prepared.drop.seqs))  # the facts deleted since
     else:
-        index.drop(_deleted_rows(db, 0, state[1]))
+        index.drop(_deleted_rows(db, state[1]))
     # text rows of facts a replace_latest removed without a new generation (never re-checked again)
     db.execute("DELETE FROM recall_text WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.seq = recall_text.seq)")
     db.execute("UPDATE recall_index_state SET generation = ? WHERE id = 1", (rewrite.generation,))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -26,16 +25,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-DEFAULT_SCIFACT = next((base / "shared" / "data" / "scifact" for base in REPO.parents
-                        if (base / "shared" / "data" / "scifact").exists()), REPO.parent / "shared" / "data" / "scifact")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_documents import DEFAULT_SCIFACT, load_scifact  # noqa: E402
+
 WARM_UP = 5
-
-
-def scifact_queries(directory: Path, limit: int) -> list[str]:
-    with open(directory / "qrels" / "test.tsv", encoding="utf-8") as handle:
-        tested = {line.split("\t")[0] for line in list(handle)[1:]}
-    with open(directory / "queries.jsonl", encoding="utf-8") as handle:
-        return [query["text"] for query in map(json.loads, handle) if query["_id"] in tested][:limit]
 
 
 def compared_int8(checkout: Path, data_dir: Path) -> Any:
@@ -64,7 +57,7 @@ def main() -> None:
                                                              MiniLmInt8Embedder.load(args.data_dir).embed_one}
     if args.compare:
         embedders[f"minilm-int8 ({args.compare})"] = compared_int8(args.compare, args.data_dir).embed_one
-    queries = scifact_queries(args.scifact, args.queries)
+    queries = [text for _, text in load_scifact(args.scifact).queries][:args.queries]  # the tested queries
     wall: dict[str, list[float]] = {name: [] for name in embedders}
     cpu: dict[str, list[float]] = {name: [] for name in embedders}
     vectors: dict[str, list[np.ndarray]] = {name: [] for name in embedders}
