@@ -8,9 +8,11 @@ import random
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, TypeVar
 
+import apsw
 import pytest
 from mcp_clients import server_env
 from retention_builders import FIXTURE_OWNER, fact_state, random_history
@@ -292,6 +294,7 @@ def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compac
 
 WRITER = r"""
 import json, sys, time
+from contextlib import contextmanager
 from pathlib import Path
 from cruxsql.facts.store import Store
 data, out = sys.argv[1], Path(sys.argv[2])
@@ -420,3 +423,76 @@ def test_a_writer_waits_for_a_small_part_of_a_compaction_only(tmp_path: Path) ->
     with Store(data) as store:
         assert {store.get(fact_id).value for _, _, fact_id, _ in done} == {f"acknowledged {i}" for i in range(len(done))}
         assert store.verify().ok
+
+
+def _event_indexes(store: Store) -> dict[str, str]:
+    """name -> definition (the SQL from its column list on) of the event tables' indexes."""
+    return {name: sql[sql.index("("):] for name, sql in compaction_snapshot.live_event_indexes(store.db)}
+
+
+def _compact_recording_index_builds(store: Store, monkeypatch) -> tuple[list[str], list[str]]:
+    """Compact; (the CREATE INDEX statements run under the writer lock, those run before it)."""
+    held = {"now": False}
+    under, before = [], []
+    lock = store.writer_lock
+
+    @contextmanager
+    def recording_lock():
+        with lock():
+            held["now"] = True
+            try:
+                yield
+            finally:
+                held["now"] = False
+
+    def trace(event: dict) -> None:
+        if event["sql"].startswith("CREATE INDEX"):
+            (under if held["now"] else before).append(event["sql"])
+
+    monkeypatch.setattr(store, "writer_lock", recording_lock)
+    store.db.trace_v2(apsw.SQLITE_TRACE_STMT, trace)
+    try:
+        report = compaction.compact(store)
+    finally:
+        store.db.trace_v2(0, None)
+        monkeypatch.undo()
+    assert report.lines_from_snapshot
+    return under, before
+
+
+def test_the_event_tables_indexes_are_built_before_the_lock_under_names_that_flip(tmp_path: Path, monkeypatch) -> None:
+    """The shadow event tables get the live tables' indexes under alternate names, so that no index is
+    built under the writer lock; each compaction flips the names, and the definitions stay."""
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest(f"svc:{i % 5}", f"k{i}", f"value {i}") for i in range(40)])
+    created = _event_indexes(store)
+    assert set(created) == {"journal_event_facts_fact", "journal_events_op_time"}
+    for round_no, fact in enumerate(facts[:2]):
+        store.delete(fact.fact_id)
+        under, before = _compact_recording_index_builds(store, monkeypatch)
+        assert under == [] and len(before) == 2, (under, before)
+        flipped = compaction_snapshot.alternate_index_name if round_no == 0 else str
+        assert _event_indexes(store) == {flipped(name): definition for name, definition in created.items()}
+        plan = " ".join(str(r) for r in store.db.execute(
+            "EXPLAIN QUERY PLAN SELECT line_no FROM journal_event_facts WHERE fact_id = ?", ("x",)))
+        assert "USING" in plan and "INDEX" in plan, plan
+        verified = store.verify()
+        assert verified.ok and verified.view_matches_replay, verified.differences
+
+
+def test_event_indexes_changed_since_the_snapshot_are_built_under_the_lock_as_they_are_now(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    facts = store.store_batch([StoreRequest("svc", f"k{i}", f"value {i}") for i in range(30)])
+    store.delete(facts[0].fact_id)
+    pre = compaction_snapshot.prebuild(store, 7)
+    assert pre is not None and pre.shadow is not None and len(pre.shadow_indexes) == 2
+    with store.db:  # as a newer cruxsql's migration might, after the snapshot
+        store.db.execute("CREATE INDEX journal_events_at ON journal_events (event_at)")
+    want = _event_indexes(store)
+    with store.writer_lock():
+        report = compaction.compact_unchecked(store, prebuilt=pre)
+    pre.close()
+    assert report.lines_from_snapshot and report.lines_kept_from_snapshot == 29
+    assert _event_indexes(store) == want
+    assert not store.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'compaction_next%'").fetchall()
+    assert store.verify().ok

@@ -245,7 +245,8 @@ _INSERT_EVENT = ("INSERT INTO {} (line_no, byte_offset, byte_length, op, fact_id
 def _swap_in_event_tables(db: apsw.Connection, events_table: str, facts_table: str) -> None:
     """Replace journal_events and journal_event_facts by the shadow tables, inside the compaction's
     transaction (foreign keys off). The old tables' pages are freed without secure_delete's zero-fill:
-    they hold no fact content. Their indexes go with them (recreated by the caller). The views and
+    they hold no fact content. Their indexes go with them (the shadow tables' own replace them, or the
+    caller builds them again). The views and
     triggers that name them are dropped first and made again after (a RENAME checks every view and
     trigger, and the tables do not exist between the DROP and the RENAME); the RENAME turns the shadow
     journal_event_facts' reference to the shadow journal_events into one to journal_events."""
@@ -440,12 +441,15 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # their pages are freed without secure_delete's zero-fill (a write of every page); it is
                 # back on before anything that held content (facts, recall's text) is deleted.
                 db.execute("PRAGMA secure_delete=OFF")
-                for name, sql in db.execute(
-                        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-                        "AND tbl_name IN ('journal_events', 'journal_event_facts')").fetchall():
+                # (the shadow tables were made with them, unless they changed since: `adopt_shadow_indexes`)
+                live_indexes = compaction_snapshot.live_event_indexes(db)
+                adopted = shadow is not None and prebuilt is not None and compaction_snapshot.adopt_shadow_indexes(
+                    db, prebuilt, [sql for _, sql in live_indexes])
+                for name, sql in live_indexes:
                     if shadow is None:  # (with the shadow tables: dropped with the old tables below)
                         db.execute(f'DROP INDEX "{name}"')
-                    dropped_indexes.append(cast(str, sql))      # selected NOT NULL
+                    if not adopted:
+                        dropped_indexes.append(sql)
                 if shadow is None:
                     for table in ("journal_event_facts", "journal_events"):
                         db.execute(f"DELETE FROM {table}")

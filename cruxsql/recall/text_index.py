@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Iterable, Optional, Sequence
 
 import apsw
@@ -261,10 +262,12 @@ class TextIndex:
         db = self.db
         self.terms.apply_drop(plan.terms)
         db.executemany("DELETE FROM recall_text WHERE seq = ?", [(seq,) for seq in plan.seqs.tolist()])
+        # in the primary key's (gram, block) order: the plan is read block by block, and a pass over
+        # the table per block touched every page once per block (0.15 s of 0.5 at 1M facts)
+        rows = sorted(plan.grams.items(), key=itemgetter(0))
         db.executemany("UPDATE recall_grams SET seqs = ? WHERE gram = ? AND block = ?",
-                       [(kept, *key) for key, kept in plan.grams.items() if kept is not None])
-        db.executemany("DELETE FROM recall_grams WHERE gram = ? AND block = ?",
-                       [key for key, kept in plan.grams.items() if kept is None])
+                       [(kept, *key) for key, kept in rows if kept is not None])
+        db.executemany("DELETE FROM recall_grams WHERE gram = ? AND block = ?", [key for key, kept in rows if kept is None])
 
     # --- lookups ----------------------------------------------------------------------------------
 
