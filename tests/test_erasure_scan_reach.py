@@ -84,3 +84,41 @@ def test_the_tail_check_finds_what_hashing_every_candidate_finds(tmp_path: Path,
     found = sorted((h["offset"], h["fact_id"]) for h in with_tail[1])
     assert found == sorted((h["offset"], h["fact_id"]) for h in without[1]) == expected
     assert len(found) > 100 and any(off % 4096 > 4096 - 40 for off, _ in found)  # some cross a block's end
+
+
+@pytest.mark.parametrize("values,bits", [(1, 16), (700, 18), (40_000, 24)])
+def test_the_screen_sized_to_the_needles_lets_every_erased_value_through(tmp_path: Path, values: int,
+                                                                         bits: int) -> None:
+    """The screen before the exact anchor lookup has ~256 entries an anchor (2^16 to 2^24): with few
+    needles and with many, every planted value is found, at its offset, and nothing else."""
+    from cruxsql.governance import erasure_scan
+
+    rng = random.Random(values)
+    texts = [f"{rng.getrandbits(48):012x} said subject {i}" for i in range(values)]
+    needles = [n for i, v in enumerate(texts) for n in needles_for(f"f_{i}", v)]
+    scanner = erasure_scan.Scanner(needles)
+    assert scanner._bits == bits
+    planted = sorted(rng.sample(range(values), min(values, 60)))
+    parts, expected, offset = [], [], 0
+    for i in planted:
+        noise = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 300)))
+        parts += [noise, texts[i].encode()]
+        expected.append((offset + len(noise), f"f_{i}"))
+        offset += len(noise) + len(texts[i])
+    path = tmp_path / "file"
+    path.write_bytes(b"".join(parts))
+    _, hits = scanner.scan_file(path, max_hits=10**6)
+    assert sorted((h["offset"], h["fact_id"]) for h in hits) == expected
+
+
+@pytest.mark.parametrize("batch_chars", [1, 20, 4 << 20])
+def test_a_value_a_retained_text_holds_is_found_as_written_or_lowercased_in_any_batch(batch_chars: int) -> None:
+    """`held_by_retained` lowercases a batch of texts joined by NULs at once: each text is lowercased as
+    alone (Final_Sigma at a text's end, 'İ' -> 'i̇'), and no value is found across two texts."""
+    from cruxsql.governance.erasure_scan import held_by_retained
+
+    texts = ["ΣΟΦΙΑ ΚΑΙ ΝΙΚΟΣ", "ΑΛΛΟ ΚΕΙΜΕΝΟ", "İstanbul Office", "Zeta-Project-X", "unrelated words"]
+    values = {"f_sigma": "και νικος", "f_dotted": "i\u0307stanbul office", "f_written": "Zeta-Project",
+              "f_no_final": "νικοσαλλο κει", "f_across": "Project-X unrelated", "f_absent": "nowhere at all"}
+    needles = [n for fid, value in values.items() for n in needles_for(fid, value)]
+    assert held_by_retained(iter(texts), needles, batch_chars) == {"f_sigma", "f_dotted", "f_written"}

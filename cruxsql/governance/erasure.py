@@ -340,8 +340,10 @@ def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], lis
     shared = {r[0] for r in erased_rows if r[2] in still_held}
     del erased_values, still_held
     candidates = [n for fid, _, value in erased_rows if fid not in shared for n in needles_for(fid, value)]
-    contained = held_by_retained((text for row in store.db.execute(
-        "SELECT entity, key, value FROM facts WHERE deleted = 0") for text in row), candidates) if candidates else set()
+    # (a fact's three texts joined by NULs in SQL, as `held_by_retained` joins its batches: one row each)
+    contained = held_by_retained((text for (text,) in store.db.execute(
+        "SELECT entity || char(0) || key || char(0) || value FROM facts WHERE deleted = 0")),
+        candidates) if candidates else set()
     del candidates
     selected = set(plan.to_delete) | set(plan.already_deleted)
     erased, needles, fragments = [], [], []

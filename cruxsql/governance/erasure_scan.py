@@ -117,9 +117,12 @@ class Scanner:
             count += 1
         self.count = count
         self.anchors = np.array(sorted(self.by_anchor), dtype=np.uint64)
-        # A 2^24-entry presence table on the anchors' top 24 bits screens windows before the exact lookup.
-        self.screen = np.zeros(1 << 24, dtype=bool)
-        self.screen[(self.anchors >> np.uint64(8)).astype(np.int64)] = True
+        # A presence table on the anchors' top bits screens windows before the exact lookup. It is sized
+        # to the needles (~256 entries an anchor, 2^16 to 2^24) rather than always 2^24: a 16 MiB table
+        # missed the CPU's caches on nearly every window, most of the scan's time (84 against 280 MiB/s).
+        self._bits = min(24, max(16, (len(self.anchors) - 1).bit_length() + 8))
+        self.screen = np.zeros(1 << self._bits, dtype=bool)
+        self.screen[(self.anchors >> np.uint64(32 - self._bits)).astype(np.int64)] = True
         # the needles flat, anchor after anchor in `anchors`' order, with each anchor's first and count,
         # and each needle's length and tail anchor (-1: none), for the vectorised tail check
         self._flat = [n for a in self.anchors.tolist() for n in self.by_anchor[a]]
@@ -214,16 +217,20 @@ class Scanner:
         positions: list[np.ndarray] = []
         matched: list[np.ndarray] = []
         anchors = self.anchors
+        screen_shift = np.uint64(64 - self._bits)
         for k in range(8):
             n = (len(block) - k) // 8
             if n <= 0:
                 continue
             words = np.frombuffer(block, dtype="<u8", count=n, offset=k)
-            h = _mix_array(words)
-            maybe = np.nonzero(self.screen[(h >> np.uint64(8)).astype(np.int64)])[0]
+            # `_mix_array` in place, its shift left for the few windows the screen lets through
+            h = np.bitwise_xor(words, np.uint64(_SALT))
+            with np.errstate(over="ignore"):
+                np.multiply(h, np.uint64(_MULT), out=h)
+            maybe = np.flatnonzero(self.screen[(h >> screen_shift).view(np.int64)])
             if not maybe.size:
                 continue
-            hm = h[maybe]
+            hm = h[maybe] >> np.uint64(32)
             idx = np.searchsorted(anchors, hm)
             idx[idx >= len(anchors)] = len(anchors) - 1
             hit = anchors[idx] == hm
@@ -263,26 +270,33 @@ def scan_directory(data_dir: Path, needles: list[dict[str, Any]]) -> ScanResult:
     return result
 
 
-def held_by_retained(texts: Iterable[str], needles: list[dict[str, Any]], batch_bytes: int = 4 << 20) -> set[str]:
+def held_by_retained(texts: Iterable[str], needles: list[dict[str, Any]], batch_chars: int = 4 << 20) -> set[str]:
     """The fact ids among `needles` whose bytes occur inside `texts` (the retained facts' entities, keys
     and values), as written or lowercased: those bytes stay in the store by right, so no scan can prove
-    the erased value gone. Scanned in batches of about `batch_bytes`."""
+    the erased value gone. Scanned in batches of about `batch_chars`, each joined by NULs and lowercased
+    whole: a NUL is neither cased nor case-ignorable, so Final_Sigma sees each text's own ends, and one
+    call per batch does what one per text did (0.5 s of an erasure's locked phase at 100k facts)."""
     scanner = Scanner(needles)
     found: set[str] = set()
     if not scanner.count:
         return found
-    batch: list[bytes] = []
+
+    def scan(batch: list[str]) -> None:
+        joined = "\x00".join(batch)
+        lowered = rust_lower(joined)
+        data = joined if lowered == joined else joined + "\x00" + lowered
+        found.update(needle["fact_id"] for _, needle in scanner.scan_bytes(data.encode("utf-8")))
+
+    batch: list[str] = []
     size = 0
     for text in texts:
-        for form in {text, rust_lower(text)}:
-            data = form.encode("utf-8")
-            batch.append(data)
-            size += len(data) + 1
-        if size >= batch_bytes:
-            found.update(needle["fact_id"] for _, needle in scanner.scan_bytes(b"\x00".join(batch)))
+        batch.append(text)
+        size += len(text) + 1
+        if size >= batch_chars:
+            scan(batch)
             batch, size = [], 0
     if batch:
-        found.update(needle["fact_id"] for _, needle in scanner.scan_bytes(b"\x00".join(batch)))
+        scan(batch)
     return found
 
 
