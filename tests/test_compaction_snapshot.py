@@ -272,7 +272,10 @@ def test_an_erasure_or_a_retention_run_with_nothing_to_erase_takes_no_snapshot(t
     assert taken == []
 
 
-def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compaction(tmp_path: Path) -> None:
+def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compaction(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    """A killed snapshot phase's shadow tables are dropped by the next compaction's snapshot phase, so that
+    the alternate index names they hold are free for its own shadow tables (no index built under the lock)."""
     store = Store(tmp_path)
     facts = store.store_batch([StoreRequest("svc", f"k{i}", f"v{i}") for i in range(20)])
     store.delete(facts[0].fact_id)
@@ -286,8 +289,8 @@ def test_shadow_tables_of_a_killed_snapshot_phase_are_dropped_by_the_next_compac
     prefix = child.stdout.strip()
     assert child.returncode == 0 and prefix.startswith(compaction_snapshot.SHADOW_PREFIX), child.stderr
     assert compaction_snapshot.shadow_tables_present(store.db, prefix)
-    report = compaction.compact(store)
-    assert report.lines_kept_from_snapshot == 19
+    under, _, report = _compact_recording_index_builds(store, monkeypatch)
+    assert report.lines_kept_from_snapshot == 19 and under == []
     assert not store.db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'compaction_next%'").fetchall()
     assert store.verify().ok
 
@@ -430,8 +433,8 @@ def _event_indexes(store: Store) -> dict[str, str]:
     return {name: sql[sql.index("("):] for name, sql in compaction_snapshot.live_event_indexes(store.db)}
 
 
-def _compact_recording_index_builds(store: Store, monkeypatch) -> tuple[list[str], list[str]]:
-    """Compact; (the CREATE INDEX statements run under the writer lock, those run before it)."""
+def _compact_recording_index_builds(store: Store, monkeypatch) -> tuple[list[str], list[str], compaction.CompactionReport]:
+    """Compact; (the CREATE INDEX statements run under the writer lock, those run before it, the report)."""
     held = {"now": False}
     under, before = [], []
     lock = store.writer_lock
@@ -457,7 +460,7 @@ def _compact_recording_index_builds(store: Store, monkeypatch) -> tuple[list[str
         store.db.trace_v2(0, None)
         monkeypatch.undo()
     assert report.lines_from_snapshot
-    return under, before
+    return under, before, report
 
 
 def test_the_event_tables_indexes_are_built_before_the_lock_under_names_that_flip(tmp_path: Path, monkeypatch) -> None:
@@ -469,7 +472,7 @@ def test_the_event_tables_indexes_are_built_before_the_lock_under_names_that_fli
     assert set(created) == {"journal_event_facts_fact", "journal_events_op_time"}
     for round_no, fact in enumerate(facts[:2]):
         store.delete(fact.fact_id)
-        under, before = _compact_recording_index_builds(store, monkeypatch)
+        under, before, _ = _compact_recording_index_builds(store, monkeypatch)
         assert under == [] and len(before) == 2, (under, before)
         flipped = compaction_snapshot.alternate_index_name if round_no == 0 else str
         assert _event_indexes(store) == {flipped(name): definition for name, definition in created.items()}

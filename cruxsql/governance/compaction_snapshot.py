@@ -149,6 +149,8 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     if store.read_only:
         return None
     store.refresh()
+    # (those of killed compactions hold the alternate index names this snapshot's shadow tables need)
+    remove_stale_shadow_tables(store.db)
     with store.read_snapshot():
         cp = checkpoint.read_checkpoint(store.db)
         if cp is None:
@@ -277,15 +279,18 @@ def _fill_shadow_tables(pre: PrebuiltLines, batch: int) -> tuple[Optional[str], 
         if refs != (which == "event_facts") or "REFERENCES" in _REFERENCE.sub("", schema[table]):
             return None, ()
         creates.append(f"CREATE TABLE {shadow_table(prefix, which)} (" + body)
-    live = [sql for _, sql in live_event_indexes(db)]
-    indexes = _shadow_index_creates(db, prefix, live)
-    creates += indexes or []
+    live: list[str] = []
+    indexes: Optional[list[str]] = None
     starts = array("q", accumulate((n + 1 for n in pre.lengths), initial=0))
     for i in [-1, *range(0, len(pre), batch)]:  # -1: the CREATE TABLEs
         db.execute("BEGIN IMMEDIATE")
         try:
             if i < 0:
-                for sql in creates:
+                # (the indexes' names looked up in the transaction that takes them: another compaction's
+                # snapshot phase cannot take one in between)
+                live = [sql for _, sql in live_event_indexes(db)]
+                indexes = _shadow_index_creates(db, prefix, live)
+                for sql in creates + (indexes or []):
                     db.execute(sql)
             else:
                 j = min(len(pre), i + batch)
