@@ -18,6 +18,7 @@ from mcp_clients import server_env
 from retention_builders import FIXTURE_OWNER, fact_state, random_history
 
 from cruxsql.errors import Conflict
+from cruxsql.facts import event_indexes
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, compaction_snapshot, store_lines
 
@@ -430,7 +431,7 @@ def test_a_writer_waits_for_a_small_part_of_a_compaction_only(tmp_path: Path) ->
 
 def _event_indexes(store: Store) -> dict[str, str]:
     """name -> definition (the SQL from its column list on) of the event tables' indexes."""
-    return {name: sql[sql.index("("):] for name, sql in compaction_snapshot.live_event_indexes(store.db)}
+    return {name: sql[sql.index("("):] for name, sql in event_indexes.live(store.db)}
 
 
 def _compact_recording_index_builds(store: Store, monkeypatch) -> tuple[list[str], list[str], compaction.CompactionReport]:
@@ -474,7 +475,7 @@ def test_the_event_tables_indexes_are_built_before_the_lock_under_names_that_fli
         store.delete(fact.fact_id)
         under, before, _ = _compact_recording_index_builds(store, monkeypatch)
         assert under == [] and len(before) == 2, (under, before)
-        flipped = compaction_snapshot.alternate_index_name if round_no == 0 else str
+        flipped = event_indexes.alternate if round_no == 0 else str
         assert _event_indexes(store) == {flipped(name): definition for name, definition in created.items()}
         plan = " ".join(str(r) for r in store.db.execute(
             "EXPLAIN QUERY PLAN SELECT line_no FROM journal_event_facts WHERE fact_id = ?", ("x",)))

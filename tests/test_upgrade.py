@@ -73,3 +73,47 @@ def test_a_facts_events_are_found_by_index_without_journal_events_fact(tmp_path)
         assert "journal_event_facts_fact" in plan and "SCAN" not in plan
         assert [(op, role) for _, op, _, role in store.db.execute(query, (fact.fact_id,))] == [
             ("store", "stored"), ("delete", "deleted")]
+
+
+def test_a_migration_meets_the_event_indexes_under_their_own_names_after_a_compaction(tmp_path: Path) -> None:
+    """A compaction leaves the event tables' indexes under their alternate names (`<name>__alt`); before a
+    pending migration runs, they are built again under the names the migrations gave them, so one that
+    drops or remakes such an index finds it."""
+    from cruxsql.facts import event_indexes
+    from cruxsql.facts.store import Store, StoreRequest
+    from cruxsql.governance import compaction
+
+    data = tmp_path / "data"
+    with Store(data) as store:
+        facts = store.store_batch([StoreRequest("svc", f"k{i}", f"value {i}") for i in range(20)])
+        store.delete(facts[0].fact_id)
+        compaction.compact(store)
+        assert {name for name, _ in event_indexes.live(store.db)} == {
+            "journal_event_facts_fact__alt", "journal_events_op_time__alt"}
+    migrations = tmp_path / "migrations"
+    shutil.copytree(view_file.migrations_dir(), migrations)
+    (migrations / "9999_event_index_change.sql").write_text(
+        "DROP INDEX journal_events_op_time;\nCREATE INDEX journal_events_op_time ON journal_events (op, event_at);\n")
+    db = view_file.open_connection(data / view_file.DB_NAME, migrate_schema=False)
+    assert view_file.migrate(db, migrations) == ["9999_event_index_change.sql"]
+    assert dict(event_indexes.live(db)) == {
+        "journal_event_facts_fact": 'CREATE INDEX "journal_event_facts_fact" ON "journal_event_facts" (fact_id)',
+        "journal_events_op_time": "CREATE INDEX journal_events_op_time ON journal_events (op, event_at)"}
+    assert db.execute("PRAGMA integrity_check").get == "ok"
+    db.close()
+
+
+def test_an_event_index_name_a_running_compactions_shadow_holds_is_left_alternate(tmp_path: Path) -> None:
+    from cruxsql.facts import event_indexes
+
+    db = view_file.open_connection(tmp_path / view_file.DB_NAME)
+    with db:
+        db.execute("DROP INDEX journal_events_op_time")
+        db.execute('CREATE INDEX "journal_events_op_time__alt" ON "journal_events" (op, event_at, byte_length)')
+        db.execute('CREATE TABLE "compaction_next_1_abc_events" (line_no INTEGER PRIMARY KEY, op TEXT)')
+        db.execute('CREATE INDEX "journal_events_op_time" ON "compaction_next_1_abc_events" (op)')
+        db.execute("DROP INDEX journal_event_facts_fact")
+        db.execute('CREATE INDEX "journal_event_facts_fact__alt" ON "journal_event_facts" (fact_id)')
+        assert event_indexes.restore_names(db) == ["journal_event_facts_fact"]
+    assert {name for name, _ in event_indexes.live(db)} == {"journal_event_facts_fact", "journal_events_op_time__alt"}
+    db.close()

@@ -16,7 +16,7 @@ from typing import Optional
 import apsw
 
 from ..errors import ViewTooNew
-from . import timestamps
+from . import event_indexes, timestamps
 from .busy import retry_busy, wait_when_busy
 
 DB_NAME = "cruxsql.db"
@@ -128,6 +128,8 @@ def migrate(db: apsw.Connection, directory: Optional[Path] = None) -> list[str]:
         if applied and known and max(applied) > max(known):
             raise ViewTooNew(f"{DB_NAME} has schema version {max(applied)}, newer than this cruxsql knows "
                              f"({max(known)}): upgrade cruxsql, or delete {DB_NAME} to rebuild it from the journal")
+        if any(version not in applied for version, _, _ in pending):
+            event_indexes.restore_names(db)  # (a compaction may have left their alternate names)
         for version, name, path in pending:
             if version in applied:
                 continue

@@ -53,7 +53,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import checkpoint, codec, derived_tables, replay, timestamps, view
+from ..facts import checkpoint, codec, derived_tables, event_indexes, replay, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -246,10 +246,10 @@ def _swap_in_event_tables(db: apsw.Connection, events_table: str, facts_table: s
     """Replace journal_events and journal_event_facts by the shadow tables, inside the compaction's
     transaction (foreign keys off). The old tables' pages are freed without secure_delete's zero-fill:
     they hold no fact content. Their indexes go with them (the shadow tables' own replace them, or the
-    caller builds them again). The views and
-    triggers that name them are dropped first and made again after (a RENAME checks every view and
-    trigger, and the tables do not exist between the DROP and the RENAME); the RENAME turns the shadow
-    journal_event_facts' reference to the shadow journal_events into one to journal_events."""
+    caller builds them again). The views and triggers that name them are dropped first and made again
+    after (a RENAME checks every view and trigger, and the tables do not exist between the DROP and the
+    RENAME); the RENAME turns the shadow journal_event_facts' reference to the shadow journal_events
+    into one to journal_events."""
     dependents = cast(list[tuple[str, str, str]], db.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL "
         "AND (sql LIKE '%journal_events%' OR sql LIKE '%journal_event_facts%') ORDER BY type DESC").fetchall())
@@ -442,7 +442,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # back on before anything that held content (facts, recall's text) is deleted.
                 db.execute("PRAGMA secure_delete=OFF")
                 # (the shadow tables were made with them, unless they changed since: `adopt_shadow_indexes`)
-                live_indexes = compaction_snapshot.live_event_indexes(db)
+                live_indexes = event_indexes.live(db)
                 adopted = shadow is not None and prebuilt is not None and compaction_snapshot.adopt_shadow_indexes(
                     db, prebuilt, [sql for _, sql in live_indexes])
                 for name, sql in live_indexes:

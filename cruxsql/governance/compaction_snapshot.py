@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 import apsw
 import blake3
 
-from ..facts import checkpoint, derived_tables, extension_events, view
+from ..facts import checkpoint, derived_tables, event_indexes, extension_events, view
 from ..facts.busy import retry_busy
 from ..facts.own_journal import Position
 from . import store_lines
@@ -213,11 +213,9 @@ def _lines_file(store: Store) -> tuple[IO[bytes], bool]:
 # offsets, ops, fact ids and times, never a fact's content.
 #
 # They are made with the live tables' indexes, so that none is built under the lock (at 1M events,
-# 1.4 s of sorting). SQLite cannot rename an index and its names are unique, so each takes its live
-# twin's alternate name (`<name>__alt`, or `<name>` for `<name>__alt`): after the swap, an event table's
-# index has one or the other name, and each compaction flips it. A migration that changes such an index
-# drops both names. Filled in batches, the indexes grow row by row (random inserts), which costs more in
-# all than one sort but holds SQLite's write lock for a batch at a time, never for a whole index.
+# 1.4 s of sorting), each under its live twin's alternate name (facts/event_indexes.py). Filled in
+# batches, the indexes grow row by row (random inserts), which costs more in all than one sort but holds
+# SQLite's write lock for a batch at a time, never for a whole index.
 
 SHADOW_PREFIX = "compaction_next_"
 _TABLES = (("events", "journal_events"), ("event_facts", "journal_event_facts"))
@@ -228,21 +226,6 @@ def shadow_table(prefix: str, which: str) -> str:
     return f'"{prefix}{which}"'
 
 
-ALTERNATE_SUFFIX = "__alt"
-_INDEX = re.compile(r'CREATE (UNIQUE )?INDEX "?(\w+)"? ON "?(journal_events|journal_event_facts)"? ?\(')
-
-
-def alternate_index_name(name: str) -> str:
-    return name[:-len(ALTERNATE_SUFFIX)] if name.endswith(ALTERNATE_SUFFIX) else name + ALTERNATE_SUFFIX
-
-
-def live_event_indexes(db: apsw.Connection) -> list[tuple[str, str]]:
-    """(name, SQL) of the live event tables' indexes, sorted by their SQL."""
-    return cast(list[tuple[str, str]], db.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-        "AND tbl_name IN ('journal_events', 'journal_event_facts') ORDER BY sql").fetchall())
-
-
 def _shadow_index_creates(db: apsw.Connection, prefix: str, live: list[str]) -> Optional[list[str]]:
     """The CREATE INDEX of each live event-table index on its shadow table, under its alternate name;
     None when one is not of the form this code knows or an alternate name is taken (another
@@ -251,11 +234,11 @@ def _shadow_index_creates(db: apsw.Connection, prefix: str, live: list[str]) -> 
     shadow_of = {table: which for which, table in _TABLES}
     creates = []
     for sql in live:
-        head = _INDEX.match(sql)
-        if head is None or alternate_index_name(head[2]) in taken:
+        head = event_indexes.parse(sql)
+        if head is None or event_indexes.alternate(head[2]) in taken:
             return None
-        creates.append(f'CREATE {head[1] or ""}INDEX "{alternate_index_name(head[2])}" ON '
-                       f"{shadow_table(prefix, shadow_of[head[3]])} (" + sql[head.end():])
+        creates.append(cast(str, event_indexes.create(sql, event_indexes.alternate(head[2]),
+                                                      shadow_table(prefix, shadow_of[head[3]]))))
     return creates
 
 
@@ -288,7 +271,7 @@ def _fill_shadow_tables(pre: PrebuiltLines, batch: int) -> tuple[Optional[str], 
             if i < 0:
                 # (the indexes' names looked up in the transaction that takes them: another compaction's
                 # snapshot phase cannot take one in between)
-                live = [sql for _, sql in live_event_indexes(db)]
+                live = [sql for _, sql in event_indexes.live(db)]
                 indexes = _shadow_index_creates(db, prefix, live)
                 for sql in creates + (indexes or []):
                     db.execute(sql)
@@ -322,7 +305,7 @@ def adopt_shadow_indexes(db: apsw.Connection, pre: PrebuiltLines, live: list[str
     tables = tuple(pre.shadow + which for which, _ in _TABLES)
     made = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
                                            "AND tbl_name IN (?, ?)", tables)}
-    wanted = {alternate_index_name(head[2]) for head in map(_INDEX.match, live) if head is not None}
+    wanted = {event_indexes.alternate(head[2]) for head in map(event_indexes.parse, live) if head is not None}
     if pre.shadow_indexes and tuple(live) == pre.shadow_indexes and made == wanted:
         return True
     for name in sorted(made):
