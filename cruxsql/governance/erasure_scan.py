@@ -40,9 +40,17 @@ def _mix_int(x: int) -> int:
     return (((x ^ _SALT) * _MULT) & _M64) >> 32
 
 
-def _mix_array(x: np.ndarray) -> np.ndarray:
+def _mix_product(x: np.ndarray) -> np.ndarray:
+    """(word ^ salt) * odd constant mod 2^64 of each word, in one new array: its top 32 bits are the
+    anchor (`_mix_array`), its top bits the scanner's screen index."""
+    h = np.bitwise_xor(x, np.uint64(_SALT))
     with np.errstate(over="ignore"):
-        return ((x ^ np.uint64(_SALT)) * np.uint64(_MULT)) >> np.uint64(32)
+        np.multiply(h, np.uint64(_MULT), out=h)
+    return h
+
+
+def _mix_array(x: np.ndarray) -> np.ndarray:
+    return _mix_product(x) >> np.uint64(32)
 
 
 def content_digest(data: bytes) -> str:
@@ -223,10 +231,7 @@ class Scanner:
             if n <= 0:
                 continue
             words = np.frombuffer(block, dtype="<u8", count=n, offset=k)
-            # `_mix_array` in place, its shift left for the few windows the screen lets through
-            h = np.bitwise_xor(words, np.uint64(_SALT))
-            with np.errstate(over="ignore"):
-                np.multiply(h, np.uint64(_MULT), out=h)
+            h = _mix_product(words)  # (shifted to anchors only for the few windows the screen lets through)
             maybe = np.flatnonzero(self.screen[(h >> screen_shift).view(np.int64)])
             if not maybe.size:
                 continue
