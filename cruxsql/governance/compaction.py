@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate, islice, repeat
@@ -173,17 +173,16 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
 
 
 def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
-            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False,
-            snapshot: Optional[compaction_snapshot.PrebuiltLines] = None) -> CompactionReport:
+            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
     """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`).
 
     The live facts' lines are built first from a snapshot of the view, without the writer lock
     (compaction_snapshot.py); the lock is held for the rest (the lines appended meanwhile carried over,
     the journal and the view rewritten and swapped), and the WAL checkpoint after it runs once it is
-    released, so that writers wait for neither. `snapshot`: one the caller took before its own lock
-    (`snapshot_ahead`), used instead of taking one here."""
+    released, so that writers wait for neither. (An erasure deletes first, then compacts: its
+    deletions are in the snapshot, not in what is carried over under the lock.)"""
     started = time.perf_counter()
-    with snapshot_ahead(store, view_update) if snapshot is None else nullcontext(snapshot) as prebuilt:
+    with _snapshot(store, view_update) as prebuilt:
         report = _compact_locked(store, override_receipt, progress, hash_before, view_update, drop_corrupt,
                                  prebuilt)
     report.wal_checkpointed = checkpoint_wal(store.db)
@@ -192,10 +191,8 @@ def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldRec
 
 
 @contextmanager
-def snapshot_ahead(store: Store, view_update: str = "direct") -> Iterator[Optional[compaction_snapshot.PrebuiltLines]]:
-    """A compaction's snapshot phase (`compaction_snapshot.prebuild`), for a caller that compacts under a
-    writer lock it takes afterwards (an erasure, a retention run): taken first, without the lock, so that
-    writers wait only for what comes after. Closed at the end of the block."""
+def _snapshot(store: Store, view_update: str) -> Iterator[Optional[compaction_snapshot.PrebuiltLines]]:
+    """The compaction's snapshot phase (`compaction_snapshot.prebuild`), closed at the end of the block."""
     prebuilt = compaction_snapshot.prebuild(store, _BATCH) if view_update == "direct" else None
     try:
         yield prebuilt

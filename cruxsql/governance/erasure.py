@@ -16,10 +16,9 @@ marked so in the report.
 from __future__ import annotations
 
 import uuid
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
 import apsw
 import blake3
@@ -29,7 +28,7 @@ from ..facts import timestamps, view_file
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
-from . import compaction, compaction_snapshot, erasure_ledger, legal_holds, quarantine
+from . import compaction, erasure_ledger, erasure_lock, legal_holds, quarantine
 from .copies import outside_reach
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
@@ -386,17 +385,24 @@ def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[s
     }
 
 
-def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, actor: Optional[str], reason: str,
-            request_id: Optional[str] = None, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None,
-            documents_tenant: Optional[str] = None, vacuum: bool = False, progress=None,
-            requested_at: Optional[int] = None, resume: Optional[dict[str, Any]] = None,
-            snapshot: Optional[compaction_snapshot.PrebuiltLines] = None) -> dict[str, Any]:
-    """Delete `plan.to_delete`, compact, scrub every copy, scan, and store + return the report.
+def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[Plan, Callable[[], Plan]],
+            actor: Optional[str], reason: str, request_id: Optional[str] = None,
+            override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, documents_tenant: Optional[str] = None,
+            vacuum: bool = False, progress=None, requested_at: Optional[int] = None,
+            resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Delete the plan's facts, compact, scrub every copy, scan, and store + return the report.
 
-    `resume` is the ledger's "erasing" line of an interrupted erasure (`complete_interrupted`): its
-    erased facts and needles, which compaction may already have taken out of the journal. `snapshot`:
-    the compaction's snapshot phase, taken by the caller before its writer lock
-    (`compaction.snapshot_ahead`); the deletions made here are in the tail it carries over."""
+    The caller holds the erasure lock (`erasure_lock`). Writers wait only for short phases: the delete
+    (under the writer lock); the compaction, whose snapshot is taken after the delete and without the
+    lock, so that under it only what other writers appended meanwhile is carried over before the swap;
+    the scrub of the other copies the store keeps (documents, derived tables, quarantine and temp files,
+    exports, tool errors); and the report. The WAL checkpoint and the byte scan run without the lock,
+    the journal scanned as the compaction wrote it (lines appended after it are other writers' facts);
+    a scan that finds anything is made again under the lock, after a VACUUM when the view's file holds
+    it. `plan`: a Plan, or a function that makes one under the writer lock once the view caught up (the
+    selection read where no writer can change it). `resume` is the ledger's "erasing" line of an
+    interrupted erasure (`complete_interrupted`): its erased facts and needles, which compaction may
+    already have taken out of the journal."""
     why = (reason or "").strip()
     if not why:
         raise InvalidInput("reason is required for an erasure")
@@ -410,6 +416,8 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
                             (ERASURE_REPORT_PREFIX + request_id, REPORT_KEY)).fetchone():
             raise Conflict(f"an erasure report with request id {request_id!r} already exists")
+        if callable(plan):
+            plan = plan()
         if resume is None and not plan.to_delete and not plan.already_deleted and not (
                 documents_tenant is not None and tenant_has_documents(store, documents_tenant)):
             return nothing_to_erase(kind, selection, plan)
@@ -431,20 +439,29 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
                                  actor=who, reason=why, requested_at=timestamps.format_fact_time(requested_at))
         deleted, refused, undone = delete_facts(store, plan.to_delete)
         crash_point("erase-after-delete")
-        if resume is not None:
-            erased, needles, fragments = resume["erased_facts"], resume["needles"], resume["fragments"]
-        else:
+    if resume is not None:
+        erased, needles, fragments = resume["erased_facts"], resume["needles"], resume["fragments"]
+    else:
+        with store.read_snapshot():  # (the view as the delete left it; other writers' later facts not in it)
             erased, needles, fragments = _erased_entries(store, plan)
-            erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
-        # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
-        # the report), where the byte scan below still looks for erased values.
+        erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
+    # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
+    # the report), where the byte scan below still looks for erased values.
+    try:
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
-                                  progress=progress, hash_before=True, drop_corrupt=True, snapshot=snapshot)
-        crash_point("erase-after-compact")
-        # From here on the journal no longer holds the values: record failures in the report, never
-        # lose the report over them.
-        errors: list[str] = []
-        documents = None
+                                  progress=progress, hash_before=True, drop_corrupt=True)
+    except compaction.LegalHoldBlocked as exc:  # another writer deleted a held fact since the delete above
+        raise compaction.LegalHoldBlocked(
+            f"{exc}; a fact the hold covers was deleted by another writer while this erasure ran. Its own "
+            "deletions are made: the next command completes it once compaction is allowed again", exc.covered
+        ) from None
+    crash_point("erase-after-compact")
+    # From here on the journal no longer holds the values: record failures in the report, never
+    # lose the report over them.
+    errors: list[str] = []
+    documents = None
+    sqlite: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
+    with store.writer_lock():
         if documents_tenant is not None:
             try:
                 from ..documents.lane import DocumentLane
@@ -456,17 +473,27 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
             except Exception as exc:
                 errors.append(f"document erasure failed: {exc}")
         indexes = _sync_derived_indexes(store)
-        sqlite = _scrub_sqlite(store, vacuum)
         files = _scrub_files(store, needles, fragments, errors)
         tool_errors_scrubbed = scrub_tool_errors(store.db, needles + fragments)
-        sqlite["wal_checkpointed"] = _scrub_sqlite(store, False)["wal_checkpointed"]
-        verification = scan_directory(store.data_dir, needles)
-        if not sqlite["vacuumed"] and any(hit["file"].startswith(view_file.DB_NAME) for hit in verification.hits):
-            # secure_delete zeroes deleted cells, but a B-tree rebalance can leave old bytes in a live
-            # page's unused space; VACUUM rewrites every page, so run it when the scan finds any.
+        if vacuum:
             sqlite.update(_scrub_sqlite(store, True))
-            sqlite["vacuumed_after_scan"] = True
-            verification = scan_directory(store.data_dir, needles)
+    sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
+    # The journal as the compaction wrote it: what other writers appended since is theirs.
+    bounds = {JOURNAL_NAME: comp.bytes_after}
+    verification = scan_directory(store.data_dir, needles, bounds)
+    if not verification.ok:
+        # Look again where no writer adds to the files meanwhile. secure_delete zeroes deleted cells, but
+        # a B-tree rebalance can leave old bytes in a live page's unused space; VACUUM rewrites every
+        # page, so run it when the scan finds any in the view's files.
+        with store.writer_lock():
+            if not sqlite["vacuumed"] and any(hit["file"].startswith(view_file.DB_NAME) for hit in verification.hits):
+                sqlite.update(_scrub_sqlite(store, True))
+                sqlite["vacuumed_after_scan"] = True
+            else:
+                sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
+            verification = scan_directory(store.data_dir, needles, bounds)
+    with store.writer_lock():  # (the report chain: the last report read and this one stored together)
+        store.refresh()
         reports = stored_reports(store.db)
         prev = reports[-1].get("report_hash") if reports else None
         now = timestamps.now_ns()
@@ -528,9 +555,9 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Plan, a
         spill(store, report)
         report["report_hash"] = report_hash(report)
         store_report(store, report)
-        erasure_ledger.finish(store.data_dir, report, documents_tenant, erased, needles)
-        crash_point("erase-after-report")
-        return report
+    erasure_ledger.finish(store.data_dir, report, documents_tenant, erased, needles)
+    crash_point("erase-after-report")
+    return report
 
 
 def unmatched_fact_ids(store: Store, selection: Selection) -> list[str]:
@@ -572,19 +599,19 @@ def erase(store: Store, selection: Selection, *, actor: Optional[str] = None, re
     if documents and selection.tenant is None:
         raise InvalidInput("--documents needs --tenant (documents are erased per tenant)")
     requested_at = timestamps.now_ns()
-    # The compaction's snapshot is taken before the writer lock, so writers wait only for the rest;
-    # not when a first look (at the view as committed) finds nothing to erase.
-    store.refresh()
-    ahead = plan_selection(store, selection)
-    worth = ahead.to_delete or ahead.already_deleted or (
-        documents and selection.tenant is not None and tenant_has_documents(store, selection.tenant))
-    with compaction.snapshot_ahead(store) if worth else nullcontext() as snapshot, store.writer_lock():
-        store.refresh()
-        plan = plan_selection(store, selection)
-        return execute(store, kind="erasure", selection=selection.to_report(), plan=plan, actor=actor, reason=reason,
+    with erasure_lock.held(store):
+        return execute(store, kind="erasure", selection=selection.to_report(),
+                       plan=lambda: plan_selection(store, selection), actor=actor, reason=reason,
                        request_id=request_id, override_receipt=override_receipt,
                        documents_tenant=selection.tenant if documents else None, vacuum=vacuum, progress=progress,
-                       requested_at=requested_at, snapshot=snapshot)
+                       requested_at=requested_at)
+
+
+def interrupted(data_dir: Path) -> list[dict[str, Any]]:
+    """The erasures the ledger says were begun and not reported, unless an erasure is running right now
+    (its own entry is among them: it is not interrupted, and the rest wait for a later command)."""
+    entries = erasure_ledger.interrupted(data_dir)
+    return [] if not entries or erasure_lock.running(data_dir) else entries
 
 
 def complete_interrupted(store: Store) -> list[dict[str, Any]]:
@@ -593,7 +620,9 @@ def complete_interrupted(store: Store) -> list[dict[str, Any]]:
     if not erasure_ledger.interrupted(store.data_dir):
         return []
     done = []
-    with store.writer_lock():
+    with erasure_lock.held_if_free(store.data_dir) as free, store.writer_lock():
+        if not free:  # an erasure is running in another process: its entry is not interrupted
+            return []
         store.refresh()
         for entry in erasure_ledger.interrupted(store.data_dir):
             rid = entry["request_id"]
@@ -612,10 +641,16 @@ def complete_interrupted(store: Store) -> list[dict[str, Any]]:
                 row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
                 if row is not None:
                     (plan.already_deleted if row[0] else plan.to_delete).append(fid)
-            report = execute(store, kind=entry["kind"], selection=entry["selection"], plan=plan,
-                             actor=entry["actor"], reason=entry["reason"], request_id=rid,
-                             documents_tenant=entry.get("documents_tenant"),
-                             requested_at=timestamps.parse_ns(entry["requested_at"]), resume=entry.get("erasing"))
+            try:
+                report = execute(store, kind=entry["kind"], selection=entry["selection"], plan=plan,
+                                 actor=entry["actor"], reason=entry["reason"], request_id=rid,
+                                 documents_tenant=entry.get("documents_tenant"),
+                                 requested_at=timestamps.parse_ns(entry["requested_at"]),
+                                 resume=entry.get("erasing"))
+            except compaction.LegalHoldBlocked:
+                # A held fact was deleted since (by another writer): compaction stays refused until an
+                # operator releases the hold or overrides it; the erasure waits, pending, for that.
+                continue
             if "outcome" in report:  # killed before its delete was durable: nothing was erased
                 erasure_ledger.abandon(store.data_dir, rid)
             else:
@@ -627,7 +662,7 @@ def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[di
     """Apply again, after a restore of an older backup, the erasures the ledger recorded after it: the
     facts each one erased that the backup brought back, and its tenant's documents. Returns the reports."""
     out = []
-    with store.writer_lock():
+    with erasure_lock.held(store), store.writer_lock():
         store.refresh()
         for entry in entries:
             plan = Plan()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from ..facts.privacy import NamespaceOwner
-from . import compaction, erasure_ledger
+from . import compaction, erasure_ledger, erasure_lock
 from .copies import outside_reach
 from .erasure_scan import scan_directory
 
@@ -152,7 +152,9 @@ def verify_erasure(store: Store) -> dict[str, Any]:
         for fact_id, form, length, anchor, digest in entry.get("needles", []):
             needles.append({"fact_id": fact_id, "form": form, "length": length, "anchor": anchor, "blake3": digest,
                             "request_id": entry["request_id"]})
-    interrupted = [e["request_id"] for e in erasure_ledger.interrupted(store.data_dir)]
+    # (an erasure running in another process now is not interrupted: its entry waits for its report)
+    running = erasure_lock.running(store.data_dir)
+    interrupted = [] if running else [e["request_id"] for e in erasure_ledger.interrupted(store.data_dir)]
     # Fold a checkpoint in first so the scan sees the database file, not stale WAL frames.
     compaction.checkpoint_wal(store.db, attempts=1)
     result = scan_directory(store.data_dir, needles)
@@ -165,6 +167,7 @@ def verify_erasure(store: Store) -> dict[str, Any]:
     outside = outside_reach(store.data_dir, needles, last or None)
     out["ledger_only_reports"] = [e["request_id"] for e in ledger_only]
     out["interrupted_erasures"] = interrupted
+    out["erasure_running"] = running
     out["outside_reach"] = outside
     out["backups_before_last_erasure"] = [c["path"] for c in outside if c["kind"] == "backup"]
     out["ok"] = result.ok and not chain_errors and not outside and not interrupted

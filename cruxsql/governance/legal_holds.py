@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from ..errors import Conflict, InvalidInput, NotFound
 from ..facts import timestamps
 from ..facts.privacy import NamespaceOwner
+from . import erasure_lock
 
 if TYPE_CHECKING:
     from ..facts.store import Store
@@ -320,7 +321,10 @@ def place_hold(store: Store, tenant_id: str, reason: str, entity_prefixes: Optio
     receipt_id = new_receipt_id(KIND_PLACED)
     hold = LegalHold(hold_id=new_hold_id(), tenant_id=tenant, entity_prefixes=prefixes, reason=why,
                      placed_at=now, placed_by=who, place_receipt_id=receipt_id)
-    _store_state(store, hold, receipt_id, who)
+    # Not while an erasure runs: between its delete and its compaction a new hold could cover a fact it
+    # deleted already and make the compaction refuse half-way (governance/erasure_lock.py).
+    with erasure_lock.held(store):
+        _store_state(store, hold, receipt_id, who)
     receipt = LegalHoldReceipt(receipt_id=receipt_id, kind=KIND_PLACED, hold_ids=(hold.hold_id,),
                                tenant_id=tenant, entity_prefixes=prefixes, reason=why, actor=who, recorded_at=now)
     return hold, receipt

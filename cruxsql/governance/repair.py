@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..documents.segments import SegmentError, load_manifest, remove_segment_file, segments_dir, stray_files
 from ..facts.journal import JOURNAL_NAME
-from . import compaction, erasure, erasure_ledger
+from . import compaction, erasure
 from .backup import VIEW_COPY_PREFIX, recorded_backups, remove_dead_stagings
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def _stray_segments(data_dir: Path) -> list[Path]:
 def _anything_left(data_dir: Path) -> bool:
     return bool(any(data_dir.glob(f"{JOURNAL_NAME}.compact-*.tmp")) or any(data_dir.glob(f"{VIEW_COPY_PREFIX}*"))
                 or any(e.get("staging") for e in recorded_backups(data_dir))
-                or _stray_segments(data_dir) or erasure_ledger.interrupted(data_dir))
+                or _stray_segments(data_dir) or erasure.interrupted(data_dir))
 
 
 def repair(store: Store) -> list[str]:

@@ -9,7 +9,6 @@ on disk until compaction, which `apply` runs at once and records in an erasure r
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -17,7 +16,7 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from ..facts.privacy import daemon_owned_prefix
 from ..facts.view import FACT_SELECT, fact_from_row
-from . import compaction, erasure, legal_holds
+from . import compaction, erasure, erasure_lock, legal_holds
 from .durations import parse_cutoff, parse_duration_ns
 
 if TYPE_CHECKING:
@@ -142,25 +141,22 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
     (kind `retention`)."""
     requested = timestamps.now_ns()
     cutoff = parse_cutoff(older_than, requested)
-    # The compaction's snapshot is taken before the writer lock, so writers wait only for the rest; not
-    # when a first look (at the view as committed) finds nothing eligible and nothing deleted.
-    store.refresh()
-    worth = store.db.execute("SELECT 1 FROM facts WHERE deleted = 1 LIMIT 1").fetchone() is not None \
-        or bool(classify(store, cutoff, tenant).eligible)
-    with compaction.snapshot_ahead(store) if worth else nullcontext() as snapshot, store.writer_lock():
-        store.refresh()
+
+    def plan() -> erasure.Plan:  # (made under the erasure's writer lock, the view caught up)
         c = classify(store, cutoff, tenant)
         # Facts already deleted (e.g. by a run that crashed before compacting) are erased too; with none
         # of them and nothing eligible, the run changes nothing.
-        plan = erasure.Plan(
+        return erasure.Plan(
             to_delete=[e["fact_id"] for e in c.eligible],
             already_deleted=[r[0] for r in store.db.execute("SELECT fact_id FROM facts WHERE deleted = 1")],
             held_back=[{"fact_id": p["fact_id"], "hold_ids": p["hold_ids"]} for p in c.protected if "hold_ids" in p],
             protected=[{"fact_id": p["fact_id"], "reason": p["reason"]} for p in c.protected if "hold_ids" not in p],
         )
-        selection = {"tenant": tenant, "older_than": older_than, "cutoff": timestamps.format_fact_time(cutoff),
-                     "rules": "mark_retention_eligible: not private, not __sync_tombstone__::, not daemon-owned, "
-                              "not held, not a consolidation member"}
+
+    selection = {"tenant": tenant, "older_than": older_than, "cutoff": timestamps.format_fact_time(cutoff),
+                 "rules": "mark_retention_eligible: not private, not __sync_tombstone__::, not daemon-owned, "
+                          "not held, not a consolidation member"}
+    with erasure_lock.held(store):
         return erasure.execute(store, kind="retention", selection=selection, plan=plan, actor=actor,
                                reason=reason or f"retention: older than {older_than}", request_id=request_id,
-                               vacuum=vacuum, progress=progress, requested_at=requested, snapshot=snapshot)
+                               vacuum=vacuum, progress=progress, requested_at=requested)

@@ -127,6 +127,38 @@ BREAKS: tuple[Break, ...] = (
           "cruxsql/governance/erasure_scan.py", _SCAN_FILES,
           '        if not path.is_file() or path.is_symlink() or ".torn." in path.name or ".corrupt." in path.name:\n',
           ("tests/test_erasure_scan_reach.py",)),
+    Break("erasure-whole-under-writer-lock", "an erasure holds the writer lock from its delete to its report",
+          "cruxsql/governance/erasure.py",
+          "    with erasure_lock.held(store):\n        return execute(store, kind=\"erasure\"",
+          "    with erasure_lock.held(store), store.writer_lock():  # planted\n"
+          "        return execute(store, kind=\"erasure\"",
+          ("tests/test_erasure_concurrency.py::test_writers_store_while_the_erasure_takes_its_snapshot_and_scans",)),
+    Break("repair-completes-a-running-erasure", "the repair on open ignores the erasure lock",
+          "cruxsql/governance/erasure.py",
+          "    return [] if not entries or erasure_lock.running(data_dir) else entries\n",
+          "    return entries  # planted\n",
+          ("tests/test_erasure_concurrency.py::test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command",)),
+    Break("completion-of-a-running-erasure", "an interrupted erasure is completed although its process holds the "
+          "erasure lock", "cruxsql/governance/erasure.py",
+          "        if not free:  # an erasure is running in another process: its entry is not interrupted\n",
+          "        if False:  # planted\n",
+          ("tests/test_erasure_concurrency.py::test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command",)),
+    Break("hold-placed-mid-erasure", "a legal hold is placed without waiting for a running erasure",
+          "cruxsql/governance/legal_holds.py",
+          "    with erasure_lock.held(store):\n        _store_state(store, hold, receipt_id, who)\n",
+          "    _store_state(store, hold, receipt_id, who)  # planted\n",
+          ("tests/test_erasure_concurrency.py::test_no_hold_is_placed_while_an_erasure_runs",)),
+    Break("repair-fails-on-a-held-back-erasure", "a pending erasure whose compaction a hold refuses makes every "
+          "command's repair fail", "cruxsql/governance/erasure.py",
+          "            except compaction.LegalHoldBlocked:\n",
+          "            except KeyError:  # planted\n",
+          ("tests/test_erasure_concurrency.py::"
+           "test_a_held_fact_deleted_mid_erasure_leaves_the_erasure_pending_and_the_store_usable",)),
+    Break("erasure-scan-past-the-swap", "the erasure scans the journal lines other writers appended after it",
+          "cruxsql/governance/erasure.py",
+          "    bounds = {JOURNAL_NAME: comp.bytes_after}\n",
+          "    bounds: dict[str, int] = {}  # planted\n",
+          ("tests/test_erasure_concurrency.py",)),
 )
 
 

@@ -1,0 +1,86 @@
+"""The erasure lock: one erasure at a time in a data directory, and no legal hold placed during one.
+
+An erasure takes the writer lock twice, briefly: once to delete, once to swap in the compacted journal
+and view (`erasure.execute`); between and after those it builds the compaction's snapshot and scans the
+files without it, so writers wait only for the two short phases. This lock (`erasure.lock`, an flock,
+released by the kernel when its holder dies) spans the whole run, so that:
+
+* a legal hold cannot be placed between the delete and the compaction, where it could cover a fact the
+  erasure has already deleted and make the compaction refuse half-way (`legal_holds.place_hold`);
+* two erasures (or retention runs) never interleave their phases or their report chain;
+* the next command's repair tells an erasure running in another process (lock held) from one that was
+  killed (ledger entry begun, lock free), and completes only the latter (`erasure.complete_interrupted`).
+
+Order: this lock first, then the writer lock, never the other way round while waiting (the repair only
+tries it, without waiting), so the two cannot deadlock. The file holds nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from ..errors import LockTimeout
+
+if TYPE_CHECKING:
+    from ..facts.store import Store
+
+ERASURE_LOCK_NAME = "erasure.lock"
+_POLL_SECONDS = 0.02
+
+
+def _open(data_dir: Path) -> int:
+    return os.open(Path(data_dir) / ERASURE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextmanager
+def held(store: Store) -> Iterator[None]:
+    """Hold the erasure lock of the store's data directory for the block, waiting for a running erasure
+    first (at most the store's writer-lock timeout, when it has one: then LockTimeout). A read-only
+    store takes nothing (nothing erases through it)."""
+    if store.read_only:
+        yield
+        return
+    data_dir, timeout = store.data_dir, store.journal.lock_timeout
+    fd = _open(data_dir)
+    try:
+        started = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if timeout is not None and time.monotonic() - started >= timeout:
+                    raise LockTimeout(f"gave up waiting {timeout:g}s for a running erasure to finish "
+                                      f"({Path(data_dir) / ERASURE_LOCK_NAME})") from None
+                time.sleep(_POLL_SECONDS)
+        yield
+    finally:
+        os.close(fd)  # (releases the flock)
+
+
+@contextmanager
+def held_if_free(data_dir: Path) -> Iterator[bool]:
+    """The erasure lock if no erasure is running (yields True, held for the block), else False at once."""
+    fd = _open(data_dir)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def running(data_dir: Path) -> bool:
+    """Whether an erasure is running now (another process or thread holds the lock)."""
+    if not (Path(data_dir) / ERASURE_LOCK_NAME).exists():
+        return False
+    with held_if_free(data_dir) as free:
+        return not free

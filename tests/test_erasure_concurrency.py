@@ -1,0 +1,202 @@
+"""An erasure beside other processes: writers wait only for its short locked phases, a running erasure is
+not mistaken for a killed one, no legal hold lands half-way through one, and a hold that another writer
+makes blocking half-way leaves the erasure pending, not the store broken."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import cruxsql
+from cruxsql.governance import compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds
+from cruxsql.facts.journal import Journal
+from tests.cli_process import run_cruxsql
+
+MARKER = "marker-Vq27-erase-me@example.com"
+
+
+def _files_holding(root: Path, text: str) -> list[str]:
+    return [p.name for p in sorted(root.rglob("*")) if p.is_file() and text.encode() in p.read_bytes()]
+
+
+def _seed(d: Path) -> str:
+    with cruxsql.open(d) as store:
+        fid = store.store("user:42", "email", MARKER, tenant="acme").fact_id
+        for i in range(30):
+            store.store(f"svc:{i}", "owner", f"team-{i}", tenant="acme")
+    return fid
+
+
+def _store_now(d: Path, entity: str) -> None:
+    """A write from another process that must not wait: with --lock-timeout 0 it fails if the writer lock
+    is held."""
+    out = run_cruxsql(d, "store", entity, "note", f"written mid-erasure {entity}", "--tenant", "acme",
+                      "--lock-timeout", "0")
+    assert out.returncode == 0, out.stderr
+
+
+def test_writers_store_while_the_erasure_takes_its_snapshot_and_scans(tmp_path: Path, monkeypatch) -> None:
+    d = tmp_path / "data"
+    _seed(d)
+    seen: list[str] = []
+    prebuild, scan = compaction_snapshot.prebuild, erasure.scan_directory
+
+    def prebuild_beside_a_writer(store, batch):
+        _store_now(d, "during:snapshot")
+        seen.append("snapshot")
+        return prebuild(store, batch)
+
+    def scan_beside_a_writer(data_dir, needles, bounds=None):
+        _store_now(d, "during:scan")
+        seen.append("scan")
+        return scan(data_dir, needles, bounds)
+
+    monkeypatch.setattr(compaction_snapshot, "prebuild", prebuild_beside_a_writer)
+    monkeypatch.setattr(erasure, "scan_directory", scan_beside_a_writer)
+    with cruxsql.open(d) as store:
+        report = erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason="dsr 9")
+    assert seen == ["snapshot", "scan"]
+    assert report["ok"], report["verification"]
+    assert report["counts"]["facts_erased"] == 1
+    assert _files_holding(d, MARKER) == []
+    # what the other process wrote during the snapshot is in the compacted journal and the view; what it
+    # wrote during the scan came after the compaction, and is there too
+    with cruxsql.open(d) as store:
+        got = {r[0] for r in store.db.execute("SELECT entity FROM live_facts WHERE entity LIKE 'during:%'")}
+    assert got == {"during:snapshot", "during:scan"}
+    assert report["journal"]["after"]["bytes"] < (d / "facts.jsonl").stat().st_size
+    verify = run_cruxsql(d, "verify", "--strict")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert run_cruxsql(d, "verify", "--erasure").returncode == 0
+
+
+def test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    fid = _seed(d)
+    with erasure_lock.held_if_free(d) as free:  # "another process" mid-way: begun in the ledger, lock held
+        assert free
+        erasure_ledger.begin(d, request_id="er_running", kind="erasure", selection={}, fact_ids=[fid],
+                             documents_tenant=None, actor="op", reason="dsr", requested_at="2026-12-07T00:00:00Z")
+        assert erasure.interrupted(d) == []
+        with cruxsql.open(d) as store:  # the completion itself refuses while the lock is held
+            assert erasure.complete_interrupted(store) == []
+        # a read between the erasure's locked phases: its repair on open does not even wait for the writer
+        # lock (held here as the erasure's delete or swap would hold it)
+        with Journal(d).lock():
+            read = run_cruxsql(d, "query", "team", "--tenant", "acme", "--lock-timeout", "0")
+        assert read.returncode == 0, read.stderr
+        _store_now(d, "other:1")
+        assert [e["request_id"] for e in erasure_ledger.interrupted(d)] == ["er_running"]
+        assert _files_holding(d, MARKER) != []  # not erased yet
+        verify = json.loads(run_cruxsql(d, "verify", "--erasure", "--json").stdout)
+        assert verify["erasure_running"] is True and verify["interrupted_erasures"] == []
+    # the holder is gone (as when killed): the next command completes it
+    out = run_cruxsql(d, "store", "other:2", "note", "x", "--tenant", "acme")
+    assert out.returncode == 0, out.stderr
+    assert "completed the interrupted erasure er_running" in out.stderr + out.stdout
+    assert erasure_ledger.interrupted(d) == []
+    assert _files_holding(d, MARKER) == []
+
+
+def test_no_hold_is_placed_while_an_erasure_runs(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    _seed(d)
+    with erasure_lock.held_if_free(d) as free:
+        assert free
+        refused = run_cruxsql(d, "hold", "place", "--tenant", "acme", "--reason", "litigation", "--lock-timeout", "1")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("Error: gave up waiting 1s for a running erasure to finish"), refused.stderr
+        with cruxsql.open(d) as store:
+            assert legal_holds.list_holds(store) == []
+    placed = run_cruxsql(d, "hold", "place", "--tenant", "acme", "--reason", "litigation")
+    assert placed.returncode == 0, placed.stderr
+    with cruxsql.open(d) as store:
+        assert [h.reason for h in legal_holds.list_holds(store)] == ["litigation"]
+
+
+def test_a_held_fact_deleted_mid_erasure_leaves_the_erasure_pending_and_the_store_usable(
+        tmp_path: Path, monkeypatch) -> None:
+    d = tmp_path / "data"
+    _seed(d)
+    with cruxsql.open(d) as store:
+        kept = store.store("keep:1", "doc", "evidence-kept-by-hold", tenant="acme").fact_id
+        hold, _ = legal_holds.place_hold(store, "acme", "litigation", ["keep:"])
+    prebuild = compaction_snapshot.prebuild
+
+    def prebuild_after_a_held_delete(store, batch):
+        out = run_cruxsql(d, "delete", kept, "--lock-timeout", "0")
+        assert out.returncode == 0, out.stderr
+        return prebuild(store, batch)
+
+    monkeypatch.setattr(compaction_snapshot, "prebuild", prebuild_after_a_held_delete)
+    with cruxsql.open(d) as store, pytest.raises(compaction.LegalHoldBlocked) as raised:
+        erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason="dsr 10")
+    assert "deleted by another writer while this erasure ran" in str(raised.value)
+    assert raised.value.hold_ids == [hold.hold_id]
+    monkeypatch.undo()
+    # every command still works; the erasure waits, pending, while the hold blocks its compaction
+    out = run_cruxsql(d, "store", "other:1", "note", "x", "--tenant", "acme")
+    assert out.returncode == 0, out.stderr
+    assert len(erasure_ledger.interrupted(d)) == 1
+    released = run_cruxsql(d, "hold", "release", hold.hold_id)
+    assert released.returncode == 0, released.stderr
+    out = run_cruxsql(d, "store", "other:2", "note", "y", "--tenant", "acme")
+    assert out.returncode == 0 and "completed the interrupted erasure" in out.stderr + out.stdout
+    assert erasure_ledger.interrupted(d) == []
+    assert _files_holding(d, MARKER) == []
+
+
+@pytest.mark.parametrize("when", ["snapshot", "scan"])
+def test_a_value_another_writer_stores_again_mid_erasure_is_reported_where_it_is(
+        tmp_path: Path, monkeypatch, when: str) -> None:
+    """Stored again before the compaction's swap, the value is in the compacted journal, which is scanned
+    to its end; stored after it, the lines appended to the journal are other writers' and not scanned,
+    while the view's files (which cannot be cut there) still show it. Either way the report says so."""
+    d = tmp_path / "data"
+    _seed(d)
+    prebuild, scan = compaction_snapshot.prebuild, erasure.scan_directory
+
+    def store_the_value_again() -> None:
+        out = run_cruxsql(d, "store", "copy:1", "email", MARKER, "--tenant", "acme", "--lock-timeout", "0")
+        assert out.returncode == 0, out.stderr
+
+    def prebuild_after_a_write(store, batch):
+        store_the_value_again()
+        return prebuild(store, batch)
+
+    calls: list[int] = []
+
+    def scan_after_a_write(data_dir, needles, bounds=None):
+        if not calls:
+            store_the_value_again()
+        calls.append(1)
+        return scan(data_dir, needles, bounds)
+
+    if when == "snapshot":
+        monkeypatch.setattr(compaction_snapshot, "prebuild", prebuild_after_a_write)
+    else:
+        monkeypatch.setattr(erasure, "scan_directory", scan_after_a_write)
+    with cruxsql.open(d) as store:
+        report = erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason="dsr")
+    files = {hit["file"] for hit in report["verification"]["hits"]}
+    assert not report["ok"] and files
+    if when == "snapshot":
+        assert "facts.jsonl" in files
+    else:
+        assert "facts.jsonl" not in files and all(f.startswith("cruxsql.db") for f in files)
+        assert MARKER in (d / "facts.jsonl").read_text()
+
+
+def test_a_bounded_scan_reads_a_file_up_to_its_bound_only(tmp_path: Path) -> None:
+    from cruxsql.governance.erasure_scan import Scanner, needles_for
+
+    needles = needles_for("f_1", MARKER)
+    path = tmp_path / "journal"
+    path.write_bytes(b"x" * 100 + MARKER.encode() + b"\n" + b"y" * 50)
+    scanner = Scanner(needles)
+    end = 100 + len(MARKER.encode())
+    assert [h["offset"] for h in scanner.scan_file(path)[1] if h["form"] == needles[0]["form"]] == [100]
+    assert scanner.scan_file(path, bound=end)[0] == end and scanner.scan_file(path, bound=end)[1]
+    assert scanner.scan_file(path, bound=end - 1) == (end - 1, [])
