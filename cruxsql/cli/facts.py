@@ -370,6 +370,8 @@ def _echo_erasure_verification(result: dict, as_json: bool) -> None:
         click.echo(f"  erasure {rid}: its report is no longer in the journal (a restore); scanned from the ledger")
     for rid in result.get("interrupted_erasures", []):
         click.echo(f"  erasure {rid} was interrupted and is not complete (the next write completes it)")
+    if result.get("erasure_running"):
+        click.echo("  an erasure is running in another process: its report is not stored yet, and not checked here")
     for line in copy_lines(result.get("outside_reach", [])):
         click.echo(f"  {line}")
     click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")

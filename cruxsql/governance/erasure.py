@@ -16,6 +16,7 @@ marked so in the report.
 from __future__ import annotations
 
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
@@ -396,10 +397,10 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     (under the writer lock); the compaction, whose snapshot is taken after the delete and without the
     lock, so that under it only what other writers appended meanwhile is carried over before the swap;
     the scrub of the other copies the store keeps (documents, derived tables, quarantine and temp files,
-    exports, tool errors); and the report. The WAL checkpoint and the byte scan run without the lock,
-    the journal scanned as the compaction wrote it (lines appended after it are other writers' facts);
+    exports, tool errors); and the report. The WAL checkpoint and the byte scan run without the lock;
     a scan that finds anything is made again under the lock, after a VACUUM when the view's file holds
-    it. `plan`: a Plan, or a function that makes one under the writer lock once the view caught up (the
+    it. From the delete on, the writer lock is waited for without the store's timeout (a timeout then
+    would leave the erasure half done). `plan`: a Plan, or a function that makes one under the writer lock once the view caught up (the
     selection read where no writer can change it). `resume` is the ledger's "erasing" line of an
     interrupted erasure (`complete_interrupted`): its erased facts and needles, which compaction may
     already have taken out of the journal."""
@@ -411,6 +412,21 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     if any(ch in request_id for ch in "\n\r") or len(request_id) > 200:
         raise InvalidInput(f"invalid request id {request_id!r}")
     requested_at = requested_at or timestamps.now_ns()
+    timeout = store.journal.lock_timeout
+    try:
+        with ExitStack() as snapshot:
+            return _execute(store, snapshot, kind=kind, selection=selection, plan=plan, who=who, why=why,
+                            request_id=request_id, override_receipt=override_receipt,
+                            documents_tenant=documents_tenant, vacuum=vacuum, progress=progress,
+                            requested_at=requested_at, resume=resume)
+    finally:
+        store.journal.lock_timeout = timeout
+
+
+def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[str, Any],
+             plan: Union[Plan, Callable[[], Plan]], who: str, why: str, request_id: str,
+             override_receipt: Optional[legal_holds.LegalHoldReceipt], documents_tenant: Optional[str], vacuum: bool,
+             progress, requested_at: int, resume: Optional[dict[str, Any]]) -> dict[str, Any]:
     with store.writer_lock():
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
@@ -439,11 +455,19 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
                                  actor=who, reason=why, requested_at=timestamps.format_fact_time(requested_at))
         deleted, refused, undone = delete_facts(store, plan.to_delete)
         crash_point("erase-after-delete")
+        # Deleted: from here on a timeout would leave the erasure half done (for the next command to
+        # complete), so the erasure waits for the writer lock as long as another writer holds it.
+        store.journal.lock_timeout = None
+        if resume is None:
+            # The view as the delete left it, fixed by a first read before the lock is released: a
+            # compaction that gets the lock next cannot take the deleted facts out of it.
+            snapshot.enter_context(store.read_snapshot())
+            store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").fetchall()
     if resume is not None:
         erased, needles, fragments = resume["erased_facts"], resume["needles"], resume["fragments"]
     else:
-        with store.read_snapshot():  # (the view as the delete left it; other writers' later facts not in it)
-            erased, needles, fragments = _erased_entries(store, plan)
+        erased, needles, fragments = _erased_entries(store, plan)
+        snapshot.close()
         erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
     # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
     # the report), where the byte scan below still looks for erased values.
@@ -478,9 +502,8 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
         if vacuum:
             sqlite.update(_scrub_sqlite(store, True))
     sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
-    # The journal as the compaction wrote it: what other writers appended since is theirs.
-    bounds = {JOURNAL_NAME: comp.bytes_after}
-    verification = scan_directory(store.data_dir, needles, bounds)
+    # Every file as it is now: a value another writer stored again meanwhile is found, and said.
+    verification = scan_directory(store.data_dir, needles)
     if not verification.ok:
         # Look again where no writer adds to the files meanwhile. secure_delete zeroes deleted cells, but
         # a B-tree rebalance can leave old bytes in a live page's unused space; VACUUM rewrites every
@@ -491,13 +514,13 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
                 sqlite["vacuumed_after_scan"] = True
             else:
                 sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
-            verification = scan_directory(store.data_dir, needles, bounds)
+            verification = scan_directory(store.data_dir, needles)
+    now = timestamps.now_ns()
+    outside = outside_reach(store.data_dir, needles, timestamps.format_event_time(now))
     with store.writer_lock():  # (the report chain: the last report read and this one stored together)
         store.refresh()
         reports = stored_reports(store.db)
         prev = reports[-1].get("report_hash") if reports else None
-        now = timestamps.now_ns()
-        outside = outside_reach(store.data_dir, needles, timestamps.format_event_time(now))
         report: dict[str, Any] = {
             "schema": REPORT_SCHEMA,
             "request_id": request_id,

@@ -34,7 +34,7 @@ _POLL_SECONDS = 0.02
 
 
 def _open(data_dir: Path) -> int:
-    return os.open(Path(data_dir) / ERASURE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    return os.open(Path(data_dir) / ERASURE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
 
 
 @contextmanager
@@ -79,8 +79,17 @@ def held_if_free(data_dir: Path) -> Iterator[bool]:
 
 
 def running(data_dir: Path) -> bool:
-    """Whether an erasure is running now (another process or thread holds the lock)."""
-    if not (Path(data_dir) / ERASURE_LOCK_NAME).exists():
+    """Whether an erasure is running now (another process or thread holds the lock). Probed with a shared
+    lock on a read-only descriptor: two probes never see each other, and a read-only directory (or an
+    auditor who cannot write the file) can ask too; a file that cannot be opened says no."""
+    try:
+        fd = os.open(Path(data_dir) / ERASURE_LOCK_NAME, os.O_RDONLY)
+    except OSError:
         return False
-    with held_if_free(data_dir) as free:
-        return not free
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

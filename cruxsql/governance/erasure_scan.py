@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator
 
 import blake3
 import numpy as np
@@ -140,9 +140,7 @@ class Scanner:
         self._length = np.array([n["length"] for n in self._flat], dtype=np.int64)
         self._tail = np.array([n.get("tail", -1) for n in self._flat], dtype=np.int64)
 
-    def scan_file(self, path: Path, max_hits: int = 100, bound: Optional[int] = None) -> tuple[int, list[dict[str, Any]]]:
-        """(bytes scanned, hits) in the file; `bound`: only its first `bound` bytes (a journal as it was
-        when a rewrite swapped it in, lines appended after left out)."""
+    def scan_file(self, path: Path, max_hits: int = 100) -> tuple[int, list[dict[str, Any]]]:
         hits: list[dict[str, Any]] = []
         try:
             fh = open(path, "rb")
@@ -150,14 +148,12 @@ class Scanner:
             return 0, hits
         with fh:
             size = os.fstat(fh.fileno()).st_size
-            if bound is not None:
-                size = min(size, bound)
             if not self.count or size < MIN_NEEDLE_BYTES:
                 return size, hits
             base = 0
             while base < size and len(hits) < max_hits:
                 fh.seek(base)
-                block = fh.read(min(_SCAN_BLOCK + 7, size - base))
+                block = fh.read(_SCAN_BLOCK + 7)
                 if len(block) < 8:
                     break
                 limit = min(len(block) - 7, _SCAN_BLOCK)  # window starts owned by this block
@@ -166,8 +162,6 @@ class Scanner:
                     end = pos + needle["length"]
                     if end <= len(block):
                         data = block[pos:end]
-                    elif start + needle["length"] > size:
-                        continue
                     else:  # (a needle running past the block: read from the file)
                         fh.seek(start)
                         data = fh.read(needle["length"])
@@ -265,16 +259,14 @@ def _tail_matches(data: bytes, needle: dict[str, Any]) -> bool:
     return tail is None or _mix_int(int.from_bytes(data[-8:], "little")) == tail
 
 
-def scan_directory(data_dir: Path, needles: list[dict[str, Any]],
-                   bounds: Optional[dict[str, int]] = None) -> ScanResult:
-    """Scan every regular file under `data_dir` for the needles (`bounds`: a file's path relative to
-    `data_dir` -> how many of its first bytes to scan)."""
+def scan_directory(data_dir: Path, needles: list[dict[str, Any]]) -> ScanResult:
+    """Scan every regular file under `data_dir` for the needles."""
     scanner = Scanner(needles)
     result = ScanResult(needles=scanner.count)
     for path in sorted(Path(data_dir).rglob("*")):
         if not path.is_file() or path.is_symlink():
             continue
-        size, hits = scanner.scan_file(path, bound=(bounds or {}).get(str(path.relative_to(data_dir))))
+        size, hits = scanner.scan_file(path)
         result.files_scanned += 1
         result.bytes_scanned += size
         for hit in hits:
