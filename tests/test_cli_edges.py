@@ -25,6 +25,7 @@ from cruxsql.documents.sources import chunk_document
 from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
+from mounts import mounted, read_only_mount
 
 CREATES = {"init", "store", "store-batch", "ingest", "hold place"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
@@ -171,19 +172,9 @@ def copy_of(template: dict, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def read_only_store(tmp_path, template) -> Iterator[Path]:
-    """A populated store seen through a read-only bind mount (tests run as root, where permission bits
-    do not stop writes; a read-only mount does)."""
-    source = copy_of(template, tmp_path)
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-o", "bind,ro", str(source), str(mount_point)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip()}")
-    try:
+    """A populated store seen through a read-only bind mount."""
+    with read_only_mount(copy_of(template, tmp_path), tmp_path / "ro") as mount_point:
         yield mount_point
-    finally:
-        if subprocess.run(["umount", str(mount_point)]).returncode:
-            subprocess.run(["umount", "-l", str(mount_point)], check=True)   # busy after a failure: detach
 
 
 READ_ONLY_EXIT_1 = {"hold override-receipt": "Error: no deleted fact is covered by an active legal hold; "
@@ -388,17 +379,8 @@ def test_data_dir_before_the_subcommand_and_subcommand_wins(tmp_path, template):
 @pytest.fixture
 def small_disk(tmp_path) -> Iterator[Path]:
     """A 600 KiB tmpfs, to fill up."""
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "small", "a tmpfs", "-t", "tmpfs", "-o", "size=600k", "tmpfs") as mount_point:
         yield mount_point
-    finally:
-        if subprocess.run(["umount", str(mount_point)]).returncode:
-            subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
 def test_full_disk(small_disk):

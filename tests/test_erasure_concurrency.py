@@ -15,7 +15,8 @@ import cruxsql
 from cruxsql.accounting.tool_errors import record_error
 from cruxsql.governance import compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds
 from cruxsql.facts.journal import Journal
-from tests.cli_process import run_cruxsql
+from cli_process import run_cruxsql
+from mounts import read_only_mount
 
 MARKER = "marker-Vq27-erase-me@example.com"
 
@@ -247,18 +248,10 @@ def test_verify_erasure_reads_a_read_only_directory_an_erasure_ran_in(tmp_path: 
     erased = run_cruxsql(source, "erase", "--tenant", "acme", "--entity-prefix", "user:", "--reason", "dsr")
     assert erased.returncode == 0, erased.stdout + erased.stderr
     assert (source / erasure_lock.ERASURE_LOCK_NAME).exists()
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-o", "bind,ro", str(source), str(mount_point)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip()}")
-    try:
+    with read_only_mount(source, tmp_path / "ro") as mount_point:
         verify = run_cruxsql(mount_point, "verify", "--erasure", "--json")
         assert verify.returncode == 0, verify.stderr
         assert json.loads(verify.stdout)["erasure_running"] is False
         with erasure_lock.held_if_free(source) as free:  # a running erasure is seen through the mount too
             assert free
             assert json.loads(run_cruxsql(mount_point, "verify", "--erasure", "--json").stdout)["erasure_running"]
-    finally:
-        if subprocess.run(["umount", str(mount_point)]).returncode:
-            subprocess.run(["umount", "-l", str(mount_point)], check=True)
