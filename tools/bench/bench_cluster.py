@@ -134,6 +134,7 @@ def bench_catchup(cluster: LoopbackCluster, work: Path, events: int, rounds: int
     """A node joining a stream of `events` stores (the bulk path), then a local rebuild of the journal it
     wrote, `rounds` times in turn: the medians."""
     group = "catchup"
+    shutil.rmtree(work / group, ignore_errors=True)  # a kept --workdir: the last run's nodes are caught up already
     writer = open_nodes(cluster, work, group)[0]
     payloads = _events(events)
     _publish_bulk(writer, group, payloads)
@@ -280,6 +281,7 @@ def main() -> None:
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="cruxsql-bench-cluster-"))
     work.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "nats", ignore_errors=True)  # a kept --workdir: the last run's streams would be read again
     print(f"{'measure':<58} {'cluster R3':>12} {'single node':>12} {'unit':<10} {'ratio':>8}")
     cluster = LoopbackCluster(work / "nats", 3)
     cluster.start()
