@@ -189,8 +189,9 @@ def test_a_value_another_writer_stores_again_mid_erasure_is_reported_where_it_is
 
 def test_a_compaction_right_after_the_delete_does_not_empty_the_report(tmp_path: Path, monkeypatch) -> None:
     """The erased values are read from the view as the erasure's delete left it, fixed before the writer
-    lock is released: a compaction that takes the lock next (and drops the deleted facts from the view)
-    does not leave the erasure without needles, so every copy is still scrubbed and scanned."""
+    lock is released: a compaction that takes the lock next and does not wait for the erasure (a Crux
+    daemon's; cruxsql's own wait) does not leave the erasure without needles, so every copy is still
+    scrubbed and scanned."""
     d = tmp_path / "data"
     _seed(d)
     with cruxsql.open(d) as store:
@@ -198,8 +199,8 @@ def test_a_compaction_right_after_the_delete_does_not_empty_the_report(tmp_path:
     entries = erasure._erased_entries
 
     def compacted_first(store, plan):
-        out = run_cruxsql(d, "compact")
-        assert out.returncode == 0, out.stderr
+        with cruxsql.open(d) as other:
+            assert compaction.compact(other, for_erasure=True).facts_dropped == 1
         return entries(store, plan)
 
     monkeypatch.setattr(erasure, "_erased_entries", compacted_first)
@@ -255,3 +256,48 @@ def test_verify_erasure_reads_a_read_only_directory_an_erasure_ran_in(tmp_path: 
         with erasure_lock.held_if_free(source) as free:  # a running erasure is seen through the mount too
             assert free
             assert json.loads(run_cruxsql(mount_point, "verify", "--erasure", "--json").stdout)["erasure_running"]
+
+
+def test_a_compaction_waits_for_a_running_erasure(tmp_path: Path) -> None:
+    """Between an erasure's delete and its ledger's record of the values, no other compaction may take its
+    deleted facts away: `cruxsql compact` waits for the erasure lock."""
+    d = tmp_path / "data"
+    _seed(d)
+    with erasure_lock.held_if_free(d) as free:
+        assert free
+        refused = run_cruxsql(d, "compact", "--lock-timeout", "1")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("Error: gave up waiting 1s for a running erasure to finish"), refused.stderr
+    assert run_cruxsql(d, "compact").returncode == 0
+
+
+def test_an_erasure_killed_after_its_delete_whose_facts_were_compacted_away_is_reported_not_abandoned(
+        tmp_path: Path, monkeypatch) -> None:
+    """Killed before its ledger recorded the values, after a compaction that takes no erasure lock (a Crux
+    daemon's, say) dropped its deleted facts: the next command stores its report, the facts listed as not
+    verified, and the report is not ok (their other copies could not be looked for)."""
+    d = tmp_path / "data"
+    fid = _seed(d)
+    with cruxsql.open(d) as store:
+        record_error(store.db, "get_facts", None, f"no fact with value {MARKER}", internal=False)
+
+    def compacted_by_another_then_killed(store, plan):
+        with cruxsql.open(d) as other:
+            compaction.compact(other, for_erasure=True)  # (a compaction that does not wait for the erasure)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(erasure, "_erased_entries", compacted_by_another_then_killed)
+    with cruxsql.open(d) as store, pytest.raises(KeyboardInterrupt):
+        erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason="dsr 11")
+    monkeypatch.undo()
+    out = run_cruxsql(d, "store", "other:1", "note", "x", "--tenant", "acme")
+    assert out.returncode == 0, out.stderr
+    assert "ERASURE NOT VERIFIED" in out.stderr, out.stderr
+    states = [e["state"] for e in erasure_ledger.read_ledger(d)]
+    assert "abandoned" not in states and states[-1] == "done"
+    with cruxsql.open(d) as store:
+        (report,) = [r for r in erasure.stored_reports(store.db)]
+    assert not report["ok"] and [e["fact_id"] for e in report["erased_facts"]] == [fid]
+    assert report["erased_facts"][0]["scan"] == erasure.COMPACTED_AWAY
+    assert report["errors"] and "neither scrubbed nor scanned" in report["errors"][0]
+    assert MARKER not in (d / "facts.jsonl").read_text()

@@ -133,7 +133,8 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
 
     Live facts are kept byte-identical, deleted ones become value-free tombstones. Refused while an
     active legal hold covers a deleted fact, unless --override-receipt names every blocked fact and hold,
-    and while the journal has corrupt lines, unless --drop-corrupt.
+    and while the journal has corrupt lines, unless --drop-corrupt. Waits for a running erasure (up to
+    --lock-timeout).
     """
     receipt = load_receipt(override_receipt)
     with open_store(data_dir, "write") as store:

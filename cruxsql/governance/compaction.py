@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate, islice, repeat
@@ -58,7 +58,7 @@ from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from ..recall.timeline import Timeline
-from . import compaction_snapshot, legal_holds, store_lines
+from . import compaction_snapshot, erasure_lock, legal_holds, store_lines
 
 if TYPE_CHECKING:
     from ..facts.store import Store
@@ -173,16 +173,21 @@ def check_override(receipt: legal_holds.LegalHoldReceipt, covered: list[tuple[st
 
 
 def compact(store: Store, *, override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, progress: Progress = None,
-            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False) -> CompactionReport:
+            hash_before: bool = False, view_update: str = "direct", drop_corrupt: bool = False,
+            for_erasure: bool = False) -> CompactionReport:
     """`compact_journal` (or, with a receipt, `compact_journal_after_legal_hold_override_receipt`).
 
     The live facts' lines are built first from a snapshot of the view, without the writer lock
     (compaction_snapshot.py); the lock is held for the rest (the lines appended meanwhile carried over,
     the journal and the view rewritten and swapped), and the WAL checkpoint after it runs once it is
     released, so that writers wait for neither. (An erasure deletes first, then compacts: its
-    deletions are in the snapshot, not in what is carried over under the lock.)"""
+    deletions are in the snapshot, not in what is carried over under the lock.)
+
+    A compaction waits for a running erasure (the erasure lock): between its delete and its ledger's
+    record of the values, an erasure's deleted facts must not be compacted away by someone else.
+    `for_erasure`: the erasure's own compaction (it holds that lock)."""
     started = time.perf_counter()
-    with _snapshot(store, view_update) as prebuilt:
+    with nullcontext() if for_erasure else erasure_lock.held(store), _snapshot(store, view_update) as prebuilt:
         report = _compact_locked(store, override_receipt, progress, hash_before, view_update, drop_corrupt,
                                  prebuilt)
     report.wal_checkpointed = checkpoint_wal(store.db)

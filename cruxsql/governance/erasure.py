@@ -300,6 +300,7 @@ def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[di
 
 
 TOOL_ERROR_SCRUBBED = "[message removed by erasure: it held erased content]"
+COMPACTED_AWAY = "not scanned: compacted away by another process before this erasure recorded it"
 
 
 def scrub_tool_errors(db, needles: list[dict[str, Any]]) -> int:
@@ -390,7 +391,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
             actor: Optional[str], reason: str, request_id: Optional[str] = None,
             override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, documents_tenant: Optional[str] = None,
             vacuum: bool = False, progress=None, requested_at: Optional[int] = None,
-            resume: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+            resume: Optional[dict[str, Any]] = None, gone: tuple[str, ...] = ()) -> dict[str, Any]:
     """Delete the plan's facts, compact, scrub every copy, scan, and store + return the report.
 
     The caller holds the erasure lock (`erasure_lock`). Writers wait only for short phases: the delete
@@ -403,7 +404,8 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     would leave the erasure half done). `plan`: a Plan, or a function that makes one under the writer lock once the view caught up (the
     selection read where no writer can change it). `resume` is the ledger's "erasing" line of an
     interrupted erasure (`complete_interrupted`): its erased facts and needles, which compaction may
-    already have taken out of the journal."""
+    already have taken out of the journal. `gone`: facts an interrupted erasure had deleted that another
+    process compacted away before the erasure recorded them (listed, not verified)."""
     why = (reason or "").strip()
     if not why:
         raise InvalidInput("reason is required for an erasure")
@@ -418,7 +420,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
             return _execute(store, snapshot, kind=kind, selection=selection, plan=plan, who=who, why=why,
                             request_id=request_id, override_receipt=override_receipt,
                             documents_tenant=documents_tenant, vacuum=vacuum, progress=progress,
-                            requested_at=requested_at, resume=resume)
+                            requested_at=requested_at, resume=resume, gone=gone)
     finally:
         store.journal.lock_timeout = timeout
 
@@ -426,7 +428,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
 def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[str, Any],
              plan: Union[Plan, Callable[[], Plan]], who: str, why: str, request_id: str,
              override_receipt: Optional[legal_holds.LegalHoldReceipt], documents_tenant: Optional[str], vacuum: bool,
-             progress, requested_at: int, resume: Optional[dict[str, Any]]) -> dict[str, Any]:
+             progress, requested_at: int, resume: Optional[dict[str, Any]], gone: tuple[str, ...]) -> dict[str, Any]:
     with store.writer_lock():
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
@@ -434,7 +436,7 @@ def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[st
             raise Conflict(f"an erasure report with request id {request_id!r} already exists")
         if callable(plan):
             plan = plan()
-        if resume is None and not plan.to_delete and not plan.already_deleted and not (
+        if resume is None and not gone and not plan.to_delete and not plan.already_deleted and not (
                 documents_tenant is not None and tenant_has_documents(store, documents_tenant)):
             return nothing_to_erase(kind, selection, plan)
         # Refuse before deleting anything when compaction would be refused anyway.
@@ -468,12 +470,14 @@ def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[st
     else:
         erased, needles, fragments = _erased_entries(store, plan)
         snapshot.close()
+        erased += [{"fact_id": fid, "tenant_hash": None, "content_hash": None, "value_bytes": None, "selected": True,
+                    "scan": COMPACTED_AWAY} for fid in gone]
         erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
     # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
     # the report), where the byte scan below still looks for erased values.
     try:
         comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
-                                  progress=progress, hash_before=True, drop_corrupt=True)
+                                  progress=progress, hash_before=True, drop_corrupt=True, for_erasure=True)
     except compaction.LegalHoldBlocked as exc:  # another writer deleted a held fact since the delete above
         raise compaction.LegalHoldBlocked(
             f"{exc}; a fact the hold covers was deleted by another writer while this erasure ran. Its own "
@@ -482,7 +486,8 @@ def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[st
     crash_point("erase-after-compact")
     # From here on the journal no longer holds the values: record failures in the report, never
     # lose the report over them.
-    errors: list[str] = []
+    errors: list[str] = [f"{len(gone)} fact(s) {COMPACTED_AWAY[len('not scanned: '):]}: their hashes and needles "
+                         "were never recorded, so their other copies were neither scrubbed nor scanned"] if gone else []
     documents = None
     sqlite: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
     with store.writer_lock():
@@ -659,17 +664,22 @@ def complete_interrupted(store: Store) -> list[dict[str, Any]]:
                                        for n in needles])
                 done.append(report)
                 continue
-            plan = Plan()
+            plan, gone = Plan(), []
             for fid in entry["fact_ids"]:
                 row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
-                if row is not None:
+                if row is None:
+                    gone.append(fid)
+                else:
                     (plan.already_deleted if row[0] else plan.to_delete).append(fid)
+            # Facts it had selected that are gone from the view, with no "erasing" line: deleted by it, then
+            # compacted away by another process (or a Crux daemon) before it recorded them.
+            resume = entry.get("erasing")
             try:
                 report = execute(store, kind=entry["kind"], selection=entry["selection"], plan=plan,
                                  actor=entry["actor"], reason=entry["reason"], request_id=rid,
                                  documents_tenant=entry.get("documents_tenant"),
-                                 requested_at=timestamps.parse_ns(entry["requested_at"]),
-                                 resume=entry.get("erasing"))
+                                 requested_at=timestamps.parse_ns(entry["requested_at"]), resume=resume,
+                                 gone=tuple(gone) if resume is None else ())
             except compaction.LegalHoldBlocked:
                 # A held fact was deleted since (by another writer): compaction stays refused until an
                 # operator releases the hold or overrides it; the erasure waits, pending, for that.

@@ -1,12 +1,15 @@
-"""The erasure lock: one erasure at a time in a data directory, and no legal hold placed during one.
+"""The erasure lock: one erasure at a time in a data directory, and no legal hold placed or other
+compaction run during one.
 
-An erasure takes the writer lock twice, briefly: once to delete, once to swap in the compacted journal
-and view (`erasure.execute`); between and after those it builds the compaction's snapshot and scans the
-files without it, so writers wait only for the two short phases. This lock (`erasure.lock`, an flock,
-released by the kernel when its holder dies) spans the whole run, so that:
+An erasure takes the writer lock only in short phases (`erasure.execute`): to delete, to swap in the
+compacted journal and view, to scrub the derived copies, to store its report; between them it builds the
+compaction's snapshot and scans the files without it. This lock (`erasure.lock`, an flock, released by
+the kernel when its holder dies) spans the whole run, so that:
 
 * a legal hold cannot be placed between the delete and the compaction, where it could cover a fact the
   erasure has already deleted and make the compaction refuse half-way (`legal_holds.place_hold`);
+* no other compaction drops the erasure's deleted facts before its ledger has recorded their hashes
+  (`compaction.compact` waits for it);
 * two erasures (or retention runs) never interleave their phases or their report chain;
 * the next command's repair tells an erasure running in another process (lock held) from one that was
   killed (ledger entry begun, lock free), and completes only the latter (`erasure.complete_interrupted`).

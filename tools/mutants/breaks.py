@@ -161,6 +161,18 @@ BREAKS: tuple[Break, ...] = (
           "            store.db.execute(\"SELECT count(*) FROM facts WHERE deleted = 1\").fetchall()\n",
           "            pass  # planted\n",
           ("tests/test_erasure_concurrency.py::test_a_compaction_right_after_the_delete_does_not_empty_the_report",)),
+    Break("compaction-ignores-a-running-erasure", "a plain compaction does not wait for a running erasure",
+          "cruxsql/governance/compaction.py",
+          "    with nullcontext() if for_erasure else erasure_lock.held(store), _snapshot(store, view_update) as prebuilt:\n",
+          "    with nullcontext(), _snapshot(store, view_update) as prebuilt:  # planted\n",
+          ("tests/test_erasure_concurrency.py::test_a_compaction_waits_for_a_running_erasure",)),
+    Break("interrupted-erasure-abandoned-after-a-compaction", "an interrupted erasure whose deleted facts were "
+          "compacted away before its ledger recorded them is abandoned, with no report",
+          "cruxsql/governance/erasure.py",
+          "                                 gone=tuple(gone) if resume is None else ())\n",
+          "                                 gone=())  # planted\n",
+          ("tests/test_erasure_concurrency.py::"
+           "test_an_erasure_killed_after_its_delete_whose_facts_were_compacted_away_is_reported_not_abandoned",)),
     Break("erasure-gives-up-after-its-delete", "an erasure keeps the store's lock timeout after its delete",
           "cruxsql/governance/erasure.py",
           "        store.journal.lock_timeout = None\n",
