@@ -13,7 +13,8 @@ import pytest
 
 import cruxsql
 from cruxsql.accounting.tool_errors import record_error
-from cruxsql.governance import compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds
+from cruxsql.governance import (compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds,
+                                retention)
 from cruxsql.facts.journal import Journal
 from cli_process import run_cruxsql
 from mounts import read_only_mount
@@ -113,6 +114,11 @@ def test_no_hold_is_placed_while_an_erasure_runs(tmp_path: Path) -> None:
         assert refused.stderr.startswith("Error: gave up waiting 1s for a running erasure to finish"), refused.stderr
         with cruxsql.open(d) as store:
             assert legal_holds.list_holds(store) == []
+        with cruxsql.Store(d, lock_timeout=1) as store:  # bad input is said at once, not after the wait
+            with pytest.raises(cruxsql.InvalidInput, match="reason is required for an erasure"):
+                erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason=" ")
+            with pytest.raises(cruxsql.InvalidInput, match="reason is required for an erasure"):
+                retention.apply(store, "0s", reason=" ", tenant="acme")
     placed = run_cruxsql(d, "hold", "place", "--tenant", "acme", "--reason", "litigation")
     assert placed.returncode == 0, placed.stderr
     with cruxsql.open(d) as store:

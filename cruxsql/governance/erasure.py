@@ -387,6 +387,19 @@ def nothing_to_erase(kind: str, selection: dict[str, Any], plan: Plan) -> dict[s
     }
 
 
+def checked_request(reason: Optional[str], actor: Optional[str], request_id: Optional[str]) -> tuple[str, str, str]:
+    """(reason, actor, request id) of an erasure, checked (InvalidInput) and defaulted: said before the
+    erasure waits for anything."""
+    why = (reason or "").strip()
+    if not why:
+        raise InvalidInput("reason is required for an erasure")
+    who = (actor or "").strip() or legal_holds.DEFAULT_ACTOR
+    rid = (request_id or "").strip() or "er_" + uuid.uuid4().hex
+    if any(ch in rid for ch in "\n\r") or len(rid) > 200:
+        raise InvalidInput(f"invalid request id {rid!r}")
+    return why, who, rid
+
+
 def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[Plan, Callable[[], Plan]],
             actor: Optional[str], reason: str, request_id: Optional[str] = None,
             override_receipt: Optional[legal_holds.LegalHoldReceipt] = None, documents_tenant: Optional[str] = None,
@@ -406,13 +419,7 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     interrupted erasure (`complete_interrupted`): its erased facts and needles, which compaction may
     already have taken out of the journal. `gone`: facts an interrupted erasure had deleted that another
     process compacted away before the erasure recorded them (listed, not verified)."""
-    why = (reason or "").strip()
-    if not why:
-        raise InvalidInput("reason is required for an erasure")
-    who = (actor or "").strip() or legal_holds.DEFAULT_ACTOR
-    request_id = (request_id or "").strip() or "er_" + uuid.uuid4().hex
-    if any(ch in request_id for ch in "\n\r") or len(request_id) > 200:
-        raise InvalidInput(f"invalid request id {request_id!r}")
+    why, who, request_id = checked_request(reason, actor, request_id)
     requested_at = requested_at or timestamps.now_ns()
     timeout = store.journal.lock_timeout
     try:
@@ -626,6 +633,7 @@ def erase(store: Store, selection: Selection, *, actor: Optional[str] = None, re
     """Erase what `selection` matches (minus held facts) from every copy; returns the erasure report."""
     if documents and selection.tenant is None:
         raise InvalidInput("--documents needs --tenant (documents are erased per tenant)")
+    checked_request(reason, actor, request_id)
     requested_at = timestamps.now_ns()
     with erasure_lock.held(store):
         return execute(store, kind="erasure", selection=selection.to_report(),
