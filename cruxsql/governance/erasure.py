@@ -300,7 +300,8 @@ def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[di
 
 
 TOOL_ERROR_SCRUBBED = "[message removed by erasure: it held erased content]"
-COMPACTED_AWAY = "not scanned: compacted away by another process before this erasure recorded it"
+_COMPACTED_AWAY_WHY = "compacted away by another process before this erasure recorded it"
+COMPACTED_AWAY = "not scanned: " + _COMPACTED_AWAY_WHY
 
 
 def scrub_tool_errors(db, needles: list[dict[str, Any]]) -> int:
@@ -414,11 +415,12 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     exports, tool errors); and the report. The WAL checkpoint and the byte scan run without the lock;
     a scan that finds anything is made again under the lock, after a VACUUM when the view's file holds
     it. From the delete on, the writer lock is waited for without the store's timeout (a timeout then
-    would leave the erasure half done). `plan`: a Plan, or a function that makes one under the writer lock once the view caught up (the
-    selection read where no writer can change it). `resume` is the ledger's "erasing" line of an
-    interrupted erasure (`complete_interrupted`): its erased facts and needles, which compaction may
-    already have taken out of the journal. `gone`: facts an interrupted erasure had deleted that another
-    process compacted away before the erasure recorded them (listed, not verified)."""
+    would leave the erasure half done). `plan`: a Plan, or a function that makes one under the writer
+    lock once the view caught up (the selection read where no writer can change it). `resume` is the
+    ledger's "erasing" line of an interrupted erasure (`complete_interrupted`): its erased facts and
+    needles, which compaction may already have taken out of the journal. `gone`: facts an interrupted
+    erasure had deleted that another process compacted away before the erasure recorded them (listed,
+    not verified)."""
     why, who, request_id = checked_request(reason, actor, request_id)
     requested_at = requested_at or timestamps.now_ns()
     timeout = store.journal.lock_timeout
@@ -493,8 +495,8 @@ def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[st
     crash_point("erase-after-compact")
     # From here on the journal no longer holds the values: record failures in the report, never
     # lose the report over them.
-    errors: list[str] = [f"{len(gone)} fact(s) {COMPACTED_AWAY[len('not scanned: '):]}: their hashes and needles "
-                         "were never recorded, so their other copies were neither scrubbed nor scanned"] if gone else []
+    errors: list[str] = [f"{len(gone)} fact(s) {_COMPACTED_AWAY_WHY}: their hashes and needles were never "
+                         "recorded, so their other copies were neither scrubbed nor scanned"] if gone else []
     documents = None
     sqlite: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
     with store.writer_lock():
