@@ -209,7 +209,9 @@ def _snapshot(store: Store, view_update: str) -> Iterator[Optional[compaction_sn
 def _compact_locked(store: Store, override_receipt: Optional[legal_holds.LegalHoldReceipt], progress: Progress,
                     hash_before: bool, view_update: str, drop_corrupt: bool,
                     prebuilt: Optional[compaction_snapshot.PrebuiltLines]) -> CompactionReport:
-    with store.writer_lock():
+    # (its view commit makes no inline WAL checkpoint: `compact` checkpoints once the lock is released)
+    paused = store.checkpointer.inline_paused() if store.checkpointer is not None else nullcontext()
+    with store.writer_lock(), paused:
         locked = time.perf_counter()
         if store.journal.poisoned:
             raise JournalPoisoned("fact journal durable mutation plane is poisoned; restart required before compaction")
