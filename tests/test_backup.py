@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from cruxsql.facts import checkpoint
+from cruxsql.facts import checkpoint, timestamps
 from cruxsql.facts.store import Store
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
@@ -172,3 +172,39 @@ def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
     assert result.returncode == 1 and result.stdout.splitlines()[-1] == "ERASURE NOT VERIFIED"
     assert f"backup {(tmp_path / 'bk').resolve()} is outside erasure's reach and holds erased content" in result.stdout
     assert b"someone-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
+
+
+def test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore(tmp_path, monkeypatch):
+    # The backup holds the journal as it was when the copy began (an open descriptor): an erasure that
+    # completes while the bytes are copied leaves its values in the backup, so the backup's time must be
+    # its snapshot's, earlier than that erasure, for restore to apply the erasure again.
+    src = tmp_path / "src"
+    with Store(src) as store:
+        store.store("user:42", "email", "during-copy-unique@example.com", tenant="acme")
+        store.store("svc", "owner", "alice", tenant="acme")
+        add = backups._Sink.add
+        erased: list[dict] = []
+
+        def add_after_an_erasure(self, *args, **kwargs):
+            if not erased:
+                with Store(src) as other:  # another operator's erasure, once the snapshot is taken
+                    erased.append(erasure.erase(other, erasure.Selection(tenant="acme", entity_prefixes=("user:42",)),
+                                                reason="dsr during backup"))
+            return add(self, *args, **kwargs)
+
+        monkeypatch.setattr(backups._Sink, "add", add_after_an_erasure)
+        report = backups.backup(store, tmp_path / "bk")
+    assert erased and erased[0]["counts"]["facts_erased"] == 1
+    assert timestamps.parse_ns(report.created_at) < timestamps.parse_ns(erased[0]["executed_at"])
+    assert b"during-copy-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
+    result = backups.restore(tmp_path / "bk", src, force=True)  # over the store, whose ledger has the erasure
+    assert result["erasures_after_backup"] == [erased[0]["request_id"]]
+    # (not ok: the backup itself holds the values, and the re-applied erasure's report says so)
+    assert [r["outside_reach"] for r in result["erasures_reapplied"]] == [
+        [{"kind": "backup", "path": str((tmp_path / "bk").resolve()), "state": "holds erased content"}]]
+    for path in src.rglob("*"):
+        if path.is_file():
+            assert b"during-copy-unique@example.com" not in path.read_bytes(), path
+    with Store(src) as restored:
+        assert [f.value for f in restored.history("svc", "owner", tenant="acme")] == ["alice"]
+        assert restored.history("user:42", "email", tenant="acme") == []

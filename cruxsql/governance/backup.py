@@ -213,6 +213,11 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
     try:
         with store.writer_lock():
             store.refresh()
+            # The backup's time is its snapshot's, not the end of its copy: an erasure that finishes while
+            # the bytes are copied may have left its values in what this backup holds (the journal as
+            # opened here), so restore must apply it again (its `executed_at` is later than this), and
+            # its report must name this backup as holding them.
+            created = timestamps.format_event_time(timestamps.now_ns())
             cp = checkpoint.read_checkpoint(store.db)
             offset = cp.byte_offset if cp else 0
             lines = cp.line_count if cp else 0
@@ -243,7 +248,6 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
         with open(view_copy, "rb") as fh:
             sink.add(view_file.DB_NAME, fh, view_copy.stat().st_size, progress, grand_total)
         view_copy.unlink()
-        created = timestamps.format_event_time(timestamps.now_ns())
         manifest = {"format": BACKUP_FORMAT, "cruxsql_version": _version(), "created_at": created,
                     "journal_offset": offset, "journal_lines": lines, "files": sink.entries}
         sink.finish(manifest)
