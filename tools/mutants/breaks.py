@@ -179,6 +179,23 @@ BREAKS: tuple[Break, ...] = (
           "        pass  # planted\n",
           ("tests/test_erasure_concurrency.py::"
            "test_after_its_delete_the_erasure_waits_for_the_writer_lock_past_the_timeout",)),
+    Break("recall-rereads-through-the-candidates", "query_facts re-reads its chosen matches through the whole "
+          "trigram candidate list again",
+          "cruxsql/recall/queries.py",
+          "    return [clause for clause in where if clause != _CANDIDATES] + [f\"f.seq IN carray(:{seqs_param})\"]\n",
+          "    return where + [f\"f.seq IN carray(:{seqs_param})\"]  # planted\n",
+          ("tests/test_recall_plan.py::test_the_chosen_matches_are_read_again_by_their_own_seqs",)),
+    Break("compaction-checkpoints-under-the-lock", "a compaction's view commit runs an inline WAL checkpoint "
+          "under the writer lock",
+          "cruxsql/facts/checkpointer.py",
+          "        if before >= self._pages * INLINE_FACTOR and not self._inline_paused:\n",
+          "        if before >= self._pages * INLINE_FACTOR:  # planted\n",
+          ("tests/test_write_path.py::test_a_compaction_checkpoints_the_wal_only_after_releasing_the_writer_lock",)),
+    Break("backup-time-after-its-copy", "a backup's time is taken when its copy ends, not at its snapshot",
+          "cruxsql/governance/backup.py",
+          "            created = timestamps.format_event_time(timestamps.now_ns())\n",
+          "            created = timestamps.format_event_time(timestamps.now_ns() + 60_000_000_000)  # planted\n",
+          ("tests/test_backup.py::test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore",)),
 )
 
 
