@@ -335,5 +335,5 @@ def test_a_compaction_checkpoints_the_wal_only_after_releasing_the_writer_lock(t
     report = compaction.compact(store)
     assert report.facts_dropped == 50 and report.wal_checkpointed
     assert True not in inline_under_lock  # (those of the snapshot phase, if any, are outside the lock)
-    assert not checkpointer._inline_paused
+    assert checkpointer._inline_paused == 0
     store.close()

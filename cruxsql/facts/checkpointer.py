@@ -65,7 +65,7 @@ class WalCheckpointer:
         self.wakeups = 0
         self.wal_restarts = 0
         self._own_wal_pages = 0  # the WAL's length after the thread's own last commit
-        self._inline_paused = False  # `inline_paused`
+        self._inline_paused = 0  # `inline_paused` blocks open (they nest)
         db.set_wal_hook(self._committed)  # replaces (so turns off) SQLite's auto-checkpoint on `db`
 
     def _committed(self, db: apsw.Connection, name: str, pages: int) -> int:
@@ -93,11 +93,11 @@ class WalCheckpointer:
         """No inline checkpoint in the commits made inside: a caller that holds the writer lock and
         checkpoints itself once it has released it (a compaction, whose snapshot phase leaves the WAL
         long: at 1M facts, the inline checkpoint in its view commit kept writers waiting 1.1 s more)."""
-        self._inline_paused = True
+        self._inline_paused += 1
         try:
             yield
         finally:
-            self._inline_paused = False
+            self._inline_paused -= 1
 
     def _wake_thread(self) -> None:
         if self._closing:

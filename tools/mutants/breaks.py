@@ -182,9 +182,15 @@ BREAKS: tuple[Break, ...] = (
     Break("recall-rereads-through-the-candidates", "query_facts re-reads its chosen matches through the whole "
           "trigram candidate list again",
           "cruxsql/recall/queries.py",
-          "    return [clause for clause in where if clause != _CANDIDATES] + [f\"f.seq IN carray(:{seqs_param})\"]\n",
-          "    return where + [f\"f.seq IN carray(:{seqs_param})\"]  # planted\n",
+          "    return [clause for clause in where if clause not in (_CANDIDATES, _TENANT_IN_INDEX)] + [\n",
+          "    return where + [  # planted\n",
           ("tests/test_recall_plan.py::test_the_chosen_matches_are_read_again_by_their_own_seqs",)),
+    Break("recall-tenant-drives-an-entity-query", "beside an entity filter, query_facts lets the tenant choose "
+          "the index again",
+          "cruxsql/recall/queries.py",
+          "        if \"ent\" not in plan.params and \"ep\" not in plan.params:\n",
+          "        if True:  # planted\n",
+          ("tests/test_recall_plan.py::test_an_entity_filter_keeps_driving_the_plan",)),
     Break("compaction-checkpoints-under-the-lock", "a compaction's view commit runs an inline WAL checkpoint "
           "under the writer lock",
           "cruxsql/facts/checkpointer.py",
