@@ -2,24 +2,25 @@
 
 The f32 model of `minilm.py` (cruxsql's own forward pass over the pinned weights, mean pooling and L2
 included) is exported once with `torch.onnx.export`, each layer's self-attention as one onnxruntime
-MultiHeadAttention node, and quantised: every projection's weights to 8 bits in blocks of 128 with a scale
-each, multiplied in int8 against activations quantised per block at each call (`weights_to_8_bit_blocks`),
-and the word-embedding table to 8 bits by onnxruntime's dynamic quantisation. The file is cached in the data
-directory, `models/minilm-int8-<key>.onnx`, where the key covers the pinned weights and the export recipe;
+MultiHeadAttention node, and quantised by the recipe chosen for this CPU (`int8_recipes`: 8-bit weight
+blocks where the CPU has VNNI, onnxruntime's dynamic quantisation of every product on AVX2 without it).
+The file is cached in the data directory, `models/minilm-int8-<key>.onnx`, where the key covers the
+pinned weights and the export recipe;
 its BLAKE3 is written beside it (`….onnx.blake3`) and checked at every load on the very bytes onnxruntime
 then reads, so a changed or torn file is exported again, never used. Both are written temp + fsync +
 rename. Exporting needs torch and onnx; a cached file needs only onnxruntime + tokenizers.
 
 Only queries (`embed_one`, `embed_queries`) run on int8: `embed_batch` (documents, facts) stays the f32
 torch pass, so stored vectors are those of `minilm` and the semantic profile is the same. An int8 query
-vector is 384-dim and unit length, and its cosine with the f32 one is ≥ 0.995 (tests/test_minilm_int8.py).
+vector is 384-dim and unit length, and its cosine with the f32 one is ≥ 0.995 with the `blocks` recipe,
+≥ 0.98 with `dynamic` (tests/test_minilm_int8.py). Where the chosen recipe's file is missing and cannot be
+exported (no torch or onnx), a cached file of the other recipe is used, with a note.
 """
 
 from __future__ import annotations
 
 import fcntl
 import importlib.util
-import logging
 import sys
 import tempfile
 import warnings
@@ -31,18 +32,14 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..facts.files import write_file_durably
+from . import int8_recipes
 from .minilm import (DIMENSIONS, HEADS, PINNED_SHA256, PROFILE, MiniLmEmbedder, load_tokenizer, model_dir,
                      multi_head_attention, token_batches)
 from .profile import SemanticProfile
 
 NAME = "minilm-int8"
 EXTRA_HINT = "install it with: pip install 'cruxsql[semantic-int8]'"
-# Everything that shapes the file; changing it changes the cache key, so an old file is simply not found.
-RECIPE = ("torch.onnx.export(MiniLmEmbedder._encode), opset 17, attention as MultiHeadAttention; every "
-          "projection MatMulNBits bits=8 block 128 symmetric accuracy_level 4; embeddings quantize_dynamic QInt8 "
-          "per-channel; v4")
 OPSET = 17
-BLOCK = 128       # rows per quantisation block: 64 is ~5% slower, 256 no faster and less precise (cos 0.9982)
 MODELS_DIR = "models"
 RUNTIME_PACKAGES = ("onnxruntime", "tokenizers")
 
@@ -52,14 +49,14 @@ def note(line: str) -> None:
     print(f"note: {line}", file=sys.stderr, flush=True)
 
 
-def cache_key() -> str:
-    material = f"{PINNED_SHA256['model.safetensors']}\n{RECIPE}"
+def cache_key(recipe: str) -> str:
+    material = f"{PINNED_SHA256['model.safetensors']}\n{int8_recipes.RECIPES[recipe]}"
     return blake3.blake3(material.encode("utf-8")).hexdigest()[:16]
 
 
-def model_path(data_dir: Path) -> Path:
-    """Where the int8 model of this weights + recipe lives in `data_dir`."""
-    return Path(data_dir) / MODELS_DIR / f"minilm-int8-{cache_key()}.onnx"
+def model_path(data_dir: Path, recipe: str) -> Path:
+    """Where the int8 model of these weights and `recipe` lives in `data_dir`."""
+    return Path(data_dir) / MODELS_DIR / f"minilm-int8-{cache_key(recipe)}.onnx"
 
 
 def checksum_path(path: Path) -> Path:
@@ -81,12 +78,18 @@ def verified_model(path: Path) -> Optional[bytes]:
     return data if blake3.blake3(data).hexdigest() == recorded else None
 
 
-def cached_model(data_dir: Path, export: Optional[Callable[[], bytes]] = None) -> bytes:
-    """The verified int8 model of `data_dir`, exported first when it is missing or fails its checksum.
+def can_export() -> bool:
+    """Whether this installation can export a model (torch and onnx, beside the runtime)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "onnx"))
+
+
+def cached_model(data_dir: Path, recipe: str, export: Optional[Callable[[], bytes]] = None) -> bytes:
+    """The verified int8 model of `recipe` in `data_dir`, exported first when it is missing or fails its
+    checksum.
 
     Exports are serialised by a lock file in the models directory, so concurrent first uses export once.
     """
-    path = model_path(data_dir)
+    path = model_path(data_dir, recipe)
     data = verified_model(path)
     if data is not None:
         return data
@@ -99,7 +102,7 @@ def cached_model(data_dir: Path, export: Optional[Callable[[], bytes]] = None) -
                 if path.exists():
                     note(f"{path} does not match its recorded BLAKE3 checksum; exporting it again")
                 note(f"exporting all-MiniLM-L6-v2 to int8 ONNX into {path} (once per data directory)")
-                data = (export or export_int8)()
+                data = export() if export is not None else export_int8(recipe=recipe)
                 write_file_durably(path, data)
                 write_file_durably(checksum_path(path), (blake3.blake3(data).hexdigest() + "\n").encode("ascii"))
     except OSError as exc:
@@ -108,27 +111,20 @@ def cached_model(data_dir: Path, export: Optional[Callable[[], bytes]] = None) -
     return data
 
 
-def export_int8(f32: Optional[MiniLmEmbedder] = None) -> bytes:
-    """The bytes of the int8 ONNX model: cruxsql's f32 forward pass traced by torch, then quantised."""
+def export_int8(f32: Optional[MiniLmEmbedder] = None, recipe: str = int8_recipes.BLOCKS) -> bytes:
+    """The bytes of the int8 ONNX model: cruxsql's f32 forward pass traced by torch, then quantised by
+    `recipe` (`int8_recipes.quantise`)."""
     try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
+        import onnx  # noqa: F401  (the export and the quantisation need it)
+        import onnxruntime.quantization  # noqa: F401
     except ImportError as exc:
         raise InvalidInput(f"exporting the int8 MiniLM model needs the Python package {exc.name!r}; "
                            f"install it with: pip install 'cruxsql[semantic,semantic-int8]'") from None
     model = f32 or MiniLmEmbedder.load()
     with tempfile.TemporaryDirectory(prefix="cruxsql-minilm-int8-") as tmp:
-        f32_path, staged_path, int8_path = (Path(tmp) / name for name in ("f32.onnx", "staged.onnx", "int8.onnx"))
+        f32_path, int8_path = Path(tmp) / "f32.onnx", Path(tmp) / "int8.onnx"
         export_f32(model, f32_path)
-        graph_model = onnx.load(str(f32_path))
-        weights_to_8_bit_blocks(graph_model)
-        onnx.save(graph_model, str(staged_path))
-        logging.disable(logging.WARNING)        # quantize_dynamic's advice to pre-process, on the root logger
-        try:   # what is left for it: the word-embedding table (Gather), 8 bits with one scale, as in v3
-            quantize_dynamic(str(staged_path), str(int8_path), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=["Gather"])
-        finally:
-            logging.disable(logging.NOTSET)
+        int8_recipes.quantise(f32_path, int8_path, recipe)
         return int8_path.read_bytes()
 
 
@@ -184,60 +180,15 @@ def export_f32(model: MiniLmEmbedder, path: Path) -> None:
                                         "attention_mask": {0: "batch", 1: "tokens"}, "embedding": {0: "batch"}})
 
 
-def weights_to_8_bit_blocks(graph_model: Any) -> int:
-    """Every MatMul by a constant 2-D weight becomes com.microsoft MatMulNBits, bits=8, in place; returns
-    how many.
-
-    Each column of the weight (K × N) is cut into blocks of BLOCK rows, each block stored as int8 (+128) with
-    its own f32 scale, max |w| / 127. With accuracy_level 4 onnxruntime quantises the activations to int8
-    per block of BLOCK values too, at each call, and multiplies in int8: outliers in one channel of a
-    LayerNorm's output spoil one block, not the whole tensor as with quantize_dynamic's one scale per
-    activation, which is why the feed-forward products, f32 in recipe v3, can be int8 here (mean cosine
-    with f32 on 300 SciFact queries 0.99897, against v3's 0.99875 and 0.9938 with every product per-tensor;
-    SciFact nDCG@10 loses at most 0.0011, v3 0.0023).
-    """
-    from onnx import helper, numpy_helper
-
-    graph = graph_model.graph
-    weights = {init.name: init for init in graph.initializer if len(init.dims) == 2}
-    replaced: set[str] = set()
-    nodes = []
-    for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in weights:
-            nodes.append(node)
-            continue
-        name = node.input[1]
-        w = numpy_helper.to_array(weights[name]).astype(np.float32)
-        k, n = w.shape
-        if k % BLOCK:
-            raise ValueError(f"{name}: {k} rows are not a whole number of {BLOCK}-row blocks")
-        blocks = w.T.reshape(n, k // BLOCK, BLOCK)
-        scales = np.abs(blocks).max(axis=2) / 127.0
-        scales[scales == 0] = 1.0               # an all-zero block: any scale gives zeros
-        quantised = (np.clip(np.rint(blocks / scales[:, :, None]), -127, 127) + 128).astype(np.uint8)
-        graph.initializer.extend([numpy_helper.from_array(quantised, name + ".int8"),
-                                  numpy_helper.from_array(scales.astype(np.float32).reshape(-1), name + ".scales")])
-        nodes.append(helper.make_node("MatMulNBits", [node.input[0], name + ".int8", name + ".scales"],
-                                      list(node.output), name=node.name + ".int8", domain="com.microsoft",
-                                      K=k, N=n, bits=8, block_size=BLOCK, accuracy_level=4))
-        replaced.add(name)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    kept = [init for init in graph.initializer if init.name not in replaced]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    if not any(opset.domain == "com.microsoft" for opset in graph_model.opset_import):
-        graph_model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    return len(replaced)
-
-
 class MiniLmInt8Embedder:
     """Query vectors from the int8 model on one onnxruntime thread; document vectors from the f32 model."""
 
-    def __init__(self, session: Any, tokenizer: Any, f32: Optional[MiniLmEmbedder] = None) -> None:
+    def __init__(self, session: Any, tokenizer: Any, f32: Optional[MiniLmEmbedder] = None,
+                 recipe: str = int8_recipes.BLOCKS) -> None:
         self._session = session
         self._tokenizer = tokenizer
         self._f32 = f32
+        self.recipe = recipe
 
     @classmethod
     def load(cls, data_dir: Path) -> "MiniLmInt8Embedder":
@@ -250,12 +201,19 @@ class MiniLmInt8Embedder:
         import onnxruntime
 
         f32: list[MiniLmEmbedder] = []
+        recipe = int8_recipes.chosen()
+        stand_in = int8_recipes.other(recipe)
+        if (verified_model(model_path(data_dir, recipe)) is None and stand_in is not None and not can_export()
+                and verified_model(model_path(data_dir, stand_in)) is not None):
+            note(f"the {recipe!r} int8 model for this CPU cannot be exported here (it needs torch and onnx); "
+                 f"using the cached {stand_in!r} one")
+            recipe = stand_in
 
         def export() -> bytes:
             f32.append(MiniLmEmbedder.load())
-            return export_int8(f32[0])
+            return export_int8(f32[0], recipe)
 
-        data = cached_model(data_dir, export)
+        data = cached_model(data_dir, recipe, export)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1     # see MiniLmEmbedder.embed_one: one thread is faster on busy cores
         options.inter_op_num_threads = 1
@@ -263,12 +221,17 @@ class MiniLmInt8Embedder:
         try:
             session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for unreadable models
-            raise InvalidInput(f"onnxruntime cannot load {model_path(data_dir)}: {str(exc).splitlines()[0]}; "
-                               f"delete it and its .blake3 file to export it again") from None
-        return cls(session, load_tokenizer(), f32[0] if f32 else None)
+            raise InvalidInput(f"onnxruntime cannot load {model_path(data_dir, recipe)}: "
+                               f"{str(exc).splitlines()[0]}; delete it and its .blake3 file to export it again") from None
+        return cls(session, load_tokenizer(), f32[0] if f32 else None, recipe)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """int8 vectors of `texts` (unit length, 384 dims), batched as the f32 model batches."""
+        """int8 vectors of `texts` (unit length, 384 dims), batched as the f32 model batches; one at a time
+        with the `dynamic` recipe, whose activation scale per call would otherwise depend on the padding
+        and on the other texts of the batch."""
+        if self.recipe == int8_recipes.DYNAMIC:
+            return np.stack([self.embed_one(text) for text in texts]) if len(texts) else np.zeros(
+                (0, DIMENSIONS), dtype=np.float32)
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for rows, ids, mask in token_batches(self._tokenizer, texts):
             out[rows] = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
