@@ -304,15 +304,47 @@ def test_a_pinned_recipe_wins_and_a_wrong_name_is_one_error(monkeypatch):
 
 
 @needs_int8
-def test_without_torch_a_cached_model_of_the_other_recipe_stands_in(exported, tmp_path, monkeypatch, capsys):
-    # a data directory moved to a machine of the other CPU kind, where only onnxruntime is installed
+@pytest.mark.parametrize("why", ["torch or onnx is not installed", "cannot be written"])
+def test_a_cached_model_of_the_other_recipe_stands_in_where_none_can_be_made(exported, tmp_path, monkeypatch,
+                                                                             capsys, why):
+    # a data directory moved to a machine of the other CPU kind, where the model for it cannot be exported
     recipe = exported[2]
     wanted = int8_recipes.other(recipe)
     copy_model(exported[0], tmp_path, recipe)
-    monkeypatch.setenv(int8_recipes.ENV, wanted)
-    monkeypatch.setattr(minilm_int8, "can_export", lambda: False)
+    monkeypatch.delenv(int8_recipes.ENV, raising=False)
+    monkeypatch.setattr(int8_recipes, "chosen", lambda: wanted)
+    if why.startswith("torch"):
+        monkeypatch.setattr(minilm_int8, "can_export", lambda: False)
+    else:
+        monkeypatch.setattr(minilm_int8.os, "access", lambda path, mode: False)   # as on a read-only mount
     embedder = minilm_int8.MiniLmInt8Embedder.load(tmp_path)
     assert embedder.recipe == recipe and len(embedder.embed_one("hello world")) == 384
-    assert capsys.readouterr().err == (f"note: the {wanted!r} int8 model for this CPU cannot be exported here (it "
-                                       f"needs torch and onnx); using the cached {recipe!r} one\n")
+    reason = why if why.startswith("torch") else f"{tmp_path / 'models'} cannot be written"
+    assert capsys.readouterr().err == (f"note: the {wanted!r} int8 model is not cached in {tmp_path} and cannot be "
+                                       f"made here ({reason}); using the cached {recipe!r} one\n")
     assert not model_path(tmp_path, wanted).exists()
+
+
+@needs_int8
+def test_the_model_for_this_cpu_is_exported_where_it_can_be_and_a_pin_is_kept(exported, tmp_path, monkeypatch,
+                                                                             capsys):
+    recipe = exported[2]
+    wanted = int8_recipes.other(recipe)
+    cached = copy_model(exported[0], tmp_path, recipe).read_bytes()
+    exports: list[str] = []
+
+    def export_int8(f32=None, recipe=None):
+        exports.append(recipe)
+        return cached                 # (any valid model: what is checked is that an export is made)
+
+    monkeypatch.setattr(minilm_int8.MiniLmEmbedder, "load", classmethod(lambda cls: None))
+    monkeypatch.setattr(minilm_int8, "export_int8", export_int8)
+    monkeypatch.delenv(int8_recipes.ENV, raising=False)
+    monkeypatch.setattr(int8_recipes, "chosen", lambda: wanted)
+    embedder = minilm_int8.MiniLmInt8Embedder.load(tmp_path)   # torch and a writable directory: exported
+    assert embedder.recipe == wanted and exports == [wanted] and model_path(tmp_path, wanted).exists()
+    assert "using the cached" not in capsys.readouterr().err
+    model_path(tmp_path, wanted).unlink()
+    monkeypatch.setattr(minilm_int8, "can_export", lambda: False)
+    monkeypatch.setenv(int8_recipes.ENV, wanted)                  # pinned: never another recipe's file
+    assert minilm_int8.MiniLmInt8Embedder.load(tmp_path).recipe == wanted and exports == [wanted, wanted]

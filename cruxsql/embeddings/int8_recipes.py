@@ -6,16 +6,17 @@ model"):
 - `blocks` (recipe v4): every projection's weights in 8-bit blocks of 128 with a scale each
   (`MatMulNBits`, `weights_to_8_bit_blocks`), multiplied in int8 against activations quantised per block
   at each call; the word-embedding table by `quantize_dynamic`. Fast where onnxruntime has 8-bit
-  dot-product instructions (VNNI: 5.2 ms a query), slow without them (9.1 ms on an AVX2-only EPYC, where
-  `MatMulNBits` is most of the time).
+  dot-product instructions (VNNI: 5.2 ms a query), slow without them (8.7-9.1 ms on an AVX2-only EPYC,
+  where `MatMulNBits` is most of the time).
 - `dynamic` (recipe v5): every product and the word-embedding table by onnxruntime's `quantize_dynamic`
   (int8 weights per output channel, activations as uint8 with one scale per call): onnxruntime's u8·s8
   kernels, which AVX2 has (4.5 ms a query on that EPYC). Its vectors are a little further from f32's
-  (cosine 0.992 mean, 0.987 least, against v4's 0.999 / 0.998), within the SciFact quality bound
-  (≤ 0.005 nDCG@10 lost on every row).
+  (cosine 0.992 mean, 0.985 least over 300 SciFact queries, against v4's 0.999 / 0.998), within the SciFact
+  quality bound (≤ 0.005 nDCG@10 lost on every row).
 
-`chosen()` picks `blocks` on x86 CPUs with VNNI and on anything that is not x86-64 with AVX2 (where only
-`blocks` was measured), `dynamic` on AVX2 without VNNI; `CRUXSQL_MINILM_INT8_RECIPE` pins one.
+`chosen()` picks `dynamic` where /proc/cpuinfo lists AVX2 and no VNNI (`avx512_vnni`, `avx_vnni`,
+`amx_int8`), `blocks` everywhere else: with VNNI, and where only `blocks` was measured (other CPUs, or no
+/proc/cpuinfo, as on macOS). `CRUXSQL_MINILM_INT8_RECIPE` pins one (empty: unset).
 """
 
 from __future__ import annotations
@@ -55,13 +56,19 @@ def recipe_for(cpuinfo: str) -> str:
     return BLOCKS
 
 
+def pinned() -> Optional[str]:
+    """The recipe `CRUXSQL_MINILM_INT8_RECIPE` names (unset or empty: None); InvalidInput for another name."""
+    name = os.environ.get(ENV) or None
+    if name is not None and name not in RECIPES:
+        raise InvalidInput(f"{ENV}={name!r} is not a recipe; use one of: {', '.join(RECIPES)}")
+    return name
+
+
 def chosen() -> str:
     """`CRUXSQL_MINILM_INT8_RECIPE` when set, else the recipe for this machine's CPU."""
-    pinned = os.environ.get(ENV)
-    if pinned is not None:
-        if pinned not in RECIPES:
-            raise InvalidInput(f"{ENV}={pinned!r} is not a recipe; use one of: {', '.join(RECIPES)}")
-        return pinned
+    name = pinned()
+    if name is not None:
+        return name
     try:
         return recipe_for(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
     except OSError:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import os
 import sys
 import tempfile
 import warnings
@@ -109,6 +110,28 @@ def cached_model(data_dir: Path, recipe: str, export: Optional[Callable[[], byte
         raise InvalidInput(f"embedder {NAME!r} cannot keep its model in {path.parent}: "
                            f"{exc.strerror or exc}") from None
     return data
+
+
+def _cached_or_stand_in(data_dir: Path) -> tuple[str, Optional[bytes]]:
+    """(recipe, its verified cached bytes or None: to export) for this machine. When the chosen recipe's
+    file is missing and cannot be made here (no torch or onnx, or a read-only directory) but the other
+    recipe's is cached (a directory from a machine of the other CPU kind), that one, with a note; never
+    for a recipe pinned with CRUXSQL_MINILM_INT8_RECIPE."""
+    recipe = int8_recipes.chosen()
+    data = verified_model(model_path(data_dir, recipe))
+    stand_in = int8_recipes.other(recipe)
+    if data is not None or stand_in is None or int8_recipes.pinned():
+        return recipe, data
+    models = data_dir / MODELS_DIR
+    why = ("torch or onnx is not installed" if not can_export()
+           else f"{models} cannot be written" if not os.access(models if models.exists() else data_dir, os.W_OK)
+           else None)
+    cached = verified_model(model_path(data_dir, stand_in)) if why else None
+    if cached is None:
+        return recipe, None
+    note(f"the {recipe!r} int8 model is not cached in {data_dir} and cannot be made here ({why}); "
+         f"using the cached {stand_in!r} one")
+    return stand_in, cached
 
 
 def export_int8(f32: Optional[MiniLmEmbedder] = None, recipe: str = int8_recipes.BLOCKS) -> bytes:
@@ -201,19 +224,14 @@ class MiniLmInt8Embedder:
         import onnxruntime
 
         f32: list[MiniLmEmbedder] = []
-        recipe = int8_recipes.chosen()
-        stand_in = int8_recipes.other(recipe)
-        if (verified_model(model_path(data_dir, recipe)) is None and stand_in is not None and not can_export()
-                and verified_model(model_path(data_dir, stand_in)) is not None):
-            note(f"the {recipe!r} int8 model for this CPU cannot be exported here (it needs torch and onnx); "
-                 f"using the cached {stand_in!r} one")
-            recipe = stand_in
+        recipe, data = _cached_or_stand_in(Path(data_dir))
 
         def export() -> bytes:
             f32.append(MiniLmEmbedder.load())
             return export_int8(f32[0], recipe)
 
-        data = cached_model(data_dir, recipe, export)
+        if data is None:
+            data = cached_model(data_dir, recipe, export)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1     # see MiniLmEmbedder.embed_one: one thread is faster on busy cores
         options.inter_op_num_threads = 1

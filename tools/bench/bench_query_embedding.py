@@ -31,13 +31,33 @@ from bench_documents import DEFAULT_SCIFACT, load_scifact  # noqa: E402
 WARM_UP = 5
 
 
-def compared_int8(checkout: Path, data_dir: Path) -> Any:
-    """Another checkout's minilm-int8 embedder, its module loaded beside this checkout's under its own name."""
-    spec = importlib.util.spec_from_file_location("cruxsql.embeddings.compared_minilm_int8",
-                                                  checkout / "cruxsql" / "embeddings" / "minilm_int8.py")
+def _load_beside(checkout: Path, name: str) -> Any:
+    """`cruxsql/embeddings/<name>.py` of another checkout, loaded under `compared_<name>`."""
+    spec = importlib.util.spec_from_file_location(f"cruxsql.embeddings.compared_{name}",
+                                                  checkout / "cruxsql" / "embeddings" / f"{name}.py")
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    return importlib.util.module_from_spec(spec), spec.loader
+
+
+def compared_int8(checkout: Path, data_dir: Path) -> Any:
+    """Another checkout's minilm-int8 embedder, its module loaded beside this checkout's under its own name.
+    A checkout with its own `int8_recipes` (its recipes and CPU rule) gets that one, not this checkout's:
+    its `from . import int8_recipes` is pointed at it while the module loads."""
+    import cruxsql.embeddings as package
+
+    module, loader = _load_beside(checkout, "minilm_int8")
+    own = None
+    if (checkout / "cruxsql" / "embeddings" / "int8_recipes.py").exists():
+        own, own_loader = _load_beside(checkout, "int8_recipes")
+        own_loader.exec_module(own)
+    from cruxsql.embeddings import int8_recipes as ours  # (main has imported it already)
+
+    try:
+        if own is not None:
+            sys.modules[ours.__name__] = package.int8_recipes = own
+        loader.exec_module(module)
+    finally:
+        sys.modules[ours.__name__] = package.int8_recipes = ours
     return module.MiniLmInt8Embedder.load(data_dir)
 
 
