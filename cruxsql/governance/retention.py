@@ -156,8 +156,8 @@ def apply(store: Store, older_than: str, *, actor: Optional[str] = None, reason:
     selection = {"tenant": tenant, "older_than": older_than, "cutoff": timestamps.format_fact_time(cutoff),
                  "rules": "mark_retention_eligible: not private, not __sync_tombstone__::, not daemon-owned, "
                           "not held, not a consolidation member"}
-    erasure.checked_request(reason or "retention", actor, request_id)
+    why = reason or f"retention: older than {older_than}"
+    erasure.checked_request(why, actor, request_id)
     with erasure_lock.held(store):
-        return erasure.execute(store, kind="retention", selection=selection, plan=plan, actor=actor,
-                               reason=reason or f"retention: older than {older_than}", request_id=request_id,
-                               vacuum=vacuum, progress=progress, requested_at=requested)
+        return erasure.execute(store, kind="retention", selection=selection, plan=plan, actor=actor, reason=why,
+                               request_id=request_id, vacuum=vacuum, progress=progress, requested_at=requested)
