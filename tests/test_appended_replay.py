@@ -72,7 +72,7 @@ def test_a_plain_batch_is_replayed_without_decoding_its_lines(tmp_path: Path, mo
 
 @pytest.mark.parametrize("confidence, stored_at", [
     (0.1, timestamps.now_ns()),  # not an f32: the line reads back as the nearest f32
-    (0.5, timestamps.MAX_NS + 1),  # outside the view's range: the line is skipped as replay skips it
+    (0.5, timestamps.MAX_NS + 1),  # outside the `*_ns` columns' range: held clamped, with its exact text
 ])
 def test_an_event_whose_values_would_read_back_differently_is_decoded(tmp_path: Path, confidence: float,
                                                                       stored_at: int) -> None:
@@ -84,5 +84,6 @@ def test_an_event_whose_values_would_read_back_differently_is_decoded(tmp_path: 
     report = store.verify()
     assert report.differences == [] and report.view_matches_replay
     rows = store.db.execute("SELECT confidence FROM facts WHERE fact_id = ?", (fact.fact_id,)).fetchall()
-    assert rows == ([(codec.to_f32(0.1),)] if confidence == 0.1 else [])
+    assert rows == [(codec.to_f32(confidence),)]
+    assert store.get(fact.fact_id).stored_at == stored_at
     store.close()

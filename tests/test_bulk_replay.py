@@ -374,11 +374,11 @@ _json_leaf = st.one_of(
 
 
 def _fact_text(draw: st.DrawFn) -> str:
-    ns = draw(st.one_of(st.integers(timestamps.MIN_NS, timestamps.MAX_NS), st.just(T0)))
+    ns = draw(st.one_of(st.integers(timestamps.CHRONO_MIN_NS, timestamps.CHRONO_MAX_NS), st.just(T0)))
     return codec.Fact(
         fact_id=draw(st.sampled_from(("f_1", "f_2", ""))), entity=draw(st.text(max_size=5)), key="k",
-        value=draw(st.text(max_size=8)), confidence=codec.to_f32(draw(st.floats(0, 1))), stored_at=ns,
-        tokens=draw(st.integers(0, 2**63 - 1)), tenant_hash=draw(st.sampled_from(("default", "", "t1"))),
+        value=draw(st.text(max_size=8)), confidence=codec.to_f32(draw(st.floats(-1, 1))), stored_at=ns,
+        tokens=draw(st.integers(0, 2**64 - 1)), tenant_hash=draw(st.sampled_from(("default", "", "t1"))),
         source_receipt=draw(st.none() | st.text(max_size=3)), version=draw(st.integers(0, 2**32 - 1)),
         supersedes=draw(st.none() | st.just("f_0")), private=draw(st.booleans()),
         horizon_class=draw(st.sampled_from(codec.HORIZON_CLASSES)), reverified_at=draw(st.none() | st.just(ns)),
@@ -449,11 +449,16 @@ def _payload_of(event: codec.Event) -> tuple[str, object]:
     def text(ns: int | None) -> str | None:
         return None if ns is None else timestamps.format_fact_time(ns)
 
+    ns = timestamps.column_ns  # an instant outside 1677-2262 is held clamped, its text exact
+
     def row(f: Fact) -> tuple:
+        big = f.tokens > 2**63 - 1
         return (f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.source_receipt, f.confidence, text(f.stored_at),
-                f.stored_at, f.tokens, int(f.deleted), f.version, f.supersedes, int(f.private), f.horizon_class,
-                text(f.reverified_at), f.reverified_at, f.superseded_by, f.actor, text(f.valid_from), f.valid_from,
-                text(f.valid_to), f.valid_to, f.access_count, text(f.last_accessed_at), f.last_accessed_at)
+                ns(f.stored_at), min(f.tokens, 2**63 - 1), int(f.deleted), f.version, f.supersedes, int(f.private),
+                f.horizon_class, text(f.reverified_at), ns(f.reverified_at), f.superseded_by, f.actor,
+                text(f.valid_from), ns(f.valid_from), text(f.valid_to), ns(f.valid_to), f.access_count,
+                text(f.last_accessed_at), ns(f.last_accessed_at), str(f.tokens) if big else None,
+                "-0.0" if str(f.confidence) == "-0.0" else None)
 
     e: object = event
     if isinstance(e, codec.StoreEvent):
@@ -467,11 +472,11 @@ def _payload_of(event: codec.Event) -> tuple[str, object]:
     if isinstance(e, codec.ClearSupersedeEvent):
         return "clear_supersede", (e.fact_id, e.cleared_at)
     if isinstance(e, codec.SetValidityEvent):
-        return "set_validity", (e.fact_id, text(e.valid_from), e.valid_from, text(e.valid_to), e.valid_to, e.set_at)
+        return "set_validity", (e.fact_id, text(e.valid_from), ns(e.valid_from), text(e.valid_to), ns(e.valid_to), e.set_at)
     if isinstance(e, codec.SetHorizonEvent):
         return "set_horizon", (e.fact_id, e.horizon_class, e.set_at)
     assert isinstance(e, codec.ReverifyEvent)
-    return "reverify", (e.fact_id, text(e.reverified_at), e.reverified_at)
+    return "reverify", (e.fact_id, text(e.reverified_at), ns(e.reverified_at))
 
 
 def _fast_agrees_with_the_codec(raw: bytes) -> bool:
@@ -504,7 +509,8 @@ def test_the_fast_decoder_takes_the_journal_lines_crux_writes_and_refuses_each_e
                                                     stored_at=T0, tokens=1))).encode()
     assert _fast_agrees_with_the_codec(line)
     assert _fast_agrees_with_the_codec(line.replace(b'"value":"v"', b'"value":"\\u0001\\ud83d\\ude00\\/"'))
-    for edited in (line.replace(b'"tokens":1', b'"tokens":9223372036854775808'),  # the view's i64 bound
+    assert _fast_agrees_with_the_codec(line.replace(b'"tokens":1', b'"tokens":18446744073709551615'))  # usize
+    for edited in (line.replace(b'"tokens":1', b'"tokens":18446744073709551616'),  # beyond usize
                    line.replace(b'"version":1', b'"version":4294967296'),  # u32
                    line.replace(b'"deleted":false', b'"deleted":false,"deleted":false'),  # serde: duplicate field
                    line.replace(b'{"op":"store"', b'{"op":"store","op":"store"'),

@@ -34,7 +34,8 @@ class _Times:
 
     def text(self, ns: int) -> Optional[str]:
         if ns not in self._texts:
-            text = timestamps.format_fact_time(ns) if type(ns) is int else None
+            in_column = type(ns) is int and timestamps.MIN_NS <= ns <= timestamps.MAX_NS
+            text = timestamps.format_fact_time(ns) if in_column else None
             self._texts[ns] = text if text is not None and timestamps.canonical_fact_time_ns(text) == ns else None
         return self._texts[ns]
 
@@ -43,7 +44,8 @@ def _fact_values(f: Fact, times: _Times) -> Optional[tuple]:
     """`bulk.fact_values` of the line that wrote `f`, from `f` itself; None if any value might read back
     differently from the text (then the line is decoded instead)."""
     if (type(f.confidence) is not float or codec.to_f32(f.confidence) != f.confidence
-            or f.confidence != f.confidence or f.horizon_class not in codec.HORIZON_CLASSES
+            or f.confidence != f.confidence or view.confidence_exact(f.confidence) is not None
+            or f.horizon_class not in codec.HORIZON_CLASSES
             or type(f.tokens) is not int or not 0 <= f.tokens <= _TOKENS_MAX
             or type(f.version) is not int or not 0 <= f.version <= _U32_MAX
             or type(f.access_count) is not int or not 0 <= f.access_count <= _U32_MAX
@@ -61,7 +63,7 @@ def _fact_values(f: Fact, times: _Times) -> Optional[tuple]:
     (rv, rv_ns), (vf, vf_ns), (vt, vt_ns), (la, la_ns) = optional
     return (f.fact_id, f.tenant_hash, f.entity, f.key, f.value, f.source_receipt, f.confidence, stored_at,
             f.stored_at, f.tokens, int(f.deleted), f.version, f.supersedes, int(f.private), f.horizon_class,
-            rv, rv_ns, f.superseded_by, f.actor, vf, vf_ns, vt, vt_ns, f.access_count, la, la_ns)
+            rv, rv_ns, f.superseded_by, f.actor, vf, vf_ns, vt, vt_ns, f.access_count, la, la_ns, None, None)
 
 
 def _payload(event: Event, times: _Times) -> Optional[tuple[str, object]]:

@@ -54,7 +54,6 @@ _KEEP_INDEXES = frozenset({"facts_seq"})
 _DEFERRED_TABLES = ("facts", "journal_events", "journal_event_facts")
 _CONSOLIDATION_CHECKED = frozenset({"delete", "supersede", "clear_supersede"})
 _U32_MAX = 2**32 - 1
-_TOKENS_MAX = 2**63 - 1
 _QUOTE_THEN_SPACE = re.compile(rb'"[ \t\r\n]')
 
 
@@ -63,11 +62,11 @@ class _Slow(Exception):
 
 
 def _fact_time(text: object) -> tuple[str, int]:
-    """(text, epoch ns) of a fact time already in chrono's canonical form, else `_Slow`."""
+    """(text, `*_ns` column) of a fact time already in chrono's canonical form, else `_Slow`."""
     ns = timestamps.canonical_fact_time_ns(text)
     if ns is None:
         raise _Slow
-    return text, ns  # type: ignore[return-value]  # canonical_fact_time_ns gives None for a non-str
+    return text, timestamps.column_ns(ns)  # type: ignore[return-value]  # canonical_fact_time_ns: None for a non-str
 
 
 @lru_cache(maxsize=4096)
@@ -107,7 +106,8 @@ class _Fact(Struct, kw_only=True, forbid_unknown_fields=True):
     source_receipt: _Text = UNSET
     confidence: float
     stored_at: str
-    tokens: Annotated[int, Meta(ge=0, le=_TOKENS_MAX)]
+    tokens: Annotated[int, Meta(ge=0)]  # a usize: at most codec.USIZE_MAX (checked in `_fact_values`, as
+    # msgspec's bounds stop at int64)
     deleted: bool
     version: Union[_U32, UnsetType] = UNSET
     supersedes: _Text = UNSET
@@ -181,7 +181,7 @@ _values = msgspec.structs.astuple
 
 
 def _fact_values(f: _Fact, keys: list[int]) -> tuple:
-    """The first 26 `view.FACT_COLUMNS` of a decoded fact, as the journal wrote it (before privacy and the
+    """The first `view.VALUE_COLUMNS` of a decoded fact, as the journal wrote it (before privacy and the
     tenant default), checked like `codec.fact_from_obj`; `_Slow` on any doubt. Adds to `keys[0]` how many
     keys the fact object had (each field once: msgspec keeps the last of a repeated key)."""
     values = _values(f)
@@ -194,9 +194,14 @@ def _fact_values(f: _Fact, keys: list[int]) -> tuple:
     valid_from, valid_from_ns = _opt_fact_time(valid_from)
     valid_to, valid_to_ns = _opt_fact_time(valid_to)
     accessed_at, accessed_ns = _opt_fact_time(accessed_at)
-    return (fact_id, tenant, entity, key, value, receipt, _f32(confidence), stored_at, stored_ns, tokens, int(deleted),
+    confidence = _f32(confidence)
+    if tokens > codec.USIZE_MAX:
+        raise _Slow
+    tokens, tokens_exact = view.tokens_columns(tokens)
+    return (fact_id, tenant, entity, key, value, receipt, confidence, stored_at, stored_ns, tokens, int(deleted),
             version, supersedes, int(private), horizon, reverified_at, reverified_ns, superseded_by, actor,
-            valid_from, valid_from_ns, valid_to, valid_to_ns, access_count, accessed_at, accessed_ns)
+            valid_from, valid_from_ns, valid_to, valid_to_ns, access_count, accessed_at, accessed_ns, tokens_exact,
+            view.confidence_exact(confidence))
 
 
 def decode_fast(raw: bytes) -> tuple[str, object]:

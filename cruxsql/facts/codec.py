@@ -25,8 +25,7 @@ from . import timestamps
 HORIZON_CLASSES = ("volatile", "medium", "stable", "none")
 _HORIZONS = frozenset(HORIZON_CLASSES)
 _U32_MAX = 2**32 - 1
-_TOKENS_MAX = 2**63 - 1  # the view's INTEGER columns are signed 64-bit
-_USIZE_MAX = 2**64 - 1  # `tokens` is a usize in Crux's Fact (crates/corecrux-memory/src/fact_store.rs)
+USIZE_MAX = 2**64 - 1  # `tokens` is a usize in Crux's Fact (crates/corecrux-memory/src/fact_store.rs)
 
 
 def parse_horizon(text: str) -> str:
@@ -333,6 +332,19 @@ class CorruptLine(CruxsqlError, ValueError):
     """A journal line that serde would reject; the reason names the problem."""
 
 
+# How the reason of an `UnrepresentableLine` starts (in `journal_corrupt_lines.reason` too).
+UNREPRESENTABLE = "Crux reads this line, cruxsql cannot represent it: "
+
+
+class UnrepresentableLine(CorruptLine):
+    """A line serde reads but the view cannot hold (a confidence that overflows f32 to infinity):
+    replay records it with the corrupt lines, and a compaction carries it over byte for byte instead of
+    dropping it (governance/compaction.py)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(UNREPRESENTABLE + reason)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-JSON number {name}")
 
@@ -433,14 +445,6 @@ def _uint(v: Any, name: str, where: str, limit: int) -> int:
     return v
 
 
-def _tokens(v: Any, where: str) -> int:
-    """`tokens`: Crux reads any usize; the view holds at most 2^63-1 (a deliberate deviation, named)."""
-    if type(v) is int and _TOKENS_MAX < v <= _USIZE_MAX:
-        raise CorruptLine(f"{where}: `tokens` {v} is a valid usize for Crux but above 2^63-1, the largest "
-                          f"integer the view's columns hold")
-    return _uint(v, "tokens", where, _TOKENS_MAX)
-
-
 def _time(v: Any, name: str, where: str) -> int:
     if type(v) is not str:
         raise CorruptLine(f"{where}: `{name}` must be an RFC 3339 string")
@@ -471,8 +475,8 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
         raise CorruptLine(f"{where}: `confidence` must be a number")
     confidence = to_f32(confidence)
     if not math.isfinite(confidence):
-        # serde would hold an infinity and later write it as an unreadable `null` (docs/crux-compatibility.md).
-        raise CorruptLine(f"{where}: `confidence` is outside the f32 range")
+        # serde holds an infinity (and would write it as an unreadable `null`: docs/crux-compatibility.md)
+        raise UnrepresentableLine(f"{where}: `confidence` is outside the f32 range")
     horizon = g("horizon_class", "none")
     if type(horizon) is not str or horizon not in _HORIZONS:
         raise CorruptLine(f"{where}: unknown horizon_class {horizon!r}")
@@ -486,7 +490,7 @@ def fact_from_obj(obj: Any, where: str = "fact") -> Fact:
         source_receipt=_opt_string(g("source_receipt"), "source_receipt", where),
         confidence=confidence,
         stored_at=_time(_req(obj, "stored_at", where), "stored_at", where),
-        tokens=_tokens(_req(obj, "tokens", where), where),
+        tokens=_uint(_req(obj, "tokens", where), "tokens", where, USIZE_MAX),
         deleted=_bool(_req(obj, "deleted", where), "deleted", where),
         version=_uint(g("version", 1), "version", where, _U32_MAX),
         supersedes=_opt_string(g("supersedes"), "supersedes", where),

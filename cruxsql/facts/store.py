@@ -683,7 +683,7 @@ class Store:
         (daemon-owned facts: only their `owner`)."""
         for bound in (valid_from, valid_to):
             if bound is not None:
-                timestamps.check_range(bound, bound)
+                timestamps.check_chrono_range(bound, bound)
         if valid_from is not None and valid_to is not None and valid_to <= valid_from:
             raise InvalidInput("valid_to must be later than valid_from")
 
@@ -813,7 +813,7 @@ def remove_verify_scratch(data_dir: Path) -> list[str]:
 
 
 def _table_differences(db: apsw.Connection) -> list[str]:
-    cols = ", ".join(view.FACT_COLUMNS[:26]) + ", line_no"
+    cols = ", ".join(view.FACT_COLUMNS[:view.VALUE_COLUMNS]) + ", line_no"
     checks = {
         "facts": cols,
         "journal_events": "line_no, byte_offset, byte_length, op, fact_id, event_at, applied, skip_reason",

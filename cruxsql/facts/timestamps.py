@@ -4,6 +4,12 @@ Fact times (`stored_at`, `valid_from`, ...) are written by chrono's serde impl w
 event times (`deleted_at`, `superseded_at`, ...) by `to_rfc3339()` with `+00:00`. Both use chrono's
 `AutoSi` fraction: none, 3, 6 or 9 digits depending on the nanoseconds (chrono's serde form).
 Python's datetime only has microseconds, so everything here works on integers.
+
+The range is chrono's, not the view's: Crux reads any instant a `DateTime<Utc>` holds (years -262144 ..
++262143, chrono's `NaiveDate` range; `9999-12-31T23:59:59Z` is the usual "forever" of a validity).
+The view's `*_ns` columns are signed 64-bit (1677-09-21 .. 2262-04-11): an instant outside that is
+held there clamped to the nearest end (`column_ns`), its text column keeps it exactly, and
+`from_columns` gives the exact instant back (docs/sql.md, "Times outside 1677-2262").
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from ..errors import InvalidInput
 
 _NS = 1_000_000_000
 _DAY_NS = 86_400 * _NS
-# The view keeps every timestamp as a signed 64-bit count of nanoseconds (1677-09-21 .. 2262-04-11).
+# The view's `*_ns` columns hold a signed 64-bit count of nanoseconds (1677-09-21 .. 2262-04-11).
 MIN_NS = -(2**63)
 MAX_NS = 2**63 - 1
 
@@ -46,7 +52,7 @@ _FRACTION_SCALE = {3: 1_000_000, 6: 1_000, 9: 1}
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # (Python's // floors: no adjustment for negative years, unlike the C original)
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -55,7 +61,7 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
 
 def _civil_from_days(z: int) -> tuple[int, int, int]:
     z += 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     y = yoe + era * 400
@@ -64,6 +70,12 @@ def _civil_from_days(z: int) -> tuple[int, int, int]:
     d = doy - (153 * mp + 2) // 5 + 1
     m = mp + (3 if mp < 10 else -9)
     return y + (m <= 2), m, d
+
+
+# chrono's NaiveDateTime::MIN / MAX (MIN_YEAR = i32::MIN >> 13, MAX_YEAR = i32::MAX >> 13: chrono's
+# src/naive/date/mod.rs), the instants a `DateTime<Utc>` can hold and so the ones serde reads.
+CHRONO_MIN_NS = _days_from_civil(-262144, 1, 1) * _DAY_NS
+CHRONO_MAX_NS = (_days_from_civil(262143, 12, 31) + 1) * _DAY_NS - 1
 
 
 def _days_in_month(y: int, m: int) -> int:
@@ -82,7 +94,10 @@ def _date_days(y: int, mo: int, d: int) -> int:
 @lru_cache(maxsize=8192)
 def _date_text(days: int) -> str:
     y, m, d = _civil_from_days(days)
-    return f"{y:04d}-{m:02d}-{d:02d}T"
+    # chrono's write_rfc3339 (src/format/formatting.rs): four digits for years 0..=9999, else a sign and
+    # at least four digits (`{:+05}`)
+    year = f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}"
+    return f"{year}-{m:02d}-{d:02d}T"
 
 
 def parse_ns(text: str) -> int:
@@ -103,7 +118,7 @@ def parse_ns(text: str) -> int:
         nanos = int(frac) * _FRACTION_SCALE[len(frac)] if frac else 0
         if s == 60:
             return _leap((days * 86_400 + h * 3600 + m_ * 60 + 59) * _NS, nanos, text)
-        return check_range((days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + nanos, text)
+        return check_chrono_range((days * 86_400 + h * 3600 + m_ * 60 + s) * _NS + nanos, text)
     m = _RFC3339.match(text) if isinstance(text, str) else None
     if m is None:
         raise InvalidInput(f"not an RFC 3339 timestamp: {text!r}")
@@ -124,7 +139,7 @@ def parse_ns(text: str) -> int:
         offset_s = offset_s if sign == "+" else -offset_s
     if ss == 60:
         return _leap((days * 86_400 + hh * 3600 + mi * 60 + 59 - offset_s) * _NS, nanos, text)
-    return check_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
+    return check_chrono_range((days * 86_400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + nanos, text)
 
 
 class LeapSecond(int):
@@ -143,7 +158,7 @@ class LeapSecond(int):
 
 
 def _leap(second_59_ns: int, nanos: int, text: object) -> int:
-    check_range(second_59_ns + _NS - 1, text)
+    check_chrono_range(second_59_ns + _NS - 1, text)
     return LeapSecond(second_59_ns + _NS - 1, nanos)
 
 
@@ -165,9 +180,8 @@ def canonical_fact_time_ns(text: object) -> Optional[int]:
             return None
         nanos = int(frac) * _FRACTION_SCALE[len(frac)]
     if seconds == "60":  # a leap second (LeapSecond)
-        return LeapSecond(ns - 1, nanos) if MIN_NS <= ns - 1 <= MAX_NS else None
-    ns += nanos
-    return ns if MIN_NS <= ns <= MAX_NS else None
+        return LeapSecond(ns - 1, nanos)
+    return ns + nanos  # (every four-digit year is inside chrono's range)
 
 
 @lru_cache(maxsize=4096)
@@ -191,6 +205,31 @@ def check_range(ns: int, what: object) -> int:
         raise InvalidInput(
             f"timestamp {what!r} is outside the supported range {_format(MIN_NS, 'Z')} .. {_format(MAX_NS, 'Z')}")
     return ns
+
+
+def check_chrono_range(ns: int, what: object) -> int:
+    """`ns` itself, or InvalidInput when a `DateTime<Utc>` cannot hold it (serde would reject it)."""
+    if not CHRONO_MIN_NS <= ns <= CHRONO_MAX_NS:
+        raise InvalidInput(f"timestamp {what!r} is outside chrono's range "
+                           f"{_format(CHRONO_MIN_NS, 'Z')} .. {_format(CHRONO_MAX_NS, 'Z')}")
+    return ns
+
+
+def column_ns(ns: Optional[int]) -> Optional[int]:
+    """The value of a `*_ns` column for the instant `ns`: itself, or the nearest end of the signed
+    64-bit range for an instant outside it (its text column holds it exactly)."""
+    if ns is None or MIN_NS <= ns <= MAX_NS:
+        return ns
+    return MAX_NS if ns > MAX_NS else MIN_NS
+
+
+def from_columns(ns: Optional[int], text: Optional[str]) -> Optional[int]:
+    """The instant a `*_ns` column and its text column hold together: the integer, unless it may stand
+    for something else (an end of the range, where clamped instants sit; the last nanosecond of a
+    second, where a leap second sits), then the text read back exactly."""
+    if ns is None or text is None or (MIN_NS < ns < MAX_NS and ns % _NS != _NS - 1):
+        return ns
+    return parse_ns(text)
 
 
 def _format(ns: int, suffix: str) -> str:

@@ -8,6 +8,7 @@ Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The st
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
@@ -26,37 +27,57 @@ FACT_COLUMNS = (
     "fact_id", "tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "stored_at",
     "stored_at_ns", "tokens", "deleted", "version", "supersedes", "private", "horizon_class",
     "reverified_at", "reverified_at_ns", "superseded_by", "actor", "valid_from", "valid_from_ns",
-    "valid_to", "valid_to_ns", "access_count", "last_accessed_at", "last_accessed_at_ns", "seq", "line_no",
+    "valid_to", "valid_to_ns", "access_count", "last_accessed_at", "last_accessed_at_ns",
+    "tokens_exact", "confidence_exact", "seq", "line_no",
 )
+# The columns that hold a fact's values (all but seq and line_no), in FACT_COLUMNS' order.
+VALUE_COLUMNS = len(FACT_COLUMNS) - 2
 _INSERT_FACT = (
     f"INSERT OR IGNORE INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))})"
 )
 INSERT_NEW_FACT = f"INSERT INTO facts ({', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * len(FACT_COLUMNS))})"
-FACT_SELECT = ", ".join(FACT_COLUMNS[:26])
-
+FACT_SELECT = ", ".join(FACT_COLUMNS[:VALUE_COLUMNS])
+_I64_MAX = 2**63 - 1
 
 _opt_time = timestamps.format_optional_fact_time
+_ns = timestamps.column_ns
+_exact = timestamps.from_columns
+
+
+def tokens_columns(tokens: int) -> tuple[int, Optional[str]]:
+    """(`tokens`, `tokens_exact`): a usize above 2^63-1 (Crux's `tokens` is one) saturates the INTEGER
+    column and is kept exactly, in decimal, beside it."""
+    return (tokens, None) if tokens <= _I64_MAX else (_I64_MAX, str(tokens))
+
+
+def confidence_exact(confidence: float) -> Optional[str]:
+    """`confidence_exact`: "-0.0" for a negative zero (a REAL column holds it as 0.0), else NULL."""
+    return "-0.0" if confidence == 0 and math.copysign(1.0, confidence) < 0 else None
 
 
 def fact_row(fact: Fact, seq: int, line_no: int) -> tuple:
+    tokens, tokens_exact = tokens_columns(fact.tokens)
     return (
         fact.fact_id, fact.tenant_hash, fact.entity, fact.key, fact.value, fact.source_receipt,
-        fact.confidence, timestamps.format_fact_time(fact.stored_at), fact.stored_at, fact.tokens,
+        fact.confidence, timestamps.format_fact_time(fact.stored_at), _ns(fact.stored_at), tokens,
         int(fact.deleted), fact.version, fact.supersedes, int(fact.private), fact.horizon_class,
-        _opt_time(fact.reverified_at), fact.reverified_at, fact.superseded_by, fact.actor,
-        _opt_time(fact.valid_from), fact.valid_from, _opt_time(fact.valid_to), fact.valid_to, fact.access_count,
-        _opt_time(fact.last_accessed_at), fact.last_accessed_at, seq, line_no,
+        _opt_time(fact.reverified_at), _ns(fact.reverified_at), fact.superseded_by, fact.actor,
+        _opt_time(fact.valid_from), _ns(fact.valid_from), _opt_time(fact.valid_to), _ns(fact.valid_to),
+        fact.access_count, _opt_time(fact.last_accessed_at), _ns(fact.last_accessed_at),
+        tokens_exact, confidence_exact(fact.confidence), seq, line_no,
     )
 
 
 def fact_from_row(row: tuple) -> Fact:
-    """A Fact from the first 26 columns of FACT_COLUMNS (as selected by FACT_SELECT)."""
+    """A Fact from the first VALUE_COLUMNS columns of FACT_COLUMNS (as selected by FACT_SELECT), its
+    values exactly as the journal had them (`timestamps.from_columns`, `tokens_exact`, `confidence_exact`)."""
     return Fact(
         fact_id=row[0], tenant_hash=row[1], entity=row[2], key=row[3], value=row[4], source_receipt=row[5],
-        confidence=row[6], stored_at=row[8], tokens=row[9], deleted=bool(row[10]), version=row[11],
-        supersedes=row[12], private=bool(row[13]), horizon_class=row[14], reverified_at=row[16],
-        superseded_by=row[17], actor=row[18], valid_from=row[20], valid_to=row[22], access_count=row[23],
-        last_accessed_at=row[25],
+        confidence=row[6] if row[27] is None else -0.0, stored_at=_exact(row[8], row[7]),
+        tokens=row[9] if row[26] is None else int(row[26]), deleted=bool(row[10]), version=row[11],
+        supersedes=row[12], private=bool(row[13]), horizon_class=row[14], reverified_at=_exact(row[16], row[15]),
+        superseded_by=row[17], actor=row[18], valid_from=_exact(row[20], row[19]), valid_to=_exact(row[22], row[21]),
+        access_count=row[23], last_accessed_at=_exact(row[25], row[24]),
     )
 
 
@@ -190,7 +211,8 @@ class Applier:
         if event.op == "set_validity":
             db.execute(
                 "UPDATE facts SET valid_from = ?, valid_from_ns = ?, valid_to = ?, valid_to_ns = ? WHERE fact_id = ?",
-                (_opt_time(event.valid_from), event.valid_from, _opt_time(event.valid_to), event.valid_to, event.fact_id),
+                (_opt_time(event.valid_from), _ns(event.valid_from), _opt_time(event.valid_to), _ns(event.valid_to),
+                 event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "validity")]
@@ -201,7 +223,7 @@ class Applier:
         if event.op == "reverify":
             db.execute(
                 "UPDATE facts SET reverified_at = ?, reverified_at_ns = ? WHERE fact_id = ?",
-                (_opt_time(event.reverified_at), event.reverified_at, event.fact_id),
+                (_opt_time(event.reverified_at), _ns(event.reverified_at), event.fact_id),
             )
             ok = db.changes() > 0
             return ok, None if ok else "unknown fact_id", [(event.fact_id, "reverified")]

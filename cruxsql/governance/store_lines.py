@@ -2,7 +2,8 @@
 
 A live fact's line is `{"op":"store","fact":` + `Fact.to_json()` + `}`, byte for byte as the codec
 writes it. The view keeps every field the line needs as the text the journal had (timestamps as
-`format_fact_time` wrote them), so SQLite can concatenate the line in C: strings go through
+`format_fact_time` wrote them, whatever the year; a `tokens` above 2^63-1 and a -0.0 confidence in
+`tokens_exact` and `confidence_exact`), so SQLite can concatenate the line in C: strings go through
 `json_quote`, whose escaping equals serde_json's and Python's `encode_basestring` for every code point
 (`"`, `\\`, the short escapes `\\b \\t \\n \\f \\r`, other controls as `\\u00xx`, everything else raw),
 and the f32 confidence through `codec.format_f32` (registered on the connection, computed once per
@@ -31,8 +32,8 @@ _F32_TEXT: dict[float, str] = {}
 LINE_SQL = (
     """CAST(concat('{"op":"store","fact":{"fact_id":', json_quote(fact_id), ',"tenant_hash":', json_quote(tenant_hash),"""
     """ ',"entity":', json_quote(entity), ',"key":', json_quote(key), ',"value":', json_quote(value),"""
-    """ ',"source_receipt":', json_quote(source_receipt), ',"confidence":', """ + _F32_FUNCTION + """(confidence),"""
-    """ ',"stored_at":"', stored_at, '","tokens":', tokens, ',"deleted":', iif(deleted, 'true', 'false'),"""
+    """ ',"source_receipt":', json_quote(source_receipt), ',"confidence":', coalesce(confidence_exact, """ + _F32_FUNCTION + """(confidence)),"""
+    """ ',"stored_at":"', stored_at, '","tokens":', coalesce(tokens_exact, tokens), ',"deleted":', iif(deleted, 'true', 'false'),"""
     """ ',"version":', version,"""
     """ CASE WHEN supersedes IS NOT NULL THEN concat(',"supersedes":', json_quote(supersedes)) END,"""
     """ ',"private":', iif(private, 'true', 'false'), ',"horizon_class":"', horizon_class, '"',"""
