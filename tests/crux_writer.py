@@ -32,6 +32,43 @@ PAUSE_S = 0.02
 COMPACT_EVERY_S = 2.5
 
 
+def crux_store_line(fact_id: str, *, stored_at: str = "2026-03-01T08:00:00.123456789Z", confidence: str = "1.0",
+                    tokens: str = "1", value: str = "v", tail: str = "") -> bytes:
+    """A `store` line as Crux's `append_journal` writes it (serde_json, field order of `Fact`), the
+    values given as the text serde writes: chrono's `write_rfc3339` (AutoSi fraction, `Z`; a year outside
+    0..=9999 with its sign), ryu's f32 (`-0.0` keeps its sign), a usize's decimal digits. `tail`: the
+    skip-if-none fields after horizon_class, already as text. Written here by hand, not by the codec, so
+    that a test holds cruxsql to Crux's bytes rather than to its own."""
+    return (b'{"op":"store","fact":{"fact_id":"' + fact_id.encode() + b'","tenant_hash":"default","entity":"crux",'
+            b'"key":"' + fact_id.encode() + b'","value":"' + value.encode() + b'","source_receipt":null,"confidence":'
+            + confidence.encode() + b',"stored_at":"' + stored_at.encode() + b'","tokens":' + tokens.encode()
+            + b',"deleted":false,"version":1,"private":false,"horizon_class":"none"' + tail.encode() + b"}}")
+
+
+# A journal a Crux daemon writes with every value range cruxsql once refused (issue 49): the usual
+# "forever" validity (`set_validity(valid_to = 9999-12-31T23:59:59Z)`), a year-0001 time, `tokens` =
+# u64::MAX, a -0.0 confidence, a leap second (chrono writes 0.5 s as `.500`); and two ordinary facts, one
+# to erase and one old enough for a retention run.
+VALUE_RANGE_LINES = [
+    crux_store_line("f_forever"),
+    b'{"op":"set_validity","fact_id":"f_forever","valid_from":"2026-03-01T08:00:00.123456789Z",'
+    b'"valid_to":"9999-12-31T23:59:59Z","set_at":"2026-03-01T08:00:01.000000001+00:00"}',
+    crux_store_line("f_ancient", stored_at="2026-03-01T08:00:02Z", tail=',"valid_from":"0001-01-01T00:00:00Z"'),
+    crux_store_line("f_tokens", stored_at="2026-03-01T08:00:03Z", tokens="18446744073709551615"),
+    crux_store_line("f_negzero", stored_at="2026-03-01T08:00:04Z", confidence="-0.0"),
+    crux_store_line("f_leap", stored_at="2016-12-31T23:59:60.500Z",
+                    tail=',"last_accessed_at":"2016-12-31T23:59:60.000000001Z"'),
+    crux_store_line("f_erase_me", stored_at="2026-03-01T08:00:05Z", value="erase-me-4c1d9e"),
+    crux_store_line("f_old", stored_at="2000-01-01T00:00:00Z", value="old-enough-7f3a"),
+]
+# The lines Crux's `compact_journal` writes for the facts that stay: each store line unchanged, the
+# validity baked into f_forever's.
+VALUE_RANGE_KEPT = [
+    crux_store_line("f_forever", tail=',"valid_from":"2026-03-01T08:00:00.123456789Z","valid_to":"9999-12-31T23:59:59Z"'),
+    *(VALUE_RANGE_LINES[i] for i in (2, 3, 4, 5)),
+]
+
+
 def main() -> None:
     data, seconds, ack_path = Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3])
     journal = data / "facts.jsonl"

@@ -88,6 +88,7 @@ def erasure_summary(report: dict[str, Any]) -> list[str]:
              f"request id       {report['request_id']}",
              f"journal          {journal['bytes_before']} -> {journal['bytes_after']} bytes, "
              f"{journal['lines_before']} -> {journal['lines_after']} lines",
+             *carried_over_lines(journal.get("lines_carried_over", [])),
              f"verification     {verification['files_scanned']} file(s) scanned, "
              f"{len(verification['hits'])} hit(s) of erased content"]
     lines += [f"  {hit_line(hit)}" for hit in verification["hits"][:50]]
@@ -107,6 +108,15 @@ def erasure_summary(report: dict[str, Any]) -> list[str]:
     lines += copy_lines(report.get("outside_reach", []))
     lines.append("erasure verified" if report["ok"] else "ERASURE NOT VERIFIED")
     return lines
+
+
+def carried_over_lines(line_numbers: list[int]) -> list[str]:
+    """What a compaction kept byte for byte because Crux reads it and cruxsql cannot represent it."""
+    if not line_numbers:
+        return []
+    shown = ", ".join(map(str, line_numbers[:10])) + (", ..." if len(line_numbers) > 10 else "")
+    return [f"carried over     {len(line_numbers)} line(s) Crux reads and cruxsql cannot represent, kept byte "
+            f"for byte (old line {shown}; `cruxsql verify` names them)"]
 
 
 def copy_lines(copies: list[dict[str, Any]]) -> list[str]:
@@ -152,6 +162,8 @@ def compact(data_dir: Path, override_receipt: Optional[Path], drop_corrupt: bool
                  "override_receipt_id", "seconds", "seconds_locked"):
         if d[name] is not None:
             click.echo(f"{name:24} {d[name]}")
+    for line in carried_over_lines(report.lines_carried_over):
+        click.echo(line)
 
 
 def tenant_scope(tenant: Optional[str], all_tenants: bool) -> Optional[str]:

@@ -384,6 +384,14 @@ class Journal:
         fsync_dir(self.data_dir)
         return path
 
+    def read_spans(self, spans: list[tuple[int, int]]) -> Iterator[tuple[int, bytes]]:
+        """(byte_offset, bytes) of each `(byte_offset, byte_length)` span, in file order, byte for byte."""
+        if not spans:
+            return
+        with open(self.path, "rb") as fh:
+            for offset, length in sorted(spans):
+                yield offset, os.pread(fh.fileno(), length, offset)
+
     # --- append ----------------------------------------------------------------------------------
 
     def append(self, lines: list[str]) -> tuple[int, int]:

@@ -218,7 +218,7 @@ def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSum
                 seen.add((fid, role))
                 facts.append((fid, role, state))
         yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
-               "event_at": event_at, "event_at_ns": at_ns, "applied": applied, "skip_reason": skip_reason,
+               "event_at": event_at, "event_at_ns": timestamps.column_ns(at_ns), "applied": applied, "skip_reason": skip_reason,
                "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
 
 

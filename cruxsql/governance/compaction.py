@@ -11,7 +11,10 @@ yet) or applies to no effect; cruxsql writes none, because the store line alread
 `superseded_by`. The journal stays Crux-readable, to the same state, and replays without a skipped
 line: `verify --strict` is clean right after a compaction (tombstones are reported as such). Corrupt
 lines are never dropped silently: compaction refuses while any exist, unless told to drop them, and
-then keeps them byte for byte in `facts.jsonl.corrupt.<32hex>` (mode 0600) first.
+then keeps them byte for byte in `facts.jsonl.corrupt.<32hex>` (mode 0600) first. A line Crux reads
+but the view cannot hold (`codec.UnrepresentableLine`) is never moved out of the journal, even then:
+it is written to the new journal byte for byte after the rest (`lines_carried_over` in the report)
+and the view replayed from the new journal.
 
 Facts are re-serialised from the view exactly as `Fact.to_json` writes them (by SQLite: `store_lines`),
 so a fact that did not change comes out byte-identical. The view's facts hold only what the journal
@@ -90,6 +93,9 @@ class CompactionReport:
     provenance_lines: int = 0
     corrupt_lines_dropped: int = 0
     corrupt_lines_file: Optional[str] = None
+    # Lines Crux reads that the view cannot hold (`codec.UnrepresentableLine`): written to the new journal
+    # byte for byte, after the rest; their line numbers in the old journal.
+    lines_carried_over: list[int] = field(default_factory=list)
     lines_before: int = 0
     lines_after: int = 0
     bytes_before: int = 0
@@ -350,11 +356,23 @@ class CorruptLinesPresent(Conflict):
     """Compaction would drop undecodable journal lines; the operator must say so (`drop_corrupt`)."""
 
 
+def _lines_to_carry_over(store: Store, report: CompactionReport) -> list[bytes]:
+    """The lines Crux reads and the view cannot hold, byte for byte (newline included), in journal order:
+    never dropped, whatever `drop_corrupt` says (a Crux daemon sharing the directory would lose them)."""
+    rows = cast(list[tuple[int, int, int]], store.db.execute(
+        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines WHERE substr(reason, 1, ?) = ? "
+        "ORDER BY line_no", (len(codec.UNREPRESENTABLE), codec.UNREPRESENTABLE)).fetchall())
+    report.lines_carried_over = [r[0] for r in rows]
+    return [raw for _, raw in store.journal.read_spans([(r[1], r[2]) for r in rows])]
+
+
 def _refuse_or_preserve_corrupt_lines(store: Store, drop_corrupt: bool, report: CompactionReport) -> None:
     """A compaction never drops a line silently: refuse while corrupt lines exist, or, when asked to
-    drop them, first keep them byte for byte in a quarantine file named in the report."""
+    drop them, first keep them byte for byte in a quarantine file named in the report. (Lines Crux
+    reads are not among them: `_lines_to_carry_over`.)"""
     rows = cast(list[tuple[int, int, int]], store.db.execute(      # line numbers and byte spans
-        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines ORDER BY line_no").fetchall())
+        "SELECT line_no, byte_offset, byte_length FROM journal_corrupt_lines WHERE substr(reason, 1, ?) != ? "
+        "ORDER BY line_no", (len(codec.UNREPRESENTABLE), codec.UNREPRESENTABLE)).fetchall())
     report.corrupt_lines_dropped = len(rows)
     if not rows:
         return
@@ -386,6 +404,9 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         report.stale_temp_files_removed = remove_stale_temp_files(journal)
         compaction_snapshot.remove_stale_shadow_tables(db)
         _refuse_or_preserve_corrupt_lines(store, drop_corrupt, report)
+        carried = _lines_to_carry_over(store, report)
+        if carried:  # lines the view has no rows for: the view is replayed from the new journal
+            view_update = "rebuild"
         st = journal.stat()
         cp = checkpoint.read_checkpoint(db)
         report.bytes_before = st.st_size if st else 0
@@ -543,6 +564,11 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                         names.extend((n, fid, role) for fid, role in line_names)
                         if len(events) >= _BATCH:
                             flush()
+                    offset += len(data)
+                for data in carried:
+                    emit(data)
+                    hasher.update(data)
+                    n += 1
                     offset += len(data)
                 state["line_no"], state["offset"], state["stores"] = n, offset, stores
                 if direct:

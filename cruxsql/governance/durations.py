@@ -38,7 +38,7 @@ def parse_cutoff(text: str, now_ns: Optional[int] = None) -> int:
         now = timestamps.now_ns() if now_ns is None else now_ns
         return timestamps.check_range(now - parse_duration_ns(text), text)
     try:
-        return timestamps.parse_ns(text.strip())
+        return timestamps.column_ns(timestamps.parse_ns(text.strip()))  # compared with stored_at_ns
     except InvalidInput:
         raise InvalidInput(
             f"invalid cutoff {text!r}: expected a duration such as 90d, 12h, 30m, 2w, 45s or an RFC 3339 timestamp"

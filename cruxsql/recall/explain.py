@@ -79,7 +79,7 @@ def explain(recall, result, query: Optional[str], *, tenant: Optional[str] = Non
     if known_at is not None:
         raise InvalidInput("explain works on the current state: it does not combine with known_at")
     terms = scope.split_terms(query) if query is not None else None
-    as_of_ns = timestamps.parse_ns(as_of) if as_of is not None else None
+    as_of_ns = timestamps.column_ns(timestamps.parse_ns(as_of)) if as_of is not None else None
     agent = scope.normalize_agent(agent)
     tenant_name = scope.normalize_tenant(tenant)
     ids = [r["fact_id"] for r in result.rows]

@@ -119,7 +119,7 @@ def _time_arg(value: TimeArg, name: str) -> Optional[int]:
     if isinstance(value, int):
         return value
     try:
-        return timestamps.parse_ns(value)
+        return timestamps.column_ns(timestamps.parse_ns(value))  # compared with the view's *_ns columns
     except InvalidInput:
         raise InvalidInput(
             f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}") from None

@@ -56,7 +56,8 @@ _UNPARSED = object()
 
 
 def _opt_ns(text: Optional[str]) -> Optional[int]:
-    return None if text is None else timestamps.parse_ns(text)
+    """A time as the view's `*_ns` columns hold it (clamped to 64 bits: `timestamps.column_ns`)."""
+    return None if text is None else timestamps.column_ns(timestamps.parse_ns(text))
 
 
 # (v_int, v_int2, v_text) of each attribute's row, from a fact's `_birth_values` (index 6: None)
@@ -169,7 +170,8 @@ class Timeline:
                     changes.append((fact_id, "superseded_by", line_no, at, None, None, None))
                 elif op == "set_validity" and role == "validity":
                     ev = cast(codec.SetValidityEvent, payloads[line_no])  # the line's op is set_validity
-                    changes.append((fact_id, "validity", line_no, at, ev.valid_from, ev.valid_to, None))
+                    changes.append((fact_id, "validity", line_no, at, timestamps.column_ns(ev.valid_from),
+                                    timestamps.column_ns(ev.valid_to), None))
                 elif op == "set_horizon" and role == "horizon":
                     horizon = cast(codec.SetHorizonEvent, payloads[line_no]).horizon_class  # op: set_horizon
                     changes.append((fact_id, "horizon", line_no, at, None, None, horizon))
@@ -244,7 +246,7 @@ class Timeline:
                 at = parsed.get(event_at, _UNPARSED) if event_at else None
                 if at is _UNPARSED:
                     try:
-                        at = timestamps.parse_ns(event_at)
+                        at = timestamps.column_ns(timestamps.parse_ns(event_at))
                     except InvalidInput:
                         at = None
                     if len(parsed) < 65536:
