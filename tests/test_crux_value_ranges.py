@@ -123,3 +123,33 @@ def test_a_line_crux_reads_but_cruxsql_cannot_represent_is_carried_over_not_quar
         assert store.verify().view_matches_replay
     assert infinite in (data_dir / "facts.jsonl").read_bytes().split(b"\n")
     assert codec.UNREPRESENTABLE in run_cli("verify").stdout
+
+
+def test_a_leap_second_is_rendered_as_written_by_get_iter_facts_and_to_json(tmp_path: Path) -> None:
+    _write(tmp_path / "facts.jsonl", [VALUE_RANGE_LINES[5]])
+    with cruxsql.open(tmp_path) as store:
+        fact = store.get("f_leap")
+        assert fact.to_json() == VALUE_RANGE_LINES[5][len(b'{"op":"store","fact":'):-1].decode()
+        assert [f.to_json() for f in view.iter_facts(store.db)] == [fact.to_json()]
+        assert fact.to_dict()["last_accessed_at"] == "2016-12-31T23:59:60.000000001Z"
+
+
+def test_a_store_from_before_the_migration_is_rebuilt_with_the_lines_it_had_marked_corrupt(tmp_path: Path) -> None:
+    """Migration 0055: a view that recorded corrupt lines (or a zero confidence, maybe -0.0) replays the
+    journal at its next open, so what the earlier version refused comes back exactly."""
+    _write(tmp_path / "facts.jsonl", VALUE_RANGE_LINES)
+    with cruxsql.open(tmp_path) as store:  # the view as the version before 0055 left it
+        db = store.db
+        db.execute("UPDATE facts SET confidence_exact = NULL, tokens_exact = NULL")
+        db.execute("DELETE FROM facts WHERE fact_id IN ('f_forever', 'f_tokens')")
+        db.execute("INSERT INTO journal_corrupt_lines (line_no, byte_offset, byte_length, reason) "
+                   "VALUES (4, 0, 1, 'tokens above 2^63-1')")
+        db.execute("ALTER TABLE facts DROP COLUMN tokens_exact")
+        db.execute("ALTER TABLE facts DROP COLUMN confidence_exact")
+        db.execute("DELETE FROM schema_migrations WHERE version = 55")
+    with cruxsql.open(tmp_path) as store:
+        assert store.db.execute("SELECT count(*) FROM journal_corrupt_lines").get == 0
+        values = _exact_values(store)
+        for fact_id, text in EXACT.items():
+            assert text in values[fact_id]
+        assert store.verify().view_matches_replay
