@@ -86,6 +86,7 @@ def test_metadata_describes_every_documented_table_and_column(tmp_path):
     assert view_tables["recall_grams"]["hidden"] is True
     assert view_tables["journal_events"]["units"] == {"byte_offset": "B", "byte_length": "B"}
     assert view_tables["facts"]["columns"]["stored_at_ns"] == \
-        "stored_at: the same instant as integer nanoseconds since the Unix epoch (for sorting and ranges)"
+        "stored_at: the same instant as integer nanoseconds since the Unix epoch (for sorting and ranges); an " \
+        "instant outside 1677-09-21..2262-04-11 is held at the nearer end of that range (the text column is exact)"
     assert meta["license"] == "Apache-2.0" and "allow" not in meta
     assert build_metadata(tmp_path, None, token_required=True)["allow"] == {"id": "operator"}

@@ -30,7 +30,8 @@ class Relation:
 
 
 TEXT_TIME = "as the journal writes it (RFC 3339 text, UTC)"
-NS_TIME = "the same instant as integer nanoseconds since the Unix epoch (for sorting and ranges)"
+NS_TIME = ("the same instant as integer nanoseconds since the Unix epoch (for sorting and ranges); an instant "
+           "outside 1677-09-21..2262-04-11 is held at the nearer end of that range (the text column is exact)")
 
 _FACT_COLUMNS: dict[str, str] = {
     "fact_id": "the fact's id (`f_` + 32 hex digits); primary key",
@@ -42,7 +43,7 @@ _FACT_COLUMNS: dict[str, str] = {
     "confidence": "the writer's confidence, 0..1 (f32 as in the journal)",
     "stored_at": f"when the fact was stored, {TEXT_TIME}",
     "stored_at_ns": f"stored_at: {NS_TIME}",
-    "tokens": "the fact's token estimate (what recall charges against a budget)",
+    "tokens": "the fact's token estimate (what recall charges against a budget); at most 2^63-1 (see tokens_exact)",
     "deleted": "1 once a delete event removed it (its row stays until compaction)",
     "version": "position in its (tenant, entity, key) chain, from 1",
     "supersedes": "the fact_id this version replaced in its chain, if any",
@@ -61,13 +62,18 @@ _FACT_COLUMNS: dict[str, str] = {
     "last_accessed_at_ns": f"last_accessed_at: {NS_TIME}",
     "seq": "order in which replay inserted the fact (version-chain order)",
     "line_no": "the journal line (1-based) that stored it",
+    "tokens_exact": "the journal's `tokens` in decimal when it is above 2^63-1 (a Crux usize; `tokens` then holds "
+                    "2^63-1), else NULL",
+    "confidence_exact": "'-0.0' when the journal's confidence is a negative zero (`confidence` holds 0.0), else NULL",
 }
 
 _FACT_NOTES = ("`fact_id` primary key; one column per Fact JSON key with the same name (`tenant_hash`, `entity`, "
                "`key`, `value`, `source_receipt`, `confidence`, `stored_at`, `tokens`, `deleted`, `version`, "
                "`supersedes`, `private`, `horizon_class`, `reverified_at`, `superseded_by`, `actor`, `valid_from`, "
                "`valid_to`, `access_count`, `last_accessed_at`); timestamps as the journal's text plus an integer "
-               "`<name>_ns`; booleans 0/1; `seq` = replay order, `line_no` = the journal line that stored it")
+               "`<name>_ns` (clamped outside 1677-2262); `tokens_exact` and `confidence_exact` hold what `tokens` and "
+               "`confidence` cannot (above 2^63-1, -0.0); booleans 0/1; `seq` = replay order, `line_no` = the "
+               "journal line that stored it")
 
 VIEW_RELATIONS: tuple[Relation, ...] = (
     Relation("facts", "table", "Facts", "fact", _FACT_NOTES, _FACT_COLUMNS),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from functools import lru_cache
-from typing import Optional
+from typing import Optional, overload
 
 from ..errors import InvalidInput
 
@@ -215,12 +215,28 @@ def check_chrono_range(ns: int, what: object) -> int:
     return ns
 
 
+@overload
+def column_ns(ns: int) -> int: ...
+
+
+@overload
+def column_ns(ns: None) -> None: ...
+
+
 def column_ns(ns: Optional[int]) -> Optional[int]:
     """The value of a `*_ns` column for the instant `ns`: itself, or the nearest end of the signed
     64-bit range for an instant outside it (its text column holds it exactly)."""
     if ns is None or MIN_NS <= ns <= MAX_NS:
         return ns
     return MAX_NS if ns > MAX_NS else MIN_NS
+
+
+@overload
+def from_columns(ns: int, text: str) -> int: ...
+
+
+@overload
+def from_columns(ns: Optional[int], text: Optional[str]) -> Optional[int]: ...
 
 
 def from_columns(ns: Optional[int], text: Optional[str]) -> Optional[int]:
