@@ -113,11 +113,11 @@ def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None
         except InvalidInput:
             window = None
         if window is not None:
-            row = store.db.execute(
-                "SELECT min(stored_at_ns) FROM facts WHERE deleted = 0 AND private = 0 AND stored_at_ns >= ?",
+            row = store.db.execute(  # (the exact instant: stored_at_ns is clamped outside 1677-2262)
+                "SELECT min(stored_at_ns), stored_at FROM facts WHERE deleted = 0 AND private = 0 AND stored_at_ns >= ?",
                 (cutoff,)).fetchone()
             if row and row[0] is not None:
-                next_due = timestamps.format_fact_time(row[0] + window)
+                next_due = timestamps.format_fact_time(timestamps.from_columns(row[0], row[1]) + window)
         return {
             "older_than": older_than,
             "cutoff": timestamps.format_fact_time(cutoff),
