@@ -19,6 +19,9 @@ from cruxsql.facts.codec import Fact
 class CruxState:
     facts: dict[str, Fact] = field(default_factory=dict)
     skipped_lines: list[int] = field(default_factory=list)  # parse failures: Crux's corruption flag
+    # lines serde reads whose values a Fact here cannot hold (an f32 confidence overflowing to infinity):
+    # Crux replays them; this reference only counts them
+    unheld_lines: list[int] = field(default_factory=list)
 
 
 def replay(journal: Path) -> CruxState:
@@ -32,6 +35,9 @@ def replay(journal: Path) -> CruxState:
             continue
         try:
             event = codec.decode_event(raw)
+        except codec.UnrepresentableLine:
+            state.unheld_lines.append(line_no)
+            continue
         except codec.CorruptLine:
             state.skipped_lines.append(line_no)
             continue

@@ -122,6 +122,8 @@ def test_a_line_crux_reads_but_cruxsql_cannot_represent_is_carried_over_not_quar
         assert report.lines_carried_over == [lines.index(infinite) + 1] and report.corrupt_lines_dropped == 0
         assert store.verify().view_matches_replay
     assert infinite in (data_dir / "facts.jsonl").read_bytes().split(b"\n")
+    crux = crux_replay(data_dir / "facts.jsonl")  # what a Crux daemon replays: every line, that one included
+    assert crux.skipped_lines == [] and len(crux.unheld_lines) == 1
     assert codec.UNREPRESENTABLE in run_cli("verify").stdout
 
 
