@@ -155,3 +155,16 @@ def test_a_store_from_before_the_migration_is_rebuilt_with_the_lines_it_had_mark
         for fact_id, text in EXACT.items():
             assert text in values[fact_id]
         assert store.verify().view_matches_replay
+
+
+def test_memory_view_renders_a_leap_second_and_a_far_time_as_written(tmp_path: Path) -> None:
+    """memory_view writes `stored_at` with `to_rfc3339()`: chrono keeps the leap second (`:60.500+00:00`) and
+    the year; the view's stored_at_ns alone would give `:59.999999999` and 2262."""
+    from cruxsql.recall import Recall
+
+    far = crux_store_line("f_far", stored_at="9999-12-31T23:59:59Z")
+    _write(tmp_path / "facts.jsonl", [VALUE_RANGE_LINES[5], far])
+    with cruxsql.open(tmp_path) as store:
+        facts = Recall(store).memory_view("crux").facts
+        assert {f["id"]: f["stored_at"] for f in facts} == {
+            "f_leap": "2016-12-31T23:59:60.500+00:00", "f_far": "9999-12-31T23:59:59+00:00"}

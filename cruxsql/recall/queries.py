@@ -929,7 +929,7 @@ class Recall:
         # walk the stored_at index newest first; ties (same stored_at) are ordered by confidence desc,
         # fact_id here, so a tie group is always read whole before the cut
         sql = (f"SELECT f.fact_id, {visible}, f.key, f.value, f.version, f.stored_at_ns, f.confidence, "
-               f"f.source_receipt, f.actor, f.tokens, f.superseded_by {base} "
+               f"f.source_receipt, f.actor, f.tokens, f.superseded_by, f.stored_at {base} "
                f"ORDER BY f.stored_at_ns DESC, f.fact_id DESC")
         ordered: list[tuple] = []
         group: list[tuple] = []
@@ -950,7 +950,8 @@ class Recall:
             used += r[9]
         pins = self._pins(agent, tenant_name, [r[0] for r in picked])
         facts = [{"id": r[0], "entity": r[1], "key": r[2], "value": r[3], "version": r[4],
-                  "stored_at": timestamps.format_event_time(r[5]), "confidence": r[6], "pinned": r[0] in pins,
+                  "stored_at": timestamps.format_event_time(timestamps.from_columns(r[5], r[11])),  # a leap second,
+                  "confidence": r[6], "pinned": r[0] in pins,  # a year past 2262: as written (stored_at_ns clamps)
                   "source_receipt": r[7], "actor": r[8], "superseded_by": r[10]} for r in picked]
         return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped)
 
