@@ -42,7 +42,6 @@ HEADS = 12
 LAYER_NORM_EPS = F32(1e-12)
 QKV = ("query", "key", "value")           # a layer's self-attention projections, fused into one product
 PROFILE = SemanticProfile(MODEL_ID, DIMENSIONS, "bert_wordpiece", "none", "l2")
-F32 = np.float32
 
 
 def model_dir() -> Path:

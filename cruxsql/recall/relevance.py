@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 import apsw
@@ -331,12 +330,12 @@ def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
     return False
 
 
-def default_embedder(data_dir: Optional[Path] = None) -> Optional[Embedder]:
+def default_embedder() -> Optional[Embedder]:
     """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
     the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
-    BM25 has not, measured in tools/bench/bench_fact_recall.py). `data_dir`: see `embedder_named`."""
+    BM25 has not, measured in tools/bench/bench_fact_recall.py)."""
     if os.environ.get(EMBEDDER_ENV):
-        return configured_embedder(data_dir)
+        return configured_embedder()
     try:
         return embedder_named("minilm")
     except InvalidInput:
@@ -346,7 +345,7 @@ def default_embedder(data_dir: Optional[Path] = None) -> Optional[Embedder]:
 def shared_embedder(recall: Recall) -> Optional[Embedder]:
     """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
     if "embedder" not in recall.search_cache:
-        recall.search_cache["embedder"] = default_embedder(recall.store.data_dir)
+        recall.search_cache["embedder"] = default_embedder()
     return recall.search_cache["embedder"]
 
 
