@@ -434,7 +434,8 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
     eff = np.array([r[1] for r in visible], dtype=np.float64)
     stored = np.array([r[2] for r in visible], dtype=np.int64)
     lexical, at = _lookup(scored.seqs, seqs)
-    bm25 = np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+    bm25 = (np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+            if len(scored.seqs) else np.zeros(len(seqs)))   # BM25 scored none: the dense lane's candidates alone
     tier = lexical & scored.all_terms[at] if len(scored.seqs) else np.zeros(len(seqs), bool)
     dense_order = np.argsort(dense_seqs, kind="stable")
     has_cos, dat = _lookup(dense_seqs[dense_order], seqs)
