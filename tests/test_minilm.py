@@ -66,8 +66,15 @@ def test_vectors_match_the_torch_reference(model, reference):
     cosines = np.einsum("ij,ij->i", ours.astype(np.float64), reference["vectors"].astype(np.float64))
     assert cosines.min() >= 0.999                 # the bound cruxsql promises
     assert (1.0 - cosines).max() < 1e-5 and np.abs(ours - reference["vectors"]).max() < 1e-5   # what it gives
-    alone = np.stack([model.embed_one(text) for text in REFERENCE_TEXTS])     # no padding: the same vectors
-    assert np.abs(alone - reference["vectors"]).max() < 1e-5
+    alone = np.stack([model.embed_one(text) for text in REFERENCE_TEXTS])
+    assert np.array_equal(alone, ours)      # a vector never depends on the texts embedded with it
+
+
+def test_a_text_gets_the_same_bits_whatever_is_embedded_with_it(model):
+    texts = ["Caroline: I went to a support group.", "Melanie: I painted a sunrise last week.",
+             "Jon: I lost my job as a banker.", "Gina: I opened my own clothing store."]
+    together = model.embed_batch(texts * 5 + ["a much longer text than the others, with many more word pieces"])
+    assert all(np.array_equal(together[i], model.embed_one(texts[i % 4])) for i in range(20))
 
 
 def test_meaning_not_only_words(model):

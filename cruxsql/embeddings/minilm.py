@@ -6,15 +6,16 @@ the SHA-256 pinned here before use. The forward pass is BERT's (6 layers, 12 hea
 numpy over those weights, f32, then mean pooling over real tokens and L2 normalisation, as
 sentence-transformers does; `tokenizers` does the WordPiece split. No torch, transformers or
 sentence-transformers, and nothing touches the network. The matrix products run on numpy's BLAS, held to
-one thread per call (`threadpoolctl`): on a busy machine a second BLAS thread costs far more waiting than
-it saves.
+one thread (`hold_blas_to_one_thread`): on a busy machine a second BLAS thread costs far more waiting than
+it saves, and the process's other thread (a query beside the background indexer) has the other core.
+Instances are safe to share between threads (no state changes after load).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-from contextlib import nullcontext
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -36,7 +37,7 @@ PINNED_SHA256 = {
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
 MAX_TOKENS = 256          # sentence-transformers' max_seq_length for this model
-BATCH_SIZE = 32           # texts per forward pass, taken in order of token count (little padding)
+BATCH_SIZE = 64           # texts of one token count per forward pass
 LAYERS = 6
 HEADS = 12
 LAYER_NORM_EPS = F32(1e-12)
@@ -65,14 +66,16 @@ def verified_bytes(path: Path) -> bytes:
     return data
 
 
-def blas_controller() -> Any:
-    """threadpoolctl's controller of numpy's BLAS threads (the extra installs it), or None where it is not
-    installed: the vectors are the same, only BLAS then runs on its default threads."""
+def hold_blas_to_one_thread() -> None:
+    """Hold numpy's BLAS to one thread for the rest of the process (threadpoolctl, which the extra
+    installs; where it is missing, BLAS keeps its default threads and the vectors are the same). Set once
+    at load rather than around each call: a limit taken and restored per call costs ~0.4 ms, and two
+    threads embedding at once (a query beside the background indexer) would restore each other's."""
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import threadpool_limits
     except ImportError:
-        return None
-    return ThreadpoolController()
+        return
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def load_tokenizer() -> Any:
@@ -86,22 +89,20 @@ def load_tokenizer() -> Any:
     return tokenizer
 
 
-def token_batches(tokenizer: Any, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
-    """`texts` tokenized, in batches of BATCH_SIZE taken in order of token count (batches of similar length
-    waste less work on padding): (the batch's indexes into `texts`, token ids, attention mask), both int64
-    arrays of batch × the batch's longest text, zero-padded."""
+def token_batches(tokenizer: Any, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+    """`texts` tokenized, in batches of up to BATCH_SIZE texts of one token count, shortest first: (the batch's
+    indexes into `texts`, its token ids as an int64 array, batch × length). Nothing is padded, so a text's
+    vector never depends on the texts beside it (only the products' row count changes, not what each row
+    sums: measured bit-identical), and a view rebuilt or indexed in other batches gets the same vectors."""
     encodings = tokenizer.encode_batch(list(texts))
-    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-    for start in range(0, len(order), BATCH_SIZE):
-        rows = order[start:start + BATCH_SIZE]
-        length = max(len(encodings[i].ids) for i in rows)
-        ids = np.zeros((len(rows), length), dtype=np.int64)
-        mask = np.zeros((len(rows), length), dtype=np.int64)
-        for r, i in enumerate(rows):
-            n = len(encodings[i].ids)
-            ids[r, :n] = encodings[i].ids
-            mask[r, :n] = 1
-        yield rows, ids, mask
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, encoding in enumerate(encodings):
+        by_length[len(encoding.ids)].append(i)
+    for length in sorted(by_length):
+        same = by_length[length]
+        for start in range(0, len(same), BATCH_SIZE):
+            rows = same[start:start + BATCH_SIZE]
+            yield rows, np.array([encodings[i].ids for i in rows], dtype=np.int64).reshape(len(rows), length)
 
 
 # erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): erf(z) = 1 - poly(t)·exp(-z²), t = 1/(1 + P·z)
@@ -156,10 +157,9 @@ def load_weights(data: bytes) -> dict[str, np.ndarray]:
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings, computed with numpy on the CPU."""
 
-    def __init__(self, weights: dict[str, np.ndarray], tokenizer: Any, blas: Any) -> None:
+    def __init__(self, weights: dict[str, np.ndarray], tokenizer: Any) -> None:
         self._w = weights
         self._tokenizer = tokenizer
-        self._blas = blas
 
     @classmethod
     def load(cls) -> "MiniLmEmbedder":
@@ -171,16 +171,16 @@ class MiniLmEmbedder:
         except ImportError as exc:
             raise InvalidInput(f"embedder 'minilm' needs the Python package {exc.name!r}; {EXTRA_HINT}") from None
         weights = load_weights(verified_bytes(directory / "model.safetensors"))
-        return cls(weights, load_tokenizer(), blas_controller())
+        hold_blas_to_one_thread()
+        return cls(weights, load_tokenizer())
 
-    def _encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mean-pooled, L2-normalised sentence vectors of a padded batch (batch × length)."""
+    def _encode(self, ids: np.ndarray) -> np.ndarray:
+        """Mean-pooled, L2-normalised sentence vectors of a batch of texts of one token count (batch × length)."""
         w = self._w
         batch, length = ids.shape
         x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length]
              + w["embeddings.token_type_embeddings.weight"][0]).reshape(batch * length, -1)
         x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        padding = np.where(mask > 0, F32(0.0), F32(-1e9))[:, None, None, :]
         for layer in range(LAYERS):
             p = f"encoder.layer.{layer}."
 
@@ -189,18 +189,17 @@ class MiniLmEmbedder:
                 out += w[p + name + ".bias"]  # noqa: B023
                 return out
 
-            context = attention(dense(x, "attention.self.qkv"), padding, batch, length)
+            context = attention(dense(x, "attention.self.qkv"), batch, length)
             x = layer_norm(dense(context, "attention.output.dense") + x,
                            w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
             x = layer_norm(dense(gelu(dense(x, "intermediate.dense")), "output.dense") + x,
                            w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
-        return mean_pooled(x.reshape(batch, length, -1), mask)
+        return mean_pooled(x.reshape(batch, length, -1))
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSIONS), dtype=F32)
-        with self._blas.limit(limits=1, user_api="blas") if self._blas else nullcontext():
-            for rows, ids, mask in token_batches(self._tokenizer, texts):
-                out[rows] = self._encode(ids, mask)
+        for rows, ids in token_batches(self._tokenizer, texts):
+            out[rows] = self._encode(ids)
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
@@ -219,25 +218,22 @@ class MiniLmEmbedder:
         return True
 
 
-def attention(qkv: np.ndarray, padding: np.ndarray, batch: int, length: int) -> np.ndarray:
+def attention(qkv: np.ndarray, batch: int, length: int) -> np.ndarray:
     """Scaled dot-product attention of HEADS heads: `qkv` (batch·length) × 3·width, the projected queries,
-    keys and values side by side; `padding` 0 for a token, -1e9 for padding (never attended to). The heads'
-    contexts, (batch·length) × width."""
+    keys and values side by side. The heads' contexts, (batch·length) × width."""
     width = qkv.shape[1] // 3
     head = width // HEADS
     q, k, v = qkv.reshape(batch, length, 3, HEADS, head).transpose(2, 0, 3, 1, 4)
     scores = q @ k.transpose(0, 1, 3, 2)
     scores *= F32(1 / np.sqrt(head))
-    scores += padding
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
     return (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, width)
 
 
-def mean_pooled(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The mean over real tokens (batch × length × width, mask batch × length), L2-normalised."""
-    weights = mask[:, :, None].astype(F32)
-    pooled = (x * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), F32(1e-9))
+def mean_pooled(x: np.ndarray) -> np.ndarray:
+    """The mean over the tokens (batch × length × width), L2-normalised."""
+    pooled = x.mean(axis=1)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return (pooled / np.maximum(norms, F32(1e-12))).astype(F32)

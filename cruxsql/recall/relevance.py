@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -70,6 +71,7 @@ FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
 DAY_NS = 86400 * 1_000_000_000
 _QUOTED = re.compile(r'"([^"]*)"')
+_EMBEDDER_LOAD = threading.Lock()       # the fact indexer's thread and the calls' may load the model at once
 
 
 # --- the query ------------------------------------------------------------------------------------
@@ -343,9 +345,10 @@ def default_embedder() -> Optional[Embedder]:
 
 
 def shared_embedder(recall: Recall) -> Optional[Embedder]:
-    """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
-    if "embedder" not in recall.search_cache:
-        recall.search_cache["embedder"] = default_embedder()
+    """`default_embedder()`, loaded once per `Recall` (a server's calls and its fact indexer share it)."""
+    with _EMBEDDER_LOAD:
+        if "embedder" not in recall.search_cache:
+            recall.search_cache["embedder"] = default_embedder()
     return recall.search_cache["embedder"]
 
 

@@ -110,7 +110,8 @@ def load_onnxruntime(threads: Optional[int]) -> Embed:
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for rows, ids, mask in token_batches(tokenizer, texts):
+        for rows, ids in token_batches(tokenizer, texts):
+            mask = np.ones_like(ids)
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
             pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
             out[rows] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -11,7 +11,7 @@ thread on these shared cores makes the p95 of both several times worse).
   and p95 of wall time and of the calling thread's CPU time (`time.thread_time`, steadier on a loaded
   machine).
 * Indexing: LoCoMo dialog turns (`speaker: text`, what a stored turn's fact text holds) embedded in
-  batches as the background indexer does (`embed_batch` of 32 at a time); turns per second of wall time
+  batches as the background indexer does (`embed_batch` of BATCH at a time); turns per second of wall time
   and of CPU time, best of two passes.
 * Agreement: each runtime's vectors of the LoCoMo questions against the other's, and cruxsql's against
   the torch reference vectors stored in tests/fixtures/minilm_reference.npz (min cosine).
@@ -37,7 +37,7 @@ DEFAULT_LOCOMO = next((base / "shared" / "data" / "locomo-dev" for base in REPO.
                        if (base / "shared" / "data" / "locomo-dev").exists()),
                       REPO.parent / "shared" / "data" / "locomo-dev")
 WARM_UP = 5
-BATCH = 32
+BATCH = 128        # the background indexer's facts per round (recall/fact_indexer.py)
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 

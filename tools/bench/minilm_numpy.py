@@ -94,6 +94,7 @@ class NumpyMiniLm:
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for rows, ids, mask in token_batches(self._tokenizer, texts):
+        for rows, ids in token_batches(self._tokenizer, texts):
+            mask = np.ones_like(ids)
             out[rows] = self._encode(ids, mask)
         return out
