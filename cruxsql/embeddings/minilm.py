@@ -128,9 +128,10 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """Over the last axis, as torch's layer_norm (biased variance, eps inside the square root)."""
-    centered = x - x.mean(axis=-1, keepdims=True)
-    variance = np.square(centered).mean(axis=-1, keepdims=True)
+    """Over the last axis of a 2-D `x`, as torch's layer_norm (biased variance, eps inside the square root)."""
+    width = F32(x.shape[-1])
+    centered = x - np.add.reduce(x, axis=-1, keepdims=True) / width
+    variance = np.einsum("ij,ij->i", centered, centered)[:, None] / width
     centered /= np.sqrt(variance + LAYER_NORM_EPS)
     centered *= weight
     centered += bias
