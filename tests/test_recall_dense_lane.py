@@ -185,3 +185,13 @@ def test_the_server_indexes_turns_in_the_background_and_auto_fuses_with_minilm(p
         assert '"fusion":"weighted"' in explain and '"embedder":"fastembed-all-minilm-l6-v2"' in explain
     finally:
         client.close()
+
+
+def test_auto_falls_back_to_bm25_alone_without_the_weights(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cruxsql.embeddings import minilm
+    from cruxsql.recall import relevance
+
+    monkeypatch.delenv("CRUXSQL_EMBEDDER", raising=False)
+    monkeypatch.setattr(minilm.importlib.util, "find_spec", lambda name: None)
+    assert relevance.default_embedder() is None
+    assert Recall(store).search("car colour", embedder=relevance.default_embedder()).fusion == "bm25"
