@@ -195,3 +195,16 @@ def test_auto_falls_back_to_bm25_alone_without_the_weights(store: Store, monkeyp
     monkeypatch.setattr(minilm.importlib.util, "find_spec", lambda name: None)
     assert relevance.default_embedder() is None
     assert Recall(store).search("car colour", embedder=relevance.default_embedder()).fusion == "bm25"
+
+
+def test_a_model_that_cannot_load_stops_the_indexer_with_one_line(store: Store, caplog) -> None:
+    from cruxsql.errors import InvalidInput
+
+    def missing():
+        raise InvalidInput("embedder 'minilm' needs the Python package 'tokenizers'")
+
+    indexer = FactIndexer(view_path(store), missing, poll_s=0.01).start()
+    indexer.stop()
+    assert [r.getMessage() for r in caplog.records] == [
+        "the fact indexer stopped: InvalidInput: embedder 'minilm' needs the Python package 'tokenizers'"]
+    assert kept_vectors(store) == {}

@@ -73,9 +73,14 @@ class FactIndexer:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        self._embedder = self._load_embedder()
-        if self._embedder is None:
-            return
+        try:
+            self._embedder = self._load_embedder()
+            if self._embedder is not None:
+                self._poll()
+        except Exception as exc:   # a helper: the lazy path still serves every recall, which reports a bad model
+            log.warning("the fact indexer stopped: %s: %s", type(exc).__name__, exc)
+
+    def _poll(self) -> None:
         db = view_file.open_connection(self._path, migrate_schema=False)
         try:
             while not self._stopping.is_set():
@@ -84,8 +89,6 @@ class FactIndexer:
                     self._seen = checkpoint
                     self.catch_up(db)
                 self._stopping.wait(self._poll_s)
-        except Exception:     # a background helper: the lazy path still serves every recall
-            log.exception("the fact indexer stopped")
         finally:
             db.close()
 
