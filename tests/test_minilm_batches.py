@@ -15,11 +15,10 @@ class WordTokenizer:
         return [SimpleNamespace(ids=[len(word) for word in text.split()]) for text in texts]
 
 
-def test_batches_follow_token_count_and_pad_with_a_mask(monkeypatch):
+def test_batches_hold_texts_of_one_token_count_shortest_first_never_padded(monkeypatch):
     monkeypatch.setattr(minilm, "BATCH_SIZE", 2)
-    batches = list(token_batches(WordTokenizer(), ["aa bbb cccc", "d", "", "ee ff"]))
-    assert [rows for rows, _, _ in batches] == [[2, 1], [3, 0]]
-    (_, ids0, mask0), (_, ids1, mask1) = batches
-    assert ids0.dtype == mask0.dtype == np.int64
-    assert ids0.tolist() == [[0], [1]] and mask0.tolist() == [[0], [1]]
-    assert ids1.tolist() == [[2, 2, 0], [2, 3, 4]] and mask1.tolist() == [[1, 1, 0], [1, 1, 1]]
+    texts = ["aa bbb", "d", "ee ff", "g h", "", "ii jj"]
+    batches = list(token_batches(WordTokenizer(), texts))
+    assert [rows for rows, _ in batches] == [[4], [1], [0, 2], [3, 5]]
+    assert all(ids.dtype == np.int64 for _, ids in batches)
+    assert [ids.tolist() for _, ids in batches] == [[[]], [[1]], [[2, 3], [2, 2]], [[1, 1], [2, 2]]]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 from importlib.metadata import version
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -23,6 +24,7 @@ from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
 from ..recall import Recall
+from ..recall.fact_indexer import FactIndexer
 from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
 from .call import Call
 from .identity import AgentRegistry, Identity
@@ -153,13 +155,27 @@ class CruxServer:
 
     # --- transports -------------------------------------------------------------------------------
 
+    @contextmanager
+    def fact_indexing(self) -> Iterator[Optional[FactIndexer]]:
+        """While serving: the background fact indexer, which embeds facts and turns as they arrive, so a
+        recall never waits for the model over facts it has not seen (recall/fact_indexer.py)."""
+        indexer = FactIndexer.for_recall(self.recall)
+        if indexer is not None:
+            indexer.start()
+        try:
+            yield indexer
+        finally:
+            if indexer is not None:
+                indexer.stop()
+
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
 
         async with stdio_pipes() as (stdin, stdout):
             gate = RequestGate(stdin, stdout)
             async with stdio_server(gate.lines, gate.writer) as (read, write):  # type: ignore[arg-type]
-                await self.server.run(read, write, self.server.create_initialization_options())
+                with self.fact_indexing():
+                    await self.server.run(read, write, self.server.create_initialization_options())
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
         """The streamable HTTP app at `/mcp`, behind the bearer-token gate."""
@@ -169,7 +185,8 @@ class CruxServer:
         import uvicorn
 
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        with self.fact_indexing():
+            await uvicorn.Server(config).serve()
 
 
 def _wire_tokens(wire: types.CallToolResult) -> int:

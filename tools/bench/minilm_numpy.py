@@ -1,7 +1,8 @@
 """cruxsql's first MiniLM runtime, kept as a benchmark row: BERT's forward pass written in numpy.
 
-The package now runs the same pass with torch (`cruxsql/embeddings/minilm.py`), which is about twice as
-fast; `bench_embedders.py` compares both. Weights and tokenizer come through the package's verified loader.
+The package runs a tuned numpy pass (`cruxsql/embeddings/minilm.py`: QKV fused, a cheaper erf, in-place
+element-wise steps, one BLAS thread); `bench_query_embedding.py` and `bench_embedders.py` compare both.
+Weights and tokenizer come through the package's verified loader.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class NumpyMiniLm:
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for rows, ids, mask in token_batches(self._tokenizer, texts):
+        for rows, ids in token_batches(self._tokenizer, texts):
+            mask = np.ones_like(ids)
             out[rows] = self._encode(ids, mask)
         return out

@@ -1,0 +1,128 @@
+"""The background fact indexer: fact vectors computed as facts (and conversation turns) arrive.
+
+`FactIndexer` runs on a daemon thread in the process that serves recall: `cruxsql mcp` starts one
+(`for_recall`) that loads the dense lane's model itself (recall's shared one, so a server holds one copy)
+and stops at once when there is none. It polls the view's journal checkpoint row (one row, read in
+microseconds); when the journal moved, it embeds the facts that have no vector for its embedder yet,
+oldest first, BATCH at a time (its halves on two threads: the two cores of a small server embed ~2x the
+turns per second of one), and keeps them in `fact_embeddings`, as the lazy path in
+`fact_embeddings.fact_vectors` does, with which it shares the text (`fact_text`) and the write.
+
+It never blocks a writer: it has its own connection to the view; the model runs outside any
+transaction; each batch's vectors go in in one short write transaction, and only for facts still there
+unchanged (a fact erased or changed while its batch was being embedded gets no vector: the triggers
+that drop a changed fact's vector have already run). A recall that comes before the indexer embeds
+what it needs itself (the lazy path), so the indexer only ever moves work off the query's path. The
+vectors depend on the fact's text and the model alone, so a rebuilt view gets the same ones again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import apsw
+import numpy as np
+
+from ..embeddings import Embedder
+from ..facts import view_file
+from .fact_embeddings import fact_text, keep_vectors, vector_entity
+from .queries import Recall
+from .relevance import shared_embedder
+
+log = logging.getLogger("cruxsql.recall")
+BATCH = 128                # facts per round: the model groups them by token count (fewer, larger products)
+WORKERS = 2                # threads embedding a round's halves at once (numpy's products release the GIL)
+POLL_S = 0.2               # how often the journal checkpoint row is read when nothing is happening
+
+
+class FactIndexer:
+    """Embeds, on its own thread, every fact of the view at `view_path` that has no vector for the embedder
+    `load_embedder` returns (called on that thread; None: nothing to do)."""
+
+    def __init__(self, view_path: Path, load_embedder: Callable[[], Optional[Embedder]], poll_s: float = POLL_S
+                 ) -> None:
+        self._path = view_path
+        self._load_embedder = load_embedder
+        self._embedder: Optional[Embedder] = None
+        self._poll_s = poll_s
+        self._stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._seen: Any = None              # the journal checkpoint row the last catch-up started from
+        self.indexed = 0                    # facts embedded since start
+
+    @classmethod
+    def for_recall(cls, recall: Recall) -> Optional["FactIndexer"]:
+        """An indexer for `recall`'s dense lane (its shared model), or None for a read-only store."""
+        if recall.store.read_only:
+            return None
+        return cls(Path(recall.store.data_dir) / view_file.DB_NAME, lambda: shared_embedder(recall))
+
+    def start(self) -> "FactIndexer":
+        self._thread = threading.Thread(target=self._run, name="cruxsql-fact-indexer", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the thread to stop after its current batch, and wait for it."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._embedder = self._load_embedder()
+            if self._embedder is not None:
+                self._poll()
+        except Exception as exc:   # a helper: the lazy path still serves every recall, which reports a bad model
+            log.warning("the fact indexer stopped: %s: %s", type(exc).__name__, exc)
+
+    def _poll(self) -> None:
+        db = view_file.open_connection(self._path, migrate_schema=False)
+        try:
+            while not self._stopping.is_set():
+                checkpoint = db.execute("SELECT * FROM journal_checkpoint WHERE id = 1").fetchone()
+                if checkpoint != self._seen:
+                    self._seen = checkpoint
+                    self.catch_up(db)
+                self._stopping.wait(self._poll_s)
+        finally:
+            db.close()
+
+    def catch_up(self, db: apsw.Connection) -> int:
+        """Embed batches until no fact lacks a vector (or the indexer is stopped); how many were embedded."""
+        done = 0
+        while not self._stopping.is_set():
+            embedded = self.index_batch(db)
+            if not embedded:
+                break
+            done += embedded
+        return done
+
+    def _embedded(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """`texts`' vectors, WORKERS parts embedded at once (the model holds BLAS to one thread each)."""
+        size = -(-len(texts) // WORKERS)
+        parts = [texts[start:start + size] for start in range(0, len(texts), size)]
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="cruxsql-fact-indexer") as pool:
+            return np.concatenate(list(pool.map(embedder.embed_batch, parts)))
+
+    def index_batch(self, db: apsw.Connection) -> int:
+        """Embed the BATCH oldest facts without a vector; how many there were."""
+        if self._embedder is None:
+            self._embedder = self._load_embedder()
+            if self._embedder is None:
+                return 0
+        profile = self._embedder.semantic_profile().hash
+        rows: list[tuple[str, str, str, str]] = db.execute(  # type: ignore[assignment]
+            "SELECT f.fact_id, f.entity, f.key, f.value FROM facts f WHERE f.deleted = 0 AND NOT EXISTS "
+            "(SELECT 1 FROM fact_embeddings e WHERE e.fact_id = f.fact_id AND e.profile_hash = ?) "
+            "ORDER BY f.seq LIMIT ?", (profile, BATCH)).fetchall()
+        if not rows:
+            return 0
+        texts = [fact_text(vector_entity(entity), key, value) for _, entity, key, value in rows]
+        keep_vectors(db, profile, rows, self._embedded(self._embedder, texts))
+        self.indexed += len(rows)
+        return len(rows)
