@@ -178,7 +178,7 @@ def test_an_unknown_input_key_names_the_key_meant(tmp_path):
     line = json.dumps({"entity": "svc", "key": "owner", "value": "alice", "tenant": "acme"})
     result = cruxsql(tmp_path / "d", "store-batch", "-", input=line + "\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: line 1: unknown key(s) tenant (did you mean tenant_hash?)")
+    assert result.stderr.startswith("Error: stdin line 1: unknown key(s) tenant (did you mean tenant_hash?)")
     assert not (tmp_path / "d" / "facts.jsonl").exists()
 
 

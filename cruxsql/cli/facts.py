@@ -3,7 +3,6 @@ clear-supersede, set-validity, set-horizon, reverify, sql, verify, rebuild."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ import click
 
 from ..documents.lane import DocumentLane
 from ..errors import InvalidInput
-from ..facts import timestamps
+from ..facts import json_input, timestamps
 from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
 from ..facts.view_file import DB_NAME
@@ -94,7 +93,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
 
 @click.command("store-batch")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 @json_flag("Print the stored facts as a JSON array.")
 @click.option("--idempotency-key", metavar="KEY",
               help="Client key: a retry with the same key prints the first result and stores nothing again.")
@@ -107,15 +106,9 @@ def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: P
     source_receipt, confidence, private, horizon_class, actor. Nothing is stored if any line is bad.
     Lines for the same (entity, key) become successive versions, in file order.
     """
-    requests = []
-    for n, line in enumerate(file, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {n}: invalid JSON: {exc.msg}") from None
-        requests.append(StoreRequest.from_obj(obj, where=f"line {n}"))
+    name = getattr(file, "name", "<stdin>")  # stdin's buffer is named "<stdin>" (or not at all)
+    source = "stdin" if name == "<stdin>" else name
+    requests = [StoreRequest.from_obj(line.value, where=line.where) for line in json_input.read_lines(file, source)]
     if not requests:
         raise InvalidInput("no store requests in the input")
     with open_store(data_dir, "create") as s:
