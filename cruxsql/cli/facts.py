@@ -3,6 +3,7 @@ clear-supersede, set-validity, set-horizon, reverify, sql, verify, rebuild."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from .common import (
     fails_cleanly,
     open_store,
     progress_callback,
+    require_value,
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import copy_lines, hit_line
@@ -94,12 +96,14 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
 @click.command("store-batch")
 @click.argument("file", type=click.File("rb"))
+@tenant_option("Tenant of every line: a line without tenant_hash is stored in it, a line naming another is "
+               "refused (default: each line's tenant_hash, else 'default').")
 @json_flag("Print the stored facts as a JSON array.")
 @click.option("--idempotency-key", metavar="KEY",
               help="Client key: a retry with the same key prints the first result and stores nothing again.")
 @data_dir_option
 @fails_cleanly
-def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
+def store_batch(file, tenant: Optional[str], as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
     """Store every request of FILE (JSONL, `-` for stdin) as one store_batch event.
 
     Each line is an object with the StoreFact keys: entity, key, value (required), tenant_hash,
@@ -108,7 +112,7 @@ def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: P
     """
     name = getattr(file, "name", "<stdin>")  # stdin's buffer is named "<stdin>" (or not at all)
     source = "stdin" if name == "<stdin>" else name
-    requests = [StoreRequest.from_obj(line.value, where=line.where) for line in json_input.read_lines(file, source)]
+    requests = [_batch_request(line, tenant) for line in json_input.read_lines(file, source)]
     if not requests:
         raise InvalidInput("no store requests in the input")
     with open_store(data_dir, "create") as s:
@@ -118,6 +122,17 @@ def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: P
         return
     for fact in facts:
         click.echo(f"{fact.fact_id} version {fact.version}")
+
+
+def _batch_request(line: json_input.InputLine, tenant: Optional[str]) -> StoreRequest:
+    """A store-batch line as a request, in `tenant` when the operator named one."""
+    request = StoreRequest.from_obj(line.value, where=line.where)
+    if tenant is None:
+        return request
+    named = line.value.get("tenant_hash")
+    if named and named != tenant:
+        raise InvalidInput(f"{line.where}: tenant_hash {named!r} is not --tenant {tenant!r}")
+    return dataclasses.replace(request, tenant_hash=tenant)
 
 
 @click.command()
@@ -166,7 +181,7 @@ def delete(fact_id: str, tenant: Optional[str], idempotency_key: Optional[str], 
 
 @click.command()
 @click.argument("fact_id")
-@click.option("--by", "by_fact_id", required=True, help="The fact that supersedes FACT_ID.")
+@click.option("--by", "by_fact_id", required=True, callback=require_value, help="The fact that supersedes FACT_ID.")
 @tenant_option("Refuse unless both facts are in this tenant.")
 @data_dir_option
 @fails_cleanly
