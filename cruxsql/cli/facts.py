@@ -208,13 +208,15 @@ def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None
 @click.argument("fact_id")
 @click.option("--from", "valid_from", metavar="TS", help="Valid from (RFC 3339, inclusive); omit for open.")
 @click.option("--to", "valid_to", metavar="TS", help="Valid until (RFC 3339, exclusive); omit for open.")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], data_dir: Path) -> None:
+def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], tenant: Optional[str],
+                 data_dir: Path) -> None:
     """Set the valid-time interval [--from, --to) of a fact; omitting both clears it."""
     start, end = _timestamp("--from", valid_from), _timestamp("--to", valid_to)
     with open_store(data_dir, "write") as s:
-        s.set_validity(fact_id, start, end)
+        s.set_validity(fact_id, start, end, tenant=tenant)
         fact = s.get(fact_id)
     span = (f"{timestamps.format_fact_time(fact.valid_from) if fact.valid_from is not None else '-inf'} .. "
             f"{timestamps.format_fact_time(fact.valid_to) if fact.valid_to is not None else '+inf'}")
@@ -224,24 +226,26 @@ def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str
 @click.command("set-horizon")
 @click.argument("fact_id")
 @click.argument("horizon_class", metavar="CLASS")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def set_horizon(fact_id: str, horizon_class: str, data_dir: Path) -> None:
+def set_horizon(fact_id: str, horizon_class: str, tenant: Optional[str], data_dir: Path) -> None:
     """Set a fact's freshness horizon: volatile, medium, stable or none (journaled)."""
     with open_store(data_dir, "write") as s:
-        s.set_horizon(fact_id, horizon_class)
+        s.set_horizon(fact_id, horizon_class, tenant=tenant)
         fact = s.get(fact_id)
     click.echo(f"{fact_id} horizon {fact.horizon_class}")
 
 
 @click.command()
 @click.argument("fact_id")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def reverify(fact_id: str, data_dir: Path) -> None:
+def reverify(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
     """Record that a fact was re-verified now (journaled; resets its freshness clock)."""
     with open_store(data_dir, "write") as s:
-        fact = s.reverify(fact_id)
+        fact = s.reverify(fact_id, tenant=tenant)
     assert fact.reverified_at is not None     # reverify() sets it
     click.echo(f"{fact_id} reverified at {timestamps.format_fact_time(fact.reverified_at)}")
 
