@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional, Union
 from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
+from ...documents.search import budgeted_search
+from ..answer_budget import wire_tokens
 from ..arguments import Contract
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
@@ -51,8 +53,14 @@ def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[i
     """BM25 search charging whole documents against token_budget; says when the budget cut it."""
     if limit < 0:
         raise ToolError(f"limit {limit} must not be negative")
-    return _answer(call, call.lane.query_scan(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
-                                              contract))
+    budget = call.budget(token_budget)
+    payload = call.lane.query_scan(query, _tenant(call, tenant_id), limit, budget, contract)
+    answer = _answer(call, payload)
+    if budget is None or call.control or not isinstance(payload, dict) or payload.get("contract") != "crc-v1" \
+            or wire_tokens(answer) <= budget:
+        return answer
+    # Crux charges the hits' documents, not its envelope: past the budget, `query`'s lean envelope
+    return _answer(call, budgeted_search(payload, None, budget, lambda lean: wire_tokens(_answer(call, lean))))
 
 
 @tool(kind=READ, core=True, holdout=True)
