@@ -1,7 +1,8 @@
-"""A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness` and
-`query_scan` answers, through a real `cruxsql mcp` process, measured as the server's own accounting
-measures them (chars/4 of the whole MCP result, `cruxsql/recall/tokens.py`). The floor is one item
-(Crux's rule: the first row always comes), and where Crux's own answer fits, it is Crux's."""
+"""A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness`,
+`query_scan`, `memory_forget_dry_run` and `memory_disagreements` answers, through a real `cruxsql mcp`
+process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
+`cruxsql/recall/tokens.py`). The floor is one item (Crux's rule: the first row always comes), and where
+Crux's own answer fits, it is Crux's."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from mcp_clients import stdio
 
 BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),
-         "query_scan": ({"query": "terraform drift"}, None)}
+         "query_scan": ({"query": "terraform drift"}, None),
+         "memory_forget_dry_run": ({"scope": {"type": "entity_prefix", "value": "svc"}}, "facts_that_would_be_affected")}
 
 
 def received(result: Any) -> int:
@@ -41,6 +43,9 @@ def client(portal, tmp_path_factory):
             for key in ("owner", "region", "database", "queue"):
                 store.store(f"svc{s:03d}", key, f"service {s} {key}: a value of a few words, as agents store them",
                             agent="bob", actor="bob")
+        for n in range(12):  # numeric disagreements between two actors
+            store.store(f"cfg{n}", "replicas", "3", actor="alice")
+            store.store(f"cfg{n}", "replicas", "7", actor="bob")
         DocumentLane(store).ingest([DocumentInput(f"runbook{i}.md", [ChunkInput(
             f"{i}", f"runbook {i}: terraform drift happens when state diverges " * 20)]) for i in range(12)])
     c = stdio(portal, data_dir, "--agent", "bob", env={"CRUXSQL_EMBEDDER": "none"})
@@ -71,7 +76,8 @@ def test_memory_view_is_crux_where_crux_fits_and_a_prefix_of_it_where_it_does_no
     facts = cut.structured_content["facts"]
     assert 1 <= len(facts) < 20 and facts == whole[:len(facts)]
     assert cut.content[0].text.splitlines() == [
-        f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})" for f in facts]
+        f"[{f['entity']}] {f['key']} = {f['value']} (id={f['id']}, v{f['version']})"
+        + (" [superseded]" if f["superseded_by"] else "") for f in facts]
     assert cut.structured_content["returned"] == len(facts)
 
 
@@ -82,3 +88,19 @@ def test_query_scan_is_crux_where_crux_fits(client) -> None:
         == crux.model_dump()
     lean = client.call("query_scan", {"query": "terraform drift", "token_budget": 120})
     assert '"meta":{' in lean.content[0].text and "embedding_fingerprint" not in lean.content[0].text
+
+
+def test_the_forget_dry_run_counts_what_memory_forget_would_delete(client) -> None:
+    scope = {"type": "entity_prefix", "value": "svc"}
+    whole = client.call("memory_forget_dry_run", {"scope": scope, "token_budget": 100_000}).structured_content
+    cut = client.call("memory_forget_dry_run", {"scope": scope, "token_budget": 300}).structured_content
+    assert whole["count"] == 120 == len(whole["facts_that_would_be_affected"])
+    listed = cut["facts_that_would_be_affected"]
+    assert cut["count"] == 19 > len(listed) >= 1  # Crux's greedy rule: a forget with this budget deletes 19
+    assert listed == whole["facts_that_would_be_affected"][:len(listed)]
+
+
+def test_disagreements_fit_the_whole_budget(client) -> None:
+    for budget in (60, 300, 1000):
+        reply = client.call("memory_disagreements", {"token_budget": budget})
+        assert received(reply) <= budget, (budget, received(reply))

@@ -33,3 +33,18 @@ def longest_within(count: int, answer: Callable[[int], ToolResult], budget: int)
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if wire_tokens(answer(mid)) <= budget else (lo, mid - 1)
     return lo
+
+
+def shaped_within(budget: int, answer: Callable[[int], ToolResult], tries: int = 6) -> ToolResult:
+    """`answer(b)` for the largest b ≤ `budget` (found in a few proportional steps) whose whole answer fits
+    `budget` on the wire: for a tool that shapes each channel to the budget it is given. Past `tries`, or
+    at b = 1, the last answer: the tool's own floor."""
+    shaped = budget
+    result = answer(shaped)
+    for _ in range(tries):
+        cost = wire_tokens(result)
+        if cost <= budget or shaped <= 1:
+            break
+        shaped = max(1, min(shaped - 1, shaped * budget // cost))
+        result = answer(shaped)
+    return result

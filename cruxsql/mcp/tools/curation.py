@@ -29,6 +29,7 @@ from ...curation.memory_panel import memory_pin as pin_payload
 from ...errors import CAPABILITY_DENIED, ToolError
 from ...governance import legal_holds
 from ...recall import scope as agent_scope
+from ..answer_budget import longest_within
 from ..call import Call
 from ..registry import READ, WRITE, ToolResult, shape, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
@@ -150,8 +151,16 @@ def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional
                           include_pinned: bool = False) -> ToolResult:
     """What memory_forget would delete for a scope; writes nothing."""
     call.store.refresh()
-    return _answer(forget_dry_run_payload(call.store, scope, call.budget(token_budget), include_pinned,
-                                          agent=call.agent, tenant=call.tenant))
+    budget = call.budget(token_budget)
+    payload = forget_dry_run_payload(call.store, scope, budget, include_pinned, agent=call.agent, tenant=call.tenant)
+    if budget is None:
+        return _answer(payload)
+    structured = payload["structuredContent"]
+    rows = structured["facts_that_would_be_affected"]
+
+    def answer(n: int) -> ToolResult:  # `count` stays what memory_forget would delete; the rows listed fit
+        return _answer({**payload, "structuredContent": {**structured, "facts_that_would_be_affected": rows[:n]}})
+    return answer(longest_within(len(rows), answer, budget))
 
 
 @tool(kind=WRITE, output=shape(forget_receipt_id="string", facts_affected="integer",
