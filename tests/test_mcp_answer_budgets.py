@@ -1,5 +1,5 @@
 """A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness`,
-`query_scan`, `memory_forget_dry_run` and `memory_disagreements` answers, through a real `cruxsql mcp`
+`query_scan`, `query`, `memory_forget_dry_run` and `memory_disagreements` answers, through a real `cruxsql mcp`
 process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
 `cruxsql/recall/tokens.py`). The floor is one item (Crux's rule: the first row always comes), and where
 Crux's own answer fits, it is Crux's."""
@@ -18,7 +18,7 @@ from mcp_clients import stdio
 
 BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),
-         "query_scan": ({"query": "terraform drift"}, None),
+         "query_scan": ({"query": "terraform drift"}, None), "query": ({"query": "terraform drift"}, None),
          "memory_forget_dry_run": ({"scope": {"type": "entity_prefix", "value": "svc"}}, "facts_that_would_be_affected")}
 
 

@@ -12,7 +12,7 @@ from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
 from ...documents.search import budgeted_search
-from ..answer_budget import wire_tokens
+from ..answer_budget import shaped_within, wire_tokens
 from ..arguments import Contract
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
@@ -43,8 +43,14 @@ def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] =
         raise ToolError(f"limit {limit} must not be negative")
     if fused:
         return _answer(call, call.lane.fused_query(query, _tenant(call, tenant_id), limit, fusion, dense))
-    return _answer(call, call.lane.query(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
-                                         min_score, contract, shaped=not call.control, dense=dense))
+    tenant, budget = _tenant(call, tenant_id), call.budget(token_budget)
+
+    def answer(shaped_to: Optional[int]) -> ToolResult:
+        return _answer(call, call.lane.query(query, tenant, limit, shaped_to, min_score, contract,
+                                             shaped=not call.control, dense=dense))
+    if budget is None or call.control:
+        return answer(budget)
+    return shaped_within(budget, answer)  # the lean envelope's JSON fits; so does the whole answer
 
 
 @tool(kind=READ, holdout=True)
