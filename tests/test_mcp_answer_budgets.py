@@ -1,6 +1,6 @@
 """A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness`,
-`query_scan`, `query`, `memory_forget_dry_run`, `memory_contradictions` and `memory_disagreements`
-answers, through a real `cruxsql mcp` process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
+`query_scan`, `query`, `get_bootstrap`, `memory_forget_dry_run`, `memory_contradictions` and
+`memory_disagreements` answers, through a real `cruxsql mcp` process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
 `cruxsql/recall/tokens.py`). The floor is one item (Crux's rule: the first row always comes), and where
 Crux's own answer fits, it is Crux's."""
 
@@ -12,6 +12,7 @@ import pytest
 
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.facts.store import Store, StoreRequest
+from cruxsql.recall import bootstrap_seed
 from cruxsql.recall.tokens import estimate_tokens
 
 from mcp_clients import stdio
@@ -20,7 +21,7 @@ BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),
          "query_scan": ({"query": "terraform drift"}, None), "query": ({"query": "terraform drift"}, None),
          "memory_forget_dry_run": ({"scope": {"type": "entity_prefix", "value": "svc"}}, "facts_that_would_be_affected"),
-         "memory_contradictions": ({}, "candidates")}
+         "memory_contradictions": ({}, "candidates"), "get_bootstrap": ({"topic": "deploy"}, "")}
 
 
 def received(result: Any) -> int:
@@ -29,6 +30,8 @@ def received(result: Any) -> int:
 
 def items(tool: str, result: Any) -> int:
     field = CALLS[tool][1]
+    if field == "":                     # text lines alone
+        return len(result.content[0].text.splitlines())
     if field is not None:
         return len(result.structured_content[field])
     import json
@@ -47,6 +50,9 @@ def client(portal, tmp_path_factory):
         for n in range(12):  # numeric disagreements between two actors
             store.store(f"cfg{n}", "replicas", "3", actor="alice")
             store.store(f"cfg{n}", "replicas", "7", actor="bob")
+        for n in range(25):
+            bootstrap_seed.seed(store, "deploy", f"step{n}", "how",
+                                f"step {n}: run the deploy script with care and check the dashboards afterwards")
         for n in range(12):  # contradiction candidates: live facts of one (entity, key), opposite polarity
             store.store_batch([StoreRequest(f"flag{n}", "enabled", v) for v in ("true", "false")], chain=False)
         DocumentLane(store).ingest([DocumentInput(f"runbook{i}.md", [ChunkInput(
