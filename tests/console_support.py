@@ -92,6 +92,12 @@ class Console:
         """What the console printed after its address line, on stdout and stderr, so far."""
         return "".join(self._chunks)
 
+    def output_at_exit(self) -> str:
+        """Everything the console printed, once its process has ended (stop it first)."""
+        for drain in self._drains:
+            drain.join(timeout=20)
+        return self.output()
+
     def get(self, path: str, headers: Optional[dict[str, str]] = None) -> tuple[int, str, Any]:
         req = urllib.request.Request(self.url + path.lstrip("/"), headers=headers or {})
         opener = urllib.request.build_opener(NoRedirect)

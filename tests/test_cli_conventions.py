@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -178,7 +179,7 @@ def test_an_unknown_input_key_names_the_key_meant(tmp_path):
     line = json.dumps({"entity": "svc", "key": "owner", "value": "alice", "tenant": "acme"})
     result = cruxsql(tmp_path / "d", "store-batch", "-", input=line + "\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: line 1: unknown key(s) tenant (did you mean tenant_hash?)")
+    assert result.stderr.startswith("Error: stdin line 1: unknown key(s) tenant (did you mean tenant_hash?)")
     assert not (tmp_path / "d" / "facts.jsonl").exists()
 
 
@@ -258,3 +259,102 @@ def test_existing_json_flags_keep_their_meaning(data_dir):
     assert json.loads(cruxsql(data_dir, "search", "terraform", "--tenant", "acme", "--json").stdout)["contract"] \
         == "crc-v1"
     assert json.loads(cruxsql(data_dir, "verify", "--json").stdout)["ok"] is True
+
+
+# --- every write is scoped, every required option enforced, retention agrees with itself (issue 49) ----------
+
+# Commands that change what the store holds; each takes --tenant. The rest of the tree reads, or works on
+# the whole store (init, compact, rebuild, backup, restore, node) or outside the fact store (workspace index).
+WRITE_COMMANDS = ("store", "store-batch", "delete", "supersede", "clear-supersede", "set-validity", "set-horizon",
+                  "reverify", "erase", "retention apply", "documents erase", "hold place", "hold release",
+                  "import mcp-memory", "import mem0", "ingest", "consolidate apply", "consolidate undo",
+                  "bootstrap-seed")
+WHOLE_STORE_COMMANDS = ("init", "compact", "rebuild", "backup", "restore", "node", "workspace index")
+
+
+def _leaves(group=main, path=()):
+    for name, command in sorted(group.commands.items()):
+        if hasattr(command, "commands"):
+            yield from _leaves(command, (*path, name))
+        else:
+            yield " ".join((*path, name)), command
+
+
+def test_every_write_command_takes_tenant():
+    assert [path for path in WRITE_COMMANDS if "--tenant" not in _flags(_command(path))] == []
+    assert {"retention report", "retention apply"} <= {path for path, command in _leaves()
+                                                       if "--tenant" in _flags(command)}
+
+
+# Commands without --tenant: they read the whole store for an operator, or read outside the fact store.
+UNSCOPED_READS = ("get", "sql", "verify", "doctor", "segments list", "hold list", "hold override-receipt", "embed",
+                  "cluster status", "console", "workspace status", "workspace ledger", "ctx search", "ctx read",
+                  "ctx doc", "ctx impact", "ctx context", "ctx expand")
+
+
+def test_a_command_without_tenant_is_a_whole_store_command_or_an_unscoped_read():
+    unscoped = [path for path, command in _leaves() if "--tenant" not in _flags(command)]
+    assert sorted(unscoped) == sorted(WHOLE_STORE_COMMANDS + UNSCOPED_READS)
+
+
+def test_every_required_option_fails_without_it_whatever_the_default():
+    """click 8.2+ takes a declared `default=None` as a value: a required option must refuse None itself."""
+    required = [(path, param) for path, command in _leaves() for param in command.params
+                if isinstance(param, click.Option) and param.required]
+    assert len(required) >= 12
+    for path, param in required:
+        ctx = click.Context(_command(path))
+        with pytest.raises(click.MissingParameter):
+            param.process_value(ctx, None)
+        with pytest.raises(click.MissingParameter):
+            param.process_value(ctx, () if param.multiple else None)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["documents", "erase"], "--tenant"), (["hold", "place", "--reason", "r"], "--tenant"),
+    (["hold", "place", "--tenant", "acme"], "--reason"), (["hold", "override-receipt"], "--reason"),
+    (["erase", "--tenant", "acme", "--fact-id", "f_x"], "--reason"), (["retention", "apply", "--all-tenants"],
+                                                                     "--older-than")])
+def test_a_missing_required_option_is_a_usage_error_before_anything_runs(tmp_path, args, option):
+    result = cruxsql(tmp_path / "nothing-here", *args)
+    assert result.exit_code == 1 and result.stderr.startswith(f"Error: Missing option '{option}'. (see `")
+    assert not (tmp_path / "nothing-here").exists()
+
+
+def test_store_batch_takes_the_tenant_of_its_lines_from_the_operator(tmp_path):
+    lines = '{"entity": "svc", "key": "owner", "value": "alice"}\n{"entity": "svc", "key": "team", "value": "core", ' \
+            '"tenant_hash": "acme"}\n'
+    stored = json.loads(cruxsql(tmp_path / "d", "store-batch", "-", "--tenant", "acme", "--json", input=lines).stdout)
+    assert [f["tenant_hash"] for f in stored] == ["acme", "acme"]
+    refused = cruxsql(tmp_path / "d", "store-batch", "-", "--tenant", "globex", input=lines)
+    assert (refused.exit_code, refused.stderr) == (1, "Error: stdin line 2: tenant_hash 'acme' is not --tenant 'globex'\n")
+    plain = json.loads(cruxsql(tmp_path / "d", "store-batch", "-", "--json", input=lines).stdout)
+    assert [f["tenant_hash"] for f in plain] == ["default", "acme"]
+
+
+def test_retention_report_counts_no_governance_state_and_takes_a_tenant(tmp_path):
+    data_dir = tmp_path / "d"
+    with Store(data_dir) as store:
+        store.store("svc", "owner", "alice", tenant="acme")
+        store.store("svc", "owner", "bob", tenant="acme")        # the first version stays a retention candidate
+        store.store("notes", "x", "y", tenant="globex")
+    assert cruxsql(data_dir, "hold", "place", "--tenant", "acme", "--reason", "case 7",
+                   "--entity-prefix", "svc").exit_code == 0
+    report = json.loads(cruxsql(data_dir, "retention", "report", "--older-than", "0s", "--json").stdout)
+    assert report["counts"]["protected_by_reason"] == {"legal hold": 2}      # not "private": 1 for the hold itself
+    assert report["counts"]["eligible"] == 1 and report["tenant"] is None
+    acme = json.loads(cruxsql(data_dir, "retention", "report", "--older-than", "0s", "--tenant", "acme", "--json").stdout)
+    assert (acme["tenant"], acme["counts"]["eligible"], acme["counts"]["protected"]) == ("acme", 0, 2)
+    assert [h["tenant_id"] for h in acme["holds"]] == ["acme"]
+    globex = json.loads(cruxsql(data_dir, "retention", "report", "--older-than", "0s", "--tenant", "globex",
+                                "--json").stdout)
+    assert (globex["counts"]["eligible"], globex["counts"]["protected"], globex["holds"]) == (1, 0, [])
+    text = cruxsql(data_dir, "retention", "report", "--older-than", "0s", "--tenant", "globex").stdout
+    assert text.splitlines()[0] == "tenant                 globex"
+
+
+def test_the_consoles_retention_query_says_what_it_lists():
+    from cruxsql.console import canned
+    query = {q.name: q for q in canned.view_queries()}["retention_candidates"]
+    assert not query.description.startswith("Live facts") and "superseded ones too" in query.description
+    assert "__legal_hold__::*" in query.sql and "__erasure_report__::*" in query.sql

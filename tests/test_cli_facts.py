@@ -156,7 +156,7 @@ def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> 
     bad_file = tmp_path / "bad.jsonl"
     bad_file.write_bytes(b'{"entity":"e","key":"k","value":"' + bytes([0xFF, 0xFE]) + b'"}\n')
     not_utf8 = run("store-batch", str(bad_file), ok=False)
-    assert not_utf8.exit_code == 1 and "not valid UTF-8" in not_utf8.output
+    assert not_utf8.exit_code == 1 and f"{bad_file} line 1: not UTF-8 text (invalid byte at offset 33)" in not_utf8.output
     surrogate = run("store", "e", "k", "\udcff", ok=False)
     assert surrogate.exit_code == 1 and "not valid UTF-8" in surrogate.output
     pragma = run("sql", "PRAGMA journal_mode=DELETE", ok=False)
@@ -172,11 +172,11 @@ def test_store_batch_errors_name_the_line_and_store_nothing(run, tmp_path) -> No
     before = journal.read_bytes() if journal.exists() else b""
     good = '{"entity": "e", "key": "k", "value": "v"}\n'
     for bad_line, message in [
-        ('{"entity": "", "key": "k", "value": "v"}', "Error: line 3: entity must not be empty"),
+        ('{"entity": "", "key": "k", "value": "v"}', "Error: stdin line 3: entity must not be empty"),
         ('{"entity": "e", "key": "k", "value": "v", "confidence": 1.5}',
-         "Error: line 3: confidence must be a finite number within 0.0..=1.0, got 1.5"),
+         "Error: stdin line 3: confidence must be a finite number within 0.0..=1.0, got 1.5"),
         ('{"entity": "e", "key": "k", "value": "v", "horizon_class": "hourly"}',
-         "Error: line 3: invalid horizon class"),
+         "Error: stdin line 3: invalid horizon class"),
     ]:
         result = run("store-batch", "-", input=good + "\n" + bad_line + "\n", ok=False)
         assert result.exit_code == 1 and result.stderr.startswith(message), result.stderr

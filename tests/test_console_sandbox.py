@@ -37,7 +37,8 @@ HOSTILE = [
     "CREATE VIEW v AS SELECT 1", "CREATE TEMP VIEW v AS SELECT 1", "CREATE INDEX i ON facts (value)",
     "CREATE TRIGGER tr AFTER INSERT ON facts BEGIN SELECT 1; END", "DROP TABLE facts", "DROP VIEW live_facts",
     "ALTER TABLE facts ADD COLUMN y", "ALTER TABLE facts RENAME TO f2", "BEGIN IMMEDIATE", "BEGIN EXCLUSIVE",
-    "SAVEPOINT s", "ANALYZE", "REINDEX", "CREATE VIRTUAL TABLE x USING fts5(a)",
+    "SAVEPOINT s", "ANALYZE", "REINDEX", "CREATE VIRTUAL TABLE x USING fts5(a)", "CREATE VIRTUAL TABLE temp.x USING fts5(a)",
+    "CREATE VIRTUAL TABLE x USING rtree(id, a, b)",
     "UPDATE sqlite_master SET sql = 'x'", "WITH x AS (SELECT 1) DELETE FROM facts",
     "SELECT length(printf('%.*c', 2147483647, 'x'))", "SELECT length(randomblob(1000000000))",
 ] + [f"PRAGMA {p}" for p in WRITING_PRAGMAS]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import signal
+import sqlite3
 import threading
 import time
 
@@ -174,6 +178,43 @@ def test_queries_stopped_or_refused_answer_400_and_print_nothing(console):
     assert status == 400 and "raised exception" in body["error"]
     time.sleep(0.5)  # anything printed before the reply has reached the reader threads
     assert console.output()[before:] == ""
+
+
+INTROSPECTION = ["versions", "plugins", "settings", "databases", "metadata", "threads", "actor"]
+
+
+def test_datasettes_own_introspection_answers_and_nothing_prints_a_traceback(store_dir):
+    with running_console(store_dir[0]) as c:
+        pages = {name: c.get(f"-/{name}.json") for name in INTROSPECTION}
+        assert {name: page[0] for name, page in pages.items()} == dict.fromkeys(INTROSPECTION, 200)
+        sqlite = json.loads(pages["versions"][1])["sqlite"]
+        assert sqlite["version"] and "ENABLE_FTS5" in sqlite["compile_options"]
+        assert sqlite["fts_versions"] == []  # its probe creates a table: query_only refuses that write
+        refused = {sql: c.sql("cruxsql", sql) for sql in ("SELECT load_extension('x')", "SELECT fts3_tokenizer('simple')")}
+        assert {sql: status for sql, (status, _) in refused.items()} == dict.fromkeys(refused, 400)
+        assert all("not authorized" in body["error"] for _, body in refused.values())
+        c.proc.send_signal(signal.SIGTERM)
+        c.proc.wait(timeout=20)
+    assert "Traceback" not in c.output_at_exit()
+
+
+def test_an_unexpected_error_is_datasettes_error_page_and_one_line_on_stderr(capsys):
+    from datasette.app import Datasette
+    from datasette.utils.asgi import Request
+    from cruxsql.console.plugin import ConsolePlugin
+
+    async def answer():
+        request = Request.fake("/-/versions.json?sql=secret")
+        try:
+            raise sqlite3.DatabaseError("not authorized")
+        except sqlite3.DatabaseError as exc:
+            return await ConsolePlugin({}, None).handle_exception(Datasette(), request, exc)()
+
+    response = asyncio.run(answer())
+    assert response.status == 500
+    assert json.loads(response.body) == {"ok": False, "error": "not authorized", "status": 500, "title": None}
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "cruxsql console: GET /-/versions.json failed: DatabaseError: not authorized\n")
 
 
 def test_canned_queries_for_other_features_appear_when_their_tables_do(tmp_path):

@@ -92,7 +92,8 @@ def test_acknowledge_use_counts_and_buffer(store: Store) -> None:
                                                            redacted.fact_id], agent="a1", tenant="t", env=env,
                                  now_ns=ok.stored_at + 3 * 86_400 * 10**9)
     assert out["memories_used"] == [{"fact_id": ok.fact_id, "topic": "svc", "age_days": 3}]
-    assert (out["not_found_count"], out["not_visible_count"], out["redacted_count"], out["filtered_count"]) == (2, 1, 1, 4)
+    # another agent's private fact is not found, as an unknown id is (not_visible would tell it exists)
+    assert (out["not_found_count"], out["not_visible_count"], out["redacted_count"], out["filtered_count"]) == (3, 0, 1, 4)
     assert out["receipt_ref"] == "mu_a1_turn-1" and out["intent"] == "answer"
     for turn in ("turn-2", "turn-3", "turn-1"):
         memory_acknowledge_use(store, buffer, turn, [], agent="a1", tenant="t", env=env)

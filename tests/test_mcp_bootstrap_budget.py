@@ -1,5 +1,6 @@
 """`get_bootstrap` honours its token_budget through the real `cruxsql mcp` process (Crux's greedy fill:
-the best fact always, then each next one while it fits), not only through the Python API."""
+the best fact always, then each next one while it fits; then the leading lines whose whole answer fits
+the budget on the wire, the first always), not only through the Python API."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from mcp_clients import stdio
 # five 40-byte values (10 tokens each), ranked by confidence: v0 first
 VALUES = [f"bootstrap page {i} ".ljust(40, "x") for i in range(5)]
 # (the topic is stored normalised: `docs` -> `doc`)
-# token_budget -> how many of them Crux's greedy fill returns (10, 20 | 30 > 25; the first always; 40 used up)
-RETURNED = {None: 5, 25: 2, 5: 1, 40: 4}
+# token_budget -> how many of them come back: Crux's greedy fill (10, 20 | 30 > 25; the first always; 40
+# used up: 2, 1, 5 at 80), cut to what fits whole (a line and the MCP frame are ~30 tokens): 1, 1, 3; 1000: all
+RETURNED = {None: 5, 25: 1, 5: 1, 80: 3, 1000: 5}
 
 
 @pytest.fixture(scope="module")

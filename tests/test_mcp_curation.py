@@ -208,11 +208,11 @@ def test_acknowledge_use_counts_what_the_agent_may_see(alice, bob, data_dir):
     acked = alice.call("memory_acknowledge_use", {"turn_id": "t1", "fact_ids": [public, mine, "f_missing"],
                                                   "intent": "decision", "note": "ignored, as in Crux"})
     assert acked.content[0].text == ("acknowledged 1 memories for turn t1 (intent=decision, actor=alice, "
-                                     "receipt_ref=mu_alice_t1, redacted=0, not_found=1, not_visible=1)")
+                                     "receipt_ref=mu_alice_t1, redacted=0, not_found=2, not_visible=0)")
     assert acked.structured_content == {
         "turn_id": "t1", "intent": "decision", "feature_enabled": True, "receipt_ref": "mu_alice_t1",
         "memories_used": [{"fact_id": public, "topic": "ack", "age_days": 0}], "filtered_count": 2,
-        "redacted_count": 0, "not_found_count": 1, "not_visible_count": 1}
+        "redacted_count": 0, "not_found_count": 2, "not_visible_count": 0}
     off = bob.call("memory_acknowledge_use", {"turn_id": "t1", "fact_ids": [mine]})   # bob's server: flag unset
     assert off.structured_content == {"turn_id": "t1", "feature_enabled": False, "memories_used": [],
                                       "filtered_count": 0}

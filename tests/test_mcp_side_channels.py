@@ -94,11 +94,26 @@ def reply(template: Path, tmp: Path, tool: str, names: dict[str, Any]) -> list[s
     return replies
 
 
+# Every feature flag on (those off by default included): a gated tool is walked doing its work, not
+# answering "feature disabled" to both names alike.
+FLAGS_ON = {"CORECRUXD_FEATURE_MEMORY_ACK": "1", "CORECRUXD_FEATURE_MEMORY_PANEL": "1",
+            "CORECRUXD_FEATURE_SCOPED_FORGET": "1", "CORECRUXD_FEATURE_CONSOLIDATION": "1"}
+
+
 @pytest.mark.parametrize("tool", sorted(discover()))
-def test_a_private_fact_answers_as_a_missing_one(template: Path, tmp_path: Path, tool: str) -> None:
+def test_a_private_fact_answers_as_a_missing_one(template: Path, tmp_path: Path, tool: str, monkeypatch) -> None:
+    for flag, value in FLAGS_ON.items():
+        monkeypatch.setenv(flag, value)
     private = reply(template, tmp_path / "a", tool, PRIVATE)
     missing = reply(template, tmp_path / "b", tool, MISSING)
     assert private == missing
+
+
+def test_every_feature_flag_of_the_tools_is_on_in_the_walk() -> None:
+    import cruxsql.curation.contradictions as contradictions
+    import cruxsql.curation.forget as forget
+    import cruxsql.curation.memory_panel as panel
+    assert {contradictions.CONSOLIDATION_FLAG, forget.FLAG, panel.PANEL_FLAG, panel.ACK_FLAG} == set(FLAGS_ON)
 
 
 def test_the_walk_names_the_private_fact_in_every_tool_that_takes_a_fact(template: Path) -> None:

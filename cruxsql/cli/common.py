@@ -145,8 +145,18 @@ def contract_option(fn: Callable) -> Callable:
                         show_default=True, help="Response contract: crc-v1 envelope, or legacy (= v0, none, off).")(fn)
 
 
+def require_value(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The callback of every required option: refuse it missing, whatever click counts as missing (click
+    8.2+ takes a declared `default=None` for a value and would run the command without the option)."""
+    if param.required and (value is None or (getattr(param, "multiple", False) and not value)):
+        raise click.MissingParameter(ctx=ctx, param=param)
+    return value
+
+
 def reject_empty(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
-    """A click callback refusing an explicitly empty (or blank) option value such as `--tenant ""`."""
+    """A click callback refusing an explicitly empty (or blank) option value such as `--tenant ""`, and a
+    required one missing (`require_value`)."""
+    value = require_value(ctx, param, value)
     if isinstance(value, str) and not value.strip():
         raise click.BadParameter("must not be empty", ctx=ctx, param=param)
     return value

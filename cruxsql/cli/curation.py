@@ -13,7 +13,8 @@ from ..curation.contradictions import contradiction_candidates_v1
 from ..curation.disagreements import REASONS, disagreements
 from ..curation.duplicates import LEXICAL_THRESHOLD, lexical_duplicates
 from ..governance.durations import parse_duration_ns
-from .common import COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback
+from .common import (COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback,
+                     require_value)
 from .options import actor_option, json_flag, output_options, tenant_option
 
 _TENANT = tenant_option("Tenant to read or write.", default="default")
@@ -123,7 +124,7 @@ def _echo_report(report: dict[str, Any], as_json: bool, text: str) -> None:
 @click.argument("entity")
 @click.argument("key")
 @click.argument("canonical_value")
-@click.option("--target", "targets", multiple=True, required=True, metavar="FACT_ID",
+@click.option("--target", "targets", multiple=True, required=True, callback=require_value, metavar="FACT_ID",
               help="A fact to consolidate (repeatable; every live version of the chain must be named).")
 @click.option("--protect", "protected", multiple=True, metavar="FACT_ID", help="Refuse if this fact is a target.")
 @click.option("--id", "consolidation_id", help="Consolidation id (default: mcp-<uuid>); receipt consolidation:<id>.")
@@ -156,7 +157,7 @@ def apply(entity: str, key: str, canonical_value: str, targets: tuple[str, ...],
 
 @consolidate.command()
 @click.argument("canonical_fact_id")
-@click.option("--source", "sources", multiple=True, required=True, metavar="FACT_ID",
+@click.option("--source", "sources", multiple=True, required=True, callback=require_value, metavar="FACT_ID",
               help="A source of the consolidation (repeatable; the exact set is required).")
 @_TENANT
 @json_flag("Print the report as JSON.")

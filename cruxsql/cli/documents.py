@@ -50,7 +50,7 @@ def _documents(paths: tuple[str, ...], on_file: Optional[Callable[[int, int], No
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (JSONL on stdin) cannot be combined with paths")
-        yield from read_jsonl(sys.stdin)
+        yield from read_jsonl(sys.stdin.buffer)
         return
     files = list_files([Path(p) for p in paths])
     for done, (path, doc_id) in enumerate(files, start=1):

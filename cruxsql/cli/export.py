@@ -11,7 +11,7 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, fails_cleanly, open_store
+from .common import data_dir_option, fails_cleanly, open_store, require_value
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .options import json_flag, tenant_option
 
@@ -28,8 +28,10 @@ def export_group() -> None:
               help="Only entities starting with this (repeatable).")
 @click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
 @click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
-@click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True)
+@click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True,
+              callback=require_value)
 @click.option("--output", type=click.Path(path_type=Path, allow_dash=True), required=True,
+              callback=require_value,
               help="The file to write (its directory must exist), or - for stdout (jsonl, csv; the summary "
                    "goes to stderr then).")
 @click.option("--include-private", is_flag=True, help="Include private facts (left out by default).")

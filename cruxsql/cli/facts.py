@@ -3,7 +3,7 @@ clear-supersede, set-validity, set-horizon, reverify, sql, verify, rebuild."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -13,7 +13,7 @@ import click
 
 from ..documents.lane import DocumentLane
 from ..errors import InvalidInput
-from ..facts import timestamps
+from ..facts import json_input, timestamps
 from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
 from ..facts.view_file import DB_NAME
@@ -26,6 +26,7 @@ from .common import (
     fails_cleanly,
     open_store,
     progress_callback,
+    require_value,
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import copy_lines, hit_line
@@ -94,28 +95,24 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
 
 @click.command("store-batch")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
+@tenant_option("Tenant of every line: a line without tenant_hash is stored in it, a line naming another is "
+               "refused (default: each line's tenant_hash, else 'default').")
 @json_flag("Print the stored facts as a JSON array.")
 @click.option("--idempotency-key", metavar="KEY",
               help="Client key: a retry with the same key prints the first result and stores nothing again.")
 @data_dir_option
 @fails_cleanly
-def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
+def store_batch(file, tenant: Optional[str], as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
     """Store every request of FILE (JSONL, `-` for stdin) as one store_batch event.
 
     Each line is an object with the StoreFact keys: entity, key, value (required), tenant_hash,
     source_receipt, confidence, private, horizon_class, actor. Nothing is stored if any line is bad.
     Lines for the same (entity, key) become successive versions, in file order.
     """
-    requests = []
-    for n, line in enumerate(file, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {n}: invalid JSON: {exc.msg}") from None
-        requests.append(StoreRequest.from_obj(obj, where=f"line {n}"))
+    name = getattr(file, "name", "<stdin>")  # stdin's buffer is named "<stdin>" (or not at all)
+    source = "stdin" if name == "<stdin>" else name
+    requests = [_batch_request(line, tenant) for line in json_input.read_lines(file, source)]
     if not requests:
         raise InvalidInput("no store requests in the input")
     with open_store(data_dir, "create") as s:
@@ -125,6 +122,17 @@ def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: P
         return
     for fact in facts:
         click.echo(f"{fact.fact_id} version {fact.version}")
+
+
+def _batch_request(line: json_input.InputLine, tenant: Optional[str]) -> StoreRequest:
+    """A store-batch line as a request, in `tenant` when the operator named one."""
+    request = StoreRequest.from_obj(line.value, where=line.where)
+    if tenant is None:
+        return request
+    named = line.value.get("tenant_hash")
+    if named and named != tenant:
+        raise InvalidInput(f"{line.where}: tenant_hash {named!r} is not --tenant {tenant!r}")
+    return dataclasses.replace(request, tenant_hash=tenant)
 
 
 @click.command()
@@ -173,7 +181,7 @@ def delete(fact_id: str, tenant: Optional[str], idempotency_key: Optional[str], 
 
 @click.command()
 @click.argument("fact_id")
-@click.option("--by", "by_fact_id", required=True, help="The fact that supersedes FACT_ID.")
+@click.option("--by", "by_fact_id", required=True, callback=require_value, help="The fact that supersedes FACT_ID.")
 @tenant_option("Refuse unless both facts are in this tenant.")
 @data_dir_option
 @fails_cleanly
@@ -200,13 +208,15 @@ def clear_supersede(fact_id: str, tenant: Optional[str], data_dir: Path) -> None
 @click.argument("fact_id")
 @click.option("--from", "valid_from", metavar="TS", help="Valid from (RFC 3339, inclusive); omit for open.")
 @click.option("--to", "valid_to", metavar="TS", help="Valid until (RFC 3339, exclusive); omit for open.")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], data_dir: Path) -> None:
+def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str], tenant: Optional[str],
+                 data_dir: Path) -> None:
     """Set the valid-time interval [--from, --to) of a fact; omitting both clears it."""
     start, end = _timestamp("--from", valid_from), _timestamp("--to", valid_to)
     with open_store(data_dir, "write") as s:
-        s.set_validity(fact_id, start, end)
+        s.set_validity(fact_id, start, end, tenant=tenant)
         fact = s.get(fact_id)
     span = (f"{timestamps.format_fact_time(fact.valid_from) if fact.valid_from is not None else '-inf'} .. "
             f"{timestamps.format_fact_time(fact.valid_to) if fact.valid_to is not None else '+inf'}")
@@ -216,24 +226,26 @@ def set_validity(fact_id: str, valid_from: Optional[str], valid_to: Optional[str
 @click.command("set-horizon")
 @click.argument("fact_id")
 @click.argument("horizon_class", metavar="CLASS")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def set_horizon(fact_id: str, horizon_class: str, data_dir: Path) -> None:
+def set_horizon(fact_id: str, horizon_class: str, tenant: Optional[str], data_dir: Path) -> None:
     """Set a fact's freshness horizon: volatile, medium, stable or none (journaled)."""
     with open_store(data_dir, "write") as s:
-        s.set_horizon(fact_id, horizon_class)
+        s.set_horizon(fact_id, horizon_class, tenant=tenant)
         fact = s.get(fact_id)
     click.echo(f"{fact_id} horizon {fact.horizon_class}")
 
 
 @click.command()
 @click.argument("fact_id")
+@tenant_option("Refuse unless the fact is in this tenant.")
 @data_dir_option
 @fails_cleanly
-def reverify(fact_id: str, data_dir: Path) -> None:
+def reverify(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
     """Record that a fact was re-verified now (journaled; resets its freshness clock)."""
     with open_store(data_dir, "write") as s:
-        fact = s.reverify(fact_id)
+        fact = s.reverify(fact_id, tenant=tenant)
     assert fact.reverified_at is not None     # reverify() sets it
     click.echo(f"{fact_id} reverified at {timestamps.format_fact_time(fact.reverified_at)}")
 

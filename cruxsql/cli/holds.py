@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from ..errors import InvalidInput
 from ..governance import compaction, legal_holds
 from .common import (
     data_dir_option,
@@ -51,13 +52,18 @@ def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], re
 @hold_group.command("release")
 @data_dir_option
 @click.argument("hold_id")
+@tenant_option("Refuse unless the hold is in this tenant.")
 @actor_option("Who releases it (default: operator).")
 @reason_option("Why (default: the hold's reason).")
 @json_flag("Print the released hold and its receipt as JSON.")
 @fails_cleanly
-def hold_release(data_dir: Path, hold_id: str, actor: Optional[str], reason: Optional[str], as_json: bool) -> None:
+def hold_release(data_dir: Path, hold_id: str, tenant: Optional[str], actor: Optional[str], reason: Optional[str],
+                 as_json: bool) -> None:
     """Release a hold (two-phase: prepare, store the release receipt durably, store the released state)."""
     with open_store(data_dir, "write") as store:
+        if tenant is not None and not any(h.hold_id == hold_id and h.tenant_id == tenant
+                                           for h in legal_holds.list_holds(store, False)):
+            raise InvalidInput(f"unknown hold id {hold_id!r} in tenant {tenant!r}")
         hold, receipt = legal_holds.release(store, hold_id, actor, reason)
     if as_json:
         echo_json({"hold": hold.to_dict(), "receipt": receipt.to_dict()})

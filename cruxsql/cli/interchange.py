@@ -8,6 +8,7 @@ from typing import Callable, Iterable
 
 import click
 
+from ..facts import json_input
 from ..facts.store import StoreRequest
 from ..interchange import importer, mcp_memory, mem0
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
@@ -15,23 +16,23 @@ from .options import json_flag, tenant_option
 from .data_dir import create_option
 
 
-def _read(file: str) -> tuple[str, str]:
-    """(text, source name) of FILE, `-` for stdin."""
+def _read(file: str) -> tuple[bytes, str]:
+    """(bytes, source name) of FILE, `-` for stdin (decoded by `facts/json_input.py`, which names a bad line)."""
     if file == "-":
-        return sys.stdin.read(), "stdin"
+        return sys.stdin.buffer.read(), "stdin"
     path = Path(file)
     try:
-        return path.read_text(encoding="utf-8"), path.name
+        return path.read_bytes(), path.name
     except FileNotFoundError:
         raise click.ClickException(f"no such file: {file}") from None
     except IsADirectoryError:
         raise click.ClickException(f"{file} is a directory, not a file") from None
 
 
-def _run(parse: Callable[[str, str], Iterable[StoreRequest]], file: str, dry_run: bool, as_json: bool,
+def _run(parse: Callable[[bytes, str], Iterable[StoreRequest]], file: str, dry_run: bool, as_json: bool,
          data_dir: Path, create: bool) -> None:
-    text, source = _read(file)
-    requests = list(parse(text, source))
+    data, source = _read(file)
+    requests = list(parse(data, source))
     with open_store(data_dir, "create" if create else "read" if dry_run else "write") as store:
         with store.writer_lock():
             store.refresh()
@@ -79,7 +80,7 @@ def import_mcp_memory(file: str, tenant: str, private: bool, dry_run: bool, as_j
     Entity NAME of type T becomes (NAME, entity_type, T); each observation becomes
     (NAME, observation:<hash>, text); a relation A -R-> B becomes (A, relation:R:B, B).
     """
-    _run(lambda text, source: mcp_memory.parse(text.splitlines(), source, tenant, private), file, dry_run, as_json,
+    _run(lambda data, source: mcp_memory.parse(json_input.split_lines(data), source, tenant, private), file, dry_run, as_json,
          data_dir, create)
 
 
@@ -94,7 +95,7 @@ def import_mem0(file: str, tenant: str, private: bool, dry_run: bool, as_json: b
     Each memory becomes (user:<user_id> | agent:<agent_id> | run:<run_id> | mem0, memory:<id>, text)
     with source_receipt mem0:<id>.
     """
-    _run(lambda text, source: mem0.parse(text, source, tenant, private), file, dry_run, as_json, data_dir, create)
+    _run(lambda data, source: mem0.parse(data, source, tenant, private), file, dry_run, as_json, data_dir, create)
 
 
 COMMANDS = (import_group,)

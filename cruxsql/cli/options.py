@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from .common import reject_empty
+from .common import reject_empty, require_value
 
 FORMATS = ("table", "json", "nl", "csv")
 
@@ -50,9 +50,15 @@ def json_flag(help: str = "Print the result as JSON.") -> Callable[[Callable], C
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
+def _default(default: Optional[str]) -> dict[str, Any]:
+    """`default=` only when there is one: a declared `default=None` is a value to click 8.2+, so a required
+    option would not be enforced by click itself (`require_value` enforces it anyway)."""
+    return {} if default is None else {"default": default}
+
+
 def tenant_option(help: str, default: Optional[str] = None, required: bool = False) -> Callable[[Callable], Callable]:
     """`--tenant NAME` (the tenant_hash); an explicitly empty value is refused."""
-    return click.option("--tenant", default=default, show_default=default is not None, required=required,
+    return click.option("--tenant", **_default(default), show_default=default is not None, required=required,
                         callback=reject_empty, metavar="TENANT", help=help)
 
 
@@ -63,4 +69,4 @@ def actor_option(help: str = "Who does it (default: operator).") -> Callable[[Ca
 
 def reason_option(help: str, required: bool = False) -> Callable[[Callable], Callable]:
     """`--reason TEXT`: why, kept in the receipt or report the command writes."""
-    return click.option("--reason", default=None, required=required, metavar="TEXT", help=help)
+    return click.option("--reason", required=required, callback=require_value, metavar="TEXT", help=help)

@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from ..governance import compaction, retention
-from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback
+from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback, require_value
 from .erasure import all_tenants_option, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
 from .options import actor_option, json_flag, reason_option, tenant_option
 
@@ -20,17 +20,23 @@ def retention_group() -> None:
 
 @retention_group.command("report")
 @data_dir_option
-@click.option("--older-than", required=True, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
+@tenant_option("Only facts of this tenant (default: every tenant, as `retention apply --all-tenants`).")
+@click.option("--all-tenants", is_flag=True, help="Every tenant (the default).")
+@click.option("--older-than", required=True, callback=require_value, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
 @json_flag("The full report as JSON (with every fact listed).")
 @fails_cleanly
-def retention_report(data_dir: Path, older_than: str, as_json: bool) -> None:
+def retention_report(data_dir: Path, tenant: Optional[str], all_tenants: bool, older_than: str,
+                     as_json: bool) -> None:
     """What `retention apply` would erase, what is protected and why, and the bytes it would reclaim."""
+    if tenant is not None and all_tenants:
+        raise click.UsageError("--tenant and --all-tenants exclude each other")
     with open_store(data_dir, "read") as store:
-        report = retention.retention_report(store, older_than)
+        report = retention.retention_report(store, older_than, tenant=tenant)
     if as_json:
         echo_json(report)
         return
     c, b = report["counts"], report["bytes"]
+    click.echo(f"tenant                 {'every tenant' if tenant is None else tenant}")
     click.echo(f"cutoff                 {report['cutoff']} (older than {older_than})")
     click.echo(f"eligible               {c['eligible']} facts, {b['eligible_value_bytes']} value bytes")
     click.echo(f"protected              {c['protected']}")
@@ -48,7 +54,7 @@ def retention_report(data_dir: Path, older_than: str, as_json: bool) -> None:
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
 @all_tenants_option
-@click.option("--older-than", required=True, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
+@click.option("--older-than", required=True, callback=require_value, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
 @actor_option("Who applies it (default: operator).")
 @reason_option("Kept in the erasure report (default: retention: older than ...).")
 @click.option("--request-id", default=None, help="Request id for the report.")

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from ..facts.privacy import DAEMON_OWNED_ENTITY_PREFIXES
 from ..governance.legal_holds import LEGAL_HOLD_ENTITY_PREFIX, STATE_KEY
 from ..governance.erasure_proof import ERASURE_REPORT_PREFIX, REPORT_KEY
-from ..governance.retention import SYNC_TOMBSTONE_PREFIX
+from ..governance.retention import GOVERNANCE_STATE_PREFIXES, SYNC_TOMBSTONE_PREFIX
 from ..recall.freshness import DecayPolicy
 
 NOW_NS = "(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000000)"
@@ -123,6 +123,7 @@ candidates AS (
   FROM facts f
   WHERE f.deleted = 0 AND f.stored_at_ns < {NOW_NS} - CAST(:days AS REAL) * 86400000000000
     AND (:tenant = '' OR f.tenant_hash = :tenant)
+    AND NOT ({" OR ".join(f"f.entity GLOB {_sql_str(p + '*')}" for p in GOVERNANCE_STATE_PREFIXES)})
 )
 SELECT fact_id, tenant_hash, entity, key, stored_at, value_bytes,
   CASE WHEN private THEN 'private'
@@ -215,9 +216,11 @@ FROM facts WHERE actor = :actor
 ORDER BY stored_at_ns, fact_id""", facts),
         CannedQuery(
             "retention_candidates", "Retention candidates older than N days",
-            "Live facts stored more than `days` days ago (optionally in one `tenant`), oldest first; "
-            "`protected_by` says why retention keeps one (private, sync tombstone, daemon-owned prefix, "
-            "legal hold, consolidation member) and is empty for those `cruxsql retention apply` would delete.",
+            "Every version not deleted (superseded ones too: retention sweeps them, unlike `live_facts`) "
+            "stored more than `days` days ago (optionally in one `tenant`), oldest first, governance's own "
+            "holds and reports left out; `protected_by` says why retention keeps one (private, sync tombstone, "
+            "daemon-owned prefix, legal hold, consolidation member) and is empty for those `cruxsql retention "
+            "apply` would delete.",
             _retention_sql(), facts),
         CannedQuery(
             "active_legal_holds", "Active legal holds",

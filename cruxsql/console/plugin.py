@@ -5,6 +5,8 @@
   file, register a tokenizer or outgrow the memory and time limits;
 * SQL functions `cruxsql_blake3(text)` and `cruxsql_report_hash(json)` let canned queries verify hash chains;
 * canned queries are offered per request, only those whose tables exist;
+* an unexpected error answers Datasette's own error page and logs one line on stderr, never a traceback
+  (Datasette's default handler, which prints one, is unregistered by `console/server.py`);
 * with a token, a request is the `operator` actor when it carries `Authorization: Bearer <token>` or has
   signed in at `/-/login?token=<token>` (Datasette's own signed `ds_actor` cookie); the metadata's
   instance-level `allow` refuses everyone else.
@@ -15,11 +17,14 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import sys
 from typing import Any, Optional
 
 import blake3
 from datasette import hookimpl
-from datasette.utils.asgi import Response
+from datasette.handle_exception import handle_exception as datasette_error_page
+from datasette.utils.asgi import Base400, Response
+from datasette.views.base import DatasetteError
 
 from ..governance.erasure_proof import report_hash
 from . import canned, sandbox
@@ -96,6 +101,21 @@ class ConsolePlugin:
             return response
 
         return [(r"^/-/login$", login)]
+
+    @hookimpl
+    def handle_exception(self, datasette: Any, request: Any, exception: Exception) -> Any:
+        if not isinstance(exception, (Base400, DatasetteError)):
+            log_failure(request, exception)
+            exception = DatasetteError(str(exception), status=500)
+        return datasette_error_page(datasette, request, exception)
+
+
+def log_failure(request: Any, exception: Exception) -> None:
+    """One line on stderr for a failed request: its path (not its query string, which may hold SQL and
+    values) and the error."""
+    message = " ".join(str(exception).split())[:200]
+    print(f"cruxsql console: {request.method} {request.path} failed: {type(exception).__name__}: {message}",
+          file=sys.stderr, flush=True)
 
 
 def columns_of(conn: sqlite3.Connection) -> dict[str, set[str]]:

@@ -24,15 +24,20 @@ from typing import Any, Optional
 from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, Sandbox
 
 MEMORY_LIMIT_BYTES = DEFAULT_MEMORY_LIMIT_MIB << 20
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master"}
+_SCHEMA_BOOKKEEPING = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE}
 _SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
 
 
 class ConsoleSandbox(Sandbox):
-    """The authorizer of `cruxsql sql`, with SQLite 3.40's virtual-table connect allowed (see above)."""
+    """The authorizer of `cruxsql sql`, with SQLite 3.40's virtual-table connect allowed and virtual-table
+    creation left to query_only (see above)."""
 
     def __call__(self, action: int, arg1: Optional[str], arg2: Optional[str], db_name: Optional[str],
                  trigger: Optional[str]) -> int:
-        if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master":
+        if action in _SCHEMA_BOOKKEEPING and arg1 in _SCHEMA_TABLES:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_CREATE_VTABLE:
             return sqlite3.SQLITE_OK
         return super().__call__(action, arg1, arg2, db_name, trigger)
 

@@ -32,6 +32,7 @@ def serve(config: dict[str, Any]) -> None:
     # and local variables to the terminal: ~85 KB per query stopped by the time limit, holding the SQL and
     # row values where erasure cannot reach them. The error page and JSON are unchanged without it.
     datasette.handle_exception.rich = None
+    pm.unregister(name="datasette.handle_exception")  # it prints a traceback; ConsolePlugin logs one line
     token = os.environ.get(TOKEN_ENV) or None
     pm.register(ConsolePlugin({n: d["queries"] for n, d in config["databases"].items()}, token),
                 name="cruxsql-console")

@@ -24,7 +24,7 @@ from typing import Any, Optional
 import apsw
 
 from ..errors import InvalidInput
-from ..recall.tokens import estimate_tokens, estimate_tokens_str, largest_within
+from ..recall.tokens import estimate_tokens, largest_within
 from .contradictions import SHARED_LIVE_SQL
 from .phrases import numeric_disagreement, polarity_disagreement
 from .polarity import polarity_class_v1
@@ -140,9 +140,10 @@ def _line(f: Finding) -> str:
 def memory_disagreements(db: apsw.Connection, tenant: str, token_budget: int, limit: int,
                          reasons: Optional[set[str]] = None, window_ns: int = DEFAULT_WINDOW_NS) -> dict[str, Any]:
     """The `memory_disagreements` tool result (cruxsql's): one line per finding with its reason, facts,
-    values and confidence, and in the structured content the findings with their evidence. Both fit
-    `token_budget`: findings past it are pointers (reason, entity, key, fact ids) as far as they fit, the
-    rest only counted (`left_out`), and the text says so. Only public live facts are read, so the answer
+    values and confidence, and in the structured content the findings with their evidence. The whole
+    answer (both channels and the MCP result around them) fits `token_budget`: findings past it are
+    pointers (reason, entity, key, fact ids) as far as they fit, the rest only counted (`left_out`), and
+    the text says so. Only public live facts are read, so the answer
     is the same for every caller."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise InvalidInput(f"limit must be a non-negative integer, got {limit!r}")
@@ -167,8 +168,9 @@ def memory_disagreements(db: apsw.Connection, tenant: str, token_budget: int, li
                       "left_out": left_out}
 
     def cost(k: int, p: int) -> int:
-        text, structured = answer(k, p)
-        return max(estimate_tokens_str(text), estimate_tokens(structured))
+        text, structured = answer(k, p)  # as an MCP result carries it to the agent
+        return estimate_tokens({"content": [{"type": "text", "text": text}], "structuredContent": structured,
+                                "isError": False, "resultType": "complete"})
 
     full = largest_within(len(listed), lambda k: cost(k, 0), token_budget)
     shown = largest_within(len(listed) - full, lambda p: cost(full, p), token_budget)

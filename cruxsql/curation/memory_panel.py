@@ -218,18 +218,17 @@ def memory_acknowledge_use(store: Store, buffer: AckBuffer, turn_id: Any, fact_i
                            "recorded. Set the flag at deploy time to enable."),
                 "turn_id": turn_id, "feature_enabled": False, "memories_used": [], "filtered_count": 0}
     now = timestamps.now_ns() if now_ns is None else now_ns
-    used, not_found, not_visible, redacted = [], 0, 0, 0
+    used, not_found, redacted = [], 0, 0
     for fid in ids:
         try:
             fact = store.get(fid, tenant)
         except NotFound:
             fact = None
-        if fact is None or fact.deleted:
+        visible = None if fact is None else scope.visible_entity(fact.entity, fact.private, agent)
+        # Crux counts another agent's private fact as not_visible, which tells the caller it exists: here
+        # it is not found, as every id-taking tool answers it; not_visible stays in the result, always 0.
+        if fact is None or fact.deleted or visible is None:
             not_found += 1
-            continue
-        visible = scope.visible_entity(fact.entity, fact.private, agent)
-        if visible is None:
-            not_visible += 1
         elif fact.entity.startswith(ACK_RESERVED) or visible.startswith(ACK_RESERVED):
             redacted += 1
         else:
@@ -238,7 +237,7 @@ def memory_acknowledge_use(store: Store, buffer: AckBuffer, turn_id: Any, fact_i
     receipt_ref = f"mu_{agent}_{turn_id}"
     buffer.put(turn_id, {"receipt_ref": receipt_ref, "intent": raw_intent, "memories_used": used})
     text = (f"acknowledged {len(used)} memories for turn {turn_id} (intent={raw_intent}, actor={agent}, "
-            f"receipt_ref={receipt_ref}, redacted={redacted}, not_found={not_found}, not_visible={not_visible})")
+            f"receipt_ref={receipt_ref}, redacted={redacted}, not_found={not_found}, not_visible=0)")
     return {**_payload(text), "turn_id": turn_id, "intent": raw_intent, "feature_enabled": True,
-            "receipt_ref": receipt_ref, "memories_used": used, "filtered_count": redacted + not_found + not_visible,
-            "redacted_count": redacted, "not_found_count": not_found, "not_visible_count": not_visible}
+            "receipt_ref": receipt_ref, "memories_used": used, "filtered_count": redacted + not_found,
+            "redacted_count": redacted, "not_found_count": not_found, "not_visible_count": 0}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .bm25 import Bm25Hit, Bm25SearchResult, Coverage, result_id
 from .dense import Ranking
@@ -269,11 +269,12 @@ def _text_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) // 4)
 
 
-def budgeted_search(envelope: dict[str, Any], best_text: Optional[str], budget: int) -> dict[str, Any]:
+def budgeted_search(envelope: dict[str, Any], best_text: Optional[str], budget: int,
+                    cost: Callable[[dict[str, Any]], int] = _text_tokens) -> dict[str, Any]:
     """A CRC-v1 search envelope that fits `budget` tokens, envelope included (cruxsql's; Crux spends
     ~485 tokens of envelope under any budget and returns no text): the best hit's text as `content`
     (cut to fit, `truncated` said so), the other hits as pointers while they fit, and only the meta an
-    agent acts on. The first pointer always stays."""
+    agent acts on. The first pointer always stays. `cost` prices an answer (default: its JSON text)."""
     meta = {k: v for k, v in envelope.get("meta", {}).items() if k in LEAN_META}
     pointers = envelope["pointers"]
 
@@ -288,7 +289,7 @@ def budgeted_search(envelope: dict[str, Any], best_text: Optional[str], budget: 
         return out
 
     def fits(n: int, text: Optional[str]) -> bool:
-        return _text_tokens(answer(n, text)) <= budget
+        return cost(answer(n, text)) <= budget
 
     if best_text is None or not pointers or not fits(1, ""):
         best_text = None

@@ -7,15 +7,15 @@ an edited file adds its changed chunks.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence, Union
+from typing import Iterable, Iterator, Sequence, Union
 
 import blake3
 
 from ..errors import InvalidInput
+from ..facts import json_input
 from .chunking import chunk_markdown, chunk_plain_text, rust_trim
 from .ingest import MAX_CHUNKS, MAX_DOCUMENTS, ChunkInput, DocumentInput
 
@@ -85,31 +85,22 @@ def list_files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     return [pair for path in paths for pair in _files(path)]
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # serde_json refuses NaN and Infinity
-
-
 def flatten_json_strings(text: str, where: str) -> str:
     """`flatten_json_strings`: every non-blank string value (trimmed), depth first in document order,
     joined by blank lines; keys, numbers, booleans and nulls are left out."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
+        value = json_input.decode(text)
+    except json_input.NotJson as exc:  # Crux's message (ingest.rs `document_from_file`)
         raise InvalidInput(f"invalid JSON in {where}: {exc}") from None
     strings: list[str] = []
-
-    def collect(node: Any) -> None:
+    pending = [value]  # depth first without recursion: a value nested as deep as the decoder allows
+    while pending:
+        node = pending.pop()
         if isinstance(node, str):
             if rust_trim(node):
                 strings.append(rust_trim(node))
-        elif isinstance(node, list):
-            for item in node:
-                collect(item)
-        elif isinstance(node, dict):
-            for item in node.values():
-                collect(item)
-
-    collect(value)
+        elif isinstance(node, (list, dict)):
+            pending.extend(reversed(node if isinstance(node, list) else list(node.values())))
     return "\n\n".join(strings)
 
 
@@ -135,31 +126,25 @@ def read_file(path: Path, doc_id: str) -> Union[DocumentInput, SkippedFile]:
     return chunk_document(doc_id, text, _is_markdown(path.name))
 
 
-def read_jsonl(stream: IO[str], where: str = "stdin") -> Iterator[DocumentInput]:
+def read_jsonl(stream: Iterable[json_input.Text], where: str = "stdin") -> Iterator[DocumentInput]:
     """Documents from JSON Lines `{doc_id, chunks: [{chunk_id, text}]}` or `{doc_id, text}` (chunked here)."""
-    for line_no, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InvalidInput(f"{where} line {line_no}: not JSON ({exc})") from None
+    for _, place, obj in json_input.read_lines(stream, where):
         if not isinstance(obj, dict) or not isinstance(obj.get("doc_id"), str):
-            raise InvalidInput(f"{where} line {line_no}: expected an object with a string doc_id")
+            raise InvalidInput(f"{place}: expected an object with a string doc_id")
         doc_id = obj["doc_id"]
         if "chunks" in obj:
             chunks = obj["chunks"]
             if not isinstance(chunks, list) or not all(
                     isinstance(c, dict) and isinstance(c.get("chunk_id"), str) and isinstance(c.get("text"), str)
                     for c in chunks):
-                raise InvalidInput(f"{where} line {line_no}: chunks must be a list of {{chunk_id, text}} strings")
+                raise InvalidInput(f"{place}: chunks must be a list of {{chunk_id, text}} strings")
             if not chunks:
-                raise InvalidInput(f"{where} line {line_no}: document {doc_id!r} has no chunks")
+                raise InvalidInput(f"{place}: document {doc_id!r} has no chunks")
             yield DocumentInput(doc_id, [ChunkInput(c["chunk_id"], c["text"]) for c in chunks])
         elif isinstance(obj.get("text"), str):
             yield chunk_document(doc_id, obj["text"], _is_markdown(doc_id))
         else:
-            raise InvalidInput(f"{where} line {line_no}: needs either chunks or text")
+            raise InvalidInput(f"{place}: needs either chunks or text")
 
 
 def batches(documents: Iterable[DocumentInput]) -> Iterator[list[DocumentInput]]:

@@ -1,10 +1,13 @@
 """Retention (`mark_retention_eligible`, fact_store.rs): which facts a cutoff makes eligible, a report, and applying it.
 
-`mark_retention_eligible(cutoff)` candidates are live facts stored before the cutoff that are not
+`mark_retention_eligible(cutoff)` candidates are the facts not deleted (every version, superseded ones
+too: `fact_store.rs` filters all of `self.facts` on `!deleted`) stored before the cutoff that are not
 private, not `__sync_tombstone__::` records, not under a daemon-owned prefix and not covered by an
 active legal hold. cruxsql also leaves out active consolidation members (Crux's `try_delete` refuses
-them and only logs). Deleting is one durable append (Crux: one fsync pair per fact); the content stays
-on disk until compaction, which `apply` runs at once and records in an erasure report.
+them and only logs). Governance's own state (legal holds, their receipts, erasure reports: private
+facts retention never takes) is neither eligible nor counted as protected. Deleting is one durable
+append (Crux: one fsync pair per fact); the content stays on disk until compaction, which `apply` runs
+at once and records in an erasure report.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from ..facts.privacy import daemon_owned_prefix
 from ..facts.view import FACT_SELECT, fact_from_row
-from . import compaction, erasure, erasure_lock, legal_holds
+from . import compaction, erasure, erasure_lock, erasure_proof, legal_holds
 from .durations import parse_cutoff, parse_duration_ns
 
 if TYPE_CHECKING:
@@ -24,6 +27,12 @@ if TYPE_CHECKING:
 
 SYNC_TOMBSTONE_PREFIX = "__sync_tombstone__::"
 _STORE_LINE_OVERHEAD = len('{"op":"store","fact":}') + 1
+GOVERNANCE_STATE_PREFIXES = legal_holds.OWNER.prefixes + erasure_proof.OWNER.prefixes
+
+
+def governance_state(entity: str) -> bool:
+    """A fact governance keeps its own state in (a hold, a receipt, an erasure report)."""
+    return entity.startswith(GOVERNANCE_STATE_PREFIXES)
 
 
 @dataclass
@@ -55,6 +64,8 @@ def classify(store: Store, cutoff_ns: int, tenant: Optional[str] = None) -> Clas
             f"SELECT {FACT_SELECT} FROM facts WHERE deleted = 0 AND stored_at_ns < ?1 "
             "AND (?2 IS NULL OR tenant_hash = ?2) ORDER BY stored_at_ns, fact_id", (cutoff_ns, tenant)):
         fact = fact_from_row(row)
+        if governance_state(fact.entity):
+            continue
         item = {"fact_id": fact.fact_id, "tenant_hash": fact.tenant_hash, "entity": fact.entity, "key": fact.key,
                 "stored_at": timestamps.format_fact_time(fact.stored_at),
                 "value_bytes": len(fact.value.encode("utf-8")),
@@ -88,14 +99,17 @@ def mark_retention_eligible(store: Store, cutoff_ns: int) -> list[str]:
         return deleted
 
 
-def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None) -> dict[str, Any]:
-    """What `retention apply --older-than` would erase, what it protects and why, and the bytes it frees."""
+def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None,
+                     tenant: Optional[str] = None) -> dict[str, Any]:
+    """What `retention apply --older-than` (of `tenant`, or every tenant) would erase, what it protects and
+    why, and the bytes it frees."""
     now = timestamps.now_ns() if now_ns is None else now_ns
     cutoff = parse_cutoff(older_than, now)
     with store.writer_lock():
         store.refresh()
-        c = classify(store, cutoff)
-        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").get
+        c = classify(store, cutoff, tenant)
+        awaiting = store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1 "
+                                    "AND (?1 IS NULL OR tenant_hash = ?1)", (tenant,)).get
         st = store.journal.stat()
         journal_now = st.st_size if st else 0
         compacted_now = compaction.estimate_bytes_after(store)
@@ -114,11 +128,12 @@ def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None
             window = None
         if window is not None:
             row = store.db.execute(  # (the exact instant: stored_at_ns is clamped outside 1677-2262)
-                "SELECT min(stored_at_ns), stored_at FROM facts WHERE deleted = 0 AND private = 0 AND stored_at_ns >= ?",
-                (cutoff,)).fetchone()
+                "SELECT min(stored_at_ns), stored_at FROM facts WHERE deleted = 0 AND private = 0 AND stored_at_ns >= ?1 "
+                "AND (?2 IS NULL OR tenant_hash = ?2)", (cutoff, tenant)).fetchone()
             if row and row[0] is not None:
                 next_due = timestamps.format_fact_time(timestamps.from_columns(row[0], row[1]) + window)
         return {
+            "tenant": tenant,
             "older_than": older_than,
             "cutoff": timestamps.format_fact_time(cutoff),
             "generated_at": timestamps.format_fact_time(now),
@@ -127,7 +142,7 @@ def retention_report(store: Store, older_than: str, now_ns: Optional[int] = None
             "bytes": {"journal_now": journal_now, "journal_if_compacted_now": compacted_now,
                       "journal_after_apply_estimate": after, "reclaimable_estimate": max(0, journal_now - after),
                       "eligible_value_bytes": sum(e["value_bytes"] for e in c.eligible)},
-            "holds": [h.to_dict() for h in legal_holds.active_holds(store.db)],
+            "holds": [h.to_dict() for h in legal_holds.active_holds(store.db) if tenant in (None, h.tenant_id)],
             "next_due": next_due,
             "eligible": c.eligible,
             "protected": c.protected,

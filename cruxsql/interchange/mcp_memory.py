@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 import blake3
 
 from ..errors import InvalidInput
+from ..facts import json_input
 from ..facts.codec import Fact
 from ..facts.store import StoreRequest
 
@@ -38,19 +39,10 @@ def _text(obj: dict, name: str, where: str) -> str:
     return value
 
 
-def parse(lines: Iterable[str], source: str, tenant: str = "default", private: bool = False,
+def parse(lines: Iterable[json_input.Text], source: str, tenant: str = "default", private: bool = False,
           actor: str = "import:mcp-memory") -> Iterator[StoreRequest]:
     """StoreRequests for every entity, observation and relation of a memory.jsonl file."""
-    for line_no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{source} line {line_no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{where}: not JSON ({exc.msg})") from None
-        except ValueError as exc:  # a number past Python's int digit limit
-            raise InvalidInput(f"{where}: not importable JSON ({exc})") from None
+    for line_no, where, obj in json_input.read_lines(lines, source):
         if not isinstance(obj, dict):
             raise InvalidInput(f"{where}: expected a JSON object")
 

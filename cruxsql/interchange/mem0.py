@@ -9,10 +9,10 @@ The mapping (documented in docs/operations.md): entity `user:<user_id>` (else `a
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 
 from ..errors import InvalidInput
+from ..facts import json_input
 from ..facts.store import StoreRequest
 
 FORMAT = "mem0"
@@ -35,16 +35,10 @@ def entity_for(item: dict) -> str:
     return "mem0"
 
 
-def parse(text: str, source: str, tenant: str = "default", private: bool = False,
+def parse(data: json_input.Text, source: str, tenant: str = "default", private: bool = False,
           actor: str = "import:mem0") -> Iterator[StoreRequest]:
     """StoreRequests for every memory of a mem0 export."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    except ValueError as exc:  # a number past Python's int digit limit
-        raise InvalidInput(f"{source}: not importable JSON ({exc})") from None
-    for n, item in enumerate(_items(doc, source)):
+    for n, item in enumerate(_items(json_input.read_document(data, source), source)):
         where = f"{source} memory #{n}"
         if not isinstance(item, dict):
             raise InvalidInput(f"{where}: expected an object")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import math
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, overload
 
 import apsw
@@ -345,6 +345,12 @@ class MemoryViewResult:
     token_budget: int
     top_k: int
     capped: bool = False          # more than MEMORY_VIEW_COUNT_CAP matched: `matched`/`left_out` are lower bounds
+    fact_tokens: list[int] = field(default_factory=list)   # each fact's `tokens`, what Crux's budget counts
+
+    def first(self, n: int) -> "MemoryViewResult":
+        """The first `n` facts alone: the answer cut further, by Crux's rule, to fit a budget on the wire."""
+        return replace(self, facts=self.facts[:n], fact_tokens=self.fact_tokens[:n],
+                       total_tokens=sum(self.fact_tokens[:n]), left_out=self.matched - n)
 
     def text(self) -> str:
         if not self.facts:
@@ -953,7 +959,8 @@ class Recall:
                   "stored_at": timestamps.format_event_time(timestamps.from_columns(r[5], r[11])),  # a leap second,
                   "confidence": r[6], "pinned": r[0] in pins,  # a year past 2262: as written (stored_at_ns clamps)
                   "source_receipt": r[7], "actor": r[8], "superseded_by": r[10]} for r in picked]
-        return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped)
+        return MemoryViewResult(facts, used, matched, matched - len(picked), token_budget, top_k, capped,
+                                [r[9] for r in picked])
 
     def _pins(self, agent: Optional[str], tenant: str, fact_ids: list[str]) -> set[str]:
         """Fact ids the agent pinned: the latest non-deleted `__memory_pin::<agent>::<id>` / `pinned`

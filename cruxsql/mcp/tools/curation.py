@@ -29,6 +29,7 @@ from ...curation.memory_panel import memory_pin as pin_payload
 from ...errors import CAPABILITY_DENIED, ToolError
 from ...governance import legal_holds
 from ...recall import scope as agent_scope
+from ..answer_budget import longest_within
 from ..call import Call
 from ..registry import READ, WRITE, ToolResult, shape, tool
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
@@ -56,7 +57,21 @@ def _answer(payload: dict[str, Any]) -> ToolResult:
 def memory_contradictions(call: Call, limit: int = 50, token_budget: int = 500) -> ToolResult:
     """Live facts sharing an entity and key with opposite polarity (yes/no, up/down); read-only."""
     call.store.refresh()
-    return _answer(contradictions_payload(call.store.db, call.tenant, limit, call.budget(token_budget)))
+    budget = call.budget(token_budget)
+    return _rows_within(contradictions_payload(call.store.db, call.tenant, limit, budget), "candidates", budget)
+
+
+def _rows_within(payload: dict[str, Any], rows_key: str, budget: Optional[int]) -> ToolResult:
+    """Crux's payload with its structured rows cut to the leading ones whose whole answer fits `budget`
+    (the first always); its counts and text stay Crux's, about every row it selected."""
+    if budget is None:
+        return _answer(payload)
+    structured = payload["structuredContent"]
+    rows = structured[rows_key]
+
+    def answer(n: int) -> ToolResult:
+        return _answer({**payload, "structuredContent": {**structured, rows_key: rows[:n]}})
+    return answer(longest_within(len(rows), answer, budget))
 
 
 @tool(kind=READ, output=shape(findings="array", pointers="array", count="integer", left_out="integer"))
@@ -150,8 +165,9 @@ def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional
                           include_pinned: bool = False) -> ToolResult:
     """What memory_forget would delete for a scope; writes nothing."""
     call.store.refresh()
-    return _answer(forget_dry_run_payload(call.store, scope, call.budget(token_budget), include_pinned,
-                                          agent=call.agent, tenant=call.tenant))
+    budget = call.budget(token_budget)
+    payload = forget_dry_run_payload(call.store, scope, budget, include_pinned, agent=call.agent, tenant=call.tenant)
+    return _rows_within(payload, "facts_that_would_be_affected", budget)  # count: what memory_forget would delete
 
 
 @tool(kind=WRITE, output=shape(forget_receipt_id="string", facts_affected="integer",

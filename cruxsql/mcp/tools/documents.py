@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional, Union
 from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
+from ...documents.search import budgeted_search
+from ..answer_budget import shaped_within, wire_tokens
 from ..arguments import Contract
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
@@ -41,8 +43,14 @@ def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] =
         raise ToolError(f"limit {limit} must not be negative")
     if fused:
         return _answer(call, call.lane.fused_query(query, _tenant(call, tenant_id), limit, fusion, dense))
-    return _answer(call, call.lane.query(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
-                                         min_score, contract, shaped=not call.control, dense=dense))
+    tenant, budget = _tenant(call, tenant_id), call.budget(token_budget)
+
+    def answer(shaped_to: Optional[int]) -> ToolResult:
+        return _answer(call, call.lane.query(query, tenant, limit, shaped_to, min_score, contract,
+                                             shaped=not call.control, dense=dense))
+    if budget is None or call.control:
+        return answer(budget)
+    return shaped_within(budget, answer)  # the lean envelope's JSON fits; so does the whole answer
 
 
 @tool(kind=READ, holdout=True)
@@ -51,8 +59,14 @@ def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[i
     """BM25 search charging whole documents against token_budget; says when the budget cut it."""
     if limit < 0:
         raise ToolError(f"limit {limit} must not be negative")
-    return _answer(call, call.lane.query_scan(query, _tenant(call, tenant_id), limit, call.budget(token_budget),
-                                              contract))
+    budget = call.budget(token_budget)
+    payload = call.lane.query_scan(query, _tenant(call, tenant_id), limit, budget, contract)
+    answer = _answer(call, payload)
+    if budget is None or call.control or not isinstance(payload, dict) or payload.get("contract") != "crc-v1" \
+            or wire_tokens(answer) <= budget:
+        return answer
+    # Crux charges the hits' documents, not its envelope: past the budget, `query`'s lean envelope
+    return _answer(call, budgeted_search(payload, None, budget, lambda lean: wire_tokens(_answer(call, lean))))
 
 
 @tool(kind=READ, core=True, holdout=True)

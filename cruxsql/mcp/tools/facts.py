@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal, Optional
 
 from ...accounting.holdout import pretty_json
@@ -13,6 +14,7 @@ from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.tokens import compact_json
 from ..arguments import Contract
+from ..answer_budget import longest_within
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
@@ -99,8 +101,15 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
 def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] = None,
                   token_budget: Optional[int] = None) -> ToolResult:
     """Bootstrap knowledge for a topic (docs, patterns, errors, tool-output) to read at session start."""
-    result = call.recall.get_bootstrap(topic, query, call.budget(token_budget), tenant=call.tenant, agent=call.agent)
-    return ToolResult(result.text())
+    budget = call.budget(token_budget)
+    result = call.recall.get_bootstrap(topic, query, budget, tenant=call.tenant, agent=call.agent)
+    if budget is None:
+        return ToolResult(result.text())
+
+    def answer(n: int) -> ToolResult:
+        return ToolResult(replace(result, facts=result.facts[:n]).text())
+    # Crux counts each fact's value tokens against the budget; the whole answer is cut further to fit it
+    return answer(longest_within(len(result.facts), answer, budget))
 
 
 @tool(kind=WRITE)

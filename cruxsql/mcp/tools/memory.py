@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal, Optional
 
 from ...curation.memory_panel import panel_disabled
 from ...recall import scope
 from ...recall.freshness_report import is_reserved, memory_freshness as freshness_report
 from ...recall.reverification import reverify_with_receipt
+from ..answer_budget import longest_within
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
 
@@ -20,19 +22,29 @@ def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = N
     disabled = panel_disabled("memory_view")
     if disabled is not None:
         return ToolResult(disabled["content"][0]["text"])
-    result = call.recall.memory_view(entity, key, top_k, call.budget(token_budget), tenant=call.tenant,
-                                     agent=call.agent)
-    payload = result.crux_payload()
-    return ToolResult(payload["content"][0]["text"], payload["structuredContent"])
+    budget = call.budget(token_budget)
+    result = call.recall.memory_view(entity, key, top_k, budget, tenant=call.tenant, agent=call.agent)
+
+    def answer(n: int) -> ToolResult:
+        payload = result.first(n).crux_payload()
+        return ToolResult(payload["content"][0]["text"], payload["structuredContent"])
+    # Crux counts each fact's `tokens` against the budget; the whole answer is cut further to fit it
+    return answer(longest_within(len(result.facts), answer, budget))
 
 
 @tool(kind=READ, output=shape(rows="array", policy="object", now="string"))
 def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                      token_budget: int = 500) -> ToolResult:
     """Fresh or stale, oldest first: which facts need re-verifying (top_k at most 500)."""
+    budget = call.budget(token_budget)
     report = freshness_report(call.store, tenant=call.tenant, agent=call.agent, entity=entity, key=key,
-                              top_k=top_k, token_budget=call.budget(token_budget))
-    return ToolResult(report.text(), report.structured())
+                              top_k=top_k, token_budget=budget)
+
+    def answer(n: int) -> ToolResult:
+        cut = replace(report, rows=report.rows[:n])
+        return ToolResult(cut.text(), cut.structured())
+    # Crux counts each row's JSON against the budget; the whole answer is cut further to fit it
+    return answer(longest_within(len(report.rows), answer, budget))
 
 
 def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
