@@ -13,9 +13,9 @@ holding it):
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
    field, then `idf·tf·(k1+1)/(tf+k1)` summed over the query's terms (k1 1.2), idf over the caller's scopes;
-3. coverage and floor: the score is multiplied by the share of the query's idf mass held by the concepts
-   the fact holds (concepts no visible fact holds weigh nothing), and a fact needs a share of at least
-   FLOOR_SHARE, so a query nothing relevant matches returns nothing;
+3. coverage: the score is multiplied by the share of the query's idf mass held by the concepts the fact
+   holds (concepts no visible fact holds weigh nothing); no floor: every fact holding a concept ranks (a
+   floor dropped from the top 10 facts SQLite FTS5 returns), and a query nothing matches returns nothing;
 4. tiers: facts holding every concept rank above those holding some;
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
@@ -45,7 +45,7 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope
+from . import fact_terms, scope, turn_context
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
@@ -54,13 +54,13 @@ from .fact_lines import fact_line, fitted
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
-K1 = 1.2
+K1 = 0.9
 FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=F32)   # entity, key, value
-FIELD_B = np.array([0.5, 0.5, 0.75], dtype=F32)
-FLOOR_SHARE = 0.3
+FIELD_B = np.array([0.3, 0.3, 0.3], dtype=F32)
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
+TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
 WEIGHTED = (0.7, 0.3)
@@ -245,17 +245,16 @@ class RecallResult:
 
 @dataclass
 class _Scored:
-    seqs: np.ndarray          # candidates above the floor
+    seqs: np.ndarray          # candidates (holding a concept)
     bm25: np.ndarray
     all_terms: np.ndarray     # bool
     matched: np.ndarray       # concepts held (bool, candidates x concepts)
 
 
 def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQuery) -> _Scored:
-    """BM25F scores, tiers, exclusions and the floor over the candidates of the caller's scopes.
+    """BM25F scores, tiers and exclusions over the candidates of the caller's scopes.
 
-    Sparse: the floor (a share of at least FLOOR_SHARE > 0 of the query's idf mass) needs a concept held,
-    so the candidates are the facts holding a concept (a name's unit, not each of its words), and only
+    Sparse: the candidates are the facts holding a concept (a name's unit, not each of its words), and only
     they are scored, each term's postings looked up at them: a common word of a name (`api`, `worker`)
     is read but not scored over the tens of thousands of facts holding it. Scores are the same float32
     sums, term after term, as over every fact holding any term."""
@@ -300,7 +299,7 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         mask[h] = True
         matched[:, j] = mask[union]
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
-    keep = share >= F32(FLOOR_SHARE)
+    keep = np.ones(len(union), dtype=bool)
     for j, c in enumerate(parsed.concepts):
         if c.phrase is not None:
             keep &= matched[:, j]
@@ -320,6 +319,27 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         score[found] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
     score *= share                     # a fact missing a concept loses that concept's share of the score
     return _Scored(seqs, score, matched.all(axis=1), matched)
+
+
+def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
+    """`scored` with each turn's best neighbouring turn added to its score (the neighbours of the best
+    turns become candidates), and, for a question asking when, the best candidates that say when
+    preferred (turn_context.py)."""
+    seqs, scores = turn_context.with_neighbours(db, scored.seqs, scored.bm25)
+    if turn_context.asks_when(question) and len(seqs):
+        best = np.sort(seqs[np.argsort(-scores, kind="stable")[:TIME_CUE_POOL]])
+        values = dict(db.execute("SELECT seq, value FROM facts WHERE seq IN carray(?)", (apsw.carray(best),)))
+        scores = scores.copy()
+        at = np.searchsorted(seqs, best)
+        scores[at] *= turn_context.time_factors([values.get(int(s), "") for s in best.tolist()])
+    if len(seqs) == len(scored.seqs):
+        return _Scored(seqs, scores, scored.all_terms, scored.matched)
+    held = np.isin(seqs, scored.seqs, assume_unique=True)
+    all_terms = np.zeros(len(seqs), dtype=bool)
+    all_terms[held] = scored.all_terms
+    matched = np.zeros((len(seqs), scored.matched.shape[1]), dtype=bool)
+    matched[held] = scored.matched
+    return _Scored(seqs, scores, all_terms, matched)
 
 
 def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
@@ -554,7 +574,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     result = RecallResult(text, [], 0, offset, top_k, budget, used, [], ids=ids, reserve=reserve)
     if not parsed.concepts:
         return _finish(result, [], parsed, explain, embedder)
-    scored = _bm25(terms, tenant_name, agent, parsed)
+    scored = _in_context(recall.db, _bm25(terms, tenant_name, agent, parsed), text)
     dense_seqs, dense_cos = np.empty(0, np.int64), np.empty(0, F32)
     if used != "bm25" and embedder is not None:
         dense_seqs, dense_cos = _dense(recall, embedder, tenant_name, agent, text)
@@ -604,7 +624,7 @@ def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, ex
     if explain:
         result.explain = {"fusion": result.fusion, "embedder": embedder.model() if embedder is not None else None,
                           "concepts": [c.text for c in parsed.concepts], "excluded": parsed.excluded,
-                          "floor_share": FLOOR_SHARE, "prior": PRIOR, "hits": []}
+                          "prior": PRIOR, "hits": []}
 
     def shaped(lines: list[str]) -> RecallResult:
         result.hits, result.lines = hits[:len(lines)], list(lines)

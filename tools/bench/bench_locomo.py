@@ -57,7 +57,8 @@ DATA = Path("/work/shared/data/locomo-dev")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 BATCH = 1000
 _DIA = re.compile(r"D(\d+):(\d+)")
-_KEY = re.compile(r"\b(turn|observation):(\d+)")
+# a line's fact position: its key (`conversation:26 · turn:000012: ...`), or a turn line's `[26 #12, ...]`
+_KEY = re.compile(r"\b(?:turn|observation):(\d+)|^\[[^\]]* #(\d+)[,\]]")
 
 
 # --- the data ---------------------------------------------------------------------------------------
@@ -89,7 +90,7 @@ def session_of(dia_id: str) -> int:
 
 def turn_fact(name: str, position: int, speaker: str, text: str, session: int, time_: str, dia_id: str) -> dict[str, Any]:
     """A turn as the conversations contract encodes it (until `store_conversation` takes turns)."""
-    receipt = json.dumps({"session": session, "time": time_, "id": dia_id}, separators=(",", ":"))
+    receipt = json.dumps({"session": str(session), "time": time_, "id": dia_id}, separators=(",", ":"))
     return {"entity": f"conversation:{name}", "key": f"turn:{position:06d}", "value": f"{speaker}: {text}",
             "source_receipt": f"turn:{receipt}"}
 
@@ -170,7 +171,7 @@ def retrieved_positions(answer: str) -> list[int]:
     for line in answer.splitlines():
         match = _KEY.search(line)
         if match:
-            out.append(int(match.group(2)))
+            out.append(int(match.group(1) or match.group(2)))
     return out
 
 
