@@ -50,7 +50,7 @@ from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
 from .queries import Recall, TimeArg, _count_arg, _time_arg
-from .fact_lines import fact_line, fitted
+from .fact_lines import fact_line, shared
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
@@ -65,7 +65,7 @@ PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of
 RRF_K = 60
 WEIGHTED = (0.7, 0.3)
 DEFAULT_TOP_K = 10
-DEFAULT_BUDGET = 500
+DEFAULT_BUDGET = 400
 MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
@@ -635,6 +635,6 @@ def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, ex
             result.lines.append(f"+{more} more (offset={result.offset + len(lines)})")
         return result
 
-    lines = fitted(len(hits), lambda i, value: hits[i].line(value, result.ids), lambda i: hits[i].value,
+    lines = shared(len(hits), lambda i, value: hits[i].line(value, result.ids), lambda i: hits[i].value,
                    lambda lines: estimate_tokens(shaped(lines).answer()) + result.reserve, result.token_budget)
     return shaped(lines)
