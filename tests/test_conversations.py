@@ -24,7 +24,7 @@ TURNS = [
     {"speaker": "Melanie", "text": "Wow, which agency? I ran a charity race for mental health last week.",
      "time": WHEN, "session": "1", "id": "D1:4"},
 ]
-MORE = [{"speaker": "Caroline", "text": "Pottery class was fun", "time": "2023-05-25T13:14:00+01:00", "session": 2},
+MORE = [{"speaker": "Caroline", "text": "Pottery class was fun", "time": "2023-05-25T13:14:00+01:00", "session": "2"},
         {"speaker": "Melanie", "text": "Send me a photo of the bowl"}]
 
 
@@ -71,6 +71,10 @@ def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp
 
     later = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": MORE})
     assert (later.structured_content["first_position"], later.structured_content["last_position"]) == (4, 5)
+    late_retry = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": TURNS,
+                                                   "idempotency_key": "hook-1"})   # after other turns came
+    assert late_retry.structured_content["fact_ids"] == stored.structured_content["fact_ids"]
+    assert late_retry.structured_content["first_position"] == 0
     receipts = [json.loads(x)["facts"] for x in _journal(mcp_dir).splitlines()[-1:]][0]
     assert [f["source_receipt"] for f in receipts] == ['turn:{"session":"2","time":"2023-05-25T12:14:00Z"}', "turn:{}"]
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import click
 
+from ..errors import InvalidInput
 from ..recall.conversations import check_conversation, read_turns, store_conversation as store_turns
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
 from .options import actor_option, json_flag, tenant_option
@@ -35,6 +36,8 @@ def store_conversation(name: str, file, tenant: str, actor: Optional[str], as_js
     conversation:NAME, key turn:NNNNNN; `cruxsql recall` finds them. Nothing is stored if any turn is bad.
     """
     turns, skipped = read_turns(file.read())
+    if not turns:
+        raise InvalidInput("no turns in the input" + (f" ({skipped} message(s) without text)" if skipped else ""))
     check_conversation(name, turns)            # refused before a store is opened or created
     with open_store(data_dir, "create") as s:
         stored = store_turns(s, name, turns, tenant=tenant, actor=actor, idempotency_key=idempotency_key)
