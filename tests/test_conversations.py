@@ -159,6 +159,10 @@ def test_the_cli_reads_json_jsonl_and_chat_messages(run_cli, data_dir: Path) -> 
         ("default", "conversation:support", "turn:000001", "assistant: On db-2,\nport 5433.", "turn:{}")]
     found = run_cli("recall", "staging database", "--fusion", "bm25").stdout
     assert found.startswith("[support #0] user: Where is the staging database? · f_")
+    rows = json.loads(run_cli("recall", "staging database", "--fusion", "bm25", "--json").stdout)["facts"]
+    assert rows[0]["turn"] == {"conversation": "support", "position": 0, "speaker": "user",
+                               "text": "Where is the staging database?", "time": None, "session": None,
+                               "turn_id": None}
 
 
 @pytest.mark.parametrize("turns,error", [
@@ -210,3 +214,22 @@ def test_erased_with_proof_restored_without_it_and_rebuilt_to_the_same_ranking(t
     assert _recall(restored, "water the garden") == after
     again = run_cruxsql(restored, "store-conversation", "keep", input=json.dumps(keep[:1]))
     assert again.stdout == "stored 1 turn(s) of conversation:keep at #6 in one batch\n"
+
+
+def test_private_turns_are_the_agents_own(portal, tmp_path: Path) -> None:
+    alice = stdio(portal, tmp_path, "--agent", "alice", env={"CRUXSQL_EMBEDDER": "none"})
+    bob = stdio(portal, tmp_path, "--agent", "bob", env={"CRUXSQL_EMBEDDER": "none"})
+    try:
+        turns = [{"speaker": "alice", "text": "my locker code is 4471"}]
+        mine = alice.call("store_conversation", {"conversation": "diary", "turns": turns, "private": True})
+        shared = bob.call("store_conversation", {"conversation": "diary", "turns": turns})
+        assert (mine.structured_content["first_position"], shared.structured_content["first_position"]) == (0, 0)
+        assert alice.text("recall", {"query": "locker code", "top_k": 5}).splitlines() == [
+            "[diary #0] alice: my locker code is 4471", "[diary #0] alice: my locker code is 4471"]
+        assert bob.text("recall", {"query": "locker code", "top_k": 5}) == "[diary #0] alice: my locker code is 4471"
+        seen = {name: client.text("query_facts", {"query": "locker", "contract": "legacy"}).count(
+            "turn:000000 = alice: my locker code is 4471") for name, client in (("alice", alice), ("bob", bob))}
+        assert seen == {"alice": 2, "bob": 1}
+    finally:
+        alice.close()
+        bob.close()
