@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -51,6 +51,7 @@ from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
 from .queries import Recall, TimeArg, _count_arg, _time_arg
 from .fact_lines import fact_line, shared
+from .turns import Turn, parse_turn, turn_line
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
@@ -173,10 +174,14 @@ class RecallHit:
     all_terms: bool
     why: dict[str, Any] = field(default_factory=dict)
     age_ns: int = 0
+    turn: Optional[Turn] = None         # the conversation turn the fact encodes (turns.py), if it is one
 
     def line(self, value: Optional[str] = None, ids: bool = False) -> str:
         """`entity · key: value`, then its age when a day old or more (`stale` past its freshness horizon);
-        with `ids`, the age always and the fact id after it."""
+        with `ids`, the age always and the fact id after it. A turn: `[conversation #position, time]
+        speaker: text`, with `ids` the fact id and the caller's turn id."""
+        if self.turn is not None:
+            return turn_line(self.turn, value, *((self.fact_id, _turn_id(self.turn)) if ids else ()))
         stale = "stale" if self.effective_confidence < self.confidence else ""
         age = " ".join(a for a in (self.age if ids or self.age_ns >= DAY_NS else "", stale) if a)
         return fact_line(self.entity, self.key, self.value if value is None else value, age,
@@ -235,10 +240,15 @@ class RecallResult:
         return {"query": self.query, "facts": [
             {"fact_id": h.fact_id, "entity": h.entity, "key": h.key, "value": h.value, "age": h.age,
              "confidence": h.confidence, "effective_confidence": h.effective_confidence, "score": h.score,
-             "all_terms": h.all_terms} for h in self.hits],
+             "all_terms": h.all_terms, **({"turn": asdict(h.turn)} if h.turn is not None else {})}
+            for h in self.hits],
             "total": self.total, "offset": self.offset, "returned": len(self.hits), "has_more": self.has_more,
             "next_offset": self.next_offset, "top_k": self.top_k, "token_budget": self.token_budget,
             "fusion": self.fusion, **({"explain": self.explain} if self.explain is not None else {})}
+
+
+def _turn_id(turn: Turn) -> str:
+    return f"id={turn.turn_id}" if turn.turn_id is not None else ""
 
 
 # --- scoring --------------------------------------------------------------------------------------
@@ -610,9 +620,11 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         plan.params["page"] = apsw.carray(np.array([r.seq for r in page], dtype=np.int64))
         rows = {r[0]: r for r in recall.db.execute(
             f"SELECT seq, fact_id, CASE WHEN owner IS NOT NULL THEN visible_entity ELSE entity END, key, value, "
-            f"confidence, eff, stored_at_ns FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
+            f"confidence, eff, stored_at_ns, source_receipt "
+            f"FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
         hits = [RecallHit(r.fact_id, row[2], row[3], row[4], age_text(row[7], now_ns), row[5], row[6], r.score,
-                          r.all_terms, r.why, now_ns - row[7]) for r in page for row in [rows[r.seq]]]
+                          r.all_terms, r.why, now_ns - row[7], parse_turn(row[2], row[3], row[4], row[8]))
+                for r in page for row in [rows[r.seq]]]
     return _finish(result, hits, parsed, explain, embedder)
 
 
