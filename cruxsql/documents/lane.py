@@ -41,7 +41,7 @@ class DocumentLane:
     def __init__(self, store: Store, embedder: Optional[Embedder] = _CONFIGURED) -> None:
         """`embedder`: the one `CRUXSQL_EMBEDDER` names unless given; None turns the dense lane off."""
         self._store = store
-        self.embedder: Optional[Embedder] = configured_embedder(Path(store.data_dir)) if embedder is _CONFIGURED \
+        self.embedder: Optional[Embedder] = configured_embedder() if embedder is _CONFIGURED \
             else embedder
         self._db = store.db
         self._dir: Path = segments_dir(Path(store.data_dir))

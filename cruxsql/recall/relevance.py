@@ -361,12 +361,12 @@ def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
     return False
 
 
-def default_embedder(data_dir: Optional[Path] = None) -> Optional[Embedder]:
+def default_embedder() -> Optional[Embedder]:
     """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
     the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
-    BM25 has not, measured in tools/bench/bench_fact_recall.py). `data_dir`: see `embedder_named`."""
+    BM25 has not, measured in tools/bench/bench_fact_recall.py)."""
     if os.environ.get(EMBEDDER_ENV):
-        return configured_embedder(data_dir)
+        return configured_embedder()
     try:
         return embedder_named("minilm")
     except InvalidInput:
@@ -376,7 +376,7 @@ def default_embedder(data_dir: Optional[Path] = None) -> Optional[Embedder]:
 def shared_embedder(recall: Recall) -> Optional[Embedder]:
     """`default_embedder()`, loaded once per `Recall` (a server's calls share it)."""
     if "embedder" not in recall.search_cache:
-        recall.search_cache["embedder"] = default_embedder(recall.store.data_dir)
+        recall.search_cache["embedder"] = default_embedder()
     return recall.search_cache["embedder"]
 
 
@@ -465,7 +465,8 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
     eff = np.array([r[1] for r in visible], dtype=np.float64)
     stored = np.array([r[2] for r in visible], dtype=np.int64)
     lexical, at = _lookup(scored.seqs, seqs)
-    bm25 = np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+    bm25 = (np.where(lexical, scored.bm25[at].astype(np.float64) * (1.0 + PRIOR * (eff - 1.0)), 0.0)
+            if len(scored.seqs) else np.zeros(len(seqs)))   # BM25 scored none: the dense lane's candidates alone
     tier = lexical & scored.all_terms[at] if len(scored.seqs) else np.zeros(len(seqs), bool)
     dense_order = np.argsort(dense_seqs, kind="stable")
     has_cos, dat = _lookup(dense_seqs[dense_order], seqs)

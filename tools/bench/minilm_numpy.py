@@ -1,7 +1,8 @@
 """cruxsql's first MiniLM runtime, kept as a benchmark row: BERT's forward pass written in numpy.
 
-The package now runs the same pass with torch (`cruxsql/embeddings/minilm.py`), which is about twice as
-fast; `bench_embedders.py` compares both. Weights and tokenizer come through the package's verified loader.
+The package runs a tuned numpy pass (`cruxsql/embeddings/minilm.py`: QKV fused, a cheaper erf, in-place
+element-wise steps, one BLAS thread); `bench_query_embedding.py` and `bench_embedders.py` compare both.
+Weights and tokenizer come through the package's verified loader.
 """
 
 from __future__ import annotations

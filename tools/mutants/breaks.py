@@ -202,12 +202,6 @@ BREAKS: tuple[Break, ...] = (
           "            created = timestamps.format_event_time(timestamps.now_ns())\n",
           "            created = timestamps.format_event_time(timestamps.now_ns() + 60_000_000_000)  # planted\n",
           ("tests/test_backup.py::test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore",)),
-    Break("int8-recipe-ignores-the-cpu", "minilm-int8 quantises with 8-bit blocks on every CPU, also on AVX2 "
-          "without VNNI, where that recipe is twice as slow",
-          "cruxsql/embeddings/int8_recipes.py",
-          "    if \"avx2\" in flags and not flags & _VNNI_FLAGS:\n",
-          "    if False:  # planted\n",
-          ("tests/test_minilm_int8.py::test_the_recipe_follows_the_cpu",)),
 )
 
 
