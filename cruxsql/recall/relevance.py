@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 import apsw
