@@ -20,7 +20,7 @@ holding it):
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
 6. fusion (optional, `fusion=`; `auto` turns it on, `weighted`, when a real embedding model is given):
-   the fact embeddings' cosine fused with BM25 by `0.7·bm25/max + 0.3·cosine` (`weighted`) or by
+   the fact embeddings' cosine fused with BM25 by `0.65·bm25/max + 0.35·cosine` (`weighted`) or by
    reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR. Weighted was
    measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR 0.83 vs 0.52 dev,
    0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
@@ -63,7 +63,7 @@ DENSE_POOL = 50
 TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
-WEIGHTED = (0.7, 0.3)
+WEIGHTED = (0.65, 0.35)
 DEFAULT_TOP_K = 10
 DEFAULT_BUDGET = 400
 MAX_TOP_K = 200

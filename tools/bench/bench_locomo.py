@@ -212,13 +212,15 @@ class McpRecall:
             result = await self._call("store_facts", {"facts": facts[i:i + BATCH]})
             assert not result.is_error, result.content[0].text
 
-    async def recall(self, question: str, fusion: Optional[str]) -> str:
-        arguments: dict[str, Any] = {"query": question, "top_k": 10}
-        if fusion:
-            arguments["fusion"] = fusion
+    async def recall(self, question: str, fusion: str) -> str:
+        arguments: dict[str, Any] = {"query": question, "top_k": 10, "fusion": fusion}
         result = await self._call("recall", arguments)
         assert not result.is_error, f"{self.name}: {result.content[0].text}"
         return str(result.content[0].text)
+
+
+def column(system: str, fusion: str) -> str:
+    return f"{system} ({fusion})"
 
 
 @contextmanager
@@ -249,7 +251,7 @@ async def open_system(stack: AsyncExitStack, name: str, tree: Optional[Path], da
     return McpRecall(name, session.call_tool)
 
 
-async def run_conversation(conv: Conversation, mode: str, trees: dict[str, Optional[Path]], fusion: Optional[str],
+async def run_conversation(conv: Conversation, mode: str, trees: dict[str, Optional[Path]], fusions: list[str],
                            tallies: dict[str, Tally], scratch: Path) -> None:
     facts, ids = conv.facts[mode], conv.dia_ids[mode]
     t0 = time.perf_counter()
@@ -261,12 +263,12 @@ async def run_conversation(conv: Conversation, mode: str, trees: dict[str, Optio
             system = await open_system(stack, name, tree, Path(tempfile.mkdtemp(prefix=f"{conv.name}-{mode}-", dir=scratch)))
             t0 = time.perf_counter()
             await system.store(facts)
-            await system.recall(conv.questions[0].text, fusion)
-            tallies[name].index_s += time.perf_counter() - t0
-            systems[name] = system
+            await system.recall(conv.questions[0].text, fusions[0])
+            tallies[column(name, fusions[0])].index_s += time.perf_counter() - t0
+            systems.update({column(name, f): (system, f) for f in fusions})
         tallies["fts5"].index_s += fts_index
         for question in conv.questions:
-            for name, system in systems.items():
+            for name, (system, fusion) in systems.items():
                 t0 = time.perf_counter()
                 answer = await system.recall(question.text, fusion)
                 tallies[name].latency_ms.append((time.perf_counter() - t0) * 1000)
@@ -312,11 +314,13 @@ async def run(args: argparse.Namespace, conversations: list[Conversation], previ
     trees: dict[str, Optional[Path]] = {"recall": current}
     if previous is not None:
         trees[f"recall @ {args.previous}"] = previous
+    fusions = args.fusions.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-locomo-") as scratch:
         for mode in args.modes.split(","):
-            tallies = {name: Tally() for name in [*trees, "fts5"]}
+            tallies = {column(name, f): Tally() for name in trees for f in fusions}
+            tallies["fts5"] = Tally()
             for conv in conversations:
-                await run_conversation(conv, mode, trees, args.fusion, tallies, Path(scratch))
+                await run_conversation(conv, mode, trees, fusions, tallies, Path(scratch))
             print(table(mode, tallies, sum(len(c.questions) for c in conversations)), flush=True)
 
 
@@ -327,7 +331,9 @@ def main() -> None:
     ap.add_argument("--modes", default="turns,observations")
     ap.add_argument("--previous", default="a27032b", help="a commit to compare with ('' for none)")
     ap.add_argument("--transport", choices=("stdio", "inprocess"), default="stdio")
-    ap.add_argument("--fusion", default=None, help="recall's fusion argument (default: the tool's, auto)")
+    ap.add_argument("--fusions", default="auto,bm25",
+                    help="recall's fusion arguments, a column each (auto: MiniLM fused when the [semantic] extra is "
+                         "installed; bm25: as with no model installed); the first one's store is timed")
     args = ap.parse_args()
     conversations = [load(args.data / f"{name}.json") for name in args.conversations.split(",")]
     print(f"LoCoMo {', '.join(c.name for c in conversations)}: {sum(len(c.facts['turns']) for c in conversations)} turns, "
