@@ -13,8 +13,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
-
 import pytest
 
 from mcp_clients import stdio
@@ -36,17 +34,9 @@ def conversation():
 def server(portal, tmp_path_factory, conversation):
     """A `cruxsql mcp` with the fixture's turns stored by `store_conversation`, in order."""
     client = stdio(portal, tmp_path_factory.mktemp("evidence") / "data", "--tools", "all")
-    turns = [{"speaker": f["value"].split(": ", 1)[0], "text": f["value"].split(": ", 1)[1],
-              "time": receipt["time"], "session": receipt["session"], "id": receipt["id"]}
-             for f in conversation.facts["turns"] for receipt in [_receipt(f)]]
-    assert "stored 24" in client.text("store_conversation", {"conversation": "small", "turns": turns})
+    assert "stored 24" in client.text("store_conversation", {"conversation": "small", "turns": conversation.turns})
     yield client
     client.close()
-
-
-def _receipt(fact: dict[str, Any]) -> dict[str, str]:
-    import json
-    return json.loads(fact["source_receipt"][len("turn:"):])
 
 
 def found(server, conversation, question: str, fusion: str = "bm25") -> list[str]:

@@ -9,9 +9,10 @@ Data: /work/shared/data/locomo-dev/ (its README: five conversations, 3,760 turns
 the dia_ids of its evidence turns and a category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
 5 adversarial). Two modes:
 
-- `turns`: every turn stored verbatim as a fact (entity `conversation:<name>`, key `turn:<position>`, value
-  `<speaker>: <text>`, receipt `turn:{"session": .., "time": .., "id": <dia_id>}`), one store per
-  conversation; a retrieved turn is its dia_id.
+- `turns`: every turn stored verbatim by `store_conversation` (a fact each: entity `conversation:<name>`,
+  key `turn:<position>`, value `<speaker>: <text>`, receipt `turn:{"session": .., "time": .., "id": <dia_id>}`;
+  a commit without the tool gets the same facts by `store_facts`), one store per conversation; a retrieved
+  turn is its dia_id (a turn's image caption, when it has one, is part of its text).
 - `observations`: LoCoMo's extracted observations (`session_N_observation`, each from one dia_id) stored as
   facts (entity the speaker, key `observation:<n>`, the text); a retrieved observation counts as its dia_id.
 
@@ -76,6 +77,7 @@ class Conversation:
     facts: dict[str, list[dict[str, Any]]]     # mode -> facts as store_facts takes them
     dia_ids: dict[str, list[list[str]]]        # mode -> per fact, the dia_ids it stands for
     questions: list[Question]
+    turns: list[dict[str, str]]                # as store_conversation takes them (speaker, text, time, session, id)
 
 
 def session_time(text: str) -> str:
@@ -101,6 +103,7 @@ def load(path: Path) -> Conversation:
     sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k) and conv[k])
     turns: list[dict[str, Any]] = []
     turn_ids: list[list[str]] = []
+    turn_inputs: list[dict[str, str]] = []
     observations: list[dict[str, Any]] = []
     observation_ids: list[list[str]] = []
     for s in sessions:
@@ -108,6 +111,8 @@ def load(path: Path) -> Conversation:
         for turn in conv[f"session_{s}"]:
             text = turn["text"] + (f" [shares {turn['blip_caption']}]" if turn.get("blip_caption") else "")
             turns.append(turn_fact(path.stem, len(turns), turn["speaker"], text, s, when, turn["dia_id"]))
+            turn_inputs.append({"speaker": turn["speaker"], "text": text, "time": when, "session": str(s),
+                                "id": turn["dia_id"]})
             turn_ids.append([turn["dia_id"]])
         for speaker, items in sorted((raw.get("observation", {}).get(f"session_{s}_observation")
                                       or conv.get(f"session_{s}_observation") or {}).items()):
@@ -123,7 +128,7 @@ def load(path: Path) -> Conversation:
         if evidence:
             questions.append(Question(qa["question"], evidence, int(qa["category"])))
     return Conversation(path.stem, {"turns": turns, "observations": observations},
-                        {"turns": turn_ids, "observations": observation_ids}, questions)
+                        {"turns": turn_ids, "observations": observation_ids}, questions, turn_inputs)
 
 
 # --- metrics ----------------------------------------------------------------------------------------
@@ -207,6 +212,14 @@ class McpRecall:
         self.name = name
         self._call = call
 
+    async def store_turns(self, conversation: str, turns: list[dict[str, str]], facts: list[dict[str, Any]]) -> None:
+        """The turns through `store_conversation`, or as the facts it stores where the tool does not exist
+        (an older commit)."""
+        result = await self._call("store_conversation", {"conversation": conversation, "turns": turns})
+        if result.is_error and "unknown tool" in result.content[0].text:
+            return await self.store(facts)
+        assert not result.is_error, result.content[0].text
+
     async def store(self, facts: list[dict[str, Any]]) -> None:
         for i in range(0, len(facts), BATCH):
             result = await self._call("store_facts", {"facts": facts[i:i + BATCH]})
@@ -262,7 +275,10 @@ async def run_conversation(conv: Conversation, mode: str, trees: dict[str, Optio
         for name, tree in trees.items():
             system = await open_system(stack, name, tree, Path(tempfile.mkdtemp(prefix=f"{conv.name}-{mode}-", dir=scratch)))
             t0 = time.perf_counter()
-            await system.store(facts)
+            if mode == "turns":
+                await system.store_turns(conv.name, conv.turns, facts)
+            else:
+                await system.store(facts)
             await system.recall(conv.questions[0].text, fusions[0])
             tallies[column(name, fusions[0])].index_s += time.perf_counter() - t0
             systems.update({column(name, f): (system, f) for f in fusions})
@@ -294,7 +310,8 @@ def table(mode: str, tallies: dict[str, Tally], questions: int) -> str:
     row("evidence turns, top 5 / top 10", [f"{Tally.mean(t.at5):.3f} / {Tally.mean(t.at10):.3f}" for t in tallies.values()])
     for c, label in CATEGORIES.items():
         row(f"  {c} {label}, top 5 / top 10",
-            [f"{Tally.mean(t.at5, c):.3f} / {Tally.mean(t.at10, c):.3f}" for t in tallies.values()])
+            [f"{Tally.mean(t.at5, c):.3f} / {Tally.mean(t.at10, c):.3f}" if t.at5.get(c) else "-"
+             for t in tallies.values()])
     row("evidence sessions covered by the top 10", [f"{Tally.mean(t.sessions):.3f}" for t in tallies.values()])
     row("tokens per answer (mean)", [f"{statistics.mean(t.tokens):.0f}" for t in tallies.values()])
     row("latency p50 / p95 (ms)", [f"{percentile(t.latency_ms, 0.5):.1f} / {percentile(t.latency_ms, 0.95):.1f}"
