@@ -201,8 +201,9 @@ class Fts5:
 def server_params(pythonpath: Path, data_dir: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRUX", "CORECRUXD"))}
     env["PYTHONPATH"] = str(pythonpath)
+    # run from the tree: `python -m` puts the working directory before PYTHONPATH
     return StdioServerParameters(command=sys.executable, args=["-m", "cruxsql", "mcp", "--data-dir", str(data_dir),
-                                                               "--create", "--tools", "all"], env=env)
+                                                               "--create", "--tools", "all"], env=env, cwd=pythonpath)
 
 
 class McpRecall:
