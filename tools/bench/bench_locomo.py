@@ -4,6 +4,7 @@ previous commit's `recall`, on the same turns, in the same run.
     python tools/bench/bench_locomo.py                                   # the five dev conversations, both modes
     python tools/bench/bench_locomo.py --modes turns --previous ""      # quicker: no previous-commit column
     python tools/bench/bench_locomo.py --transport inprocess             # tuning: CruxServer.call in this process
+    python tools/bench/bench_locomo.py --scale 10000                     # latency: 10k turns + 10k facts in one store
 
 Data: /work/shared/data/locomo-dev/ (its README: five conversations, 3,760 turns, 999 questions, each with
 the dia_ids of its evidence turns and a category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
@@ -327,6 +328,39 @@ def table(mode: str, tallies: dict[str, Tally], questions: int) -> str:
     return "\n".join(out)
 
 
+async def scale(args: argparse.Namespace, conversations: list[Conversation]) -> None:
+    """recall's latency over one store holding `args.scale` turns (the conversations' turns again and again,
+    each copy its own conversation) and as many plain facts (the observations, each copy its own entity):
+    every question asked once per fusion, through this tree's `cruxsql mcp` over stdio."""
+    copies = -(-args.scale // sum(len(c.turns) for c in conversations))
+    facts = [dict(f, entity=f"{f['entity']}-{k}") for k in range(-(-args.scale // sum(len(c.facts["observations"])
+             for c in conversations))) for c in conversations for f in c.facts["observations"]][:args.scale]
+    with tempfile.TemporaryDirectory(prefix="bench-locomo-scale-") as scratch:
+        async with AsyncExitStack() as stack:
+            system = await open_system(stack, "recall", ROOT, Path(scratch) / "data")
+            turns = [(f"{c.name}-{k}", c) for k in range(copies) for c in conversations]
+            t0 = time.perf_counter()
+            for name, conv in turns:
+                await system.store_turns(name, conv.turns, [])
+            await system.store(facts)
+            questions = [q.text for c in conversations for q in c.questions]
+            await system.recall(questions[0], "bm25")
+            stored = time.perf_counter() - t0
+            print(f"\none store: {copies * sum(len(c.turns) for c in conversations):,} turns + {len(facts):,} facts, "
+                  f"stored and indexed in {stored:.0f} s; {len(questions)} questions per fusion "
+                  f"(load average {os.getloadavg()[0]:.1f})\n\n| fusion | p50 ms | p95 ms | tokens per answer |\n|---|---|---|---|")
+            for fusion in args.fusions.split(","):
+                await system.recall(questions[0], fusion)
+                latency, tokens = [], []
+                for question in questions:
+                    t0 = time.perf_counter()
+                    answer = await system.recall(question, fusion)
+                    latency.append((time.perf_counter() - t0) * 1000)
+                    tokens.append(estimate_tokens_str(answer))
+                print(f"| {fusion} | {percentile(latency, 0.5):.1f} | {percentile(latency, 0.95):.1f} | "
+                      f"{statistics.mean(tokens):.0f} (max {max(tokens)}) |", flush=True)
+
+
 async def run(args: argparse.Namespace, conversations: list[Conversation], previous: Optional[Path]) -> None:
     current: Optional[Path] = None if args.transport == "inprocess" else ROOT
     trees: dict[str, Optional[Path]] = {"recall": current}
@@ -352,13 +386,17 @@ def main() -> None:
     ap.add_argument("--fusions", default="auto,bm25",
                     help="recall's fusion arguments, a column each (auto: MiniLM fused when the [semantic] extra is "
                          "installed; bm25: as with no model installed); the first one's store is timed")
+    ap.add_argument("--scale", type=int, default=0,
+                    help="instead: recall's latency with this many turns and as many plain facts in one store")
     args = ap.parse_args()
     conversations = [load(args.data / f"{name}.json") for name in args.conversations.split(",")]
     print(f"LoCoMo {', '.join(c.name for c in conversations)}: {sum(len(c.facts['turns']) for c in conversations)} turns, "
           f"{sum(len(c.facts['observations']) for c in conversations)} observations, "
           f"{sum(len(c.questions) for c in conversations)} questions with evidence; transport {args.transport}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    if args.previous:
+    if args.scale:
+        anyio.run(scale, args, conversations)
+    elif args.previous:
         with previous_tree(args.previous) as tree:
             anyio.run(run, args, conversations, tree)
     else:
