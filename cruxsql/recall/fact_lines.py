@@ -55,7 +55,7 @@ def shared(n: int, line: Callable[[int, Optional[str]], str], value: Callable[[i
     values = [value(i).encode("utf-8") for i in range(n)]
 
     def capped(i: int, cap: int) -> str:
-        return line(i, None) if len(values[i]) <= cap else line(i, cut_utf8(value(i), cap) + CUT)
+        return whole[i] if len(values[i]) <= cap else line(i, cut_utf8(value(i), cap) + CUT)
 
     low, high = MIN_SHARED_CHARS, max(map(len, values))
     if cost([capped(i, low) for i in range(n)]) > budget:

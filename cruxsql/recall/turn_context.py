@@ -36,7 +36,7 @@ _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend"
 _SAYS_WHEN = re.compile(
     rf"\b((19|20)\d\d|({_MONTHS})\b|({_WEEKDAYS})s?|yesterday|today|tonight|tomorrow|"
     rf"(last|next|this|past|coming) (week|month|year|night|summer|winter|spring|fall|autumn|weekend|time|few)|"
-    rf"\w+ (days?|weeks?|months?|years?) ago|ago|recently|lately|just now|earlier|soon)\b", re.IGNORECASE)
+    rf"ago|recently|lately|just now|earlier|soon)\b", re.IGNORECASE)
 
 
 def previous_turns(db: apsw.Connection, seqs: Sequence[int]) -> np.ndarray:
