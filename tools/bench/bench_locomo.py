@@ -331,13 +331,15 @@ def table(mode: str, tallies: dict[str, Tally], questions: int) -> str:
 async def scale(args: argparse.Namespace, conversations: list[Conversation]) -> None:
     """recall's latency over one store holding `args.scale` turns (the conversations' turns again and again,
     each copy its own conversation) and as many plain facts (the observations, each copy its own entity):
-    every question asked once per fusion, through this tree's `cruxsql mcp` over stdio."""
+    every question asked once per fusion, through this tree's `cruxsql mcp` over stdio (or in process with
+    `--transport inprocess`, which also measures each call's CPU time: the machine may be shared)."""
     copies = -(-args.scale // sum(len(c.turns) for c in conversations))
     facts = [dict(f, entity=f"{f['entity']}-{k}") for k in range(-(-args.scale // sum(len(c.facts["observations"])
              for c in conversations))) for c in conversations for f in c.facts["observations"]][:args.scale]
     with tempfile.TemporaryDirectory(prefix="bench-locomo-scale-") as scratch:
         async with AsyncExitStack() as stack:
-            system = await open_system(stack, "recall", ROOT, Path(scratch) / "data")
+            system = await open_system(stack, "recall", None if args.transport == "inprocess" else ROOT,
+                                       Path(scratch) / "data")
             turns = [(f"{c.name}-{k}", c) for k in range(copies) for c in conversations]
             t0 = time.perf_counter()
             for name, conv in turns:
@@ -348,16 +350,19 @@ async def scale(args: argparse.Namespace, conversations: list[Conversation]) -> 
             stored = time.perf_counter() - t0
             print(f"\none store: {copies * sum(len(c.turns) for c in conversations):,} turns + {len(facts):,} facts, "
                   f"stored and indexed in {stored:.0f} s; {len(questions)} questions per fusion "
-                  f"(load average {os.getloadavg()[0]:.1f})\n\n| fusion | p50 ms | p95 ms | tokens per answer |\n|---|---|---|---|")
+                  f"(load average {os.getloadavg()[0]:.1f})\n\n| fusion | p50 ms | p95 ms | CPU p50 / p95 ms (in process) | "
+                  f"tokens per answer |\n|---|---|---|---|---|")
             for fusion in args.fusions.split(","):
                 await system.recall(questions[0], fusion)
-                latency, tokens = [], []
+                latency, cpu, tokens = [], [], []
                 for question in questions:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     answer = await system.recall(question, fusion)
                     latency.append((time.perf_counter() - t0) * 1000)
+                    cpu.append((time.process_time() - c0) * 1000)
                     tokens.append(estimate_tokens_str(answer))
-                print(f"| {fusion} | {percentile(latency, 0.5):.1f} | {percentile(latency, 0.95):.1f} | "
+                cpu_text = f"{percentile(cpu, 0.5):.1f} / {percentile(cpu, 0.95):.1f}" if args.transport == "inprocess" else "-"
+                print(f"| {fusion} | {percentile(latency, 0.5):.1f} | {percentile(latency, 0.95):.1f} | {cpu_text} | "
                       f"{statistics.mean(tokens):.0f} (max {max(tokens)}) |", flush=True)
 
 
