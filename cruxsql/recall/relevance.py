@@ -327,7 +327,7 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         tf = (p.tf[at].astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
         score[found] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
     score *= share                     # a fact missing a concept loses that concept's share of the score
-    return _Scored(seqs, score, matched.all(axis=1), matched)
+    return _Scored(seqs, score, np.asarray(matched.all(axis=1), dtype=bool), matched)
 
 
 def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
