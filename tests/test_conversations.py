@@ -81,10 +81,12 @@ def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp
 
 def test_recall_finds_turns_beside_facts_and_query_facts_stays_crux(agent) -> None:
     agent.text("store_fact", {"entity": "alice-notes", "key": "agency", "value": "ask about the adoption agency"})
-    answer = agent.text("recall", {"query": "which adoption agency did Caroline contact?", "top_k": 2})
-    assert answer.splitlines() == [
-        "[locomo-mini #2, 2023-05-08 13:56] Caroline: I contacted an adoption agency yesterday, so exciting!",
-        "alice-notes · agency: ask about the adoption agency"]
+    answer = agent.text("recall", {"query": "which adoption agency did Caroline contact?", "top_k": 3})
+    lines = answer.splitlines()
+    assert lines[0] == \
+        "[locomo-mini #2, 2023-05-08 13:56] Caroline: I contacted an adoption agency yesterday, so exciting!"
+    # the fact beside the turns; Melanie's "which agency?" after Caroline's turn may come before it
+    assert "alice-notes · agency: ask about the adoption agency" in lines[1:3]
     with_ids = agent.text("recall", {"query": "adoption agency Caroline contacted", "top_k": 1, "ids": True})
     assert with_ids.startswith("[locomo-mini #2, 2023-05-08 13:56] Caroline: I contacted")
     first = with_ids.splitlines()[0]

@@ -58,18 +58,21 @@ def previous_turns(db: apsw.Connection, seqs: Sequence[int]) -> np.ndarray:
 
 def with_neighbours(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(candidates, scores) once each turn adds NEIGHBOUR_WEIGHT times the score of the turn before it:
-    the candidates `seqs` (ascending) and the turns around the SEEDS best of them, ascending."""
+    the candidates `seqs` (ascending) and the turns after the SEEDS best of them, ascending (a turn with
+    no score of its own and none before it is no candidate)."""
     if not len(seqs) or NEIGHBOUR_WEIGHT == 0:
         return seqs, scores
     seeds = seqs[np.argsort(-scores, kind="stable")[:SEEDS]]
     pairs = previous_turns(db, np.sort(seeds).tolist())
     if not len(pairs):
         return seqs, scores
-    out = np.union1d(seqs, pairs.ravel())
+    held = np.isin(pairs[:, 1], seqs)            # the turn before scored: it gives the turn context
+    pairs = pairs[held]
+    out = np.union1d(seqs, pairs[:, 0])
     own = np.zeros(len(out), dtype=scores.dtype)
     own[np.searchsorted(out, seqs)] = scores
     context = np.zeros(len(out), dtype=scores.dtype)
-    context[np.searchsorted(out, pairs[:, 0])] = own[np.searchsorted(out, pairs[:, 1])]
+    context[np.searchsorted(out, pairs[:, 0])] = scores[np.searchsorted(seqs, pairs[:, 1])]
     return out, own + scores.dtype.type(NEIGHBOUR_WEIGHT) * context
 
 
