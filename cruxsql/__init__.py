@@ -25,6 +25,7 @@ from .facts.store import Store, StoreRequest
 from .facts.store import open_store as open
 from .governance.backup import BackupError
 from .governance.compaction import CorruptLinesPresent, LegalHoldBlocked
+from .recall.conversations import TurnInput, store_conversation
 from .recall.queries import Recall
 
 try:
@@ -37,5 +38,5 @@ __all__ = [
     "CruxsqlError", "DocumentLane", "Fact", "InvalidInput", "JournalError", "JournalPoisoned", "LegalHoldBlocked",
     "LockTimeout", "NotFound", "ReadOnlyStore", "Recall", "ReplicaMoved", "ReservedEntityPrefix",
     "ReservedNamespace", "ReservedSupersedesTarget", "ReservedTarget", "SegmentError", "Store", "StoreRequest",
-    "VectorFileError", "ViewTooNew", "__version__", "open",
+    "TurnInput", "VectorFileError", "ViewTooNew", "__version__", "open", "store_conversation",
 ]

@@ -27,7 +27,7 @@ from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
 from mounts import mounted, read_only_mount
 
-CREATES = {"init", "store", "store-batch", "ingest", "hold place"}
+CREATES = {"init", "store", "store-batch", "store-conversation", "ingest", "hold place"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
           "erase", "retention apply", "hold release", "documents erase", "consolidate apply", "consolidate undo",
           "import mcp-memory", "import mem0", "bootstrap-seed", "mcp"}   # the last four create a store with --create
@@ -41,6 +41,7 @@ WORKSPACE = {name for name in ("workspace index", "workspace status", "workspace
                                "ctx doc", "ctx impact", "ctx context", "ctx expand")}
 """Commands on the derived workspace.db only: no fact store needed, no writer lock taken."""
 STDIN = {"store-batch": '{"entity": "e", "key": "k", "value": "v"}\n',
+         "store-conversation": '{"speaker": "ann", "text": "hello"}\n',
          "import mem0": '{"results": [{"id": "m1", "memory": "likes green tea", "user_id": "u1"}]}',
          "import mcp-memory": '{"type": "entity", "name": "Ada", "entityType": "person", "observations": ["x"]}\n'}
 HUGE = "99999999999999999999"
@@ -359,6 +360,7 @@ def test_empty_strings(tmp_path, template):
 def test_empty_input_is_refused_alike_and_creates_nothing(tmp_path):
     data_dir = tmp_path / "store"
     for name, message in (("store-batch", "Error: no store requests in the input"),
+                          ("store-conversation", "Error: no turns in the input"),
                           ("ingest", "Error: no documents in the input")):
         result = invoke(data_dir, name, ["-"], "")
         assert (result.exit_code, result.stderr) == (1, message + "\n"), name

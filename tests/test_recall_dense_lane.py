@@ -12,7 +12,7 @@ import pytest
 
 from cruxsql.embeddings import SemanticProfile
 from cruxsql.facts.store import Store
-from cruxsql.recall import Recall
+from cruxsql.recall import Recall, relevance
 from cruxsql.recall.fact_indexer import FactIndexer
 
 F32 = np.float32
@@ -69,7 +69,7 @@ def test_a_question_bm25_finds_nothing_for_is_answered_by_the_dense_lane(store: 
     assert result.fusion == "weighted"
     assert [(h.entity, h.key) for h in result.hits] == [("car", "colour")]
     assert result.explain is not None and result.explain["hits"][0]["rank_bm25"] is None
-    assert result.hits[0].score == pytest.approx(0.3 * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
+    assert result.hits[0].score == pytest.approx(relevance.WEIGHTED[1] * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
 
 
 # --- the background indexer -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall import Recall, relevance
+from cruxsql.recall.fact_lines import MIN_SHARED_CHARS
 from cruxsql.recall.fact_terms import POSTING, FactTerms, analyse_texts, name_terms, term_of, value_terms, words
 from cruxsql.recall.relevance import RecallResult
 from cruxsql.recall.tokens import estimate_tokens
@@ -238,8 +239,11 @@ def test_nothing_comes_back_when_nothing_is_relevant(store: Store) -> None:
         assert result.hits == [] and result.total == 0 and result.text() == "no relevant facts"
     for i in range(30):
         store.store(f"svc-{i}", "database", f"MariaDB {i}")
-    # a fact holding only the common word of the query is below the floor
-    assert set(ranked(search(store, "payments-api database"))) == {("payments-api", "database"), ("payments-api", "owner")}
+    # a fact holding only the common word of the query ranks after those holding the name, but is not dropped
+    # (no floor: SQLite FTS5 would return it)
+    found = ranked(search(store, "payments-api database", top_k=50, token_budget=5000))
+    assert set(found[:2]) == {("payments-api", "database"), ("payments-api", "owner")}
+    assert {("svc-12", "database"), ("svc-29", "database")} <= set(found[2:])
 
 
 def test_quoted_phrases_need_adjacent_words_and_minus_excludes(store: Store) -> None:
@@ -270,14 +274,29 @@ def test_one_line_per_fact_and_the_whole_answer_fits_the_budget(store: Store) ->
     lines = result.text().splitlines()
     assert len(lines) == len(result.hits) + 1 and lines[-1].startswith(f"+{result.total - len(result.hits)} more")
     first = result.hits[0]
-    assert lines[0] == f"{first.entity} · database: {first.value} · now · {first.fact_id}"
+    # 50 lines do not fit even cut to MIN_SHARED_CHARS: the values are cut to it (87 bytes -> 80 and `…`), then
+    # as many lines as fit are kept
+    assert lines[0] == f"{first.entity} · database: {first.value[:MIN_SHARED_CHARS]}… · now · {first.fact_id}"
     assert 120 - 40 < estimate_tokens(result.answer()) <= 120      # a line more would not fit
     lean = search(store, "database", top_k=50, token_budget=120, ids=False, reserve=20)
-    assert lean.text().splitlines()[0] == f"{lean.hits[0].entity} · database: {lean.hits[0].value}"
+    assert lean.text().splitlines()[0] == f"{lean.hits[0].entity} · database: {lean.hits[0].value[:MIN_SHARED_CHARS]}…"
     assert estimate_tokens(lean.answer()) + 20 <= 120 and len(lean.hits) >= len(result.hits)
     tiny = search(store, "database", token_budget=10)
     assert len(tiny.hits) == 1 and tiny.text().startswith(tiny.hits[0].entity)
     assert tiny.text().splitlines()[0].split(" · ")[1].endswith("…")       # the first fact, its value cut
+
+
+def test_long_values_are_cut_to_a_common_length_before_a_line_is_left_out(store: Store) -> None:
+    for i in range(10):
+        store.store(f"svc-{i}", "database", f"PostgreSQL {i} " + "with replicas in three zones " * (2 + i))
+    whole = search(store, "replicas zones", token_budget=5000, ids=False)
+    assert whole.total == len(whole.hits) == 10 and estimate_tokens(whole.answer()) > 400
+    result = search(store, "replicas zones", ids=False)            # the default budget: 400 tokens
+    lines = result.text().splitlines()
+    assert len(lines) == len(result.hits) == 10 and estimate_tokens(result.answer()) <= 400
+    cut = [line for line in lines if line.endswith("…")]
+    assert cut and len({len(line.split(": ", 1)[1]) for line in cut}) == 1     # one common length
+    assert all(len(line.split(": ", 1)[1]) > MIN_SHARED_CHARS for line in cut)
 
 
 def test_age_only_when_useful_and_stale_marked(store: Store, tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ def main(data_dir: Path) -> None:
 
     \b
     Conventions of every command:
-      - read commands need an existing store; only init, store, store-batch, ingest and
-        hold place create one (mcp, import, bootstrap-seed and workspace index with --create)
+      - read commands need an existing store; only init, store, store-batch,
+        store-conversation, ingest and hold place create one (mcp, import, bootstrap-seed and workspace index with --create)
       - a read-only data directory is read through an in-memory copy of the view
       - records print as a table by default, or with --json, --nl or --csv; commands named
         after Crux's tools print Crux's text by default (--text)

@@ -204,7 +204,7 @@ def _within_envelope(result: QueryResult) -> _Shown:
 @click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
 @click.option("--top-k", type=click.IntRange(0, MAX_TOP_K), default=10, show_default=True, help="At most this many facts.")
 @click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many (the next page).")
-@click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 500).")
+@click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 400).")
 @click.option("--fusion", type=click.Choice(("auto", "bm25", "rrf", "weighted")), default="auto", show_default=True,
               help="Fuse BM25 with the fact embeddings: auto = weighted with a real model (the [semantic] extra "
                    "or CRUXSQL_EMBEDDER=minilm), else bm25.")

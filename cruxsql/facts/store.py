@@ -45,6 +45,7 @@ from .privacy import (
 )
 
 Progress = Optional[Callable[[int, int], None]]
+Placement = Callable[[list["StoreRequest"]], list["StoreRequest"]]
 VERIFY_SCRATCH_PREFIX = "verify-replay-"
 _STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
                     "horizon_class", "actor")
@@ -477,7 +478,7 @@ class Store:
 
     def store_batch(self, requests: list[StoreRequest], as_batch: bool = True,
                     owner: Optional[NamespaceOwner] = None, idempotency_key: Optional[str] = None,
-                    chain: bool = True) -> list[Fact]:
+                    chain: bool = True, place: Optional[Placement] = None) -> list[Fact]:
         """Store several facts as one `store_batch` event (all built first, as Crux does). Nothing is
         stored if any request names a create-reserved entity `owner` does not own. Requests for the same
         (entity, key) chain in request order: v1, v2, ..., one head (Crux builds each from the head before
@@ -485,7 +486,11 @@ class Store:
         writes (for journals that must match a Crux daemon's, e.g. tests of what Crux data looks like).
 
         `idempotency_key`: a retry with the same key (same agent and tenant, same requests, within the
-        window) returns the first call's facts and appends nothing (idempotency.py)."""
+        window) returns the first call's facts and appends nothing (idempotency.py).
+
+        `place(requests)`: called under the writer lock with the view caught up, returns the requests to
+        store in their place (same entities, e.g. keys numbered after what is stored already, so two
+        writers never take the same key); the idempotency key identifies the requests as given."""
         if not requests:
             raise InvalidInput("store_batch needs at least one request")
         for req in requests:
@@ -502,12 +507,14 @@ class Store:
                     return [f for f in first if isinstance(f, Fact)]
                 if rec is not None:
                     fact_ids = list(rec.fact_ids)
-            facts = self._store_batch_locked(requests, as_batch, fact_ids, keyed, chain)
+            facts = self._store_batch_locked(requests, as_batch, fact_ids, keyed, chain, place)
         return facts
 
-    def _store_batch_locked(self, requests: list[StoreRequest], as_batch: bool, fact_ids: list[Optional[str]],
-                            keyed: Optional[tuple[str, str, str, str]], chain: bool) -> list[Fact]:
+    def _store_batch_locked(self, given: list[StoreRequest], as_batch: bool, fact_ids: list[Optional[str]],
+                            keyed: Optional[tuple[str, str, str, str]], chain: bool,
+                            place: Optional[Placement]) -> list[Fact]:
         def build() -> list[codec.Event]:
+            requests = given if place is None else place(given)
             for req in requests:
                 req.check()
             chains = [self._chain_key(r) for r in requests]

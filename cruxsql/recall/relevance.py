@@ -13,14 +13,14 @@ holding it):
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
    field, then `idf·tf·(k1+1)/(tf+k1)` summed over the query's terms (k1 1.2), idf over the caller's scopes;
-3. coverage and floor: the score is multiplied by the share of the query's idf mass held by the concepts
-   the fact holds (concepts no visible fact holds weigh nothing), and a fact needs a share of at least
-   FLOOR_SHARE, so a query nothing relevant matches returns nothing;
+3. coverage: the score is multiplied by the share of the query's idf mass held by the concepts the fact
+   holds (concepts no visible fact holds weigh nothing); no floor: every fact holding a concept ranks (a
+   floor dropped from the top 10 facts SQLite FTS5 returns), and a query nothing matches returns nothing;
 4. tiers: facts holding every concept rank above those holding some;
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
 6. fusion (optional, `fusion=`; `auto` turns it on, `weighted`, when a real embedding model is given):
-   the fact embeddings' cosine fused with BM25 by `0.7·bm25/max + 0.3·cosine` (`weighted`) or by
+   the fact embeddings' cosine fused with BM25 by `0.65·bm25/max + 0.35·cosine` (`weighted`) or by
    reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR. Weighted was
    measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR 0.83 vs 0.52 dev,
    0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
 import apsw
@@ -45,27 +45,28 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope
+from . import fact_terms, scope, turn_context
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
 from .queries import Recall, TimeArg, _count_arg, _time_arg
-from .fact_lines import fact_line, fitted
+from .fact_lines import fact_line, shared
+from .turns import Turn, parse_turn, turn_line
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
-K1 = 1.2
+K1 = 0.9
 FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=F32)   # entity, key, value
-FIELD_B = np.array([0.5, 0.5, 0.75], dtype=F32)
-FLOOR_SHARE = 0.3
+FIELD_B = np.array([0.3, 0.3, 0.3], dtype=F32)
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
+TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
-WEIGHTED = (0.7, 0.3)
+WEIGHTED = (0.65, 0.35)
 DEFAULT_TOP_K = 10
-DEFAULT_BUDGET = 500
+DEFAULT_BUDGET = 400
 MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
@@ -174,10 +175,14 @@ class RecallHit:
     all_terms: bool
     why: dict[str, Any] = field(default_factory=dict)
     age_ns: int = 0
+    turn: Optional[Turn] = None         # the conversation turn the fact encodes (turns.py), if it is one
 
     def line(self, value: Optional[str] = None, ids: bool = False) -> str:
         """`entity · key: value`, then its age when a day old or more (`stale` past its freshness horizon);
-        with `ids`, the age always and the fact id after it."""
+        with `ids`, the age always and the fact id after it. A turn: `[conversation #position, time]
+        speaker: text`, with `ids` the fact id and the caller's turn id."""
+        if self.turn is not None:
+            return turn_line(self.turn, value, *((self.fact_id, _turn_id(self.turn)) if ids else ()))
         stale = "stale" if self.effective_confidence < self.confidence else ""
         age = " ".join(a for a in (self.age if ids or self.age_ns >= DAY_NS else "", stale) if a)
         return fact_line(self.entity, self.key, self.value if value is None else value, age,
@@ -236,27 +241,31 @@ class RecallResult:
         return {"query": self.query, "facts": [
             {"fact_id": h.fact_id, "entity": h.entity, "key": h.key, "value": h.value, "age": h.age,
              "confidence": h.confidence, "effective_confidence": h.effective_confidence, "score": h.score,
-             "all_terms": h.all_terms} for h in self.hits],
+             "all_terms": h.all_terms, **({"turn": asdict(h.turn)} if h.turn is not None else {})}
+            for h in self.hits],
             "total": self.total, "offset": self.offset, "returned": len(self.hits), "has_more": self.has_more,
             "next_offset": self.next_offset, "top_k": self.top_k, "token_budget": self.token_budget,
             "fusion": self.fusion, **({"explain": self.explain} if self.explain is not None else {})}
+
+
+def _turn_id(turn: Turn) -> str:
+    return f"id={turn.turn_id}" if turn.turn_id is not None else ""
 
 
 # --- scoring --------------------------------------------------------------------------------------
 
 @dataclass
 class _Scored:
-    seqs: np.ndarray          # candidates above the floor
+    seqs: np.ndarray          # candidates (holding a concept)
     bm25: np.ndarray
     all_terms: np.ndarray     # bool
     matched: np.ndarray       # concepts held (bool, candidates x concepts)
 
 
 def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQuery) -> _Scored:
-    """BM25F scores, tiers, exclusions and the floor over the candidates of the caller's scopes.
+    """BM25F scores, tiers and exclusions over the candidates of the caller's scopes.
 
-    Sparse: the floor (a share of at least FLOOR_SHARE > 0 of the query's idf mass) needs a concept held,
-    so the candidates are the facts holding a concept (a name's unit, not each of its words), and only
+    Sparse: the candidates are the facts holding a concept (a name's unit, not each of its words), and only
     they are scored, each term's postings looked up at them: a common word of a name (`api`, `worker`)
     is read but not scored over the tens of thousands of facts holding it. Scores are the same float32
     sums, term after term, as over every fact holding any term."""
@@ -301,7 +310,7 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         mask[h] = True
         matched[:, j] = mask[union]
     share = (matched * weights).sum(axis=1) / max(F32(weights.sum()), F32(1e-9))
-    keep = share >= F32(FLOOR_SHARE)
+    keep = np.ones(len(union), dtype=bool)
     for j, c in enumerate(parsed.concepts):
         if c.phrase is not None:
             keep &= matched[:, j]
@@ -320,7 +329,28 @@ def _bm25(terms: FactTerms, tenant: str, agent: Optional[str], parsed: ParsedQue
         tf = (p.tf[at].astype(F32) * FIELD_WEIGHTS / norm).sum(axis=1)
         score[found] += idf[term] * tf * F32(K1 + 1) / (tf + F32(K1))
     score *= share                     # a fact missing a concept loses that concept's share of the score
-    return _Scored(seqs, score, matched.all(axis=1), matched)
+    return _Scored(seqs, score, np.asarray(matched.all(axis=1), dtype=bool), matched)
+
+
+def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
+    """`scored` with each turn's best neighbouring turn added to its score (the neighbours of the best
+    turns become candidates), and, for a question asking when, the best candidates that say when
+    preferred (turn_context.py)."""
+    seqs, scores = turn_context.with_neighbours(db, scored.seqs, scored.bm25)
+    if turn_context.asks_when(question) and len(seqs):
+        best = np.sort(seqs[np.argsort(-scores, kind="stable")[:TIME_CUE_POOL]])
+        values = dict(db.execute("SELECT seq, value FROM facts WHERE seq IN carray(?)", (apsw.carray(best),)))
+        scores = scores.copy()
+        at = np.searchsorted(seqs, best)
+        scores[at] *= turn_context.time_factors([values.get(int(s), "") for s in best.tolist()])
+    if len(seqs) == len(scored.seqs):
+        return _Scored(seqs, scores, scored.all_terms, scored.matched)
+    held = np.isin(seqs, scored.seqs, assume_unique=True)
+    all_terms = np.zeros(len(seqs), dtype=bool)
+    all_terms[held] = scored.all_terms
+    matched = np.zeros((len(seqs), scored.matched.shape[1]), dtype=bool)
+    matched[held] = scored.matched
+    return _Scored(seqs, scores, all_terms, matched)
 
 
 def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
@@ -557,7 +587,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     result = RecallResult(text, [], 0, offset, top_k, budget, used, [], ids=ids, reserve=reserve)
     if not parsed.concepts:
         return _finish(result, [], parsed, explain, embedder)
-    scored = _bm25(terms, tenant_name, agent, parsed)
+    scored = _in_context(recall.db, _bm25(terms, tenant_name, agent, parsed), text)
     dense_seqs, dense_cos = np.empty(0, np.int64), np.empty(0, F32)
     if used != "bm25" and embedder is not None:
         dense_seqs, dense_cos = _dense(recall, embedder, tenant_name, agent, text)
@@ -593,9 +623,11 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         plan.params["page"] = apsw.carray(np.array([r.seq for r in page], dtype=np.int64))
         rows = {r[0]: r for r in recall.db.execute(
             f"SELECT seq, fact_id, CASE WHEN owner IS NOT NULL THEN visible_entity ELSE entity END, key, value, "
-            f"confidence, eff, stored_at_ns FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
+            f"confidence, eff, stored_at_ns, source_receipt "
+            f"FROM ({visible_sql(plan.where + ['f.seq IN carray(:page)'])})", plan.params)}
         hits = [RecallHit(r.fact_id, row[2], row[3], row[4], age_text(row[7], now_ns), row[5], row[6], r.score,
-                          r.all_terms, r.why, now_ns - row[7]) for r in page for row in [rows[r.seq]]]
+                          r.all_terms, r.why, now_ns - row[7], parse_turn(row[2], row[3], row[4], row[8]))
+                for r in page for row in [rows[r.seq]]]
     return _finish(result, hits, parsed, explain, embedder)
 
 
@@ -607,7 +639,7 @@ def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, ex
     if explain:
         result.explain = {"fusion": result.fusion, "embedder": embedder.model() if embedder is not None else None,
                           "concepts": [c.text for c in parsed.concepts], "excluded": parsed.excluded,
-                          "floor_share": FLOOR_SHARE, "prior": PRIOR, "hits": []}
+                          "prior": PRIOR, "hits": []}
 
     def shaped(lines: list[str]) -> RecallResult:
         result.hits, result.lines = hits[:len(lines)], list(lines)
@@ -618,6 +650,6 @@ def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, ex
             result.lines.append(f"+{more} more (offset={result.offset + len(lines)})")
         return result
 
-    lines = fitted(len(hits), lambda i, value: hits[i].line(value, result.ids), lambda i: hits[i].value,
+    lines = shared(len(hits), lambda i, value: hits[i].line(value, result.ids), lambda i: hits[i].value,
                    lambda lines: estimate_tokens(shaped(lines).answer()) + result.reserve, result.token_budget)
     return shaped(lines)

@@ -202,6 +202,21 @@ BREAKS: tuple[Break, ...] = (
           "            created = timestamps.format_event_time(timestamps.now_ns())\n",
           "            created = timestamps.format_event_time(timestamps.now_ns() + 60_000_000_000)  # planted\n",
           ("tests/test_backup.py::test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore",)),
+    Break("recall-fusion-off", "recall's `auto` never fuses the dense lane, even with a real model",
+          "cruxsql/recall/relevance.py",
+          'used = fusion if fusion != "auto" else ("weighted" if _embedder_is_real(embedder) else "bm25")',
+          'used = fusion if fusion != "auto" else "bm25"  # planted',
+          ("tests/test_recall_evidence.py::test_fusion_finds_a_paraphrase",)),
+    Break("recall-neighbour-context-off", "a turn is scored without its neighbouring turns",
+          "cruxsql/recall/turn_context.py",
+          "    if not len(seqs) or NEIGHBOUR_WEIGHT == 0:\n",
+          "    if True:  # planted\n",
+          ("tests/test_recall_evidence.py::test_a_turn_is_found_through_the_question_next_to_it",)),
+    Break("recall-time-cue-inverted", "a \"when\" question prefers the turns that do not say when",
+          "cruxsql/recall/turn_context.py",
+          "    return np.array([1.0 + TIME_BOOST if says_when(v) else 1.0 for v in values], dtype=np.float32)\n",
+          "    return np.array([1.0 if says_when(v) else 1.0 + TIME_BOOST for v in values], dtype=np.float32)  # planted\n",
+          ("tests/test_recall_evidence.py::test_a_when_question_prefers_the_turn_that_says_when",)),
 )
 
 

@@ -7,7 +7,8 @@ which test caught it.
     python tools/mutants/run.py --list
     python tools/mutants/run.py --verbose       # and say why each catching test failed
 
-The working tree is never changed: the copy (cruxsql/, tests/, migrations/, pyproject.toml) lives in a
+The working tree is never changed: the copy (cruxsql/, tests/, migrations/, pyproject.toml, tools/bench/ for
+the tests that import a benchmark's metrics) lives in a
 temporary directory, one break is planted at a time and undone after its run. The tests of every break are
 first run once unplanted (the baseline): a test that fails without any break catches nothing.
 """
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from breaks import BREAKS, Break, check  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ("cruxsql", "tests", "migrations", "pyproject.toml")
+COPIED = ("cruxsql", "tests", "migrations", "pyproject.toml", "tools/bench")
 FAILED = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - (.*))?$", re.M)
 
 

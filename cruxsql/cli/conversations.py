@@ -1,0 +1,50 @@
+"""CLI command for conversations as memory: store-conversation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from ..errors import InvalidInput
+from ..recall.conversations import check_conversation, read_turns, store_conversation as store_turns
+from .common import data_dir_option, echo_json, fails_cleanly, open_store
+from .options import actor_option, json_flag, tenant_option
+
+
+@click.command("store-conversation")
+@click.argument("name")
+@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@tenant_option("Tenant (tenant_hash) of the turns.", default="default")
+@actor_option("Who stored them.")
+@json_flag("Print what was stored as JSON.")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Client key: a retry with the same key prints the first result and stores nothing again.")
+@data_dir_option
+@fails_cleanly
+def store_conversation(name: str, file, tenant: str, actor: Optional[str], as_json: bool,
+                       idempotency_key: Optional[str], data_dir: Path) -> None:
+    """Store the turns of FILE (JSON or JSONL; `-` or none for stdin) as the next turns of conversation
+    NAME, verbatim and in order, in one journal append.
+
+    \b
+    FILE holds a list of turns {speaker, text, time?, session?, id?}, or of chat messages {role,
+    content} (content a string or a list of text parts; a message without text is skipped), as a
+    JSON array, an object with `turns` or `messages`, or one object a line. time: RFC 3339, a date,
+    "2023-05-08 13:56" (UTC) or "1:56 pm on 8 May, 2023". Each turn is a fact of entity
+    conversation:NAME, key turn:NNNNNN; `cruxsql recall` finds them. Nothing is stored if any turn is bad.
+    """
+    turns, skipped = read_turns(file.read())
+    if not turns:
+        raise InvalidInput("no turns in the input" + (f" ({skipped} message(s) without text)" if skipped else ""))
+    check_conversation(name, turns)            # refused before a store is opened or created
+    with open_store(data_dir, "create") as s:
+        stored = store_turns(s, name, turns, tenant=tenant, actor=actor, idempotency_key=idempotency_key)
+    if as_json:
+        echo_json({**stored.structured(), "skipped_messages": skipped})
+        return
+    click.echo(stored.text() + (f" ({skipped} message(s) without text skipped)" if skipped else ""))
+
+
+COMMANDS = (store_conversation,)

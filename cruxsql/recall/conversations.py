@@ -1,0 +1,258 @@
+"""Conversations as memory: a conversation's turns stored verbatim, one ordinary fact per turn (turns.py).
+
+`store_conversation` checks every turn first (a bad one refuses the whole call, naming its index and
+field), then writes all of them as one `store_batch` journal line (one append, one fsync), numbered under
+the writer lock after the last position the conversation holds, so a later call continues it and two
+writers never take the same position. An idempotency key makes a retry return the first call's turns.
+
+`turns_from_json` reads what agents and hooks hand over: a list of turns `{speaker, text, time?,
+session?, id?}`, or of chat messages `{role, content}` (OpenAI / Anthropic style; `content` a string or
+a list of parts, whose text parts are joined), or an object holding either list under `turns` or
+`messages`. A message holding no text (a tool call, an image) is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Sequence
+
+from ..errors import InvalidInput
+from ..facts.codec import Fact
+from ..facts.privacy import agent_private_entity
+from ..facts.store import Store, StoreRequest
+from .turns import Turn, conversation_entity, last_position, normalize_time, parse_turn, turn_fact, turn_key
+
+MAX_TURNS = 10_000
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_TOTAL_BYTES = 32 * 1024 * 1024     # one journal line, well under Crux's 64 MiB record ceiling
+MAX_NAME_BYTES = 1024
+MAX_LABEL_BYTES = 256                  # speaker, session, id
+_TURN_KEYS = ("speaker", "text", "time", "session", "id")
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One turn as a caller hands it over (time in any form `turns.normalize_time` reads)."""
+
+    speaker: str
+    text: str
+    time: Optional[str] = None
+    session: Optional[str] = None
+    id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """What a `store_conversation` call stored (or, for a keyed retry, had stored the first time)."""
+
+    conversation: str
+    facts: list[Fact]
+    turns: list[Turn]
+
+    @property
+    def positions(self) -> tuple[int, int]:
+        return self.turns[0].position, self.turns[-1].position
+
+    def text(self) -> str:
+        first, last = self.positions
+        span = f"#{first}" if first == last else f"#{first}-#{last}"
+        return f"stored {len(self.turns)} turn(s) of {conversation_entity(self.conversation)} at {span} in one batch"
+
+    def structured(self) -> dict[str, Any]:
+        first, last = self.positions
+        return {"stored": len(self.turns), "conversation": self.conversation, "first_position": first,
+                "last_position": last, "fact_ids": [f.fact_id for f in self.facts]}
+
+
+def store_conversation(store: Store, conversation: str, turns: Sequence[TurnInput], *, tenant: str = "default",
+                       agent: Optional[str] = None, actor: Optional[str] = None, private: bool = False,
+                       idempotency_key: Optional[str] = None) -> StoredConversation:
+    """Store `turns` as the next turns of `conversation` (in list order), one journal append. `private`
+    with `agent`: the agent's own turns (`__agent::<agent>::conversation:NAME`). InvalidInput names the
+    first bad turn and field; nothing is stored then."""
+    checked = check_conversation(conversation, turns)
+    if private and agent is None:
+        raise InvalidInput("private turns require an agent identity")
+    requests = [_request(conversation, i, turn, tenant, agent, actor, private) for i, turn in enumerate(checked)]
+    stored_entity = agent_private_entity(agent, requests[0].entity) if private and agent else requests[0].entity
+
+    def place(given: list[StoreRequest]) -> list[StoreRequest]:
+        last = last_position(store.db, tenant, stored_entity)
+        start = 0 if last is None else last + 1
+        turn_key(start + len(given) - 1)           # refuses a conversation past its last position
+        return [replace(r, key=turn_key(start + i)) for i, r in enumerate(given)]
+
+    facts = store.store_batch(requests, idempotency_key=idempotency_key, place=place)
+    read = [parse_turn(f.entity, f.key, f.value, f.source_receipt) for f in facts]
+    return StoredConversation(conversation, facts, [t for t in read if t is not None])
+
+
+def _request(conversation: str, index: int, turn: TurnInput, tenant: str, agent: Optional[str],
+             actor: Optional[str], private: bool) -> StoreRequest:
+    """The turn's store request, numbered by its index in the call (renumbered under the lock)."""
+    fact = turn_fact(Turn(conversation, index, turn.speaker, turn.text, turn.time, turn.session, turn.id))
+    return StoreRequest(fact.entity, fact.key, fact.value, tenant, fact.source_receipt, private=private,
+                        actor=actor, agent=agent)
+
+
+# --- checking ---------------------------------------------------------------------------------------
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_conversation(conversation: str, turns: Sequence[TurnInput]) -> list[TurnInput]:
+    """The name and turns checked (times normalised), as `store_conversation` checks them before storing:
+    a surface calls it first to refuse bad input before it opens or creates anything."""
+    _check_name(conversation)
+    return check_turns(turns)
+
+
+def _check_name(conversation: Any) -> None:
+    if not isinstance(conversation, str) or not conversation.strip():
+        raise InvalidInput("conversation must be a non-empty name")
+    if _size(conversation) > MAX_NAME_BYTES:
+        raise InvalidInput(f"conversation is {_size(conversation)} bytes; the limit is {MAX_NAME_BYTES}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in conversation):
+        raise InvalidInput(f"conversation {conversation!r} must not hold control characters")
+
+
+def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
+    """The turns with their times normalised; InvalidInput `turns[i].field: ...` for the first bad one."""
+    if not turns:
+        raise InvalidInput("store_conversation needs at least one turn")
+    if len(turns) > MAX_TURNS:
+        raise InvalidInput(f"store_conversation takes at most {MAX_TURNS} turns per call, got {len(turns)}")
+    checked = [_check_turn(turn, f"turns[{i}]") for i, turn in enumerate(turns)]
+    total = sum(_size(t.text) for t in checked)
+    if total > MAX_TOTAL_BYTES:
+        raise InvalidInput(f"the turns hold {total} bytes of text; the limit per call is {MAX_TOTAL_BYTES}")
+    return checked
+
+
+def _check_turn(turn: TurnInput, where: str) -> TurnInput:
+    speaker = turn.speaker
+    if not isinstance(speaker, str) or not speaker.strip():
+        raise InvalidInput(f"{where}.speaker: must be a non-empty string")
+    if ":" in speaker or any(ord(c) < 32 for c in speaker) or _size(speaker) > MAX_LABEL_BYTES:
+        raise InvalidInput(f"{where}.speaker: {speaker!r} must be a name of at most {MAX_LABEL_BYTES} bytes "
+                           "without ':' or line breaks")
+    if not isinstance(turn.text, str):
+        raise InvalidInput(f"{where}.text: must be a string")
+    if _size(turn.text) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"{where}.text: is {_size(turn.text)} bytes; the limit is {MAX_TEXT_BYTES}")
+    for name in ("session", "id"):
+        label = getattr(turn, name)
+        if label is not None and (not isinstance(label, str) or _size(label) > MAX_LABEL_BYTES):
+            raise InvalidInput(f"{where}.{name}: must be a string of at most {MAX_LABEL_BYTES} bytes")
+    for text in (speaker, turn.text, turn.session or "", turn.id or ""):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{where}: {text!r} is not valid UTF-8 text") from None
+    if turn.time is not None and not isinstance(turn.time, str):
+        raise InvalidInput(f"{where}.time: must be a string")
+    try:
+        time = None if turn.time is None else normalize_time(turn.time)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}.time: {exc}") from None
+    return replace(turn, time=time)
+
+
+# --- reading what agents hand over -------------------------------------------------------------------
+
+def read_turns(text: str) -> tuple[list[TurnInput], int]:
+    """(turns, skipped messages) from JSON (`turns_from_json`) or JSONL (one turn or message a line)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return turns_from_items([(f"line {n}", _json_line(line, n)) for n, line in enumerate(text.splitlines(), 1)
+                                 if line.strip()])
+    if isinstance(data, dict) and "turns" not in data and "messages" not in data:
+        return turns_from_items([("line 1", data)])
+    return turns_from_json(data)
+
+
+def _json_line(line: str, n: int) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise InvalidInput(f"line {n}: invalid JSON: {exc}") from None
+
+
+def turns_from_json(data: Any, where: str = "turns") -> tuple[list[TurnInput], int]:
+    """(turns, messages skipped for holding no text) from a decoded JSON list of turns or messages, or an
+    object holding one under `turns` or `messages`. InvalidInput names the bad item and field."""
+    if isinstance(data, dict) and ("turns" in data or "messages" in data):
+        name = "turns" if "turns" in data else "messages"
+        return turns_from_json(data[name], name)
+    if not isinstance(data, list):
+        raise InvalidInput("expected a JSON list of turns or messages, or an object with `turns` or `messages`")
+    return turns_from_items([(f"{where}[{i}]", item) for i, item in enumerate(data)])
+
+
+def turns_from_items(items: Sequence[tuple[str, Any]]) -> tuple[list[TurnInput], int]:
+    """(turns, skipped) from (where, decoded object) pairs: each a turn or a chat message."""
+    turns = []
+    for where, item in items:
+        turn = turn_from_obj(item, where)
+        if turn is not None:
+            turns.append(turn)
+    return turns, len(items) - len(turns)
+
+
+def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
+    """A turn `{speaker, text, time?, session?, id?}` (no other keys) or a chat message `{role, content,
+    ...}` (other keys ignored; None when it holds no text)."""
+    if not isinstance(obj, dict):
+        raise InvalidInput(f"{where}: expected an object with speaker and text (or role and content)")
+    message = "role" in obj or "content" in obj
+    if not message:
+        unknown = sorted(set(obj) - set(_TURN_KEYS))
+        if unknown:
+            raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)} (turn keys: {', '.join(_TURN_KEYS)}; "
+                               "or a message with role and content)")
+    speaker = obj.get("speaker", obj.get("role"))
+    if not isinstance(speaker, str):
+        raise InvalidInput(f"{where}.{'speaker' if 'speaker' in obj or not message else 'role'}: "
+                           "is required and must be a string")
+    text = obj["text"] if "text" in obj else _content_text(obj.get("content"), where) if message else None
+    if text is None and message:
+        return None
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}.text: is required and must be a string")
+    return TurnInput(speaker, text, _optional_text(obj, "time", where), _label(obj, "session", where),
+                     _label(obj, "id", where))
+
+
+def _content_text(content: Any, where: str) -> Optional[str]:
+    """A message's text: the string, or its text parts joined by a line break; None without text."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise InvalidInput(f"{where}.content: must be a string or a list of parts")
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type", "text") == "text":
+            part = part.get("text")
+            if not isinstance(part, str):
+                raise InvalidInput(f"{where}.content: a text part must hold its text as a string")
+        if isinstance(part, str):
+            texts.append(part)
+    return "\n".join(texts) if texts else None
+
+
+def _optional_text(obj: dict, name: str, where: str) -> Optional[str]:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{where}.{name}: must be a string")
+    return value
+
+
+def _label(obj: dict, name: str, where: str) -> Optional[str]:
+    """A session or id: a string, or an integer taken as its decimal text."""
+    value = obj.get(name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _optional_text(obj, name, where)
