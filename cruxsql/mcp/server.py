@@ -63,7 +63,7 @@ class CruxServer:
 
     def tool_definitions(self) -> list[types.Tool]:
         return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
-                           output_schema=s.output_schema) for s in self.listed]
+                           output_schema=s.output_schema, annotations=s.annotations) for s in self.listed]
 
     def tools_list_tokens(self) -> int:
         """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""

@@ -11,7 +11,7 @@ from ...facts.store import StoreRequest
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.relevance import shared_embedder
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, frame_tokens, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, frame_tokens, reads, tool, writes
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 MAX_BATCH = 1000
@@ -35,7 +35,7 @@ class FactInput(BaseModel):
     source_receipt: Optional[str] = None
 
 
-@tool(kind=READ, core=True)
+@tool(kind=READ, hints=reads("Recall facts"), core=True)
 def recall(call: Call, query: str, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
            key: Optional[str] = None, actor: Optional[str] = None, stored_after: Optional[str] = None,
            stored_before: Optional[str] = None, as_of: Optional[str] = None, known_at: Optional[str] = None,
@@ -55,7 +55,8 @@ def recall(call: Call, query: str, entity: Optional[str] = None, entity_prefix: 
     return ToolResult(result.answer())
 
 
-@tool(kind=WRITE, core=True, output=STORE_FACTS_OUTPUT)
+@tool(kind=WRITE, hints=writes("Store many facts", destructive=False, idempotent=False), core=True,
+      output=STORE_FACTS_OUTPUT)
 def store_facts(call: Call, facts: list[FactInput], idempotency_key: Optional[str] = None) -> ToolResult:
     """Store many facts in one write (at most 1000); each new value for an entity and key supersedes the old
     (repeats of one entity and key chain in order). idempotency_key: a retry with the same key returns the
