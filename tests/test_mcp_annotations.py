@@ -43,9 +43,9 @@ def test_the_sdk_client_reads_the_annotations_back(portal, tmp_path: Path) -> No
         client.close()
     declared = discover()
     assert set(listed) == set(declared)
-    for name, annotations in listed.items():
-        assert annotations is not None, name
-        assert annotations.model_dump() == declared[name].annotations.model_dump(), name
+    for name, hints in listed.items():
+        assert hints is not None, name
+        assert hints.model_dump() == declared[name].annotations.model_dump(), name
     assert listed["delete_fact"].destructive_hint is True
     assert listed["recall"].read_only_hint is True and listed["recall"].title == "Recall facts"
     assert listed["store_fact"].read_only_hint is False and listed["store_fact"].destructive_hint is False

@@ -46,15 +46,27 @@ class CruxsqlGroup(click.Group):
             _fail(exc.format_message() + hint, _error_exit(exc.ctx))
         except click.ClickException as exc:
             _fail(exc.format_message())
-        except (click.Abort, KeyboardInterrupt):
+        except click.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                sys.exit(INTERRUPTED_EXIT)     # Ctrl-C: quiet, as a shell expects of an interrupted command
             _fail("interrupted")
+        except KeyboardInterrupt:
+            sys.exit(INTERRUPTED_EXIT)
         except BrokenPipeError:
-            # the reader went away (`| head`): silence the flush at exit, as Python's docs advise
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+            end_after_closed_pipe()
         except OSError as exc:
             _fail(describe_os_error(exc))
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def end_after_closed_pipe() -> None:
+    """The reader went away (`| head -1`): it has all it wanted. End silently and successfully (`set -o
+    pipefail` scripts keep working), the flush at exit silenced as Python's docs advise."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(0)
+
+
+INTERRUPTED_EXIT = 130     # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
 
 
 def _fail(message: str, status: int = 1) -> None:
@@ -122,6 +134,8 @@ def fails_cleanly(fn: Callable) -> Callable:
             raise click.ClickException(str(exc)) from None
         except (UnicodeDecodeError, UnicodeEncodeError, UnicodeTranslateError) as exc:
             raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
+        except BrokenPipeError:
+            raise                     # the reader went away: the group ends silently
         except OSError as exc:
             raise click.ClickException(describe_os_error(exc)) from None
         except apsw.FullError:
