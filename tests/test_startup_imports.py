@@ -42,7 +42,8 @@ def test_help_loads_no_command_module_and_nothing_heavy() -> None:
     modules = loaded(["-m", "cruxsql", "--help"])
     assert heavy(modules) == []
     commands = {m for m in modules if m.startswith("cruxsql.cli.")}
-    assert commands <= {"cruxsql.cli.common", "cruxsql.cli.command_index", "cruxsql.cli.data_dir"}, commands
+    assert commands <= {"cruxsql.cli.common", "cruxsql.cli.command_index", "cruxsql.cli.data_dir",
+                        "cruxsql.cli.known_stores"}, commands
 
 
 def test_a_sql_query_loads_only_what_it_runs(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_a_sql_query_loads_only_what_it_runs(tmp_path: Path) -> None:
     assert heavy(modules) == []
     assert {m for m in modules if m.startswith("cruxsql.cli.")} <= {
         "cruxsql.cli.common", "cruxsql.cli.command_index", "cruxsql.cli.data_dir", "cruxsql.cli.options",
-        "cruxsql.cli.sql"}
+        "cruxsql.cli.known_stores", "cruxsql.cli.sql"}
 
 
 def test_the_lazy_attributes_of_the_package_resolve() -> None:

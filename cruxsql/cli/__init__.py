@@ -36,27 +36,42 @@ def command_modules() -> dict[str, tuple[click.Command, ...]]:
 
 class LazyGroup(CruxsqlGroup):
     """The top-level group: lists commands from the index, imports a command's module when it runs, and
-    prints its help when called with no arguments (exit 0)."""
+    prints its help when called with no arguments (exit 0). Its `commands` attribute, read from outside
+    (tools/cli_reference.py, tests), imports every module and holds every command, as a click group's does."""
+
+    _loaded: dict[str, click.Command]
+    _complete = False
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        if not self._complete:
+            self._add(command_modules())
+            self._complete = True
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._loaded = dict(value)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(COMMAND_INDEX) | set(self.commands))
+        return sorted(set(COMMAND_INDEX) | set(self._loaded))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         indexed = COMMAND_INDEX.get(cmd_name)
-        if cmd_name not in self.commands and indexed is not None:
+        if cmd_name not in self._loaded and indexed is not None:
             self._add({indexed[0]: _commands_of(indexed[0])})
-        if cmd_name not in self.commands:     # not in the index, or moved since it was written
+        if cmd_name not in self._loaded:     # not in the index, or moved since it was written
             self._add(command_modules())
-        return self.commands.get(cmd_name)
+        return self._loaded.get(cmd_name)
 
     def _add(self, modules: dict[str, tuple[click.Command, ...]]) -> None:
         for commands in modules.values():
             for command in commands:
-                self.commands.setdefault(command.name or "", command)
+                self._loaded.setdefault(command.name or "", command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Click's listing, from the index's summaries for commands not loaded."""
-        rows = [(name, self.commands.get(name) or _summary(name)) for name in self.list_commands(ctx)]
+        rows = [(name, self._loaded.get(name) or _summary(name)) for name in self.list_commands(ctx)]
         rows = [(name, command) for name, command in rows if not command.hidden]
         if rows:
             limit = formatter.width - 6 - max(len(name) for name, _ in rows)
@@ -101,8 +116,9 @@ def main(data_dir: Path) -> None:
 
     \b
     Conventions of every command:
-      - read commands need an existing store; only init, store, store-batch, ingest and
-        hold place create one (mcp, import, bootstrap-seed and workspace index with --create)
+      - read commands need an existing store; init and --create make one; store, store-batch,
+        ingest, hold place and mcp start one only for a user with none yet, at a path this
+        user's list of stores names, or at ./cruxsql-data (a typo never forks memory)
       - a read-only data directory is read through an in-memory copy of the view
       - records print as a table by default, or with --json, --nl or --csv; commands named
         after Crux's tools print Crux's text by default (--text)

@@ -82,7 +82,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
     Prints the new fact's id and version; a previous version is marked superseded.
     """
-    with open_store(data_dir, "create") as s:
+    with open_store(data_dir, "start") as s:
         fact = s.store(entity, key, value, tenant=tenant, confidence=confidence, source_receipt=source_receipt,
                        private=private, horizon_class=horizon, actor=actor, idempotency_key=idempotency_key)
     if as_json:
@@ -117,7 +117,7 @@ def store_batch(file, as_json: bool, idempotency_key: Optional[str], data_dir: P
         requests.append(StoreRequest.from_obj(obj, where=f"line {n}"))
     if not requests:
         raise InvalidInput("no store requests in the input")
-    with open_store(data_dir, "create") as s:
+    with open_store(data_dir, "start") as s:
         facts = s.store_batch(requests, idempotency_key=idempotency_key)
     if as_json:
         echo_json([f.to_dict() for f in facts])

@@ -64,7 +64,7 @@ def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optiona
     address = _host_port(http) if http else None
     registry = AgentRegistry.from_env(default_tenant=tenant)
     budgets = BudgetPolicy.from_env(default=session_budget)
-    store = open_store(data_dir, "read" if list_tools else "create" if create else "write")
+    store = open_store(data_dir, "read" if list_tools else "create" if create else "start", announce=True)
     try:
         server = CruxServer(store, identity=Identity(agent, tenant), registry=registry, tools=tools, budgets=budgets)
         if list_tools:

@@ -7,9 +7,11 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict
 
+from ...facts import time_phrases
 from ...facts.store import StoreRequest
 from ...recall.freshness import parse_freshness_horizon
 from ...recall.relevance import shared_embedder
+from ...recall.tokens import estimate_tokens_str
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, frame_tokens, reads, tool, writes
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
@@ -41,18 +43,22 @@ def recall(call: Call, query: str, entity: Optional[str] = None, entity_prefix: 
            stored_before: Optional[str] = None, as_of: Optional[str] = None, known_at: Optional[str] = None,
            top_k: int = 10, offset: int = 0, token_budget: Optional[int] = None,
            fusion: Literal["auto", "bm25", "rrf", "weighted"] = "auto", explain: bool = False,
-           ids: bool = False) -> ToolResult:
+           ids: bool = False, time_zone: Optional[str] = None) -> ToolResult:
     """Answer a question from memory: the most relevant facts, best first, one `entity · key: value` line
     each; prefer it to query_facts for questions. "phrase", -word; `+N more (offset=K)` pages; ids=true
-    ends each line with its age and fact id (for delete_fact, memory_edit, memory_pin)."""
+    ends each line with its age and fact id (for delete_fact, memory_edit, memory_pin). Times: RFC 3339,
+    2026-11-03, or yesterday, last week, 3 days ago, since monday (in time_zone, else the server's)."""
     # text only, budgeted as a whole (the MCP result around it counted): structured content would repeat it
+    times = time_phrases.resolve_all({"stored_after": stored_after, "stored_before": stored_before,
+                                      "as_of": as_of, "known_at": known_at}, zone=time_zone)
+    footer = time_phrases.echo_line(times)       # what a phrase was read as, said back under the answer
     result = call.recall.search(
         query, entity=entity, entity_prefix=entity_prefix, key=key, actor=actor, tenant=call.tenant,
-        agent=call.agent, stored_after=stored_after, stored_before=stored_before, as_of=as_of, known_at=known_at,
+        agent=call.agent, **{name: r.ns for name, r in times.items()},
         top_k=top_k, offset=offset, token_budget=call.budget(token_budget), fusion=fusion,
         embedder=None if fusion == "bm25" else shared_embedder(call.recall), explain=explain, ids=ids,
-        reserve=frame_tokens())
-    return ToolResult(result.answer())
+        reserve=frame_tokens() + (estimate_tokens_str(footer) + 1 if footer else 0))
+    return ToolResult(result.answer() + (f"\n{footer}" if footer else ""))
 
 
 @tool(kind=WRITE, hints=writes("Store many facts", destructive=False, idempotent=False), core=True,
