@@ -84,3 +84,15 @@ def test_recall_over_mcp_takes_phrases_and_says_what_they_meant(portal, tmp_path
     finally:
         client.close()
     assert (data_dir / "facts.jsonl").read_text().count("\n") == 1
+
+
+def test_the_cli_recall_takes_phrases_and_says_what_they_meant(cli) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    found = cli("recall", "payments database", "--stored-after", "yesterday")
+    assert found.exit_code == 0 and "postgres 16" in found.stdout
+    assert found.stderr.startswith("times: --stored-after 'yesterday' = ")
+    empty = cli("recall", "payments database", "--stored-before", "last week")
+    assert "postgres 16" not in empty.stdout
+    refused = cli("recall", "payments database", "--stored-after", "next blue moon", ok=False)
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("Error: --stored-after: cannot read 'next blue moon' as a time; use RFC 3339")
