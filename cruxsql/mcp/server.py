@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from ..accounting.holdout import Holdout, holdout_fraction
 from ..accounting.tool_errors import record_error
@@ -24,6 +25,7 @@ from ..errors import CruxsqlError
 from ..facts.store import Store
 from ..recall import Recall
 from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
+from . import guide
 from .call import Call
 from .identity import AgentRegistry, Identity
 from .pipes import stdio_pipes
@@ -31,6 +33,7 @@ from .registry import READ, ToolError, ToolResult, ToolSpec, discover
 from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
+INVALID_PARAMS = -32602     # JSON-RPC's code for a request naming what does not exist
 MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
 INSTRUCTIONS = ("cruxsql: memory for agents. Ask with recall (ranked by relevance) before asking the user; "
@@ -56,8 +59,11 @@ class CruxServer:
         self.specs = discover()
         self.listed = [s for s in self.specs.values() if tools == "all" or s.core]
         self._lane: Optional[DocumentLane] = None
-        self.server: Server[Any] = Server("cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS,
-                                          on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool)
+        self.server: Server[Any] = Server(
+            "cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS, on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool, on_list_prompts=self._on_list_prompts, on_get_prompt=self._on_get_prompt,
+            on_list_resources=self._on_list_resources, on_list_resource_templates=self._on_list_templates,
+            on_read_resource=self._on_read_resource)
 
     # --- tool list --------------------------------------------------------------------------------
 
@@ -72,6 +78,40 @@ class CruxServer:
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_definitions())
+
+    # --- prompts and resources (guide.py) ---------------------------------------------------------
+
+    async def _on_list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=guide.prompts())
+
+    async def _on_get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != guide.GUIDE:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: the prompt is {guide.GUIDE}")
+        return guide.guide({s.name for s in self.listed})
+
+    async def _on_list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=guide.resources())
+
+    async def _on_list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=guide.templates())
+
+    async def _on_read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """A resource for the connection's identity; an entity's facts through the memory_view tool (its
+        visibility, budget and accounting)."""
+        try:
+            identity = self._identity_of(ctx)
+        except ToolError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+        def view(entity: str) -> tuple[str, bool]:
+            answer = self.call("memory_view", {"entity": entity}, identity)
+            return answer.content[0].text, bool(answer.is_error)     # type: ignore[union-attr]
+
+        self.store.refresh()
+        try:
+            return guide.read(str(params.uri), identity, self.store, len(self.listed), view)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
 
     # --- tool calls -------------------------------------------------------------------------------
 
