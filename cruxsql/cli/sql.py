@@ -11,7 +11,7 @@ import click
 
 from ..errors import InvalidInput
 from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
-from .common import data_dir_option, echo_rows, fails_cleanly, open_store
+from .common import INTERRUPTED_EXIT, data_dir_option, echo_rows, fails_cleanly, open_store
 from .options import output_options
 
 
@@ -41,8 +41,12 @@ def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_di
         raise InvalidInput("QUERY must not be empty")
     if timeout is None:
         timeout = default_timeout(sys.stdin.isatty())
-    with open_store(data_dir, "read") as s:     # Ctrl-C ends it quietly (exit 130), as every command
-        columns, rows = run_readonly_query(s.view_for_queries(), query, timeout=timeout, memory_limit_mib=max_memory)
+    with open_store(data_dir, "read") as s:
+        try:
+            columns, rows = run_readonly_query(s.view_for_queries(), query, timeout=timeout, memory_limit_mib=max_memory)
+        except KeyboardInterrupt:   # exit 130 as every command, saying that nothing was changed
+            click.echo("Error: query interrupted (Ctrl-C); nothing was changed", err=True)
+            sys.exit(INTERRUPTED_EXIT)
     echo_rows(columns, rows, fmt)
 
 

@@ -68,13 +68,10 @@ class CruxServer:
     # --- tool list --------------------------------------------------------------------------------
 
     def tool_definitions(self) -> list[types.Tool]:
-        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
-                           output_schema=s.output_schema, annotations=s.annotations) for s in self.listed]
+        return tool_definitions(self.listed)
 
     def tools_list_tokens(self) -> int:
-        """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""
-        result = types.ListToolsResult(tools=self.tool_definitions())
-        return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return tools_list_tokens(self.listed)
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_definitions())
@@ -210,6 +207,24 @@ class CruxServer:
 
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
+
+
+def tool_definitions(specs: list[ToolSpec]) -> list[types.Tool]:
+    return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
+                       output_schema=s.output_schema, annotations=s.annotations) for s in specs]
+
+
+def tools_list_tokens(specs: list[ToolSpec]) -> int:
+    """What `tools/list` of `specs` costs an agent in every turn (chars/4 of its compact JSON)."""
+    result = types.ListToolsResult(tools=tool_definitions(specs))
+    return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def tool_sets() -> dict[str, tuple[list[str], int]]:
+    """Each `--tools` set: its tool names and what its `tools/list` costs (for `--help` and the docs)."""
+    specs = list(discover().values())
+    return {name: ([s.name for s in chosen], tools_list_tokens(chosen))
+            for name, chosen in (("core", [s for s in specs if s.core]), ("all", specs))}
 
 
 def _wire_tokens(wire: types.CallToolResult) -> int:
