@@ -54,7 +54,7 @@ class LazyGroup(CruxsqlGroup):
         self._loaded = dict(value)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(COMMAND_INDEX) | set(self._loaded))
+        return sorted(self._loaded) if self._complete else sorted(set(COMMAND_INDEX) | set(self._loaded))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         indexed = COMMAND_INDEX.get(cmd_name)

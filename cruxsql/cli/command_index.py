@@ -33,6 +33,8 @@ COMMAND_INDEX: dict[str, tuple[str, Optional[str], str, bool]] = {
     'query': ('recall', None, 'Recall facts matching TEXT (Crux query_facts).', False),
     'rebuild': ('facts', None, 'Recreate cruxsql.db from the files alone: the fact tables from facts.jsonl, the document\n    lane from segments/.', False),
     'recall': ('recall', None, 'Facts most relevant to TEXT, best first, one line each (entity · key: value · age · id).', False),
+    'relate': ('relations', None, 'Record that entity FROM has RELATION to entity TO (e.g. `payments-api uses postgres`): the fact\n    (FROM, relation:RELATION:TO, TO). Relating it again stores its next version; delete it by its id.', False),
+    'related': ('relations', None, "ENTITY's relations in both directions, up to --depth hops: one `from -[relation]-> to · id` per line.", False),
     'restore': ('backup', None, 'Restore the backup SRC into the data directory TARGET.', False),
     'retention': ('retention', None, 'Retention by age: report what would go, then apply.', False),
     'reverify': ('facts', None, 'Record that a fact was re-verified now (journaled; resets its freshness clock).', False),

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import keyword
 import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, get_type_hints
 
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import InvalidInput
 from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
@@ -139,13 +140,19 @@ def _simplify_optional(prop: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
+def _argument_name(parameter: str) -> str:
+    """`from_` -> `from`: an argument named by a Python keyword is its parameter without the underscore."""
+    return parameter[:-1] if parameter.endswith("_") and keyword.iskeyword(parameter[:-1]) else parameter
+
+
 def spec_of(fn: Callable) -> ToolSpec:
     """Build a tool's spec from its signature: every parameter after `call` is an argument."""
     meta = getattr(fn, _MARK)
     hints = get_type_hints(fn, include_extras=True)
     params = list(inspect.signature(fn).parameters.values())[1:]
     fields: dict[str, Any] = {  # Any: create_model's keywords also name its options (__config__, __base__)
-        p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default) for p in params}
+        p.name: (hints[p.name], Field(... if p.default is inspect.Parameter.empty else p.default,
+                                      alias=_argument_name(p.name))) for p in params}
     model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid", strict=True), **fields)
     schema = _strip_titles(model.model_json_schema())
     schema["properties"] = {k: _simplify_optional(v) for k, v in schema.get("properties", {}).items()}
