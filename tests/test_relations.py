@@ -86,3 +86,21 @@ def test_the_cli_relates_and_a_deleted_relation_is_gone(tmp_path: Path) -> None:
             "EXPLAIN QUERY PLAN SELECT fact_id FROM facts WHERE key GLOB 'relation:*' AND value = ?", ("x",)))
         assert "facts_relation_target" in plan
         assert related(store, "checkout").edges == []
+
+
+def test_recall_follows_one_hop_when_asked(portal, tmp_path: Path) -> None:
+    client = stdio(portal, tmp_path / "store", "--agent", "alice", "--tenant", "acme")
+    try:
+        client.text("store_fact", {"entity": "payments-api", "key": "database", "value": "postgres 16"})
+        client.text("relate", {"from": "payments-api", "relation": "owned_by", "to": "team-payments"})
+        client.text("relate", {"from": "checkout", "relation": "calls", "to": "payments-api"})
+        plain = client.text("recall", {"query": "payments database"})
+        followed = client.text("recall", {"query": "payments database", "follow_relations": True})
+        small = client.text("recall", {"query": "payments database", "follow_relations": True, "token_budget": 60})
+    finally:
+        client.close()
+    assert "related:" not in plain
+    assert followed.startswith(plain.splitlines()[0])
+    assert [line.split(" · ")[0] for line in followed.splitlines() if line.startswith("related:")] == [
+        "related: payments-api -[owned_by]-> team-payments", "related: checkout -[calls]-> payments-api"]
+    assert len(small) // 4 <= 60 and "postgres 16" in small
