@@ -75,3 +75,30 @@ def test_the_command_index_matches_the_commands() -> None:
     spec.loader.exec_module(reference)
     assert reference.INDEX.read_text(encoding="utf-8") == reference.render_index(), (
         "cruxsql/cli/command_index.py is out of date: run python tools/cli_reference.py")
+
+
+def test_the_mcp_tool_index_matches_the_tools() -> None:
+    """`cruxsql mcp` answers tools/list from tool_index.json: it must be what the tool modules declare."""
+    from cruxsql.mcp.server import TOOL_INDEX, render_tool_index
+
+    assert TOOL_INDEX.read_text(encoding="utf-8") == render_tool_index(), (
+        "cruxsql/mcp/tool_index.json is out of date: run python tools/cli_reference.py")
+
+
+def test_the_mcp_server_starts_without_importing_its_tools(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    subprocess.run([sys.executable, "-m", "cruxsql", "--data-dir", str(store), "init"], env=server_env(),
+                   check=True, capture_output=True)
+    requests = "\n".join([
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/list"}']) + "\n"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cruxsql", "mcp", "--data-dir", str(store)],
+                          input=requests, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"name":"recall"' in done.stdout.replace(" ", "")
+    modules = {m.group(2) for m in IMPORTED.finditer(done.stderr)}
+    assert sorted(m for m in modules if m.startswith("cruxsql.mcp.tools.")) == []
+    light = {"cruxsql.recall", "cruxsql.recall.scope", "cruxsql.recall.tokens", "cruxsql.recall.entities"}
+    assert heavy(modules - light - {m for m in modules if m.startswith("cruxsql.mcp")}) == []

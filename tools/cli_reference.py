@@ -1,10 +1,12 @@
 """Write docs/cli.md, the CLI reference: every command's and subcommand's `--help`, from the click group.
 
-    python tools/cli_reference.py          # rewrite docs/cli.md and cruxsql/cli/command_index.py
-    python tools/cli_reference.py --check  # exit 1 when either differs from what the commands say
+    python tools/cli_reference.py          # rewrite docs/cli.md and the two indexes below
+    python tools/cli_reference.py --check  # exit 1 when one differs from what the code says
 
 `cruxsql/cli/command_index.py` is what the lazy group lists and loads commands by: each command's
 module and the part of its help `cruxsql --help` shows, so that listing imports no command module.
+`cruxsql/mcp/tool_index.json` is what `cruxsql mcp` answers `tools/list` from (every tool's definition
+and whether it is core), so that the server starts without importing its tool modules.
 
 The help is rendered at a fixed width (100 columns, the group's `max_content_width`), so the file does
 not depend on the terminal that regenerates it. `tests/test_docs.py` runs the check.
@@ -22,6 +24,7 @@ import click
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "cli.md"
 INDEX = ROOT / "cruxsql" / "cli" / "command_index.py"
+TOOL_INDEX = ROOT / "cruxsql" / "mcp" / "tool_index.json"
 COMMAND = "python tools/cli_reference.py"
 WIDTH = 100
 
@@ -87,7 +90,9 @@ def render_index() -> str:
 
 
 def main() -> int:
-    wanted = {REFERENCE: render(), INDEX: render_index()}
+    from cruxsql.mcp.server import render_tool_index
+
+    wanted = {REFERENCE: render(), INDEX: render_index(), TOOL_INDEX: render_tool_index()}
     if "--check" in sys.argv[1:]:
         stale = [path for path, text in wanted.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
         for path in stale:

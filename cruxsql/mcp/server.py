@@ -8,10 +8,12 @@ accounting (and the savings holdout). A tool error is one line; nothing a caller
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+from pathlib import Path
 from importlib.metadata import version
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -20,22 +22,25 @@ from mcp.shared.exceptions import MCPError
 from ..accounting.holdout import Holdout, holdout_fraction
 from ..accounting.tool_errors import record_error
 from ..accounting.usage import BudgetPolicy, TokenLedger
-from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
-from ..recall import Recall
 from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
 from . import guide
 from .call import Call
 from .identity import AgentRegistry, Identity
 from .pipes import stdio_pipes
 from .registry import READ, ToolError, ToolResult, ToolSpec, discover
+
+if TYPE_CHECKING:
+    from ..documents.lane import DocumentLane
+    from ..recall.queries import Recall
 from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
 INVALID_PARAMS = -32602     # JSON-RPC's code for a request naming what does not exist
 MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
+TOOL_INDEX = Path(__file__).with_name("tool_index.json")
 INSTRUCTIONS = ("cruxsql: memory for agents. Ask with recall (ranked by relevance) before asking the user; "
                 "store what you learn with store_fact, or many facts at once with store_facts; search documents "
                 "with query, read them with query_expand.")
@@ -53,11 +58,10 @@ class CruxServer:
         self.store = store
         self.identity = identity
         self.registry = registry or AgentRegistry([])
-        self.recall = Recall(store)
+        self.tools = tools
         self.ledger = TokenLedger(store.db, budgets or BudgetPolicy())
         self.holdout = Holdout(holdout_fraction() if holdout is None else holdout)
-        self.specs = discover()
-        self.listed = [s for s in self.specs.values() if tools == "all" or s.core]
+        self.definitions = listed_definitions(tools)    # tools/list, without importing a tool module
         self._lane: Optional[DocumentLane] = None
         self.server: Server[Any] = Server(
             "cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS, on_list_tools=self._on_list_tools,
@@ -67,11 +71,25 @@ class CruxServer:
 
     # --- tool list --------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def specs(self) -> dict[str, ToolSpec]:
+        """Every tool, its module imported: at the first call, not at start-up."""
+        return discover()
+
+    @property
+    def listed(self) -> list[ToolSpec]:
+        return [s for s in self.specs.values() if self.tools == "all" or s.core]
+
+    @functools.cached_property
+    def recall(self) -> Recall:
+        from ..recall.queries import Recall
+        return Recall(self.store)
+
     def tool_definitions(self) -> list[types.Tool]:
-        return tool_definitions(self.listed)
+        return self.definitions
 
     def tools_list_tokens(self) -> int:
-        return tools_list_tokens(self.listed)
+        return list_tokens(self.definitions)
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_definitions())
@@ -84,7 +102,7 @@ class CruxServer:
     async def _on_get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         if params.name != guide.GUIDE:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: the prompt is {guide.GUIDE}")
-        return guide.guide({s.name for s in self.listed})
+        return guide.guide({t.name for t in self.definitions})
 
     async def _on_list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=guide.resources())
@@ -106,7 +124,7 @@ class CruxServer:
 
         self.store.refresh()
         try:
-            return guide.read(str(params.uri), identity, self.store, len(self.listed), view)
+            return guide.read(str(params.uri), identity, self.store, len(self.definitions), view)
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
@@ -130,6 +148,7 @@ class CruxServer:
 
     def lane(self) -> DocumentLane:
         if self._lane is None:
+            from ..documents.lane import DocumentLane
             self._lane = DocumentLane(self.store)
         return self._lane
 
@@ -214,17 +233,30 @@ def tool_definitions(specs: list[ToolSpec]) -> list[types.Tool]:
                        output_schema=s.output_schema, annotations=s.annotations) for s in specs]
 
 
-def tools_list_tokens(specs: list[ToolSpec]) -> int:
-    """What `tools/list` of `specs` costs an agent in every turn (chars/4 of its compact JSON)."""
-    result = types.ListToolsResult(tools=tool_definitions(specs))
+def list_tokens(definitions: list[types.Tool]) -> int:
+    """What a `tools/list` of `definitions` costs an agent in every turn (chars/4 of its compact JSON)."""
+    result = types.ListToolsResult(tools=definitions)
     return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def render_tool_index() -> str:
+    """tool_index.json: every tool's definition and whether it is core, from the tool modules (written by
+    `python tools/cli_reference.py`; a test holds it current)."""
+    entries = [{"core": spec.core, "tool": definition.model_dump(mode="json", by_alias=True, exclude_none=True)}
+               for spec, definition in zip(discover().values(), tool_definitions(list(discover().values())))]
+    return json.dumps({"tools": entries}, indent=1, ensure_ascii=False) + "\n"
+
+
+def listed_definitions(tools: str) -> list[types.Tool]:
+    """The `tools/list` of a `--tools` set, from tool_index.json (no tool module imported)."""
+    entries = json.loads(TOOL_INDEX.read_text(encoding="utf-8"))["tools"]
+    return [types.Tool.model_validate(e["tool"]) for e in entries if tools == "all" or e["core"]]
 
 
 def tool_sets() -> dict[str, tuple[list[str], int]]:
     """Each `--tools` set: its tool names and what its `tools/list` costs (for `--help` and the docs)."""
-    specs = list(discover().values())
-    return {name: ([s.name for s in chosen], tools_list_tokens(chosen))
-            for name, chosen in (("core", [s for s in specs if s.core]), ("all", specs))}
+    return {name: ([t.name for t in chosen], list_tokens(chosen))
+            for name, chosen in ((name, listed_definitions(name)) for name in TOOL_SETS)}
 
 
 def _wire_tokens(wire: types.CallToolResult) -> int:
