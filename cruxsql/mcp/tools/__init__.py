@@ -1,4 +1,4 @@
-"""The MCP tools, one module per feature; every module of this package is discovered at server start.
+"""The MCP tools, one module per feature; every module of this package is discovered at the first call.
 
 Contract for adding a tool (no central list to edit):
 
@@ -37,6 +37,9 @@ Contract for adding a tool (no central list to edit):
    past it, ids and counts, never full values. Refuse with `ToolError("one line")` or a cruxsql error (`InvalidInput`, `NotFound`,
    `Conflict`); the agent sees one line, the server keeps serving. Put the logic itself in the
    feature package (no SQL here): a tool function only maps arguments and shapes the answer.
+
+4. Run `python tools/cli_reference.py`: the server answers `tools/list` from `cruxsql/mcp/tool_index.json`
+   (so it starts without importing these modules); a test fails while the index is out of date.
 
 Every call is accounted (`token_usage`) by the server, whatever the tool does.
 """
