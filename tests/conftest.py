@@ -24,6 +24,20 @@ from cruxsql.facts import privacy
 from cruxsql.facts.store import Store
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_config_dir(tmp_path_factory: pytest.TempPathFactory):
+    """No test reads or writes the real user's config dir (this user's list of stores, cli/known_stores.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config-session")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Each test starts as a user with no store yet (its own, empty config dir)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_privacy_policy(monkeypatch: pytest.MonkeyPatch):
     """Each test builds the process-wide privacy policy from its own environment."""

@@ -143,11 +143,17 @@ def test_every_command_is_classified_or_checked_generically():
     assert known <= set(ALL), sorted(known - set(ALL))
 
 
-def test_missing_store(tmp_path, template):
-    """Only commands that add data create a store; every other one names the path and changes nothing."""
+def test_missing_store(tmp_path, template, monkeypatch):
+    """Only commands that add data create a store (for a user with none yet, or `init`: cli/known_stores.py);
+    every other one names the path and changes nothing."""
+    established = tmp_path / "established-config"
+    (established / "cruxsql").mkdir(parents=True)
+    (established / "cruxsql" / "stores.json").write_text(json.dumps([str(tmp_path / "the-users-store")]))
     for name, command in ALL.items():
         data_dir = tmp_path / name.replace(" ", "-") / "store"
         args, stdin = argv(name, command, template, tmp_path)
+        fresh = tmp_path / f"{name.replace(' ', '-')}-config"
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(fresh if name in CREATES else established))
         result = invoke(data_dir, name, args, stdin)
         if name in CREATES:
             assert result.exit_code == 0, (name, result.output)

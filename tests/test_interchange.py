@@ -112,6 +112,7 @@ def test_export_facts_round_trips_through_store_batch_and_mcp_memory(tmp_path):
     assert lines[-1] == {"entity": "svc", "key": "owner", "value": "alice", "tenant_hash": "default",
                          "source_receipt": None, "confidence": 0.95, "private": False, "horizon_class": "none",
                          "actor": None}
+    assert _cli(tmp_path / "b", "init").returncode == 0      # a second store is asked for (cli/known_stores.py)
     assert _cli(tmp_path / "b", "store-batch", "-", input=exported.stdout).returncode == 0
     assert _cli(tmp_path / "b", "export", "facts").stdout == exported.stdout
     graph = _cli(tmp_path / "a", "export", "facts", "--format", "mcp-memory").stdout

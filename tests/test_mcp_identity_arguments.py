@@ -58,6 +58,8 @@ def base_arguments(tool: str, target: str) -> dict[str, Any]:
         "ctx_read": {"path": "notes.md"},
         "ctx_doc": {"path": "notes.md"},
         "ctx_impact": {"target": "notes"},
+        "relate": {"from": "notes", "relation": "about", "to": PROBE},
+        "related": {"entity": "notes"},
         "ctx_context": {"task": "secret"},
         "ctx_expand": {"handle": "h_0"},
     }.get(tool, {})

@@ -25,6 +25,7 @@ ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "quer
        "ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
 ALL += ["memory_contradictions", "memory_disagreements", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
         "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]
+ALL += ["relate", "related"]
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,9 @@ def test_create_makes_the_store_the_command_would_otherwise_refuse(tmp_path: Pat
 
 
 def test_the_mcp_server_refuses_a_typo_and_serves_a_new_store_with_create(tmp_path: Path) -> None:
+    # this user has a store already (a first launch creates its store: test_first_launch.py)
+    subprocess.run([sys.executable, "-m", "cruxsql", "init", "--data-dir", str(tmp_path / "known")],
+                   capture_output=True, timeout=60, env=server_env(), check=True)
     cli = [sys.executable, "-m", "cruxsql", "mcp", "--data-dir", str(tmp_path / "typo")]
     refused = subprocess.run(cli, input=b"", capture_output=True, timeout=60, env=server_env())
     assert refused.returncode == 1

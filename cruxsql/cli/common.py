@@ -17,7 +17,10 @@ import click
 from ..errors import CruxsqlError, ReadOnlyStore
 from ..facts.store import Store
 from ..cluster.config import is_bound
+from ..facts.journal import JOURNAL_NAME
+from ..facts.view_file import DB_NAME
 from .data_dir import data_dir_state
+from .known_stores import FIRST, may_start, remember
 
 DATA_DIR_ENV = "CRUXSQL_DATA_DIR"
 DEFAULT_DATA_DIR = "./cruxsql-data"
@@ -46,15 +49,27 @@ class CruxsqlGroup(click.Group):
             _fail(exc.format_message() + hint, _error_exit(exc.ctx))
         except click.ClickException as exc:
             _fail(exc.format_message())
-        except (click.Abort, KeyboardInterrupt):
+        except click.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                sys.exit(INTERRUPTED_EXIT)     # Ctrl-C: quiet, as a shell expects of an interrupted command
             _fail("interrupted")
+        except KeyboardInterrupt:
+            sys.exit(INTERRUPTED_EXIT)
         except BrokenPipeError:
-            # the reader went away (`| head`): silence the flush at exit, as Python's docs advise
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+            end_after_closed_pipe()
         except OSError as exc:
             _fail(describe_os_error(exc))
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def end_after_closed_pipe() -> None:
+    """The reader went away (`| head -1`): it has all it wanted. End silently and successfully (`set -o
+    pipefail` scripts keep working), the flush at exit silenced as Python's docs advise."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(0)
+
+
+INTERRUPTED_EXIT = 130     # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
 
 
 def _fail(message: str, status: int = 1) -> None:
@@ -122,6 +137,8 @@ def fails_cleanly(fn: Callable) -> Callable:
             raise click.ClickException(str(exc)) from None
         except (UnicodeDecodeError, UnicodeEncodeError, UnicodeTranslateError) as exc:
             raise click.ClickException(f"input is not valid UTF-8: {exc.reason} at position {exc.start}") from None
+        except BrokenPipeError:
+            raise                     # the reader went away: the group ends silently
         except OSError as exc:
             raise click.ClickException(describe_os_error(exc)) from None
         except apsw.FullError:
@@ -162,12 +179,16 @@ def reject_empty(ctx: click.Context, param: click.Parameter, value: Optional[str
     return value
 
 
-def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> Store:
+def open_store(data_dir: Path, access: str = "read", progress: bool = True, announce: bool = False) -> Store:
     """Open the store for `access`: "read" (needs a store; a directory that cannot be written — read-only,
     or a view SQLite cannot write, e.g. on a full disk — is read through an in-memory copy of the view,
-    said once on stderr), "write" (needs a writable store) or "create" (creates the directory and store
-    if missing). Shows catch-up progress on a terminal."""
-    state = data_dir_state(data_dir, create=access == "create")
+    said once on stderr), "write" (needs a writable store), "start" (a write that may start a store
+    where this user expects one: `known_stores.py`) or "create" (creates the directory and store if
+    missing: `init`, `--create`). A store written to is added to this user's list of stores; `announce`:
+    say on stderr when this was the user's first (the server's log; a CLI write's output stays as it was).
+    Shows catch-up progress on a terminal."""
+    started = _may_start(data_dir) if access == "start" else None
+    state = data_dir_state(data_dir, create=access == "create" or started is not None)
     if state.read_only and access != "read":
         raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
     ctx = click.get_current_context(silent=True)
@@ -187,7 +208,19 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
         _note_in_memory(data_dir, f"cannot be written ({exc})")
         return Store(data_dir, read_only=True, **options)
     _repair_on_open(store)
+    if access != "read":
+        remember(data_dir)
+    if announce and started == FIRST:
+        click.echo(f"cruxsql: created the store {data_dir.resolve()} (this user's first; later a path that "
+                   "holds no store is refused unless told --create or `cruxsql init`)", err=True)
     return store
+
+
+def _may_start(data_dir: Path) -> Optional[str]:
+    """Why a write may start a store at `data_dir` (None: it holds one already, or may not)."""
+    if (data_dir / JOURNAL_NAME).exists() or (data_dir / DB_NAME).exists():
+        return None
+    return may_start(data_dir, Path(DEFAULT_DATA_DIR))
 
 
 def _repair_on_open(store: Store) -> None:

@@ -39,7 +39,7 @@ def store_conversation(name: str, file, tenant: str, actor: Optional[str], as_js
     if not turns:
         raise InvalidInput("no turns in the input" + (f" ({skipped} message(s) without text)" if skipped else ""))
     check_conversation(name, turns)            # refused before a store is opened or created
-    with open_store(data_dir, "create") as s:
+    with open_store(data_dir, "start") as s:
         stored = store_turns(s, name, turns, tenant=tenant, actor=actor, idempotency_key=idempotency_key)
     if as_json:
         echo_json({**stored.structured(), "skipped_messages": skipped})

@@ -156,7 +156,7 @@ def ingest(paths: tuple[str, ...], tenant: str, corpus: str, as_json: bool, data
         raise InvalidInput("no documents in the input")
     totals = {"documents": 0, "ingested": 0, "duplicates": 0, "segments_sealed": 0}
     segments = []
-    with open_store(data_dir, "create") as store:
+    with open_store(data_dir, "start") as store:
         lane = DocumentLane(store)
         for batch in batches(itertools.chain([first], inputs)):
             report = lane.ingest(batch, tenant=tenant, corpus=corpus, progress=progress_callback("indexing"))

@@ -18,7 +18,6 @@ from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
 from ..facts.view_file import DB_NAME
 from ..governance.erasure_proof import verify_erasure
-from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
 from .common import (
     data_dir_option,
     echo_json,
@@ -84,7 +83,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 
     Prints the new fact's id and version; a previous version is marked superseded.
     """
-    with open_store(data_dir, "create") as s:
+    with open_store(data_dir, "start") as s:
         fact = s.store(entity, key, value, tenant=tenant, confidence=confidence, source_receipt=source_receipt,
                        private=private, horizon_class=horizon, actor=actor, idempotency_key=idempotency_key)
     if as_json:
@@ -115,7 +114,7 @@ def store_batch(file, tenant: Optional[str], as_json: bool, idempotency_key: Opt
     requests = [_batch_request(line, tenant) for line in json_input.read_lines(file, source)]
     if not requests:
         raise InvalidInput("no store requests in the input")
-    with open_store(data_dir, "create") as s:
+    with open_store(data_dir, "start") as s:
         facts = s.store_batch(requests, idempotency_key=idempotency_key)
     if as_json:
         echo_json([f.to_dict() for f in facts])
@@ -251,40 +250,6 @@ def reverify(fact_id: str, tenant: Optional[str], data_dir: Path) -> None:
 
 
 @click.command()
-@click.argument("query")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help=f"Stop the query after SECONDS. Default: none on a terminal (Ctrl-C stops it), "
-                   f"{PIPE_TIMEOUT_SECONDS:g} s when stdin is not a terminal.")
-@click.option("--max-memory", type=click.IntRange(min=0, max=1 << 20), default=DEFAULT_MEMORY_LIMIT_MIB, show_default=True,
-              metavar="MIB", help="Stop the query when SQLite needs more than MIB mebibytes.")
-@output_options()
-@data_dir_option
-@fails_cleanly
-def sql(query: str, timeout: Optional[float], max_memory: int, fmt: str, data_dir: Path) -> None:
-    """Run one read-only SQL QUERY against the view (tables facts, journal_events, ...; views live_facts,
-    fact_versions).
-
-    The console is a sandbox: only SELECT and schema PRAGMAs run; writes, VACUUM, ATTACH, setting
-    PRAGMAs and file functions are refused before anything runs, and nothing is created or changed.
-    One statement per call.
-
-    \b
-    Example:
-      cruxsql sql "SELECT entity, key, value FROM live_facts ORDER BY stored_at_ns DESC LIMIT 5"
-    """
-    if not query.strip():
-        raise InvalidInput("QUERY must not be empty")
-    if timeout is None:
-        timeout = default_timeout(sys.stdin.isatty())
-    with open_store(data_dir, "read") as s:
-        try:
-            columns, rows = run_readonly_query(s.view_for_queries(), query, timeout=timeout, memory_limit_mib=max_memory)
-        except KeyboardInterrupt:
-            raise click.ClickException("query interrupted (Ctrl-C); nothing was changed") from None
-    echo_rows(columns, rows, fmt)
-
-
-@click.command()
 @click.option("--strict", is_flag=True,
               help="Exit 1 on corrupt lines, quarantined tails, a view mismatch or a segment problem.")
 @click.option("--erasure", is_flag=True,
@@ -406,4 +371,4 @@ def rebuild(data_dir: Path) -> None:
 
 
 COMMANDS = (init, store, store_batch, get, history, delete, supersede, clear_supersede, set_validity, set_horizon,
-            reverify, sql, verify, rebuild)
+            reverify, verify, rebuild)

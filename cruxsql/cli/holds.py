@@ -41,7 +41,7 @@ def _scope(hold: legal_holds.LegalHold) -> str:
 def hold_place(data_dir: Path, tenant: str, entity_prefixes: tuple[str, ...], reason: str, actor: Optional[str],
                as_json: bool) -> None:
     """Place a legal hold; prints its id and receipt id (--json: the hold and the receipt)."""
-    with open_store(data_dir, "create") as store:
+    with open_store(data_dir, "start") as store:
         hold, receipt = legal_holds.place_hold(store, tenant, reason, entity_prefixes, actor)
     if as_json:
         echo_json({"hold": hold.to_dict(), "receipt": receipt.to_dict()})

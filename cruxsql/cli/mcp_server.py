@@ -16,6 +16,18 @@ from .options import json_flag, tenant_option
 MISSING_SDK = "the MCP server needs the MCP SDK: pip install 'cruxsql[mcp]'"
 
 
+def _tool_sets_help() -> str:
+    """`--tools` help from the tools themselves: the core set and what each tools/list costs."""
+    try:
+        from ..mcp.server import tool_sets
+    except ImportError:
+        return "core: the most used tools (a cheaper tools/list)."
+    sets = tool_sets()
+    (core, core_tokens), (every, all_tokens) = sets["core"], sets["all"]
+    return (f"core: {', '.join(core)} (tools/list ≈ {core_tokens:,} tokens; all {len(every)} tools: "
+            f"≈ {all_tokens:,}).")
+
+
 def _host_port(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep:
@@ -35,7 +47,7 @@ def _host_port(text: str) -> tuple[str, int]:
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1). "
                    "Agents authenticate with bearer tokens from CRUX_AGENT_TOKENS=name:token[:tenant],...")
 @click.option("--tools", type=click.Choice(["core", "all"]), default="all", show_default=True,
-              help="core: store_fact, query_facts, get_bootstrap, query, query_expand (a cheaper tools/list).")
+              help=_tool_sets_help())
 @click.option("--session-budget", type=COUNT, metavar="TOKENS",
               help="Enforced per-agent session token limit (default: CORECRUXD_SESSION_TOKEN_BUDGET; "
                    "per agent: CRUXSQL_SESSION_BUDGETS=name:tokens,...; 0 = none).")
@@ -64,7 +76,7 @@ def mcp_command(data_dir: Path, agent: Optional[str], tenant: str, http: Optiona
     address = _host_port(http) if http else None
     registry = AgentRegistry.from_env(default_tenant=tenant)
     budgets = BudgetPolicy.from_env(default=session_budget)
-    store = open_store(data_dir, "read" if list_tools else "create" if create else "write")
+    store = open_store(data_dir, "read" if list_tools else "create" if create else "start", announce=True)
     try:
         server = CruxServer(store, identity=Identity(agent, tenant), registry=registry, tools=tools, budgets=budgets)
         if list_tools:

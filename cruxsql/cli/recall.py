@@ -12,6 +12,7 @@ import click
 
 from ..embeddings import configured_embedder
 from ..errors import InvalidInput
+from ..facts import time_phrases
 from ..facts.codec import token_cost
 from ..recall import bootstrap_seed, scope
 from ..recall import explain as recall_explain
@@ -194,8 +195,9 @@ def _within_envelope(result: QueryResult) -> _Shown:
 @click.option("--key", help="Only facts with this key.")
 @actor_option("Only facts this actor (agent) wrote.")
 @_scope_options
-@click.option("--stored-after", metavar="TS", help="Only facts stored at or after TS (RFC 3339).")
-@click.option("--stored-before", metavar="TS", help="Only facts stored before TS (RFC 3339).")
+@click.option("--stored-after", metavar="TS", help="Only facts stored at or after TS: RFC 3339, a date (2026-11, "
+              "2026-11-03) or a phrase (yesterday, last week, 3 days ago, since monday; the server's zone).")
+@click.option("--stored-before", metavar="TS", help="Only facts stored before TS (as --stored-after).")
 @click.option("--valid-after", metavar="TS", help="Only facts valid at some time after TS.")
 @click.option("--valid-before", metavar="TS", help="Only facts valid at some time before TS.")
 @click.option("--as-of", "as_of", metavar="TS", help="Valid time (RFC 3339): facts valid at TS.")
@@ -230,11 +232,16 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
     Unlike `query` (Crux's query_facts: any word as a substring, ranked by confidence), this ranks
     by relevance. `+N more (offset=K)` says how to ask for the next page.
     """
+    given = {"stored_after": stored_after, "stored_before": stored_before, "valid_after": valid_after,
+             "valid_before": valid_before, "as_of": as_of, "known_at": known_at}
+    times = time_phrases.resolve_all({f"--{name.replace('_', '-')}": value for name, value in given.items()})
+    echoed = time_phrases.echo_line(times)
+    if echoed:
+        click.echo(echoed, err=True)       # what a phrase was read as (the server's zone)
     with open_store(data_dir, "read") as store:
         result = Recall(store).search(
             text, entity=entity, entity_prefix=entity_prefix, key=key, actor=actor, tenant=tenant, agent=agent,
-            stored_after=stored_after, stored_before=stored_before, valid_after=valid_after,
-            valid_before=valid_before, as_of=as_of, known_at=known_at, include_superseded=include_superseded,
+            **{name[2:].replace("-", "_"): r.ns for name, r in times.items()}, include_superseded=include_superseded,
             top_k=top_k, offset=offset, token_budget=token_budget, fusion=fusion,
             embedder=None if fusion == "bm25" else default_embedder(), explain=explain)
     if _echo_structured(result.to_dict(), fmt, "facts"):

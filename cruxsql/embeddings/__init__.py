@@ -11,10 +11,27 @@ unigrams and bigrams), `minilm` (all-MiniLM-L6-v2 from the optional `[semantic]`
 (which embedder `CRUXSQL_EMBEDDER` names), `vectors` (cosine and the `.ccxv` vector file format).
 """
 
-from .hash_embedder import LocalHashEmbedder
-from .profile import Embedder, SemanticProfile
-from .selection import EMBEDDER_ENV, configured_embedder, embedder_named
-from .vectors import cosine_similarity, read_ccxv, write_ccxv
+from __future__ import annotations
 
-__all__ = ["EMBEDDER_ENV", "Embedder", "LocalHashEmbedder", "SemanticProfile", "configured_embedder",
-           "cosine_similarity", "embedder_named", "read_ccxv", "write_ccxv"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {"LocalHashEmbedder": "hash_embedder", "Embedder": "profile", "SemanticProfile": "profile", "EMBEDDER_ENV": "selection", "configured_embedder": "selection", "embedder_named": "selection", "cosine_similarity": "vectors", "read_ccxv": "vectors", "write_ccxv": "vectors"}   # name -> module, imported on first use
+__all__ = ['EMBEDDER_ENV', 'Embedder', 'LocalHashEmbedder', 'SemanticProfile', 'configured_embedder', 'cosine_similarity', 'embedder_named', 'read_ccxv', 'write_ccxv']
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562): importing one module of the package
+    never loads the others."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from .hash_embedder import LocalHashEmbedder
+    from .profile import Embedder, SemanticProfile
+    from .selection import EMBEDDER_ENV, configured_embedder, embedder_named
+    from .vectors import cosine_similarity, read_ccxv, write_ccxv

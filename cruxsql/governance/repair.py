@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..documents.segments import SegmentError, load_manifest, remove_segment_file, segments_dir, stray_files
 from ..facts.journal import JOURNAL_NAME
-from . import compaction, erasure
+from . import erasure_ledger, erasure_lock
 from .backup import VIEW_COPY_PREFIX, recorded_backups, remove_dead_stagings
 
 if TYPE_CHECKING:
@@ -35,7 +35,12 @@ def _stray_segments(data_dir: Path) -> list[Path]:
 def _anything_left(data_dir: Path) -> bool:
     return bool(any(data_dir.glob(f"{JOURNAL_NAME}.compact-*.tmp")) or any(data_dir.glob(f"{VIEW_COPY_PREFIX}*"))
                 or any(e.get("staging") for e in recorded_backups(data_dir))
-                or _stray_segments(data_dir) or erasure.interrupted(data_dir))
+                or _stray_segments(data_dir) or _erasure_interrupted(data_dir))
+
+
+def _erasure_interrupted(data_dir: Path) -> bool:
+    """`erasure.interrupted`, without importing the erasure machinery every command's open would pay for."""
+    return bool(erasure_ledger.interrupted(data_dir)) and not erasure_lock.running(data_dir)
 
 
 def repair(store: Store) -> list[str]:
@@ -43,6 +48,7 @@ def repair(store: Store) -> list[str]:
     data_dir = Path(store.data_dir)
     if store.read_only or not _anything_left(data_dir):
         return []
+    from . import compaction, erasure   # only when something is left: most opens never load them
     done = []
     with store.writer_lock():
         for name in compaction.remove_stale_temp_files(store.journal):

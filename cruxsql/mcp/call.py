@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, overload
+from typing import TYPE_CHECKING, Callable, Optional, overload
 
 from ..accounting.holdout import Holdout
 from ..accounting.usage import NEAR, Standing, TokenLedger
-from ..documents.lane import DocumentLane
 from ..errors import NotFound
 from ..facts.codec import Fact
 from ..facts.store import Store
-from ..recall import Recall, scope
+from ..recall import scope
 from ..recall.tokens import POINTER_TOKENS
 from .identity import Identity
 from .registry import ToolError
+
+if TYPE_CHECKING:     # imported when a tool uses them, not at every server start
+    from ..documents.lane import DocumentLane
+    from ..recall import Recall
 
 NOTE_TOKENS = 40     # room kept for the note that says an answer was shaped
 

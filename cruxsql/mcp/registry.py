@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import keyword
 import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, get_type_hints
 
 import mcp_types as types
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import InvalidInput
 from ..errors import ToolError as ToolError  # re-exported: the tools raise it (see tools/__init__.py)
@@ -54,6 +55,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
     holdout: bool                # answers are sampled by the savings holdout (shaped vs unshaped)
     output_schema: Optional[dict[str, Any]] = None   # the structured content's shape (tools that return one)
+    annotations: Optional[types.ToolAnnotations] = None  # the MCP hints a client approves calls by
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The tool's keyword arguments, or InvalidInput naming the first bad argument."""
@@ -74,18 +76,33 @@ class ToolSpec:
         return {name: getattr(parsed, name) for name in self.model.model_fields}
 
 
-def tool(*, kind: str, core: bool = False, holdout: bool = False,
-         output: Optional[dict[str, Any]] = None) -> Callable[[Callable], Callable]:
+def tool(*, kind: str, core: bool = False, holdout: bool = False, output: Optional[dict[str, Any]] = None,
+         hints: Optional[types.ToolAnnotations] = None) -> Callable[[Callable], Callable]:
     """Mark a function of a module in `cruxsql/mcp/tools/` as an MCP tool (see the package docstring).
-    `output`: the shape of its structured content (`shape(...)`), for a tool that returns one."""
+    `output`: the shape of its structured content (`shape(...)`), for a tool that returns one.
+    `hints`: its MCP annotations, `reads("Title")` or `writes("Title", destructive=..., idempotent=...)`."""
     if kind not in KINDS:
         raise ValueError(f"tool kind must be one of {KINDS}, got {kind!r}")
 
     def mark(fn: Callable) -> Callable:
-        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout, "output": output})
+        setattr(fn, _MARK, {"kind": kind, "core": core, "holdout": holdout, "output": output, "hints": hints})
         return fn
 
     return mark
+
+
+def reads(title: str) -> types.ToolAnnotations:
+    """The hints of a tool that changes nothing: a client may run it without asking."""
+    return types.ToolAnnotations(title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                 open_world_hint=False)
+
+
+def writes(title: str, *, destructive: bool, idempotent: bool) -> types.ToolAnnotations:
+    """The hints of a tool that changes the store. `destructive`: it can hide or remove what was there
+    (a superseding write is not: the old version stays in the history); `idempotent`: repeating the same
+    call changes nothing more."""
+    return types.ToolAnnotations(title=title, read_only_hint=False, destructive_hint=destructive,
+                                 idempotent_hint=idempotent, open_world_hint=False)
 
 
 _JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
@@ -123,19 +140,26 @@ def _simplify_optional(prop: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
+def _argument_name(parameter: str) -> str:
+    """`from_` -> `from`: an argument named by a Python keyword is its parameter without the underscore."""
+    return parameter[:-1] if parameter.endswith("_") and keyword.iskeyword(parameter[:-1]) else parameter
+
+
 def spec_of(fn: Callable) -> ToolSpec:
     """Build a tool's spec from its signature: every parameter after `call` is an argument."""
     meta = getattr(fn, _MARK)
     hints = get_type_hints(fn, include_extras=True)
     params = list(inspect.signature(fn).parameters.values())[1:]
     fields: dict[str, Any] = {  # Any: create_model's keywords also name its options (__config__, __base__)
-        p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default) for p in params}
+        p.name: (hints[p.name], Field(... if p.default is inspect.Parameter.empty else p.default,
+                                      alias=_argument_name(p.name))) for p in params}
     model = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid", strict=True), **fields)
     schema = _strip_titles(model.model_json_schema())
     schema["properties"] = {k: _simplify_optional(v) for k, v in schema.get("properties", {}).items()}
     schema.pop("additionalProperties", None)
     doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0].replace("\n", " ")
-    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"], meta["output"])
+    return ToolSpec(fn.__name__, doc, meta["kind"], meta["core"], fn, model, schema, meta["holdout"], meta["output"],
+                    meta["hints"])
 
 
 def discover(package: str = "cruxsql.mcp.tools") -> dict[str, ToolSpec]:

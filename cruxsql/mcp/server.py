@@ -8,33 +8,42 @@ accounting (and the savings holdout). A tool error is one line; nothing a caller
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from importlib.metadata import version
+import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from ..accounting.holdout import Holdout, holdout_fraction
 from ..accounting.tool_errors import record_error
 from ..accounting.usage import BudgetPolicy, TokenLedger
-from ..documents.lane import DocumentLane
 from ..errors import CruxsqlError
 from ..facts.store import Store
-from ..recall import Recall
-from ..recall.fact_indexer import FactIndexer
 from ..recall.tokens import CHARS_PER_TOKEN, compact_json, estimate_tokens, estimate_tokens_str
+from . import guide
 from .call import Call
 from .identity import AgentRegistry, Identity
 from .pipes import stdio_pipes
 from .registry import READ, ToolError, ToolResult, ToolSpec, discover
+
+if TYPE_CHECKING:
+    from ..documents.lane import DocumentLane
+    from ..recall.fact_indexer import FactIndexer
+    from ..recall.queries import Recall
 from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
+INVALID_PARAMS = -32602     # JSON-RPC's code for a request naming what does not exist
 MIN_ANSWER_TOKENS = 40      # the least a read can answer in (a pointer): below it, a read is refused unrun
 TOOL_SETS = ("core", "all")
+TOOL_INDEX = Path(__file__).with_name("tool_index.json")
 INSTRUCTIONS = ("cruxsql: memory for agents. Ask with recall (ranked by relevance) before asking the user; "
                 "store what you learn with store_fact, or many facts at once with store_facts; search documents "
                 "with query, read them with query_expand.")
@@ -52,28 +61,78 @@ class CruxServer:
         self.store = store
         self.identity = identity
         self.registry = registry or AgentRegistry([])
-        self.recall = Recall(store)
+        self.tools = tools
         self.ledger = TokenLedger(store.db, budgets or BudgetPolicy())
         self.holdout = Holdout(holdout_fraction() if holdout is None else holdout)
-        self.specs = discover()
-        self.listed = [s for s in self.specs.values() if tools == "all" or s.core]
+        self.definitions = listed_definitions(tools)    # tools/list, without importing a tool module
         self._lane: Optional[DocumentLane] = None
-        self.server: Server[Any] = Server("cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS,
-                                          on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool)
+        self._indexing = self._indexer_started = False
+        self._indexer: Optional[FactIndexer] = None
+        self._indexer_lock = threading.Lock()
+        self.server: Server[Any] = Server(
+            "cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS, on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool, on_list_prompts=self._on_list_prompts, on_get_prompt=self._on_get_prompt,
+            on_list_resources=self._on_list_resources, on_list_resource_templates=self._on_list_templates,
+            on_read_resource=self._on_read_resource)
 
     # --- tool list --------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def specs(self) -> dict[str, ToolSpec]:
+        """Every tool, its module imported: at the first call, not at start-up."""
+        return discover()
+
+    @property
+    def listed(self) -> list[ToolSpec]:
+        return [s for s in self.specs.values() if self.tools == "all" or s.core]
+
+    @functools.cached_property
+    def recall(self) -> Recall:
+        from ..recall.queries import Recall
+        return Recall(self.store)
+
     def tool_definitions(self) -> list[types.Tool]:
-        return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
-                           output_schema=s.output_schema) for s in self.listed]
+        return self.definitions
 
     def tools_list_tokens(self) -> int:
-        """What `tools/list` costs an agent in every turn (chars/4 of its compact JSON)."""
-        result = types.ListToolsResult(tools=self.tool_definitions())
-        return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return list_tokens(self.definitions)
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_definitions())
+
+    # --- prompts and resources (guide.py) ---------------------------------------------------------
+
+    async def _on_list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=guide.prompts())
+
+    async def _on_get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != guide.GUIDE:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: the prompt is {guide.GUIDE}")
+        return guide.guide({t.name for t in self.definitions})
+
+    async def _on_list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=guide.resources())
+
+    async def _on_list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=guide.templates())
+
+    async def _on_read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        """A resource for the connection's identity; an entity's facts through the memory_view tool (its
+        visibility, budget and accounting)."""
+        try:
+            identity = self._identity_of(ctx)
+        except ToolError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+        def view(entity: str) -> tuple[str, bool]:
+            answer = self.call("memory_view", {"entity": entity}, identity)
+            return answer.content[0].text, bool(answer.is_error)     # type: ignore[union-attr]
+
+        self.store.refresh()
+        try:
+            return guide.read(str(params.uri), identity, self.store, len(self.definitions), view)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
 
     # --- tool calls -------------------------------------------------------------------------------
 
@@ -95,12 +154,14 @@ class CruxServer:
 
     def lane(self) -> DocumentLane:
         if self._lane is None:
+            from ..documents.lane import DocumentLane
             self._lane = DocumentLane(self.store)
         return self._lane
 
     def call(self, name: str, arguments: dict[str, Any], identity: Optional[Identity] = None) -> types.CallToolResult:
         """Run one tool call for `identity` and account for it; never raises for anything the caller sent."""
         identity = identity or self.identity
+        self._start_indexing()
         spec: Optional[ToolSpec] = self.specs.get(name)
         standing = self.ledger.standing(identity.agent)
         refused = control = False
@@ -156,17 +217,29 @@ class CruxServer:
     # --- transports -------------------------------------------------------------------------------
 
     @contextmanager
-    def fact_indexing(self) -> Iterator[Optional[FactIndexer]]:
+    def fact_indexing(self) -> Iterator[None]:
         """While serving: the background fact indexer, which embeds facts and turns as they arrive, so a
-        recall never waits for the model over facts it has not seen (recall/fact_indexer.py)."""
-        indexer = FactIndexer.for_recall(self.recall)
-        if indexer is not None:
-            indexer.start()
+        recall never waits for the model over facts it has not seen (recall/fact_indexer.py). It starts at
+        the first tool call, not at launch, so the model's load never delays the handshake and `tools/list`."""
+        self._indexing = True
         try:
-            yield indexer
+            yield
         finally:
-            if indexer is not None:
-                indexer.stop()
+            self._indexing = False
+            if self._indexer is not None:
+                self._indexer.stop()
+
+    def _start_indexing(self) -> None:
+        """The first tool call of a serving server starts its fact indexer (once; None for a read-only store)."""
+        with self._indexer_lock:
+            if not self._indexing or self._indexer_started:
+                return
+            self._indexer_started = True
+            from ..recall.fact_indexer import FactIndexer
+
+            self._indexer = FactIndexer.for_recall(self.recall)
+            if self._indexer is not None:
+                self._indexer.start()
 
     async def serve_stdio(self) -> None:
         from mcp.server.stdio import stdio_server
@@ -187,6 +260,37 @@ class CruxServer:
         config = uvicorn.Config(self.http_app(host), host=host, port=port, log_level="warning", lifespan="on")
         with self.fact_indexing():
             await uvicorn.Server(config).serve()
+
+
+def tool_definitions(specs: list[ToolSpec]) -> list[types.Tool]:
+    return [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema,
+                       output_schema=s.output_schema, annotations=s.annotations) for s in specs]
+
+
+def list_tokens(definitions: list[types.Tool]) -> int:
+    """What a `tools/list` of `definitions` costs an agent in every turn (chars/4 of its compact JSON)."""
+    result = types.ListToolsResult(tools=definitions)
+    return estimate_tokens(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def render_tool_index() -> str:
+    """tool_index.json: every tool's definition and whether it is core, from the tool modules (written by
+    `python tools/cli_reference.py`; a test holds it current)."""
+    entries = [{"core": spec.core, "tool": definition.model_dump(mode="json", by_alias=True, exclude_none=True)}
+               for spec, definition in zip(discover().values(), tool_definitions(list(discover().values())))]
+    return json.dumps({"tools": entries}, indent=1, ensure_ascii=False) + "\n"
+
+
+def listed_definitions(tools: str) -> list[types.Tool]:
+    """The `tools/list` of a `--tools` set, from tool_index.json (no tool module imported)."""
+    entries = json.loads(TOOL_INDEX.read_text(encoding="utf-8"))["tools"]
+    return [types.Tool.model_validate(e["tool"]) for e in entries if tools == "all" or e["core"]]
+
+
+def tool_sets() -> dict[str, tuple[list[str], int]]:
+    """Each `--tools` set: its tool names and what its `tools/list` costs (for `--help` and the docs)."""
+    return {name: ([t.name for t in chosen], list_tokens(chosen))
+            for name, chosen in ((name, listed_definitions(name)) for name in TOOL_SETS)}
 
 
 def _wire_tokens(wire: types.CallToolResult) -> int:

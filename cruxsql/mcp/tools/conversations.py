@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ...recall.conversations import TurnInput, store_conversation as store_turns
 from ..call import Call
-from ..registry import WRITE, ToolError, ToolResult, shape, tool
+from ..registry import WRITE, ToolError, ToolResult, shape, tool, writes
 
 
 class ConversationTurn(BaseModel):
@@ -22,8 +22,9 @@ class ConversationTurn(BaseModel):
     id: Optional[str] = None
 
 
-@tool(kind=WRITE, output=shape(stored="integer", conversation="string", first_position="integer",
-                               last_position="integer", fact_ids="array"))
+@tool(kind=WRITE, hints=writes("Store a conversation", destructive=False, idempotent=False),
+      output=shape(stored="integer", conversation="string", first_position="integer", last_position="integer",
+                   fact_ids="array"))
 def store_conversation(call: Call, conversation: str, turns: list[ConversationTurn], private: bool = False,
                        idempotency_key: Optional[str] = None) -> ToolResult:
     """Store a conversation's turns verbatim, in order, after those already stored; recall finds them.

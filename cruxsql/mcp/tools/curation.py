@@ -31,7 +31,7 @@ from ...governance import legal_holds
 from ...recall import scope as agent_scope
 from ..answer_budget import longest_within
 from ..call import Call
-from ..registry import READ, WRITE, ToolResult, shape, tool
+from ..registry import READ, WRITE, ToolResult, reads, shape, tool, writes
 from .facts import MAX_NAME_BYTES, MAX_VALUE_BYTES, HorizonClass, _bounded
 
 Intent = Literal["answer", "decision", "tool_call", "implicit"]
@@ -53,7 +53,8 @@ def _answer(payload: dict[str, Any]) -> ToolResult:
     return ToolResult(payload["content"][0]["text"], extra.get("structuredContent", extra or None))
 
 
-@tool(kind=READ, output=shape(candidates="array", count="integer", limit="integer", dry_run="boolean"))
+@tool(kind=READ, hints=reads("Find contradicting facts"),
+      output=shape(candidates="array", count="integer", limit="integer", dry_run="boolean"))
 def memory_contradictions(call: Call, limit: int = 50, token_budget: int = 500) -> ToolResult:
     """Live facts sharing an entity and key with opposite polarity (yes/no, up/down); read-only."""
     call.store.refresh()
@@ -74,7 +75,8 @@ def _rows_within(payload: dict[str, Any], rows_key: str, budget: Optional[int]) 
     return answer(longest_within(len(rows), answer, budget))
 
 
-@tool(kind=READ, output=shape(findings="array", pointers="array", count="integer", left_out="integer"))
+@tool(kind=READ, hints=reads("Find disagreeing facts"),
+      output=shape(findings="array", pointers="array", count="integer", left_out="integer"))
 def memory_disagreements(call: Call, reasons: Optional[list[DisagreementReason]] = None, limit: int = 50,
                          token_budget: int = 500) -> ToolResult:
     """Disagreements Crux's detector misses: numeric, phrase polarity, actor flip-flops, with evidence."""
@@ -83,7 +85,8 @@ def memory_disagreements(call: Call, reasons: Optional[list[DisagreementReason]]
                                          set(reasons) if reasons else None))
 
 
-@tool(kind=WRITE, output=shape(status="string", receipt="object"))
+@tool(kind=WRITE, hints=writes("Consolidate facts", destructive=True, idempotent=False),
+      output=shape(status="string", receipt="object"))
 def memory_consolidate(call: Call, entity: str, key: str, canonical_value: str, target_fact_ids: list[str],
                        protected_fact_ids: Optional[list[str]] = None, confidence: float = 1.0,
                        protected_confidence_floor: float = 0.99, consolidation_id: Optional[str] = None,
@@ -100,7 +103,8 @@ def memory_consolidate(call: Call, entity: str, key: str, canonical_value: str, 
                                            agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=WRITE, output=shape(status="string", canonical_fact_id="string", restored_fact_ids="array"))
+@tool(kind=WRITE, hints=writes("Undo a consolidation", destructive=True, idempotent=False),
+      output=shape(status="string", canonical_fact_id="string", restored_fact_ids="array"))
 def memory_consolidate_undo(call: Call, canonical_fact_id: str, source_fact_ids: list[str]) -> ToolResult:
     """Undo a consolidation: its source facts live again, its canonical deleted."""
     require_consolidation_feature()
@@ -118,7 +122,8 @@ def memory_consolidate_undo(call: Call, canonical_fact_id: str, source_fact_ids:
                       f"{len(report['restored_fact_ids'])} source fact(s) live again", report)
 
 
-@tool(kind=WRITE, output=shape(old_fact_id="string", new_fact="object", reason="string?"))
+@tool(kind=WRITE, hints=writes("Edit a fact", destructive=False, idempotent=False),
+      output=shape(old_fact_id="string", new_fact="object", reason="string?"))
 def memory_edit(call: Call, fact_id: str, new_value: str, reason: Optional[str] = None) -> ToolResult:
     """Store new_value as the next version of a fact, keeping its pin."""
     _bounded("new_value", new_value, MAX_VALUE_BYTES)
@@ -127,14 +132,15 @@ def memory_edit(call: Call, fact_id: str, new_value: str, reason: Optional[str] 
                                 actor=call.agent))
 
 
-@tool(kind=WRITE, output=shape(fact_id="string", pinned="boolean"))
+@tool(kind=WRITE, hints=writes("Pin or unpin a fact", destructive=False, idempotent=True),
+      output=shape(fact_id="string", pinned="boolean"))
 def memory_pin(call: Call, fact_id: str, pinned: bool = True) -> ToolResult:
     """Pin or unpin a fact for this agent (forgets skip pinned facts)."""
     call.store.refresh()
     return _answer(pin_payload(call.store, fact_id, pinned, agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=READ, output=shape(versions="array"))
+@tool(kind=READ, hints=reads("Fact history"), output=shape(versions="array"))
 def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] = None,
                    fact_id: Optional[str] = None) -> ToolResult:
     """All versions of entity+key, or of fact_id's chain, deleted ones included."""
@@ -146,8 +152,9 @@ def memory_history(call: Call, entity: Optional[str] = None, key: Optional[str] 
     return _answer(history_payload(call.store, entity, key, fact_id, agent=call.agent, tenant=call.tenant))
 
 
-@tool(kind=WRITE, output=shape(turn_id="string", feature_enabled="boolean", memories_used="array",
-                               filtered_count="integer"))
+@tool(kind=WRITE, hints=writes("Acknowledge facts used", destructive=False, idempotent=False),
+      output=shape(turn_id="string", feature_enabled="boolean", memories_used="array",
+                   filtered_count="integer"))
 def memory_acknowledge_use(call: Call, turn_id: str, fact_ids: Optional[list[str]] = None,
                            intent: Optional[Intent] = None, retrieved_chunk_ids: Optional[list[str]] = None,
                            confidence: Optional[float] = None, note: Optional[str] = None) -> ToolResult:
@@ -159,8 +166,9 @@ def memory_acknowledge_use(call: Call, turn_id: str, fact_ids: Optional[list[str
                                        tenant=call.tenant))
 
 
-@tool(kind=READ, output=shape(scope="object", count="integer", facts_that_would_be_affected="array",
-                              dry_run="boolean"))
+@tool(kind=READ, hints=reads("Preview a forget"),
+      output=shape(scope="object", count="integer", facts_that_would_be_affected="array",
+                   dry_run="boolean"))
 def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional[int] = None,
                           include_pinned: bool = False) -> ToolResult:
     """What memory_forget would delete for a scope; writes nothing."""
@@ -170,10 +178,11 @@ def memory_forget_dry_run(call: Call, scope: ForgetScope, token_budget: Optional
     return _rows_within(payload, "facts_that_would_be_affected", budget)  # count: what memory_forget would delete
 
 
-@tool(kind=WRITE, output=shape(forget_receipt_id="string", facts_affected="integer",
-                               recovery_window_seconds="integer", recovery_window_ends_at="string",
-                               receipt_body_cbor_hex="string", receipt_body_hash_hex="string", scope="object",
-                               passport_id="string?"))
+@tool(kind=WRITE, hints=writes("Forget a scope", destructive=True, idempotent=False),
+      output=shape(forget_receipt_id="string", facts_affected="integer",
+                   recovery_window_seconds="integer", recovery_window_ends_at="string",
+                   receipt_body_cbor_hex="string", receipt_body_hash_hex="string", scope="object",
+                   passport_id="string?"))
 def memory_forget(call: Call, scope: ForgetScope, reason: str, tenant_id: Optional[str] = None,
                   token_budget: Optional[int] = None, include_pinned: bool = False) -> ToolResult:
     """Soft-delete a scope's unpinned facts and return a forget receipt (try the dry run first)."""
@@ -195,7 +204,7 @@ def memory_forget(call: Call, scope: ForgetScope, reason: str, tenant_id: Option
                                   receipt_tenant_id=call.tenant))
 
 
-@tool(kind=READ)
+@tool(kind=READ, hints=reads("Versions of a fact"))
 def fact_history(call: Call, entity: str, key: str) -> ToolResult:
     """All versions of entity+key this agent can see, deleted ones included."""
     call.store.refresh()

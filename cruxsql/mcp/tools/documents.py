@@ -15,7 +15,7 @@ from ...documents.search import budgeted_search
 from ..answer_budget import shaped_within, wire_tokens
 from ..arguments import Contract
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, reads, shape, tool, writes
 
 MAX_INGEST_BYTES = 256 * 1024
 
@@ -33,7 +33,7 @@ def _answer(call: Call, payload: Union[dict[str, Any], str]) -> ToolResult:
     return ToolResult(pretty_json(payload) if call.control else compact_json(payload), payload=payload)
 
 
-@tool(kind=READ, core=True, holdout=True)
+@tool(kind=READ, hints=reads("Search documents"), core=True, holdout=True)
 def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] = None,
           min_score: Optional[float] = None, contract: Contract = None,
           tenant_id: Optional[str] = None, dense: bool = True, fused: bool = False,
@@ -53,7 +53,7 @@ def query(call: Call, query: str, limit: int = 10, token_budget: Optional[int] =
     return shaped_within(budget, answer)  # the lean envelope's JSON fits; so does the whole answer
 
 
-@tool(kind=READ, holdout=True)
+@tool(kind=READ, hints=reads("Scan documents"), holdout=True)
 def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[int] = None,
                contract: Contract = None, tenant_id: Optional[str] = None) -> ToolResult:
     """BM25 search charging whole documents against token_budget; says when the budget cut it."""
@@ -69,16 +69,17 @@ def query_scan(call: Call, query: str, limit: int = 20, token_budget: Optional[i
     return _answer(call, budgeted_search(payload, None, budget, lambda lean: wire_tokens(_answer(call, lean))))
 
 
-@tool(kind=READ, core=True, holdout=True)
+@tool(kind=READ, hints=reads("Read search results"), core=True, holdout=True)
 def query_expand(call: Call, result_ids: list[str], contract: Contract = None,
                  tenant_id: Optional[str] = None) -> ToolResult:
     """The text of search results by result_id ("segment:doc")."""
     return _answer(call, call.lane.query_expand(result_ids, _tenant(call, tenant_id), contract))
 
 
-@tool(kind=WRITE, output=shape(ingested="integer", documents="integer", frame_count="integer", duplicates="integer",
-                               sealed="boolean", segment_seq="integer?", segment_id="string?", file_name="string?",
-                               blake3="string?"))   # no segment fields when every chunk was a duplicate
+@tool(kind=WRITE, hints=writes("Ingest a document", destructive=False, idempotent=True),
+      output=shape(ingested="integer", documents="integer", frame_count="integer", duplicates="integer",
+                   sealed="boolean", segment_seq="integer?", segment_id="string?", file_name="string?",
+                   blake3="string?"))   # no segment fields when every chunk was a duplicate
 def ingest_document(call: Call, doc_id: str, text: str, markdown: bool = True) -> ToolResult:
     """Add a note or document (at most 256 KiB) to the searchable documents."""
     size = len(text.encode("utf-8", "surrogatepass"))

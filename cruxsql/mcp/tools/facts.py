@@ -16,7 +16,7 @@ from ...recall.tokens import compact_json
 from ..arguments import Contract
 from ..answer_budget import longest_within
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, reads, shape, tool, writes
 
 HorizonClass = Literal["volatile", "medium", "stable", "none"]
 MAX_VALUE_BYTES = 1024 * 1024
@@ -29,8 +29,9 @@ def _bounded(name: str, text: str, limit: int) -> None:
         raise ToolError(f"`{name}` is {size} bytes; the limit is {limit}")
 
 
-@tool(kind=WRITE, core=True, output=shape(fact_id="string", entity="string", key="string", version="integer",
-                                          superseded_fact_ids="array"))
+@tool(kind=WRITE, hints=writes("Store a fact", destructive=False, idempotent=False), core=True,
+      output=shape(fact_id="string", entity="string", key="string", version="integer",
+                   superseded_fact_ids="array"))
 def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Optional[str] = None,
                confidence: float = 1.0, private: bool = False, horizon_class: Optional[HorizonClass] = None,
                freshness_horizon: Optional[str] = None, supersedes: Optional[list[str]] = None,
@@ -71,9 +72,10 @@ def store_fact(call: Call, entity: str, key: str, value: str, source_receipt: Op
                                    "superseded_fact_ids": refs})
 
 
-@tool(kind=READ, core=True, holdout=True, output=shape(rows="array", crc_v1="object", pointers="array",
-                                                       left_out="integer", filtered_below_threshold="integer",
-                                                       explain="object"))
+@tool(kind=READ, hints=reads("Query facts"), core=True, holdout=True,
+      output=shape(rows="array", crc_v1="object", pointers="array",
+                   left_out="integer", filtered_below_threshold="integer",
+                   explain="object"))
 def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] = None, top_k: int = 10,
                 token_budget: Optional[int] = None, include_superseded: bool = False, as_of: Optional[str] = None,
                 min_effective_confidence: Optional[float] = None, contract: Contract = None,
@@ -97,7 +99,7 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
     return ToolResult(text, structured, payload=result.crc_v1, sample=crc_v1.enabled(contract))
 
 
-@tool(kind=READ, core=True)
+@tool(kind=READ, hints=reads("Session bootstrap"), core=True)
 def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] = None,
                   token_budget: Optional[int] = None) -> ToolResult:
     """Bootstrap knowledge for a topic (docs, patterns, errors, tool-output) to read at session start."""
@@ -112,7 +114,7 @@ def get_bootstrap(call: Call, topic: Optional[str] = None, query: Optional[str] 
     return answer(longest_within(len(result.facts), answer, budget))
 
 
-@tool(kind=WRITE)
+@tool(kind=WRITE, hints=writes("Delete a fact", destructive=True, idempotent=True))
 def delete_fact(call: Call, fact_id: str, idempotency_key: Optional[str] = None) -> ToolResult:
     """Soft-delete one fact by id. idempotency_key: a retry with the same key reports the first
     result and appends nothing."""
@@ -126,7 +128,7 @@ def delete_fact(call: Call, fact_id: str, idempotency_key: Optional[str] = None)
     return ToolResult(f"deleted fact {fact_id}")
 
 
-@tool(kind=READ)
+@tool(kind=READ, hints=reads("List entities"))
 def list_entities(call: Call) -> ToolResult:
     """The entity names this agent can see."""
     return ToolResult(entities_text(visible_entities(call.store, call.tenant, call.agent)))

@@ -12,10 +12,10 @@ from ...recall.freshness_report import is_reserved, memory_freshness as freshnes
 from ...recall.reverification import reverify_with_receipt
 from ..answer_budget import longest_within
 from ..call import Call
-from ..registry import READ, WRITE, ToolError, ToolResult, shape, tool
+from ..registry import READ, WRITE, ToolError, ToolResult, reads, shape, tool, writes
 
 
-@tool(kind=READ, output=shape(facts="array", total_tokens="integer", returned="integer"))
+@tool(kind=READ, hints=reads("View memory"), output=shape(facts="array", total_tokens="integer", returned="integer"))
 def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                 token_budget: int = 2000) -> ToolResult:
     """The memory panel: this agent's visible facts, newest first, with pins."""
@@ -32,7 +32,7 @@ def memory_view(call: Call, entity: Optional[str] = None, key: Optional[str] = N
     return answer(longest_within(len(result.facts), answer, budget))
 
 
-@tool(kind=READ, output=shape(rows="array", policy="object", now="string"))
+@tool(kind=READ, hints=reads("Fact freshness"), output=shape(rows="array", policy="object", now="string"))
 def memory_freshness(call: Call, entity: Optional[str] = None, key: Optional[str] = None, top_k: int = 20,
                      token_budget: int = 500) -> ToolResult:
     """Fresh or stale, oldest first: which facts need re-verifying (top_k at most 500)."""
@@ -60,7 +60,8 @@ def _target(call: Call, fact_id: str, action: str) -> Optional[str]:
     return visible
 
 
-@tool(kind=WRITE, output=shape(fact_id="string", horizon_class="string", ok="boolean"))
+@tool(kind=WRITE, hints=writes("Set a freshness horizon", destructive=False, idempotent=True),
+      output=shape(fact_id="string", horizon_class="string", ok="boolean"))
 def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatile", "medium", "stable", "none"]
                        ) -> ToolResult:
     """Set a fact's freshness horizon (how fast it goes stale)."""
@@ -72,7 +73,8 @@ def memory_set_horizon(call: Call, fact_id: str, horizon_class: Literal["volatil
                       {"fact_id": fact_id, "horizon_class": horizon_class, "ok": True})
 
 
-@tool(kind=WRITE, output=shape(fact_id="string", receipt_id="string", receipt_class="string", reverified_at="string"))
+@tool(kind=WRITE, hints=writes("Re-verify a fact", destructive=False, idempotent=False),
+      output=shape(fact_id="string", receipt_id="string", receipt_class="string", reverified_at="string"))
 def memory_reverify(call: Call, fact_id: str) -> ToolResult:
     """Mark a fact re-verified now (resets its decay) and write a receipt."""
     agent = call.require_agent("memory_reverify")

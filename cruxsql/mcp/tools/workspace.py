@@ -16,7 +16,7 @@ from ...workspace import Workspace
 from ...workspace.context import MIN_BUDGET
 from ...workspace.schema import DB_NAME
 from ..call import Call
-from ..registry import READ, ToolError, ToolResult, shape, tool
+from ..registry import READ, ToolError, ToolResult, reads, shape, tool
 
 PROCESS = f"{os.getpid()}.{int(time.time())}"     # pid and start second: a reused pid is another session
 
@@ -35,8 +35,9 @@ def _run(call: Call, verb: str, **args: Any) -> ToolResult:
     return ToolResult(reply.text, reply.data)
 
 
-@tool(kind=READ, output=shape(query="string", mode="string", files_total="integer", occurrences_total="integer",
-                              ranked="boolean", missing_terms="array", offset="integer", files="array"))
+@tool(kind=READ, hints=reads("Search the workspace"),
+      output=shape(query="string", mode="string", files_total="integer", occurrences_total="integer",
+                   ranked="boolean", missing_terms="array", offset="integer", files="array"))
 def ctx_search(call: Call, query: str, mode: Literal["content", "paths", "count"] = "content", offset: int = 0,
                limit: Optional[int] = None, per_file: int = 5, exhaustive: bool = False) -> ToolResult:
     """Search the workspace's files for a query, ranked (defining files first), lines grouped per file."""
@@ -44,15 +45,17 @@ def ctx_search(call: Call, query: str, mode: Literal["content", "paths", "count"
                 exhaustive=exhaustive)
 
 
-@tool(kind=READ, output=shape(path="string", sha="string", mode="string", lines="integer", full_tokens="integer",
-                              content="string"))
+@tool(kind=READ, hints=reads("Read a workspace file"),
+      output=shape(path="string", sha="string", mode="string", lines="integer", full_tokens="integer",
+                   content="string"))
 def ctx_read(call: Call, path: str, mode: Optional[str] = None, if_hash: Optional[str] = None) -> ToolResult:
     """Read a workspace file in a mode (full, lines:START-END, signatures, map, sections; default auto)."""
     return _run(call, "ctx_read", path=path, mode=mode, if_hash=if_hash)
 
 
-@tool(kind=READ, output=shape(path="string", sha="string", view="string", full_tokens="integer", whole="boolean",
-                              content="string"))
+@tool(kind=READ, hints=reads("Read a document view"),
+      output=shape(path="string", sha="string", view="string", full_tokens="integer", whole="boolean",
+                   content="string"))
 def ctx_doc(call: Call, path: str, view: Literal["outline", "section", "code", "links", "skeleton"] = "outline",
             pattern: Optional[str] = None) -> ToolResult:
     """A view of a markdown file; pattern names the section (view=section) or the code language (view=code)."""
@@ -63,16 +66,18 @@ def ctx_doc(call: Call, path: str, view: Literal["outline", "section", "code", "
     return _run(call, "ctx_doc", path=path, view=view, pattern=pattern)
 
 
-@tool(kind=READ, output=shape(target="string", approximate="boolean", defined_in="array", deps="array",
-                              external="array", dependents="array", transitive="array", tests="array", uses="array",
-                              depth="integer"))
+@tool(kind=READ, hints=reads("Impact of a change"),
+      output=shape(target="string", approximate="boolean", defined_in="array", deps="array",
+                   external="array", dependents="array", transitive="array", tests="array", uses="array",
+                   depth="integer"))
 def ctx_impact(call: Call, target: str, depth: int = 3) -> ToolResult:
     """Deps, dependents, transitive dependents and affected tests of a file or symbol (approximate)."""
     return _run(call, "ctx_impact", target=target, depth=depth)
 
 
-@tool(kind=READ, output=shape(task="string", terms="array", budget="integer", used_tokens="integer",
-                              definitions="array", files="array", omitted="array"))
+@tool(kind=READ, hints=reads("Context for a task"),
+      output=shape(task="string", terms="array", budget="integer", used_tokens="integer",
+                   definitions="array", files="array", omitted="array"))
 def ctx_context(call: Call, task: str, token_budget: int = 1500) -> ToolResult:
     """One block packed under token_budget for a task: definitions, callers, files, snippets."""
     shaped = call.budget(token_budget)
@@ -82,8 +87,9 @@ def ctx_context(call: Call, task: str, token_budget: int = 1500) -> ToolResult:
     return _run(call, "ctx_context", task=task, token_budget=shaped)
 
 
-@tool(kind=READ, output=shape(handle="string", kind="string", path="string", qualname="string", start="integer",
-                              end="integer", moved="boolean", content="string"))
+@tool(kind=READ, hints=reads("Expand a handle"),
+      output=shape(handle="string", kind="string", path="string", qualname="string", start="integer",
+                   end="integer", moved="boolean", content="string"))
 def ctx_expand(call: Call, handle: str) -> ToolResult:
     """The text behind a handle a ctx_* tool issued (@h:<sha8> or PATH#QUALNAME@L<line>)."""
     return _run(call, "ctx_expand", handle=handle)
