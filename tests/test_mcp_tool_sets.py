@@ -28,6 +28,6 @@ def test_the_docs_state_the_figures_the_code_computes() -> None:
     budgets = " ".join((ROOT / "docs" / "budgets.md").read_text(encoding="utf-8").split())
     assert re.search(r"only the seven most used \(≈ ([\d,]+) tokens", readme)[1] == core_tokens  # type: ignore[index]
     assert len(sets["core"][0]) == 7
-    assert f"(≈ {core_tokens} tokens of `tools/list` instead of ≈ {all_tokens} for all thirty-six" in agents
-    assert len(sets["all"][0]) == 36
-    assert f"≈ {all_tokens} tokens for all 36 tools, ≈ {core_tokens} with `--tools core` (7 tools)" in budgets
+    assert f"(≈ {core_tokens} tokens of `tools/list` instead of ≈ {all_tokens} for all thirty-seven" in agents
+    assert len(sets["all"][0]) == 37
+    assert f"≈ {all_tokens} tokens for all 37 tools, ≈ {core_tokens} with `--tools core` (7 tools)" in budgets
