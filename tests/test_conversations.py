@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from cli_process import run_cruxsql
+from crux_reference import replay
+from cruxsql import TurnInput, store_conversation
 from cruxsql.facts.store import Store
 from mcp_clients import server_env, stdio
 
@@ -233,3 +235,17 @@ def test_private_turns_are_the_agents_own(portal, tmp_path: Path) -> None:
     finally:
         alice.close()
         bob.close()
+
+
+def test_a_crux_daemon_replaying_the_journal_reads_every_turn_as_a_fact(store: Store, data_dir: Path) -> None:
+    store_conversation(store, "locomo-mini", [TurnInput(**t) for t in TURNS], actor="hook")
+    store_conversation(store, "locomo-mini", [TurnInput(**t) for t in MORE], tenant="acme", agent="alice",
+                       private=True)
+    crux = replay(data_dir / "facts.jsonl")
+    assert crux.skipped_lines == []
+    assert sorted((f.tenant_hash, f.entity, f.key, f.value) for f in crux.facts.values()) == [
+        ("acme", "__agent::alice::conversation:locomo-mini", "turn:000000", "Caroline: Pottery class was fun"),
+        ("acme", "__agent::alice::conversation:locomo-mini", "turn:000001", "Melanie: Send me a photo of the bowl"),
+        *[("default", "conversation:locomo-mini", f"turn:{i:06d}", f"{t['speaker']}: {t['text']}")
+          for i, t in enumerate(TURNS)]]
+    assert store.verify().ok
