@@ -249,3 +249,26 @@ def test_a_crux_daemon_replaying_the_journal_reads_every_turn_as_a_fact(store: S
         *[("default", "conversation:locomo-mini", f"turn:{i:06d}", f"{t['speaker']}: {t['text']}")
           for i, t in enumerate(TURNS)]]
     assert store.verify().ok
+
+
+def test_the_storing_benchmark_runs_on_a_small_locomo_file(tmp_path: Path) -> None:
+    conversation = {"speaker_a": "Ann", "speaker_b": "Bob",
+                    "session_1_date_time": "1:56 pm on 8 May, 2023",
+                    "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex"},
+                                  {"speaker": "Bob", "dia_id": "D1:2", "text": "What breed is he?"}],
+                    "session_2_date_time": "10:37 am on 27 June, 2023",
+                    "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is Rex doing?"}]}
+    qa = [{"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4}]
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "7.json").write_text(json.dumps({**conversation, "qa": qa}), encoding="utf-8")
+    bench = Path(__file__).resolve().parents[1] / "tools" / "bench" / "bench_conversations.py"
+    result = subprocess.run([sys.executable, str(bench), "--data", str(data), "--rounds", "1"], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "conversations 1, turns 3, one call per conversation, best of 1" in out
+    assert "recall after a rebuild, 1 questions:" in out and out.rstrip().endswith("evidence turns in the top 10 1.000")
+    empty = subprocess.run([sys.executable, str(bench), "--data", str(tmp_path / "none")], capture_output=True,
+                           text=True, timeout=60)
+    assert (empty.returncode, empty.stderr.strip()) == (1, f"Error: no LoCoMo *.json files in {tmp_path / 'none'}")
