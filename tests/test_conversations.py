@@ -12,8 +12,9 @@ import pytest
 
 from cli_process import run_cruxsql
 from crux_reference import replay
-from cruxsql import TurnInput, store_conversation
+from cruxsql import Recall, TurnInput, store_conversation
 from cruxsql.facts.store import Store
+from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
 
 WHEN = "1:56 pm on 8 May, 2023"
@@ -272,3 +273,14 @@ def test_the_storing_benchmark_runs_on_a_small_locomo_file(tmp_path: Path) -> No
     empty = subprocess.run([sys.executable, str(bench), "--data", str(tmp_path / "none")], capture_output=True,
                            text=True, timeout=60)
     assert (empty.returncode, empty.stderr.strip()) == (1, f"Error: no LoCoMo *.json files in {tmp_path / 'none'}")
+
+
+def test_a_turn_line_stays_one_line_and_a_long_one_is_cut_to_the_budget(store: Store) -> None:
+    store_conversation(store, "ops-chat", [TurnInput("sre", "rollback: run\nterraform apply", time="2026-01-05"),
+                                           TurnInput("sre", "the deploy runbook says " + "word " * 2000)])
+    recall = Recall(store)
+    assert recall.search("terraform rollback", fusion="bm25", ids=False).text() == \
+        "[ops-chat #0, 2026-01-05] sre: rollback: run ⏎ terraform apply"
+    cut = recall.search("deploy runbook", fusion="bm25", ids=False, token_budget=60)
+    assert len(cut.lines) == 1 and cut.lines[0].startswith("[ops-chat #1] sre: the deploy runbook says word")
+    assert cut.lines[0].endswith("…") and estimate_tokens(cut.answer()) <= 60
