@@ -4,6 +4,7 @@ and covered unchanged by erasure, backup/restore and rebuild (the turns are ordi
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from cli_process import run_cruxsql
 from crux_reference import replay
 from cruxsql import Recall, TurnInput, store_conversation
+from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
@@ -284,3 +286,17 @@ def test_a_turn_line_stays_one_line_and_a_long_one_is_cut_to_the_budget(store: S
     cut = recall.search("deploy runbook", fusion="bm25", ids=False, token_budget=60)
     assert len(cut.lines) == 1 and cut.lines[0].startswith("[ops-chat #1] sre: the deploy runbook says word")
     assert cut.lines[0].endswith("…") and estimate_tokens(cut.answer()) <= 60
+
+
+@pytest.mark.parametrize("name,turn,error", [
+    ("diary", TurnInput("a", "x", id="D1\nforged line"), "turns[1].id: must be a string of at most 256 bytes"),
+    ("diary", TurnInput("a", "x", session="s\u2028"), "turns[1].session: must be a string"),
+    ("diary", TurnInput("a\x85b", "x"), "turns[1].speaker: 'a\\x85b' must be a name"),
+    ("diary\u2029x", TurnInput("a", "x"), "must not hold control characters or line breaks"),
+    ("diary\x9b", TurnInput("a", "x"), "must not hold control characters or line breaks"),
+])
+def test_names_and_labels_that_would_break_the_answer_line_are_refused(store: Store, name: str, turn: TurnInput,
+                                                                       error: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(error)):
+        store_conversation(store, name, [TurnInput("a", "fine"), turn])
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 0

@@ -80,6 +80,13 @@ def test_the_answer_line_names_conversation_position_time_and_speaker() -> None:
     assert turn_line(CAROLINE, "Caroline: I went…") == "[locomo-26 #123, 2023-05-08 13:56] Caroline: I went…"
 
 
+def test_the_answer_line_stays_one_line_at_every_line_boundary() -> None:
+    said = "a\r\nb\u2028c\x0cd\x85e\x1df"
+    line = turn_line(Turn("c", 0, "user", said), None, "f_1", "id=x\ny")     # a hand-stored turn's id too
+    assert line == "[c #0] user: a ⏎ b ⏎ c ⏎ d ⏎ e ⏎ f · f_1 · id=x ⏎ y"
+    assert len(line.splitlines()) == 1
+
+
 def _store_turns(store: Store, conversation: str, n: int, tenant: str = "default") -> list[int]:
     seqs = []
     for i in range(n):

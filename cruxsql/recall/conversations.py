@@ -14,6 +14,7 @@ a list of parts, whose text parts are joined), or an object holding either list 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
@@ -114,8 +115,9 @@ def _check_name(conversation: Any) -> None:
         raise InvalidInput("conversation must be a non-empty name")
     if _size(conversation) > MAX_NAME_BYTES:
         raise InvalidInput(f"conversation is {_size(conversation)} bytes; the limit is {MAX_NAME_BYTES}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in conversation):
-        raise InvalidInput(f"conversation {conversation!r} must not hold control characters")
+    if _breaks_line(conversation):
+        raise InvalidInput(f"conversation {conversation!r} must not hold control characters or line breaks")
+    _check_utf8(conversation, "conversation")
 
 
 def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
@@ -132,32 +134,63 @@ def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
 
 
 def _check_turn(turn: TurnInput, where: str) -> TurnInput:
-    speaker = turn.speaker
+    """The turn with its time normalised; InvalidInput `{where}.field: ...` for its first bad field."""
+    _check_speaker(turn.speaker, f"{where}.speaker")
+    _check_text(turn.text, f"{where}.text")
+    _check_label(turn.session, f"{where}.session")
+    _check_label(turn.id, f"{where}.id")
+    return replace(turn, time=_checked_time(turn.time, f"{where}.time"))
+
+
+def _check_speaker(speaker: Any, where: str) -> None:
+    """The value is `speaker: text`, and the speaker shows on the turn's one answer line."""
     if not isinstance(speaker, str) or not speaker.strip():
-        raise InvalidInput(f"{where}.speaker: must be a non-empty string")
-    if ":" in speaker or any(ord(c) < 32 for c in speaker) or _size(speaker) > MAX_LABEL_BYTES:
-        raise InvalidInput(f"{where}.speaker: {speaker!r} must be a name of at most {MAX_LABEL_BYTES} bytes "
-                           "without ':' or line breaks")
-    if not isinstance(turn.text, str):
-        raise InvalidInput(f"{where}.text: must be a string")
-    if _size(turn.text) > MAX_TEXT_BYTES:
-        raise InvalidInput(f"{where}.text: is {_size(turn.text)} bytes; the limit is {MAX_TEXT_BYTES}")
-    for name in ("session", "id"):
-        label = getattr(turn, name)
-        if label is not None and (not isinstance(label, str) or _size(label) > MAX_LABEL_BYTES):
-            raise InvalidInput(f"{where}.{name}: must be a string of at most {MAX_LABEL_BYTES} bytes")
-    for text in (speaker, turn.text, turn.session or "", turn.id or ""):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInput(f"{where}: {text!r} is not valid UTF-8 text") from None
-    if turn.time is not None and not isinstance(turn.time, str):
-        raise InvalidInput(f"{where}.time: must be a string")
+        raise InvalidInput(f"{where}: must be a non-empty string")
+    if ":" in speaker or _breaks_line(speaker) or _size(speaker) > MAX_LABEL_BYTES:
+        raise InvalidInput(f"{where}: {speaker!r} must be a name of at most {MAX_LABEL_BYTES} bytes "
+                           "without ':', control characters or line breaks")
+    _check_utf8(speaker, where)
+
+
+def _check_text(text: Any, where: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}: must be a string")
+    if _size(text) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"{where}: is {_size(text)} bytes; the limit is {MAX_TEXT_BYTES}")
+    _check_utf8(text, where)
+
+
+def _check_label(label: Any, where: str) -> None:
+    """A session or the caller's turn id (shown on the answer line with ids): short, one line."""
+    if label is None:
+        return
+    if not isinstance(label, str) or _size(label) > MAX_LABEL_BYTES or _breaks_line(label):
+        raise InvalidInput(f"{where}: must be a string of at most {MAX_LABEL_BYTES} bytes "
+                           "without control characters or line breaks")
+    _check_utf8(label, where)
+
+
+def _checked_time(time: Any, where: str) -> Optional[str]:
+    if time is None:
+        return None
+    if not isinstance(time, str):
+        raise InvalidInput(f"{where}: must be a string")
     try:
-        time = None if turn.time is None else normalize_time(turn.time)
+        return normalize_time(time)
     except InvalidInput as exc:
-        raise InvalidInput(f"{where}.time: {exc}") from None
-    return replace(turn, time=time)
+        raise InvalidInput(f"{where}: {exc}") from None
+
+
+def _breaks_line(text: str) -> bool:
+    """Whether `text` holds a control character (C0, DEL, C1) or a Unicode line or paragraph separator."""
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
+
+
+def _check_utf8(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{where}: {text!r} is not valid UTF-8 text") from None
 
 
 # --- reading what agents hand over -------------------------------------------------------------------

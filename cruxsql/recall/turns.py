@@ -38,7 +38,8 @@ SPEAKER_SEPARATOR = ": "
 KEY_GLOB = KEY_PREFIX + "[0-9]" * POSITION_DIGITS
 _KEY = re.compile(re.escape(KEY_PREFIX) + rf"([0-9]{{{POSITION_DIGITS}}})")
 _RECEIPT_KEYS = ("session", "time", "id")
-_LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+# every boundary str.splitlines() splits at, so a turn stays one line for any client that splits lines
+_LINE_BREAK = re.compile("\r\n|[\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -206,12 +207,13 @@ def last_position(db: apsw.Connection, tenant_hash: str, entity: str) -> Optiona
 # --- the answer line ------------------------------------------------------------------------------
 
 def turn_line(turn: Turn, value: Optional[str] = None, *fields: str) -> str:
-    """A turn as `recall` shows it: `[NAME #P, 2023-05-08 13:56] SPEAKER: TEXT` (line breaks as ⏎), then
-    each non-empty field after ` · `; `value` replaces `SPEAKER: TEXT` (a value cut to a budget)."""
+    """A turn as `recall` shows it: `[NAME #P, 2023-05-08 13:56] SPEAKER: TEXT`, then each non-empty field
+    after ` · `, one line (its line breaks as ⏎, a turn fact stored by hand too); `value` replaces
+    `SPEAKER: TEXT` (a value cut to a budget)."""
     said = f"{turn.speaker}{SPEAKER_SEPARATOR}{turn.text}" if value is None else value
     when = f", {_short_time(turn.time)}" if turn.time else ""
-    head = f"[{turn.conversation} #{turn.position}{when}] {_LINE_BREAK.sub(' ⏎ ', said)}"
-    return " · ".join((head, *(f for f in fields if f)))
+    head = f"[{turn.conversation} #{turn.position}{when}] {said}"
+    return _LINE_BREAK.sub(" ⏎ ", " · ".join((head, *(f for f in fields if f))))
 
 
 def _short_time(time: str) -> str:
