@@ -16,6 +16,7 @@ from crux_reference import replay
 from cruxsql import Recall, TurnInput, store_conversation
 from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
+from cruxsql.recall.conversations import read_turns
 from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
 
@@ -300,3 +301,13 @@ def test_names_and_labels_that_would_break_the_answer_line_are_refused(store: St
     with pytest.raises(InvalidInput, match=re.escape(error)):
         store_conversation(store, name, [TurnInput("a", "fine"), turn])
     assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+
+
+def test_chat_messages_read_responses_api_text_parts_and_skip_blank_ones() -> None:
+    turns, skipped = read_turns(json.dumps({"model": "gpt-x", "messages": [
+        {"role": "user", "content": [{"type": "input_text", "text": "Where is the staging database?"}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "On db-2,"}, "port 5433."]},
+        {"role": "tool", "content": " \n"}]}))
+    assert (turns, skipped) == ([TurnInput("user", "Where is the staging database?"),
+                                 TurnInput("assistant", "On db-2,\nport 5433.")], 2)

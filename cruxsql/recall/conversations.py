@@ -8,7 +8,7 @@ writers never take the same position. An idempotency key makes a retry return th
 `turns_from_json` reads what agents and hooks hand over: a list of turns `{speaker, text, time?,
 session?, id?}`, or of chat messages `{role, content}` (OpenAI / Anthropic style; `content` a string or
 a list of parts, whose text parts are joined), or an object holding either list under `turns` or
-`messages`. A message holding no text (a tool call, an image) is skipped.
+`messages`. A message holding no text (a tool call, an image, blank content) is skipped.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ MAX_TOTAL_BYTES = 32 * 1024 * 1024     # one journal line, well under Crux's 64 
 MAX_NAME_BYTES = 1024
 MAX_LABEL_BYTES = 256                  # speaker, session, id
 _TURN_KEYS = ("speaker", "text", "time", "session", "id")
+_TEXT_PARTS = ("text", "input_text", "output_text")   # Chat Completions and Anthropic; OpenAI's Responses API
 
 
 @dataclass(frozen=True)
@@ -260,20 +261,28 @@ def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
 
 
 def _content_text(content: Any, where: str) -> Optional[str]:
-    """A message's text: the string, or its text parts joined by a line break; None without text."""
+    """A message's text: the string, or its text parts joined by a line break; None when it holds none (a
+    tool call, an image, an empty or blank content)."""
     if content is None or isinstance(content, str):
-        return content
-    if not isinstance(content, list):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(_part_texts(content, where))
+    else:
         raise InvalidInput(f"{where}.content: must be a string or a list of parts")
-    texts: list[str] = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type", "text") == "text":
+    return text if text is not None and text.strip() else None
+
+
+def _part_texts(parts: list, where: str) -> list[str]:
+    """The text of each text part (a string, or `{type, text}` of a `_TEXT_PARTS` type); others skipped."""
+    texts = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type", "text") in _TEXT_PARTS:
             part = part.get("text")
             if not isinstance(part, str):
                 raise InvalidInput(f"{where}.content: a text part must hold its text as a string")
         if isinstance(part, str):
             texts.append(part)
-    return "\n".join(texts) if texts else None
+    return texts
 
 
 def _optional_text(obj: dict, name: str, where: str) -> Optional[str]:
