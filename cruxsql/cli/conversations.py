@@ -10,7 +10,7 @@ import click
 from ..errors import InvalidInput
 from ..recall.conversations import check_conversation, read_turns, store_conversation as store_turns
 from .common import data_dir_option, echo_json, fails_cleanly, open_store
-from .options import actor_option, json_flag, tenant_option
+from .options import actor_option, idempotency_key_option, json_flag, tenant_option
 
 
 @click.command("store-conversation")
@@ -19,8 +19,7 @@ from .options import actor_option, json_flag, tenant_option
 @tenant_option("Tenant (tenant_hash) of the turns.", default="default")
 @actor_option("Who stored them.")
 @json_flag("Print what was stored as JSON.")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Client key: a retry with the same key prints the first result and stores nothing again.")
+@idempotency_key_option()
 @data_dir_option
 @fails_cleanly
 def store_conversation(name: str, file, tenant: str, actor: Optional[str], as_json: bool,
