@@ -16,6 +16,7 @@ from crux_reference import replay
 from cruxsql import Recall, TurnInput, store_conversation
 from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
+from cruxsql.cli import conversations as cli_conversations
 from cruxsql.recall.conversations import read_turns
 from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
@@ -311,3 +312,14 @@ def test_chat_messages_read_responses_api_text_parts_and_skip_blank_ones() -> No
         {"role": "tool", "content": " \n"}]}))
     assert (turns, skipped) == ([TurnInput("user", "Where is the staging database?"),
                                  TurnInput("assistant", "On db-2,\nport 5433.")], 2)
+
+
+def test_the_cli_refuses_an_input_past_its_limit_before_reading_it_all(cli, data_dir: Path, monkeypatch) -> None:
+    monkeypatch.setattr(cli_conversations, "MAX_INPUT_CHARS", 100)
+    turns = json.dumps([{"speaker": "a", "text": "x" * 60}, {"speaker": "b", "text": "y"}])
+    result = cli("store-conversation", "big", input=turns, ok=False)
+    assert (result.exit_code, result.output.splitlines()[-1]) == (
+        1, "Error: the input is over 100 characters: store the conversation in several calls (at most 10000 turns "
+           "and 33554432 bytes of text each)")
+    assert not data_dir.exists()
+    assert cli("store-conversation", "big", input=turns[:99], ok=False).output.startswith("Error: line 1: invalid JSON")

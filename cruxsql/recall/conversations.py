@@ -29,6 +29,7 @@ MAX_TEXT_BYTES = 1024 * 1024
 MAX_TOTAL_BYTES = 32 * 1024 * 1024     # one journal line, well under Crux's 64 MiB record ceiling
 MAX_NAME_BYTES = 1024
 MAX_LABEL_BYTES = 256                  # speaker, session, id
+MAX_INPUT_CHARS = 4 * MAX_TOTAL_BYTES  # a file or stdin: a call's turns, JSON-escaped, with their labels
 _TURN_KEYS = ("speaker", "text", "time", "session", "id")
 _TEXT_PARTS = ("text", "input_text", "output_text")   # Chat Completions and Anthropic; OpenAI's Responses API
 
