@@ -14,7 +14,7 @@ import pytest
 from cli_process import run_cruxsql
 from crux_reference import replay
 from cruxsql import Recall, TurnInput, store_conversation
-from cruxsql.errors import InvalidInput
+from cruxsql.errors import Conflict, InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.cli import conversations as cli_conversations
 from cruxsql.recall.conversations import read_turns
@@ -323,3 +323,13 @@ def test_the_cli_refuses_an_input_past_its_limit_before_reading_it_all(cli, data
            "and 33554432 bytes of text each)")
     assert not data_dir.exists()
     assert cli("store-conversation", "big", input=turns[:99], ok=False).output.startswith("Error: line 1: invalid JSON")
+
+
+def test_a_key_reused_for_other_turns_or_another_conversation_is_refused_and_stores_nothing(store: Store) -> None:
+    first = store_conversation(store, "standup", [TurnInput("ann", "the launch slipped")], idempotency_key="hook-7")
+    for name, text in (("standup", "the launch is on time"), ("retro", "the launch slipped")):
+        with pytest.raises(Conflict, match="idempotency key 'hook-7' was already used for a different request"):
+            store_conversation(store, name, [TurnInput("ann", text)], idempotency_key="hook-7")
+    again = store_conversation(store, "standup", [TurnInput("ann", "the launch slipped")], idempotency_key="hook-7")
+    assert again.facts == first.facts
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
