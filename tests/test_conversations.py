@@ -17,6 +17,7 @@ from cruxsql import Recall, TurnInput, store_conversation
 from cruxsql.errors import Conflict, InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.cli import conversations as cli_conversations
+from cruxsql.recall import conversations
 from cruxsql.recall.conversations import read_turns
 from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
@@ -333,3 +334,11 @@ def test_a_key_reused_for_other_turns_or_another_conversation_is_refused_and_sto
     again = store_conversation(store, "standup", [TurnInput("ann", "the launch slipped")], idempotency_key="hook-7")
     assert again.facts == first.facts
     assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
+
+
+def test_the_text_limit_counts_the_text_as_the_journal_line_holds_it(store: Store, monkeypatch) -> None:
+    monkeypatch.setattr(conversations, "MAX_TOTAL_BYTES", 100)
+    store_conversation(store, "ok", [TurnInput("a", "x" * 40), TurnInput("b", "y" * 40)])
+    with pytest.raises(InvalidInput, match=r"the turns hold 304 bytes of text \(JSON-escaped\); the limit per call is 100"):
+        store_conversation(store, "escaped", [TurnInput("a", "\x01" * 25), TurnInput("b", "\x02" * 25)])
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 2

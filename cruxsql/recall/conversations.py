@@ -26,7 +26,7 @@ from .turns import Turn, conversation_entity, last_position, normalize_time, par
 
 MAX_TURNS = 10_000
 MAX_TEXT_BYTES = 1024 * 1024
-MAX_TOTAL_BYTES = 32 * 1024 * 1024     # one journal line, well under Crux's 64 MiB record ceiling
+MAX_TOTAL_BYTES = 32 * 1024 * 1024     # escaped text of one journal line: well under Crux's 64 MiB ceiling
 MAX_NAME_BYTES = 1024
 MAX_LABEL_BYTES = 256                  # speaker, session, id
 MAX_INPUT_CHARS = 4 * MAX_TOTAL_BYTES  # a file or stdin: a call's turns, JSON-escaped, with their labels
@@ -129,9 +129,10 @@ def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
     if len(turns) > MAX_TURNS:
         raise InvalidInput(f"store_conversation takes at most {MAX_TURNS} turns per call, got {len(turns)}")
     checked = [_check_turn(turn, f"turns[{i}]") for i, turn in enumerate(turns)]
-    total = sum(_size(t.text) for t in checked)
+    total = sum(_size(json.dumps(t.text, ensure_ascii=False)) for t in checked)    # as the journal line holds it
     if total > MAX_TOTAL_BYTES:
-        raise InvalidInput(f"the turns hold {total} bytes of text; the limit per call is {MAX_TOTAL_BYTES}")
+        raise InvalidInput(f"the turns hold {total} bytes of text (JSON-escaped); the limit per call is "
+                           f"{MAX_TOTAL_BYTES}")
     return checked
 
 
