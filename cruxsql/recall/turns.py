@@ -128,7 +128,8 @@ def _receipt_fields(receipt: Optional[str]) -> Optional[dict[str, str]]:
 # --- time: the forms agents send, normalised to RFC 3339 UTC -------------------------------------
 
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-_NAIVE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
+# a date and time without offset, as Python's datetime.isoformat() writes a naive one: taken as UTC
+_NAIVE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(\.[0-9]{1,9})?)?")
 # LoCoMo's session times: "1:56 pm on 8 May, 2023"
 _SPOKEN = re.compile(r"([0-9]{1,2}):([0-9]{2})\s*([ap])\.?m\.?\s+on\s+([0-9]{1,2})\s+([a-z]+)\.?,?\s+([0-9]{4})",
                      re.IGNORECASE)
@@ -145,8 +146,8 @@ def normalize_time(text: str) -> str:
         return _rfc3339(f"{text}T00:00:00Z", text)
     naive = _NAIVE.fullmatch(text)
     if naive is not None:
-        day, hh, mi, ss = naive.groups()
-        return _rfc3339(f"{day}T{hh}:{mi}:{ss or '00'}Z", text)
+        day, hh, mi, ss, fraction = naive.groups()
+        return _rfc3339(f"{day}T{hh}:{mi}:{ss or '00'}{fraction or ''}Z", text)
     spoken = _SPOKEN.fullmatch(text)
     if spoken is not None:
         return _rfc3339(_spoken_rfc3339(*spoken.groups()) or "", text)
