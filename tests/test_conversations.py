@@ -310,9 +310,11 @@ def test_chat_messages_read_responses_api_text_parts_and_skip_blank_ones() -> No
         {"role": "user", "content": [{"type": "input_text", "text": "Where is the staging database?"}]},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1"}]},
         {"role": "assistant", "content": [{"type": "output_text", "text": "On db-2,"}, "port 5433."]},
-        {"role": "tool", "content": " \n"}]}))
+        {"role": "tool", "content": " \n"},
+        {"role": "user", "text": None, "content": "Thanks"},              # a null text: the content is read
+        {"role": "user", "text": " "}]}))
     assert (turns, skipped) == ([TurnInput("user", "Where is the staging database?"),
-                                 TurnInput("assistant", "On db-2,\nport 5433.")], 2)
+                                 TurnInput("assistant", "On db-2,\nport 5433."), TurnInput("user", "Thanks")], 3)
 
 
 def test_the_cli_refuses_an_input_past_its_limit_before_reading_it_all(cli, data_dir: Path, monkeypatch) -> None:

@@ -243,19 +243,28 @@ def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
     ...}` (other keys ignored; None when it holds no text)."""
     if not isinstance(obj, dict):
         raise InvalidInput(f"{where}: expected an object with speaker and text (or role and content)")
-    message = "role" in obj or "content" in obj
-    if not message:
-        unknown = sorted(set(obj) - set(_TURN_KEYS))
-        if unknown:
-            raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)} (turn keys: {', '.join(_TURN_KEYS)}; "
-                               "or a message with role and content)")
-    speaker = obj.get("speaker", obj.get("role"))
-    if not isinstance(speaker, str):
-        raise InvalidInput(f"{where}.{'speaker' if 'speaker' in obj or not message else 'role'}: "
-                           "is required and must be a string")
-    text = obj["text"] if "text" in obj else _content_text(obj.get("content"), where) if message else None
-    if text is None and message:
+    if "role" in obj or "content" in obj:
+        return _message_turn(obj, where)
+    unknown = sorted(set(obj) - set(_TURN_KEYS))
+    if unknown:
+        raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)} (turn keys: {', '.join(_TURN_KEYS)}; "
+                           "or a message with role and content)")
+    return _turn_input(obj, "speaker", obj.get("text"), where)
+
+
+def _message_turn(message: dict, where: str) -> Optional[TurnInput]:
+    """A chat message's turn: its `speaker` or `role`, its `text` or `content`; None when it holds no text."""
+    field = "text" if message.get("text") is not None else "content"
+    text = _content_text(message.get(field), f"{where}.{field}")
+    if text is None:
         return None
+    return _turn_input(message, "speaker" if "speaker" in message else "role", text, where)
+
+
+def _turn_input(obj: dict, speaker_field: str, text: Any, where: str) -> TurnInput:
+    speaker = obj.get(speaker_field)
+    if not isinstance(speaker, str):
+        raise InvalidInput(f"{where}.{speaker_field}: is required and must be a string")
     if not isinstance(text, str):
         raise InvalidInput(f"{where}.text: is required and must be a string")
     return TurnInput(speaker, text, _optional_text(obj, "time", where), _label(obj, "session", where),
@@ -270,7 +279,7 @@ def _content_text(content: Any, where: str) -> Optional[str]:
     elif isinstance(content, list):
         text = "\n".join(_part_texts(content, where))
     else:
-        raise InvalidInput(f"{where}.content: must be a string or a list of parts")
+        raise InvalidInput(f"{where}: must be a string or a list of parts")
     return text if text is not None and text.strip() else None
 
 
@@ -281,7 +290,7 @@ def _part_texts(parts: list, where: str) -> list[str]:
         if isinstance(part, dict) and part.get("type", "text") in _TEXT_PARTS:
             part = part.get("text")
             if not isinstance(part, str):
-                raise InvalidInput(f"{where}.content: a text part must hold its text as a string")
+                raise InvalidInput(f"{where}: a text part must hold its text as a string")
         if isinstance(part, str):
             texts.append(part)
     return texts
