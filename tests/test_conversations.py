@@ -344,3 +344,12 @@ def test_the_text_limit_counts_the_text_as_the_journal_line_holds_it(store: Stor
     with pytest.raises(InvalidInput, match=r"the turns hold 304 bytes of text \(JSON-escaped\); the limit per call is 100"):
         store_conversation(store, "escaped", [TurnInput("a", "\x01" * 25), TurnInput("b", "\x02" * 25)])
     assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 2
+
+
+def test_a_blank_tenant_continues_the_default_tenants_conversation_and_supersedes_no_turn(store: Store) -> None:
+    store_conversation(store, "standup", [TurnInput("ann", "first"), TurnInput("bob", "second")])
+    later = store_conversation(store, "standup", [TurnInput("ann", "third")], tenant=" ")   # stored as "default"
+    assert later.positions == (2, 2)
+    rows = store.db.execute("SELECT tenant_hash, key, value, superseded_by, version FROM facts ORDER BY seq").fetchall()
+    assert rows == [("default", "turn:000000", "ann: first", None, 1), ("default", "turn:000001", "bob: second", None, 1),
+                    ("default", "turn:000002", "ann: third", None, 1)]

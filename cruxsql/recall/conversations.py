@@ -20,7 +20,6 @@ from typing import Any, Optional, Sequence
 
 from ..errors import InvalidInput
 from ..facts.codec import Fact
-from ..facts.privacy import agent_private_entity
 from ..facts.store import Store, StoreRequest
 from .turns import Turn, conversation_entity, last_position, normalize_time, parse_turn, turn_fact, turn_key
 
@@ -78,10 +77,10 @@ def store_conversation(store: Store, conversation: str, turns: Sequence[TurnInpu
     if private and agent is None:
         raise InvalidInput("private turns require an agent identity")
     requests = [_request(conversation, i, turn, tenant, agent, actor, private) for i, turn in enumerate(checked)]
-    stored_entity = agent_private_entity(agent, requests[0].entity) if private and agent else requests[0].entity
+    stored_tenant, stored_entity, _ = store.chain_key(requests[0])     # the tenant default and agent scope applied
 
     def place(given: list[StoreRequest]) -> list[StoreRequest]:
-        last = last_position(store.db, tenant, stored_entity)
+        last = last_position(store.db, stored_tenant, stored_entity)
         start = 0 if last is None else last + 1
         turn_key(start + len(given) - 1)           # refuses a conversation past its last position
         return [replace(r, key=turn_key(start + i)) for i, r in enumerate(given)]
