@@ -353,3 +353,10 @@ def test_a_blank_tenant_continues_the_default_tenants_conversation_and_supersede
     rows = store.db.execute("SELECT tenant_hash, key, value, superseded_by, version FROM facts ORDER BY seq").fetchall()
     assert rows == [("default", "turn:000000", "ann: first", None, 1), ("default", "turn:000001", "bob: second", None, 1),
                     ("default", "turn:000002", "ann: third", None, 1)]
+
+
+def test_jsonl_lines_end_at_a_newline_alone() -> None:
+    lines = [json.dumps({"speaker": "ann", "text": "page one\u2028page two\x0cend"}, ensure_ascii=False),
+             json.dumps({"role": "user", "content": "ok"})]
+    assert read_turns("\r\n".join(lines) + "\r\n") == (
+        [TurnInput("ann", "page one\u2028page two\x0cend"), TurnInput("user", "ok")], 0)

@@ -108,7 +108,7 @@ def check_conversation(conversation: str, turns: Sequence[TurnInput]) -> list[Tu
     """The name and turns checked (times normalised), as `store_conversation` checks them before storing:
     a surface calls it first to refuse bad input before it opens or creates anything."""
     _check_name(conversation)
-    return check_turns(turns)
+    return _check_turns(turns)
 
 
 def _check_name(conversation: Any) -> None:
@@ -121,7 +121,7 @@ def _check_name(conversation: Any) -> None:
     _check_utf8(conversation, "conversation")
 
 
-def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
+def _check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
     """The turns with their times normalised; InvalidInput `turns[i].field: ...` for the first bad one."""
     if not turns:
         raise InvalidInput("store_conversation needs at least one turn")
@@ -201,11 +201,11 @@ def read_turns(text: str) -> tuple[list[TurnInput], int]:
     """(turns, skipped messages) from JSON (`turns_from_json`) or JSONL (one turn or message a line)."""
     try:
         data = json.loads(text)
-    except ValueError:
-        return turns_from_items([(f"line {n}", _json_line(line, n)) for n, line in enumerate(text.splitlines(), 1)
+    except ValueError:   # JSONL: lines end at \n alone (a JSON string may hold U+2028 or a form feed raw)
+        return _turns_from_items([(f"line {n}", _json_line(line, n)) for n, line in enumerate(text.split("\n"), 1)
                                  if line.strip()])
     if isinstance(data, dict) and "turns" not in data and "messages" not in data:
-        return turns_from_items([("line 1", data)])
+        return _turns_from_items([("line 1", data)])
     return turns_from_json(data)
 
 
@@ -224,20 +224,20 @@ def turns_from_json(data: Any, where: str = "turns") -> tuple[list[TurnInput], i
         return turns_from_json(data[name], name)
     if not isinstance(data, list):
         raise InvalidInput("expected a JSON list of turns or messages, or an object with `turns` or `messages`")
-    return turns_from_items([(f"{where}[{i}]", item) for i, item in enumerate(data)])
+    return _turns_from_items([(f"{where}[{i}]", item) for i, item in enumerate(data)])
 
 
-def turns_from_items(items: Sequence[tuple[str, Any]]) -> tuple[list[TurnInput], int]:
+def _turns_from_items(items: Sequence[tuple[str, Any]]) -> tuple[list[TurnInput], int]:
     """(turns, skipped) from (where, decoded object) pairs: each a turn or a chat message."""
     turns = []
     for where, item in items:
-        turn = turn_from_obj(item, where)
+        turn = _turn_from_obj(item, where)
         if turn is not None:
             turns.append(turn)
     return turns, len(items) - len(turns)
 
 
-def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
+def _turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
     """A turn `{speaker, text, time?, session?, id?}` (no other keys) or a chat message `{role, content,
     ...}` (other keys ignored; None when it holds no text)."""
     if not isinstance(obj, dict):
