@@ -4,6 +4,7 @@ and covered unchanged by erasure, backup/restore and rebuild (the turns are ordi
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from cli_process import run_cruxsql
+from crux_reference import replay
+from cruxsql import Recall, TurnInput, store_conversation
+from cruxsql.errors import Conflict, InvalidInput
 from cruxsql.facts.store import Store
+from cruxsql.cli import conversations as cli_conversations
+from cruxsql.recall import conversations
+from cruxsql.recall.conversations import read_turns
+from cruxsql.recall.tokens import estimate_tokens
 from mcp_clients import server_env, stdio
 
 WHEN = "1:56 pm on 8 May, 2023"
@@ -235,3 +243,122 @@ def test_private_turns_are_the_agents_own(portal, tmp_path: Path) -> None:
     finally:
         alice.close()
         bob.close()
+
+
+def test_a_crux_daemon_replaying_the_journal_reads_every_turn_as_a_fact(store: Store, data_dir: Path) -> None:
+    store_conversation(store, "locomo-mini", [TurnInput(**t) for t in TURNS], actor="hook")
+    store_conversation(store, "locomo-mini", [TurnInput(**t) for t in MORE], tenant="acme", agent="alice",
+                       private=True)
+    crux = replay(data_dir / "facts.jsonl")
+    assert crux.skipped_lines == []
+    assert sorted((f.tenant_hash, f.entity, f.key, f.value) for f in crux.facts.values()) == [
+        ("acme", "__agent::alice::conversation:locomo-mini", "turn:000000", "Caroline: Pottery class was fun"),
+        ("acme", "__agent::alice::conversation:locomo-mini", "turn:000001", "Melanie: Send me a photo of the bowl"),
+        *[("default", "conversation:locomo-mini", f"turn:{i:06d}", f"{t['speaker']}: {t['text']}")
+          for i, t in enumerate(TURNS)]]
+    assert store.verify().ok
+
+
+def test_the_storing_benchmark_runs_on_a_small_locomo_file(tmp_path: Path) -> None:
+    conversation = {"speaker_a": "Ann", "speaker_b": "Bob",
+                    "session_1_date_time": "1:56 pm on 8 May, 2023",
+                    "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex"},
+                                  {"speaker": "Bob", "dia_id": "D1:2", "text": "What breed is he?"}],
+                    "session_2_date_time": "10:37 am on 27 June, 2023",
+                    "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is Rex doing?"}]}
+    qa = [{"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4}]
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "7.json").write_text(json.dumps({**conversation, "qa": qa}), encoding="utf-8")
+    bench = Path(__file__).resolve().parents[1] / "tools" / "bench" / "bench_conversations.py"
+    result = subprocess.run([sys.executable, str(bench), "--data", str(data), "--rounds", "1"], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "conversations 1, turns 3, one call per conversation, best of 1" in out
+    assert "recall after a rebuild, 1 questions:" in out and out.rstrip().endswith("evidence turns in the top 10 1.000")
+    empty = subprocess.run([sys.executable, str(bench), "--data", str(tmp_path / "none")], capture_output=True,
+                           text=True, timeout=60)
+    assert (empty.returncode, empty.stderr.strip()) == (1, f"Error: no LoCoMo *.json files in {tmp_path / 'none'}")
+
+
+def test_a_turn_line_stays_one_line_and_a_long_one_is_cut_to_the_budget(store: Store) -> None:
+    store_conversation(store, "ops-chat", [TurnInput("sre", "rollback: run\nterraform apply", time="2026-01-05"),
+                                           TurnInput("sre", "the deploy runbook says " + "word " * 2000)])
+    recall = Recall(store)
+    assert recall.search("terraform rollback", fusion="bm25", ids=False).text() == \
+        "[ops-chat #0, 2026-01-05] sre: rollback: run ⏎ terraform apply"
+    cut = recall.search("deploy runbook", fusion="bm25", ids=False, token_budget=60)
+    assert len(cut.lines) == 1 and cut.lines[0].startswith("[ops-chat #1] sre: the deploy runbook says word")
+    assert cut.lines[0].endswith("…") and estimate_tokens(cut.answer()) <= 60
+
+
+@pytest.mark.parametrize("name,turn,error", [
+    ("diary", TurnInput("a", "x", id="D1\nforged line"), "turns[1].id: must be a string of at most 256 bytes"),
+    ("diary", TurnInput("a", "x", session="s\u2028"), "turns[1].session: must be a string"),
+    ("diary", TurnInput("a\x85b", "x"), "turns[1].speaker: 'a\\x85b' must be a name"),
+    ("diary\u2029x", TurnInput("a", "x"), "must not hold control characters or line breaks"),
+    ("diary\x9b", TurnInput("a", "x"), "must not hold control characters or line breaks"),
+])
+def test_names_and_labels_that_would_break_the_answer_line_are_refused(store: Store, name: str, turn: TurnInput,
+                                                                       error: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(error)):
+        store_conversation(store, name, [TurnInput("a", "fine"), turn])
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+
+
+def test_chat_messages_read_responses_api_text_parts_and_skip_blank_ones() -> None:
+    turns, skipped = read_turns(json.dumps({"model": "gpt-x", "messages": [
+        {"role": "user", "content": [{"type": "input_text", "text": "Where is the staging database?"}]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "On db-2,"}, "port 5433."]},
+        {"role": "tool", "content": " \n"},
+        {"role": "user", "text": None, "content": "Thanks"},              # a null text: the content is read
+        {"role": "user", "text": " "}]}))
+    assert (turns, skipped) == ([TurnInput("user", "Where is the staging database?"),
+                                 TurnInput("assistant", "On db-2,\nport 5433."), TurnInput("user", "Thanks")], 3)
+
+
+def test_the_cli_refuses_an_input_past_its_limit_before_reading_it_all(cli, data_dir: Path, monkeypatch) -> None:
+    monkeypatch.setattr(cli_conversations, "MAX_INPUT_CHARS", 100)
+    turns = json.dumps([{"speaker": "a", "text": "x" * 60}, {"speaker": "b", "text": "y"}])
+    result = cli("store-conversation", "big", input=turns, ok=False)
+    assert (result.exit_code, result.output.splitlines()[-1]) == (
+        1, "Error: the input is over 100 characters: store the conversation in several calls (at most 10000 turns "
+           "and 33554432 bytes of text each)")
+    assert not data_dir.exists()
+    assert cli("store-conversation", "big", input=turns[:99], ok=False).output.startswith("Error: line 1: invalid JSON")
+
+
+def test_a_key_reused_for_other_turns_or_another_conversation_is_refused_and_stores_nothing(store: Store) -> None:
+    first = store_conversation(store, "standup", [TurnInput("ann", "the launch slipped")], idempotency_key="hook-7")
+    for name, text in (("standup", "the launch is on time"), ("retro", "the launch slipped")):
+        with pytest.raises(Conflict, match="idempotency key 'hook-7' was already used for a different request"):
+            store_conversation(store, name, [TurnInput("ann", text)], idempotency_key="hook-7")
+    again = store_conversation(store, "standup", [TurnInput("ann", "the launch slipped")], idempotency_key="hook-7")
+    assert again.facts == first.facts
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
+
+
+def test_the_text_limit_counts_the_text_as_the_journal_line_holds_it(store: Store, monkeypatch) -> None:
+    monkeypatch.setattr(conversations, "MAX_TOTAL_BYTES", 100)
+    store_conversation(store, "ok", [TurnInput("a", "x" * 40), TurnInput("b", "y" * 40)])
+    with pytest.raises(InvalidInput, match=r"the turns hold 304 bytes of text \(JSON-escaped\); the limit per call is 100"):
+        store_conversation(store, "escaped", [TurnInput("a", "\x01" * 25), TurnInput("b", "\x02" * 25)])
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 2
+
+
+def test_a_blank_tenant_continues_the_default_tenants_conversation_and_supersedes_no_turn(store: Store) -> None:
+    store_conversation(store, "standup", [TurnInput("ann", "first"), TurnInput("bob", "second")])
+    later = store_conversation(store, "standup", [TurnInput("ann", "third")], tenant=" ")   # stored as "default"
+    assert later.positions == (2, 2)
+    rows = store.db.execute("SELECT tenant_hash, key, value, superseded_by, version FROM facts ORDER BY seq").fetchall()
+    assert rows == [("default", "turn:000000", "ann: first", None, 1), ("default", "turn:000001", "bob: second", None, 1),
+                    ("default", "turn:000002", "ann: third", None, 1)]
+
+
+def test_jsonl_lines_end_at_a_newline_alone() -> None:
+    lines = [json.dumps({"speaker": "ann", "text": "page one\u2028page two\x0cend"}, ensure_ascii=False),
+             json.dumps({"role": "user", "content": "ok"})]
+    assert read_turns("\r\n".join(lines) + "\r\n") == (
+        [TurnInput("ann", "page one\u2028page two\x0cend"), TurnInput("user", "ok")], 0)

@@ -50,7 +50,7 @@ def test_a_wrong_or_missing_token_gets_401_and_touches_nothing(server, data_dir,
 def test_tokens_carry_agent_and_tenant(server, portal):
     alice, bob, carol = (server.client(portal, t) for t in (ALICE, BOB, GLOBEX))
     try:
-        assert len(alice.tools()) == 36
+        assert len(alice.tools()) == 37
         stored = alice.call("store_fact", {"entity": "plan", "key": "q3", "value": "ship the pear api",
                                            "private": True})
         assert not stored.is_error

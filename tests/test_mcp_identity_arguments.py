@@ -48,6 +48,7 @@ def base_arguments(tool: str, target: str) -> dict[str, Any]:
         "query_facts": {"query": "secret"},
         "recall": {"query": "secret", "fusion": "bm25"},
         "store_facts": {"facts": [{"entity": "notes", "key": "probe-batch", "value": PROBE}]},
+        "store_conversation": {"conversation": "notes", "turns": [{"speaker": "probe", "text": PROBE}]},
         "get_bootstrap": {"topic": "docs"},
         "delete_fact": {"fact_id": target},
         "memory_view": {"entity": "notes"},

@@ -20,7 +20,7 @@ from mcp_clients import server_env, stdio
 CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand", "recall", "store_facts"]
 ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "query_scan", "query_expand",
        "store_fact", "query_facts", "get_bootstrap", "delete_fact", "list_entities", "memory_view",
-       "recall", "store_facts",
+       "recall", "store_facts", "store_conversation",
        "memory_freshness", "memory_set_horizon", "memory_reverify",
        "ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
 ALL += ["memory_contradictions", "memory_disagreements", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",

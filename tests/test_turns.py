@@ -58,6 +58,7 @@ def test_facts_that_are_not_turns_parse_to_none(entity: str, key: str, value: st
     ("2023-05-08T13:56:00.5Z", "2023-05-08T13:56:00.500Z"),
     ("2023-05-08", "2023-05-08T00:00:00Z"),
     ("2023-05-08 13:56", "2023-05-08T13:56:00Z"),
+    ("2023-05-08T13:56:07.123456", "2023-05-08T13:56:07.123456Z"),       # datetime.isoformat(), naive
     ("1:56 pm on 8 May, 2023", "2023-05-08T13:56:00Z"),
     ("12:09 am on 13 September, 2023", "2023-09-13T00:09:00Z"),
     ("12:30 pm on 1 Jan, 2024", "2024-01-01T12:30:00Z"),
@@ -78,6 +79,13 @@ def test_the_answer_line_names_conversation_position_time_and_speaker() -> None:
     assert turn_line(Turn("c", 0, "user", "hi", "2023-05-08T00:00:00Z"), None, "f_1", "id=7") == \
         "[c #0, 2023-05-08] user: hi · f_1 · id=7"
     assert turn_line(CAROLINE, "Caroline: I went…") == "[locomo-26 #123, 2023-05-08 13:56] Caroline: I went…"
+
+
+def test_the_answer_line_stays_one_line_at_every_line_boundary() -> None:
+    said = "a\r\nb\u2028c\x0cd\x85e\x1df"
+    line = turn_line(Turn("c", 0, "user", said), None, "f_1", "id=x\ny")     # a hand-stored turn's id too
+    assert line == "[c #0] user: a ⏎ b ⏎ c ⏎ d ⏎ e ⏎ f · f_1 · id=x ⏎ y"
+    assert len(line.splitlines()) == 1
 
 
 def _store_turns(store: Store, conversation: str, n: int, tenant: str = "default") -> list[int]:

@@ -29,7 +29,7 @@ from .common import (
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import copy_lines, hit_line
-from .options import actor_option, json_flag, output_options, tenant_option
+from .options import actor_option, idempotency_key_option, json_flag, output_options, tenant_option
 
 
 def _timestamp(option: str, text: Optional[str]) -> Optional[int]:
@@ -72,8 +72,7 @@ def init(data_dir: Path) -> None:
 @click.option("--horizon", type=click.Choice(HORIZON_CLASSES), help="Freshness horizon (default: by entity prefix).")
 @actor_option("Who stored it.")
 @json_flag("Print the whole stored fact as JSON.")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Client key: a retry with the same key prints the first result and stores nothing again.")
+@idempotency_key_option()
 @data_dir_option
 @fails_cleanly
 def store(entity: str, key: str, value: str, tenant: str, confidence: float, source_receipt: Optional[str],
@@ -98,8 +97,7 @@ def store(entity: str, key: str, value: str, tenant: str, confidence: float, sou
 @tenant_option("Tenant of every line: a line without tenant_hash is stored in it, a line naming another is "
                "refused (default: each line's tenant_hash, else 'default').")
 @json_flag("Print the stored facts as a JSON array.")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Client key: a retry with the same key prints the first result and stores nothing again.")
+@idempotency_key_option()
 @data_dir_option
 @fails_cleanly
 def store_batch(file, tenant: Optional[str], as_json: bool, idempotency_key: Optional[str], data_dir: Path) -> None:
@@ -167,8 +165,7 @@ def history(entity: str, key: str, tenant: str, fmt: str, data_dir: Path) -> Non
 @click.command()
 @click.argument("fact_id")
 @tenant_option("Refuse unless the fact is in this tenant.")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Client key: a retry with the same key prints the first result and stores nothing again.")
+@idempotency_key_option()
 @data_dir_option
 @fails_cleanly
 def delete(fact_id: str, tenant: Optional[str], idempotency_key: Optional[str], data_dir: Path) -> None:

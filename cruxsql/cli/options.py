@@ -67,6 +67,12 @@ def actor_option(help: str = "Who does it (default: operator).") -> Callable[[Ca
     return click.option("--actor", default=None, metavar="NAME", help=help)
 
 
+def idempotency_key_option() -> Callable[[Callable], Callable]:
+    """`--idempotency-key KEY`: a client key that makes a retried write safe (facts/idempotency.py)."""
+    return click.option("--idempotency-key", metavar="KEY",
+                        help="Client key: a retry with the same key prints the first result and stores nothing again.")
+
+
 def reason_option(help: str, required: bool = False) -> Callable[[Callable], Callable]:
     """`--reason TEXT`: why, kept in the receipt or report the command writes."""
     return click.option("--reason", required=required, callback=require_value, metavar="TEXT", help=help)

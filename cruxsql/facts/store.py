@@ -433,7 +433,7 @@ class Store:
                 self.db.execute("ROLLBACK")
             raise
 
-    def _chain_key(self, req: StoreRequest) -> tuple[str, str, str]:
+    def chain_key(self, req: StoreRequest) -> tuple[str, str, str]:
         """The (tenant, entity, key) chain a request stores into."""
         tenant = req.tenant_hash if req.tenant_hash.strip() else "default"
         entity = agent_private_entity(req.agent, req.entity) if req.private and req.agent else req.entity
@@ -452,7 +452,7 @@ class Store:
     def _build_fact(self, req: StoreRequest, now: int, prev: Optional[tuple[str, int]],
                     fact_id: Optional[str] = None) -> Fact:
         """The fact a (checked) request stores, after `prev` (its chain's head) if any."""
-        tenant, entity, _ = self._chain_key(req)
+        tenant, entity, _ = self.chain_key(req)
         horizon = codec.parse_horizon(req.horizon_class) if req.horizon_class is not None \
             else codec.default_horizon_for_entity(req.entity)
         return Fact(
@@ -517,7 +517,7 @@ class Store:
             requests = given if place is None else place(given)
             for req in requests:
                 req.check()
-            chains = [self._chain_key(r) for r in requests]
+            chains = [self.chain_key(r) for r in requests]
             heads = self._chain_heads(chains)
             facts = []
             stored_at: dict[tuple[str, str, str], int] = {}

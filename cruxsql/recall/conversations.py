@@ -8,27 +8,29 @@ writers never take the same position. An idempotency key makes a retry return th
 `turns_from_json` reads what agents and hooks hand over: a list of turns `{speaker, text, time?,
 session?, id?}`, or of chat messages `{role, content}` (OpenAI / Anthropic style; `content` a string or
 a list of parts, whose text parts are joined), or an object holding either list under `turns` or
-`messages`. A message holding no text (a tool call, an image) is skipped.
+`messages`. A message holding no text (a tool call, an image, blank content) is skipped.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
 from ..errors import InvalidInput
 from ..facts.codec import Fact
-from ..facts.privacy import agent_private_entity
 from ..facts.store import Store, StoreRequest
 from .turns import Turn, conversation_entity, last_position, normalize_time, parse_turn, turn_fact, turn_key
 
 MAX_TURNS = 10_000
 MAX_TEXT_BYTES = 1024 * 1024
-MAX_TOTAL_BYTES = 32 * 1024 * 1024     # one journal line, well under Crux's 64 MiB record ceiling
+MAX_TOTAL_BYTES = 32 * 1024 * 1024     # escaped text of one journal line: well under Crux's 64 MiB ceiling
 MAX_NAME_BYTES = 1024
 MAX_LABEL_BYTES = 256                  # speaker, session, id
+MAX_INPUT_CHARS = 4 * MAX_TOTAL_BYTES  # a file or stdin: a call's turns, JSON-escaped, with their labels
 _TURN_KEYS = ("speaker", "text", "time", "session", "id")
+_TEXT_PARTS = ("text", "input_text", "output_text")   # Chat Completions and Anthropic; OpenAI's Responses API
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,10 @@ def store_conversation(store: Store, conversation: str, turns: Sequence[TurnInpu
     if private and agent is None:
         raise InvalidInput("private turns require an agent identity")
     requests = [_request(conversation, i, turn, tenant, agent, actor, private) for i, turn in enumerate(checked)]
-    stored_entity = agent_private_entity(agent, requests[0].entity) if private and agent else requests[0].entity
+    stored_tenant, stored_entity, _ = store.chain_key(requests[0])     # the tenant default and agent scope applied
 
     def place(given: list[StoreRequest]) -> list[StoreRequest]:
-        last = last_position(store.db, tenant, stored_entity)
+        last = last_position(store.db, stored_tenant, stored_entity)
         start = 0 if last is None else last + 1
         turn_key(start + len(given) - 1)           # refuses a conversation past its last position
         return [replace(r, key=turn_key(start + i)) for i, r in enumerate(given)]
@@ -106,7 +108,7 @@ def check_conversation(conversation: str, turns: Sequence[TurnInput]) -> list[Tu
     """The name and turns checked (times normalised), as `store_conversation` checks them before storing:
     a surface calls it first to refuse bad input before it opens or creates anything."""
     _check_name(conversation)
-    return check_turns(turns)
+    return _check_turns(turns)
 
 
 def _check_name(conversation: Any) -> None:
@@ -114,50 +116,83 @@ def _check_name(conversation: Any) -> None:
         raise InvalidInput("conversation must be a non-empty name")
     if _size(conversation) > MAX_NAME_BYTES:
         raise InvalidInput(f"conversation is {_size(conversation)} bytes; the limit is {MAX_NAME_BYTES}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in conversation):
-        raise InvalidInput(f"conversation {conversation!r} must not hold control characters")
+    if _breaks_line(conversation):
+        raise InvalidInput(f"conversation {conversation!r} must not hold control characters or line breaks")
+    _check_utf8(conversation, "conversation")
 
 
-def check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
+def _check_turns(turns: Sequence[TurnInput]) -> list[TurnInput]:
     """The turns with their times normalised; InvalidInput `turns[i].field: ...` for the first bad one."""
     if not turns:
         raise InvalidInput("store_conversation needs at least one turn")
     if len(turns) > MAX_TURNS:
         raise InvalidInput(f"store_conversation takes at most {MAX_TURNS} turns per call, got {len(turns)}")
     checked = [_check_turn(turn, f"turns[{i}]") for i, turn in enumerate(turns)]
-    total = sum(_size(t.text) for t in checked)
+    total = sum(_size(json.dumps(t.text, ensure_ascii=False)) for t in checked)    # as the journal line holds it
     if total > MAX_TOTAL_BYTES:
-        raise InvalidInput(f"the turns hold {total} bytes of text; the limit per call is {MAX_TOTAL_BYTES}")
+        raise InvalidInput(f"the turns hold {total} bytes of text (JSON-escaped); the limit per call is "
+                           f"{MAX_TOTAL_BYTES}")
     return checked
 
 
 def _check_turn(turn: TurnInput, where: str) -> TurnInput:
-    speaker = turn.speaker
+    """The turn with its time normalised; InvalidInput `{where}.field: ...` for its first bad field."""
+    _check_speaker(turn.speaker, f"{where}.speaker")
+    _check_text(turn.text, f"{where}.text")
+    _check_label(turn.session, f"{where}.session")
+    _check_label(turn.id, f"{where}.id")
+    return replace(turn, time=_checked_time(turn.time, f"{where}.time"))
+
+
+def _check_speaker(speaker: Any, where: str) -> None:
+    """The value is `speaker: text`, and the speaker shows on the turn's one answer line."""
     if not isinstance(speaker, str) or not speaker.strip():
-        raise InvalidInput(f"{where}.speaker: must be a non-empty string")
-    if ":" in speaker or any(ord(c) < 32 for c in speaker) or _size(speaker) > MAX_LABEL_BYTES:
-        raise InvalidInput(f"{where}.speaker: {speaker!r} must be a name of at most {MAX_LABEL_BYTES} bytes "
-                           "without ':' or line breaks")
-    if not isinstance(turn.text, str):
-        raise InvalidInput(f"{where}.text: must be a string")
-    if _size(turn.text) > MAX_TEXT_BYTES:
-        raise InvalidInput(f"{where}.text: is {_size(turn.text)} bytes; the limit is {MAX_TEXT_BYTES}")
-    for name in ("session", "id"):
-        label = getattr(turn, name)
-        if label is not None and (not isinstance(label, str) or _size(label) > MAX_LABEL_BYTES):
-            raise InvalidInput(f"{where}.{name}: must be a string of at most {MAX_LABEL_BYTES} bytes")
-    for text in (speaker, turn.text, turn.session or "", turn.id or ""):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInput(f"{where}: {text!r} is not valid UTF-8 text") from None
-    if turn.time is not None and not isinstance(turn.time, str):
-        raise InvalidInput(f"{where}.time: must be a string")
+        raise InvalidInput(f"{where}: must be a non-empty string")
+    if ":" in speaker or _breaks_line(speaker) or _size(speaker) > MAX_LABEL_BYTES:
+        raise InvalidInput(f"{where}: {speaker!r} must be a name of at most {MAX_LABEL_BYTES} bytes "
+                           "without ':', control characters or line breaks")
+    _check_utf8(speaker, where)
+
+
+def _check_text(text: Any, where: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}: must be a string")
+    if _size(text) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"{where}: is {_size(text)} bytes; the limit is {MAX_TEXT_BYTES}")
+    _check_utf8(text, where)
+
+
+def _check_label(label: Any, where: str) -> None:
+    """A session or the caller's turn id (shown on the answer line with ids): short, one line."""
+    if label is None:
+        return
+    if not isinstance(label, str) or _size(label) > MAX_LABEL_BYTES or _breaks_line(label):
+        raise InvalidInput(f"{where}: must be a string of at most {MAX_LABEL_BYTES} bytes "
+                           "without control characters or line breaks")
+    _check_utf8(label, where)
+
+
+def _checked_time(time: Any, where: str) -> Optional[str]:
+    if time is None:
+        return None
+    if not isinstance(time, str):
+        raise InvalidInput(f"{where}: must be a string")
     try:
-        time = None if turn.time is None else normalize_time(turn.time)
+        return normalize_time(time)
     except InvalidInput as exc:
-        raise InvalidInput(f"{where}.time: {exc}") from None
-    return replace(turn, time=time)
+        raise InvalidInput(f"{where}: {exc}") from None
+
+
+def _breaks_line(text: str) -> bool:
+    """Whether `text` holds a control character (C0, DEL, C1) or a Unicode line or paragraph separator."""
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
+
+
+def _check_utf8(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{where}: {text!r} is not valid UTF-8 text") from None
 
 
 # --- reading what agents hand over -------------------------------------------------------------------
@@ -166,11 +201,11 @@ def read_turns(text: str) -> tuple[list[TurnInput], int]:
     """(turns, skipped messages) from JSON (`turns_from_json`) or JSONL (one turn or message a line)."""
     try:
         data = json.loads(text)
-    except ValueError:
-        return turns_from_items([(f"line {n}", _json_line(line, n)) for n, line in enumerate(text.splitlines(), 1)
+    except ValueError:   # JSONL: lines end at \n alone (a JSON string may hold U+2028 or a form feed raw)
+        return _turns_from_items([(f"line {n}", _json_line(line, n)) for n, line in enumerate(text.split("\n"), 1)
                                  if line.strip()])
     if isinstance(data, dict) and "turns" not in data and "messages" not in data:
-        return turns_from_items([("line 1", data)])
+        return _turns_from_items([("line 1", data)])
     return turns_from_json(data)
 
 
@@ -189,37 +224,46 @@ def turns_from_json(data: Any, where: str = "turns") -> tuple[list[TurnInput], i
         return turns_from_json(data[name], name)
     if not isinstance(data, list):
         raise InvalidInput("expected a JSON list of turns or messages, or an object with `turns` or `messages`")
-    return turns_from_items([(f"{where}[{i}]", item) for i, item in enumerate(data)])
+    return _turns_from_items([(f"{where}[{i}]", item) for i, item in enumerate(data)])
 
 
-def turns_from_items(items: Sequence[tuple[str, Any]]) -> tuple[list[TurnInput], int]:
+def _turns_from_items(items: Sequence[tuple[str, Any]]) -> tuple[list[TurnInput], int]:
     """(turns, skipped) from (where, decoded object) pairs: each a turn or a chat message."""
     turns = []
     for where, item in items:
-        turn = turn_from_obj(item, where)
+        turn = _turn_from_obj(item, where)
         if turn is not None:
             turns.append(turn)
     return turns, len(items) - len(turns)
 
 
-def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
+def _turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
     """A turn `{speaker, text, time?, session?, id?}` (no other keys) or a chat message `{role, content,
     ...}` (other keys ignored; None when it holds no text)."""
     if not isinstance(obj, dict):
         raise InvalidInput(f"{where}: expected an object with speaker and text (or role and content)")
-    message = "role" in obj or "content" in obj
-    if not message:
-        unknown = sorted(set(obj) - set(_TURN_KEYS))
-        if unknown:
-            raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)} (turn keys: {', '.join(_TURN_KEYS)}; "
-                               "or a message with role and content)")
-    speaker = obj.get("speaker", obj.get("role"))
-    if not isinstance(speaker, str):
-        raise InvalidInput(f"{where}.{'speaker' if 'speaker' in obj or not message else 'role'}: "
-                           "is required and must be a string")
-    text = obj["text"] if "text" in obj else _content_text(obj.get("content"), where) if message else None
-    if text is None and message:
+    if "role" in obj or "content" in obj:
+        return _message_turn(obj, where)
+    unknown = sorted(set(obj) - set(_TURN_KEYS))
+    if unknown:
+        raise InvalidInput(f"{where}: unknown key(s) {', '.join(unknown)} (turn keys: {', '.join(_TURN_KEYS)}; "
+                           "or a message with role and content)")
+    return _turn_input(obj, "speaker", obj.get("text"), where)
+
+
+def _message_turn(message: dict, where: str) -> Optional[TurnInput]:
+    """A chat message's turn: its `speaker` or `role`, its `text` or `content`; None when it holds no text."""
+    field = "text" if message.get("text") is not None else "content"
+    text = _content_text(message.get(field), f"{where}.{field}")
+    if text is None:
         return None
+    return _turn_input(message, "speaker" if "speaker" in message else "role", text, where)
+
+
+def _turn_input(obj: dict, speaker_field: str, text: Any, where: str) -> TurnInput:
+    speaker = obj.get(speaker_field)
+    if not isinstance(speaker, str):
+        raise InvalidInput(f"{where}.{speaker_field}: is required and must be a string")
     if not isinstance(text, str):
         raise InvalidInput(f"{where}.text: is required and must be a string")
     return TurnInput(speaker, text, _optional_text(obj, "time", where), _label(obj, "session", where),
@@ -227,20 +271,28 @@ def turn_from_obj(obj: Any, where: str) -> Optional[TurnInput]:
 
 
 def _content_text(content: Any, where: str) -> Optional[str]:
-    """A message's text: the string, or its text parts joined by a line break; None without text."""
+    """A message's text: the string, or its text parts joined by a line break; None when it holds none (a
+    tool call, an image, an empty or blank content)."""
     if content is None or isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise InvalidInput(f"{where}.content: must be a string or a list of parts")
-    texts: list[str] = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type", "text") == "text":
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(_part_texts(content, where))
+    else:
+        raise InvalidInput(f"{where}: must be a string or a list of parts")
+    return text if text is not None and text.strip() else None
+
+
+def _part_texts(parts: list, where: str) -> list[str]:
+    """The text of each text part (a string, or `{type, text}` of a `_TEXT_PARTS` type); others skipped."""
+    texts = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type", "text") in _TEXT_PARTS:
             part = part.get("text")
             if not isinstance(part, str):
-                raise InvalidInput(f"{where}.content: a text part must hold its text as a string")
+                raise InvalidInput(f"{where}: a text part must hold its text as a string")
         if isinstance(part, str):
             texts.append(part)
-    return "\n".join(texts) if texts else None
+    return texts
 
 
 def _optional_text(obj: dict, name: str, where: str) -> Optional[str]:

@@ -38,7 +38,8 @@ SPEAKER_SEPARATOR = ": "
 KEY_GLOB = KEY_PREFIX + "[0-9]" * POSITION_DIGITS
 _KEY = re.compile(re.escape(KEY_PREFIX) + rf"([0-9]{{{POSITION_DIGITS}}})")
 _RECEIPT_KEYS = ("session", "time", "id")
-_LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+# every boundary str.splitlines() splits at, so a turn stays one line for any client that splits lines
+_LINE_BREAK = re.compile("\r\n|[\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ def _receipt_fields(receipt: Optional[str]) -> Optional[dict[str, str]]:
 # --- time: the forms agents send, normalised to RFC 3339 UTC -------------------------------------
 
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-_NAIVE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
+# a date and time without offset, as Python's datetime.isoformat() writes a naive one: taken as UTC
+_NAIVE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(\.[0-9]{1,9})?)?")
 # LoCoMo's session times: "1:56 pm on 8 May, 2023"
 _SPOKEN = re.compile(r"([0-9]{1,2}):([0-9]{2})\s*([ap])\.?m\.?\s+on\s+([0-9]{1,2})\s+([a-z]+)\.?,?\s+([0-9]{4})",
                      re.IGNORECASE)
@@ -144,8 +146,8 @@ def normalize_time(text: str) -> str:
         return _rfc3339(f"{text}T00:00:00Z", text)
     naive = _NAIVE.fullmatch(text)
     if naive is not None:
-        day, hh, mi, ss = naive.groups()
-        return _rfc3339(f"{day}T{hh}:{mi}:{ss or '00'}Z", text)
+        day, hh, mi, ss, fraction = naive.groups()
+        return _rfc3339(f"{day}T{hh}:{mi}:{ss or '00'}{fraction or ''}Z", text)
     spoken = _SPOKEN.fullmatch(text)
     if spoken is not None:
         return _rfc3339(_spoken_rfc3339(*spoken.groups()) or "", text)
@@ -206,12 +208,13 @@ def last_position(db: apsw.Connection, tenant_hash: str, entity: str) -> Optiona
 # --- the answer line ------------------------------------------------------------------------------
 
 def turn_line(turn: Turn, value: Optional[str] = None, *fields: str) -> str:
-    """A turn as `recall` shows it: `[NAME #P, 2023-05-08 13:56] SPEAKER: TEXT` (line breaks as ⏎), then
-    each non-empty field after ` · `; `value` replaces `SPEAKER: TEXT` (a value cut to a budget)."""
+    """A turn as `recall` shows it: `[NAME #P, 2023-05-08 13:56] SPEAKER: TEXT`, then each non-empty field
+    after ` · `, one line (its line breaks as ⏎, a turn fact stored by hand too); `value` replaces
+    `SPEAKER: TEXT` (a value cut to a budget)."""
     said = f"{turn.speaker}{SPEAKER_SEPARATOR}{turn.text}" if value is None else value
     when = f", {_short_time(turn.time)}" if turn.time else ""
-    head = f"[{turn.conversation} #{turn.position}{when}] {_LINE_BREAK.sub(' ⏎ ', said)}"
-    return " · ".join((head, *(f for f in fields if f)))
+    head = f"[{turn.conversation} #{turn.position}{when}] {said}"
+    return _LINE_BREAK.sub(" ⏎ ", " · ".join((head, *(f for f in fields if f))))
 
 
 def _short_time(time: str) -> str:

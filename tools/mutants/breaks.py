@@ -217,6 +217,18 @@ BREAKS: tuple[Break, ...] = (
           "    return np.array([1.0 + TIME_BOOST if says_when(v) else 1.0 for v in values], dtype=np.float32)\n",
           "    return np.array([1.0 if says_when(v) else 1.0 + TIME_BOOST for v in values], dtype=np.float32)  # planted\n",
           ("tests/test_recall_evidence.py::test_a_when_question_prefers_the_turn_that_says_when",)),
+    Break("conversation-positions", "store_conversation numbers every call's turns from #0, so a later call "
+          "supersedes the turns already stored",
+          "cruxsql/recall/conversations.py",
+          "        start = 0 if last is None else last + 1\n",
+          "        start = 0  # planted\n",
+          ("tests/test_conversations.py::test_two_concurrent_writers_never_take_the_same_position",
+           "tests/test_conversations.py::test_a_blank_tenant_continues_the_default_tenants_conversation_and_supersedes_no_turn")),
+    Break("turn-line-breaks", "a turn's recall line keeps the line breaks of its text and ids",
+          "cruxsql/recall/turns.py",
+          '    return _LINE_BREAK.sub(" ⏎ ", " · ".join((head, *(f for f in fields if f))))\n',
+          '    return " · ".join((head, *(f for f in fields if f)))  # planted\n',
+          ("tests/test_turns.py::test_the_answer_line_stays_one_line_at_every_line_boundary",)),
 )
 
 
