@@ -161,15 +161,16 @@ class TextIndex:
     def defer_to_readers(self) -> bool:
         """In a write's transaction: when the index only lacks fewer than `INDEX_EVERY` facts, write their
         `recall_text` rows (which a read's tail scan joins) and leave their postings to a later read or
-        write. False when the index must be brought up to date now (`sync`)."""
-        state = self._state()
-        if not self._extendable(state):
+        write. False when the index must be brought up to date now (`sync`). One statement reads what
+        `_extendable` and the tail's bounds need: this runs in every write."""
+        row = self.db.execute(
+            "SELECT s.generation = c.generation AND NOT EXISTS (SELECT 1 FROM recall_dirty), s.last_seq, "
+            "(SELECT max(seq) FROM facts), (SELECT max(seq) FROM recall_text) "
+            "FROM recall_index_state s, journal_checkpoint c WHERE s.id = 1 AND c.id = 1").fetchone()
+        if row is None or not row[0] or (row[2] or 0) - row[1] >= INDEX_EVERY:
             return False
-        assert state is not None  # extendable
-        max_seq = self.db.execute("SELECT max(seq) FROM facts").get or 0
-        if max_seq - state[1] >= INDEX_EVERY:
-            return False
-        texted = max(state[1], self.db.execute("SELECT max(seq) FROM recall_text").get or 0)
+        _, last, max_seq, texted = row
+        texted = max(last, texted or 0)
         if texted < max_seq:
             self._add_text(self.db.execute("SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? "
                                            "ORDER BY seq", (texted, max_seq)).fetchall())
