@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from journal_gen import generate  # noqa: E402
+from commits import code_of_commit  # noqa: E402
 from store_latency import bench_store_latency  # noqa: E402
 
 import apsw  # noqa: E402
@@ -402,24 +403,6 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
             print(f"{name:<28}{r['rebuild_s']:>8.1f}{r['events'] / r['rebuild_s']:>12,.0f}"
                   f"{r['events'] / r['parse_s']:>14,.0f}{r['parse_s'] / r['rebuild_s']:>8.3f}"
                   f"{r['rss_growth_mib']:>16.0f}{r['first_query_s']:>18.2f}")
-
-
-def code_of_commit(commit: str, work: Path) -> Path:
-    """A tree of `commit` of this repository to run in a subprocess (PYTHONPATH), extracted once with
-    `git archive` into `work` (no worktree registered, nothing checked out here)."""
-    here = Path(__file__).resolve().parents[2]
-    sha = subprocess.run(["git", "-C", str(here), "rev-parse", "--verify", f"{commit}^{{commit}}"],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    tree = work / f"code-{sha[:12]}"
-    if not (tree / "cruxsql" / "__init__.py").is_file():
-        partial = work / f"code-{sha[:12]}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(here), "archive", sha], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(partial)], input=archive, check=True)
-        shutil.rmtree(tree, ignore_errors=True)
-        partial.rename(tree)
-    return tree
 
 
 def report_compare(journal: Path, work: Path, commits: list[str], rounds: int, stores: int, bursts: int,
