@@ -41,7 +41,8 @@ class Rewrite:
 # - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
 #   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
 #   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
-#   index: a read never writes it, so it never waits for SQLite's write lock);
+#   index: in a write's own transaction, `replaying_own_write`, only its text rows until 256 facts await
+#   their postings; reads catch up the rest or scan it);
 # - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
 #   tail): what such a replay builds at its end (the text index, already current from the replay hook,
 #   unless a caller left that hook out);
