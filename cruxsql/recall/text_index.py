@@ -192,18 +192,23 @@ class TextIndex:
             state = None
         else:
             last = state[1]
-        done = 0
-        max_seq = db.execute("SELECT max(seq) FROM facts").get or 0
-        if state is not None and last < max_seq:
+        if state is not None and last < (db.execute("SELECT max(seq) FROM facts").get or 0):
             crash_point("text-index-catch-up")  # written and acknowledged, not yet indexed
+        return self._extend(generation, last)
+
+    def _extend(self, generation: str, last: int) -> int:
+        """Index the facts above seq `last` (the index's last seq, or 0 after a wipe) and record the index
+        at `generation`, up to the newest. Returns facts indexed."""
+        done = 0
+        max_seq = self.db.execute("SELECT max(seq) FROM facts").get or 0
         if max_seq - last > self.batch:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-text-index") as sorter:
                 done += self._index_range(last, max_seq, sorter)
         elif last < max_seq:
             done += self._index_range(last, max_seq, None)
         self.terms.index_range(last, max_seq)
-        db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
-                   (generation, max(max_seq, state[1] if state and state[0] == generation else 0)))
+        self.db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
+                        (generation, max(max_seq, last)))
         return done
 
     def _index_range(self, last: int, max_seq: int, sorter: Optional[ThreadPoolExecutor]) -> int:
@@ -469,6 +474,11 @@ def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> No
         # reach it (tests/test_compaction_temp_files.py).
         index._wipe()
         return
+    # the facts writes left to a later read (`INDEX_EVERY`) indexed first, so that those the compaction
+    # drops go from the index like the others and the index it carries over is current
+    index._extend(state[0], state[1])
+    state = index._state()
+    assert state is not None  # just written
     prepared = rewrite.prepared.get(PREPARE_HOOK)
     if (isinstance(prepared, PreparedCarry) and prepared.generation == state[0] and prepared.last_seq <= state[1]
             and _still_deleted(db, prepared.drop.seqs)):
