@@ -39,7 +39,7 @@ def _answers(store: cruxsql.Store) -> list:
     recall = cruxsql.Recall(store)
     out = []
     for text in ("payments ledger", "canary europe", "single3", "owner alice", "ledger"):
-        found = recall.search(text, top_k=20)
+        found = recall.search(text, top_k=20, token_budget=1_000_000)
         out.append([(h.fact_id, h.score, h.all_terms) for h in found.hits])
         rows = recall.query_facts(text, top_k=20, contract="legacy", record_access=False).rows
         out.append([r["fact_id"] for r in rows])

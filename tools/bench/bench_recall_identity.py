@@ -43,7 +43,7 @@ def ask(store):
     recall = cruxsql.Recall(store)
     out = []
     for tenant, text in workload["questions"]:
-        found = recall.search(text, tenant=tenant, top_k=10)
+        found = recall.search(text, tenant=tenant, top_k=10, token_budget=1000000)
         rows = recall.query_facts(text, tenant=tenant, top_k=10, contract="legacy", record_access=False).rows
         out.append({"recall": [n + [h.score, h.all_terms] for n, h in zip(named(store, [h.fact_id for h in found.hits]),
                                                                           found.hits)],
