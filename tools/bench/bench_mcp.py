@@ -165,11 +165,14 @@ def report_store_vs_memory_server(folder: Path, facts: int, calls: int, commits:
             data.mkdir()
             shutil.copy(work / "facts.jsonl", data / "facts.jsonl")
             code_env = {**env, "PYTHONPATH": str(code)}
-            subprocess.run([sys.executable, "-c", "import sys, cruxsql; s = cruxsql.open(sys.argv[1]); "
-                            "cruxsql.Recall(s).query_facts('warm'); s.close()", str(data)], env=code_env, check=True)
+            # from `work`: `-c` and `-m` put the working directory first on sys.path, before PYTHONPATH
+            used = subprocess.run([sys.executable, "-c", "import sys, cruxsql; s = cruxsql.open(sys.argv[1]); "
+                                   "cruxsql.Recall(s).query_facts('warm'); s.close(); print(cruxsql.__file__)",
+                                   str(data)], env=code_env, cwd=work, check=True, capture_output=True, text=True)
+            assert Path(used.stdout.strip()).resolve().is_relative_to(code.resolve()), (used.stdout, code)
             servers[f"cruxsql {name}"] = StdioServerParameters(
                 command=sys.executable, args=["-m", "cruxsql", "mcp", "--data-dir", str(data), "--agent", "bench"],
-                env=code_env)
+                env=code_env, cwd=work)
         took = anyio.run(_store_calls, servers, calls)
     print(f"one write through MCP over stdio (SDK client), {calls} calls each, interleaved (ms); cruxsql's store "
           f"of {facts:,} journal events, the memory server's file of the same {observations:,} facts; load average "

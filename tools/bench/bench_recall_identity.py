@@ -59,7 +59,7 @@ with cruxsql.open(data) as store:
     other.execute("ROLLBACK")
     other.close()
     alone = ask(store)
-print(json.dumps({"alone": alone, "beside_writer": beside_writer}))
+print(json.dumps({"alone": alone, "beside_writer": beside_writer, "code": cruxsql.__file__}))
 """
 
 
@@ -90,12 +90,15 @@ def locomo_workload(folder: Path) -> dict:
 
 def run_code(code: Path, workload_file: Path, work: Path) -> dict:
     data = Path(tempfile.mkdtemp(prefix="identity-", dir=work))
-    done = subprocess.run([sys.executable, "-c", CHILD, str(workload_file), str(data)],
+    # run from `work`: `python -c` puts its working directory first on sys.path, before PYTHONPATH
+    done = subprocess.run([sys.executable, "-c", CHILD, str(workload_file), str(data)], cwd=work,
                           env={**os.environ, "PYTHONPATH": str(code), "CRUXSQL_EMBEDDER": "none"},
                           capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{code}: the child failed:\n{done.stderr}")
-    return json.loads(done.stdout)
+    answers = json.loads(done.stdout)
+    assert Path(answers["code"]).resolve().is_relative_to(code.resolve()), (answers["code"], code)
+    return answers
 
 
 def differences(a: list, b: list) -> tuple[int, int, int]:
