@@ -110,6 +110,6 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
         applier_bulk.apply_decoded(items)
         applier.sanitize_links()
         checkpoint.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
-        derived_tables.run_replay_hooks(db, journal)
+        derived_tables.run_replay_hooks(db, journal, own_write=True)
         crash_point("replay-before-commit")
     return stats

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
 import apsw
 
@@ -22,6 +23,8 @@ BUSY_RETRIES = 50
 _BACKOFF_S = 0.002
 _BACKOFF_MAX_S = 0.1
 T = TypeVar("T")
+# connections (by id) whose busy handler gives up at once for now (`not_waiting`)
+_NOT_WAITING: set[int] = set()
 
 
 def wait_when_busy(db: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
@@ -29,8 +32,11 @@ def wait_when_busy(db: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> No
     does, but in short Python sleeps: a KeyboardInterrupt raised meanwhile ends the wait and the
     statement (apsw raises it), instead of waiting in C for the whole timeout."""
     started = [0.0]
+    key = id(db)
 
     def wait(attempts: int) -> bool:
+        if key in _NOT_WAITING:
+            return False
         now = time.monotonic()
         if attempts == 0:
             started[0] = now
@@ -40,6 +46,17 @@ def wait_when_busy(db: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> No
         return True
 
     db.set_busy_handler(wait)
+
+
+@contextmanager
+def not_waiting(db: apsw.Connection) -> Iterator[None]:
+    """Inside the block, `db` meets another connection's lock with SQLITE_BUSY at once instead of waiting
+    (a read that would index only if SQLite's write lock is free at this moment)."""
+    _NOT_WAITING.add(id(db))
+    try:
+        yield
+    finally:
+        _NOT_WAITING.discard(id(db))
 
 
 def retry_busy(work: Callable[[], T], attempts: int = BUSY_RETRIES) -> T:

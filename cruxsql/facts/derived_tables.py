@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -40,7 +41,8 @@ class Rewrite:
 # - replay: runs inside every replay transaction, after the batch and its checkpoint are written (a
 #   rebuild's one transaction: once, after its indexes are built), so what it derives commits with the
 #   batch and is never behind the view (recall's known_at timeline, curation's fact_norms, recall's text
-#   index: a read never writes it, so it never waits for SQLite's write lock);
+#   index: in a write's own transaction, `replaying_own_write`, only its text rows until 256 facts await
+#   their postings; reads catch up the rest or scan it);
 # - bulk_replay: after the replay hooks, in a replay that brings in many lines at once (a rebuild, a long
 #   tail): what such a replay builds at its end (the text index, already current from the replay hook,
 #   unless a caller left that hook out);
@@ -79,11 +81,26 @@ def derived_table_hooks() -> DerivedTableHooks:
     return DerivedTableHooks(**{when: [resolve(n) for n in names] for when, names in DERIVED_TABLE_HOOKS.items()})
 
 
-def run_replay_hooks(db: apsw.Connection, journal: Journal) -> None:
+# Whether the replay hooks running now replay the lines a write just appended (`run_replay_hooks`).
+_OWN_WRITE: ContextVar[bool] = ContextVar("cruxsql_own_write", default=False)
+
+
+def run_replay_hooks(db: apsw.Connection, journal: Journal, own_write: bool = False) -> None:
     """Run the replay hooks inside the caller's transaction: replay's own batches, and a writer that
-    fills the event tables and the checkpoint itself instead of replaying (compaction)."""
-    for hook in derived_table_hooks().replay:
-        hook(db, journal)
+    fills the event tables and the checkpoint itself instead of replaying (compaction). `own_write`: the
+    lines are those the write being acknowledged just appended (`replaying_own_write`)."""
+    token = _OWN_WRITE.set(own_write)
+    try:
+        for hook in derived_table_hooks().replay:
+            hook(db, journal)
+    finally:
+        _OWN_WRITE.reset(token)
+
+
+def replaying_own_write() -> bool:
+    """Whether the replay hook running now replays a write's own lines, inside the transaction that
+    acknowledges it: a hook may then leave work to readers that can do it later (recall's text index)."""
+    return _OWN_WRITE.get()
 
 
 def run_bulk_replay_hooks(db: apsw.Connection) -> None:

@@ -52,6 +52,7 @@ import blake3
 from ..facts import checkpoint, derived_tables, event_indexes, extension_events, view
 from ..facts.busy import retry_busy
 from ..facts.own_journal import Position
+from ..recall.text_index import TextIndex
 from . import store_lines
 
 if TYPE_CHECKING:
@@ -149,6 +150,9 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     if store.read_only:
         return None
     store.refresh()
+    # and recall's text index, with the facts writes left to a later read (`text_index.INDEX_EVERY`), so
+    # that its drop of the deleted facts is planned in the snapshot whole (if the lock is free, as above)
+    TextIndex(store.db).catch_up()
     # (those of killed compactions hold the alternate index names this snapshot's shadow tables need)
     remove_stale_shadow_tables(store.db)
     with store.read_snapshot():

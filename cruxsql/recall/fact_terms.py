@@ -655,11 +655,14 @@ class FactTerms:
         return out
 
     def stats(self, tenant: str, agent: Optional[str]) -> ScopeStats:
+        facts, sums = self._sums(tenant, agent)
+        return ScopeStats(facts, np.maximum(sums / max(facts, 1), 1.0).astype(np.float32))
+
+    def _sums(self, tenant: str, agent: Optional[str]) -> tuple[int, np.ndarray]:
+        """(facts, summed word counts per field) of the caller's scopes."""
         owners = self._owners(agent)
         row = self.db.execute(
             f"SELECT sum(facts), sum(entity_words), sum(key_words), sum(value_words) FROM recall_term_stats "
             f"WHERE tenant = ? AND owner IN ({', '.join('?' * len(owners))})", (tenant, *owners)).fetchone()
         assert row is not None  # an aggregate always has its row
-        facts = int(row[0] or 0)
-        sums = np.array([row[1] or 0, row[2] or 0, row[3] or 0], dtype=np.float64)
-        return ScopeStats(facts, np.maximum(sums / max(facts, 1), 1.0).astype(np.float32))
+        return int(row[0] or 0), np.array([row[1] or 0, row[2] or 0, row[3] or 0], dtype=np.float64)

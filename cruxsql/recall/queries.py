@@ -435,11 +435,14 @@ class Recall:
             return  # a read nested in another: its snapshot is already open, caught up
         if self.refresh:
             self.store.refresh()
-        self.index.sync()
+        self.index.catch_up()
         if known_at is not None:
             self.timeline.sync()
         if self._reads is not None:
             self._reads.enter_context(self.store.read_snapshot())
+        self.index.open_tail()
+        if self.index.tail is not None:
+            self.search_cache.pop("dense", None)  # keyed by the index's state, which the tail left behind
 
     def _decay(self) -> DecayPolicy:
         return self.policy or DecayPolicy.from_env()

@@ -1,4 +1,4 @@
-"""Recall's text index over the fact view, kept current by every write's replay and by bulk replay.
+"""Recall's text index over the fact view, kept current by reads, by batches of writes and by bulk replay.
 
 `TextIndex`: per fact, the agent-scope split and the Rust-lowercased value, key and visible entity
 (`recall_text`), plus FTS5-free trigram postings (`recall_grams`) that turn a substring term of
@@ -8,6 +8,12 @@ over when `journal_checkpoint.generation` says the fact tables were rebuilt. A c
 the seqs carries it over instead (a rewrite hook in `derived_tables.DERIVED_TABLE_HOOKS`): only the dropped
 facts' rows and postings go. Postings are a superset; recall re-checks every candidate against the real
 rows. The trigram codes and postings themselves come from `trigrams`.
+
+Who indexes (docs/architecture.md, "Recall's indexes after the write"): a write's own transaction writes
+only its facts' `recall_text` rows, unless it leaves `INDEX_EVERY` facts or more unindexed (then it
+indexes them all, once for the batch); the next read indexes the rest if SQLite's write lock is free at
+that moment (`catch_up`), else scans the unindexed tail itself (`open_tail`: every tail fact is a
+trigram candidate, and its word postings are analysed in memory, `unindexed_tail`).
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ import apsw
 import numpy as np
 
 from ..facts import derived_tables
+from ..facts.busy import not_waiting
+from ..facts.faults import crash_point
 from ..facts.journal import Journal
 from . import trigrams
 from .derived_writes import checkpoint_generation, write_transaction
 from .fact_terms import FactTerms, TermsDrop
 from .scope import rust_lower, split_private_entity
+from .unindexed_tail import TermsWithTail
 
 BLOCK_BITS = 16
 BLOCK_SIZE = 1 << BLOCK_BITS
@@ -33,6 +42,10 @@ BLOCK_SIZE = 1 << BLOCK_BITS
 # in SQL, and the smaller sorts are about as fast in all while a full index of 1M facts peaks at
 # ~150 MiB instead of ~310 MiB (a whole block per batch).
 INDEX_BATCH = BLOCK_SIZE // 4
+# Facts a write may leave unindexed (with those of the writes before it) for the next read: one that
+# finds as many indexes them all in its own transaction. Bounds what a read indexes or scans itself
+# (~10 ms for 256 facts) while a single write pays only its text row (~0.05 ms instead of ~2 ms).
+INDEX_EVERY = 256
 
 
 def text_row(seq: int, entity: str, key: str, value: str) -> tuple:
@@ -82,6 +95,8 @@ class TextIndex:
         self.db = db
         self.batch = batch
         self.terms = FactTerms(db)
+        # seqs of the facts the read in progress sees beyond the index (`open_tail`), None when none
+        self.tail: Optional[np.ndarray] = None
 
     # --- maintenance ------------------------------------------------------------------------------
 
@@ -104,11 +119,62 @@ class TextIndex:
         dirty = self.db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone()
         return max_seq <= state[1] and dirty is None
 
+    def _extendable(self, state: Optional[tuple[str, int]]) -> bool:
+        """Whether the index at `state` only lacks facts above its last seq (no start-over due)."""
+        return (state is not None and state[0] == checkpoint_generation(self.db)
+                and self.db.execute("SELECT 1 FROM recall_dirty LIMIT 1").fetchone() is None)
+
     def sync(self) -> int:
         """Index every fact not yet indexed (or start over after a rebuild). Returns facts indexed."""
         if self.is_current():
             return 0
         return write_transaction(self.db, self._sync_locked)
+
+    def catch_up(self) -> None:
+        """A read's catch-up, before its snapshot: index the facts writes left unindexed if SQLite's write
+        lock is free at this moment; else leave them to the read's own tail scan (`open_tail`), so the read
+        never waits for a writer. An index that must start over (a new generation, text changed in place:
+        every write path rebuilds it in its own transaction, so only a view changed by an older version
+        shows one) is built as before, waiting for the lock."""
+        if self.is_current():
+            return
+        if not self._extendable(self._state()):
+            self.sync()
+            return
+        try:
+            with not_waiting(self.db):
+                write_transaction(self.db, self._sync_locked)
+        except apsw.BusyError:
+            pass  # a writer holds the lock: the read scans the tail
+
+    def open_tail(self) -> None:
+        """Inside the read's snapshot: the facts it sees beyond the index (`tail`), which `candidates` and
+        the word postings (`terms`) then include, or none."""
+        state = self._state()
+        max_seq = self.db.execute("SELECT max(seq) FROM facts").get or 0
+        if state is None or max_seq <= state[1] or not self._extendable(state):
+            self.tail, self.terms = None, FactTerms(self.db)
+            return
+        self.tail = np.arange(state[1] + 1, max_seq + 1, dtype=np.int64)
+        self.terms = TermsWithTail(self.db, state[1], max_seq)
+
+    def defer_to_readers(self) -> bool:
+        """In a write's transaction: when the index only lacks fewer than `INDEX_EVERY` facts, write their
+        `recall_text` rows (which a read's tail scan joins) and leave their postings to a later read or
+        write. False when the index must be brought up to date now (`sync`). One statement reads what
+        `_extendable` and the tail's bounds need: this runs in every write."""
+        row = self.db.execute(
+            "SELECT s.generation = c.generation AND NOT EXISTS (SELECT 1 FROM recall_dirty), s.last_seq, "
+            "(SELECT max(seq) FROM facts), (SELECT max(seq) FROM recall_text) "
+            "FROM recall_index_state s, journal_checkpoint c WHERE s.id = 1 AND c.id = 1").fetchone()
+        if row is None or not row[0] or (row[2] or 0) - row[1] >= INDEX_EVERY:
+            return False
+        _, last, max_seq, texted = row
+        texted = max(last, texted or 0)
+        if texted < max_seq:
+            self._add_text(self.db.execute("SELECT seq, entity, key, value FROM facts WHERE seq > ? AND seq <= ? "
+                                           "ORDER BY seq", (texted, max_seq)).fetchall())
+        return True
 
     def _sync_locked(self) -> int:
         db = self.db
@@ -126,16 +192,23 @@ class TextIndex:
             state = None
         else:
             last = state[1]
+        if state is not None and last < (db.execute("SELECT max(seq) FROM facts").get or 0):
+            crash_point("text-index-catch-up")  # written and acknowledged, not yet indexed
+        return self._extend(generation, last)
+
+    def _extend(self, generation: str, last: int) -> int:
+        """Index the facts above seq `last` (the index's last seq, or 0 after a wipe) and record the index
+        at `generation`, up to the newest. Returns facts indexed."""
         done = 0
-        max_seq = db.execute("SELECT max(seq) FROM facts").get or 0
+        max_seq = self.db.execute("SELECT max(seq) FROM facts").get or 0
         if max_seq - last > self.batch:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cruxsql-text-index") as sorter:
                 done += self._index_range(last, max_seq, sorter)
         elif last < max_seq:
             done += self._index_range(last, max_seq, None)
         self.terms.index_range(last, max_seq)
-        db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
-                   (generation, max(max_seq, state[1] if state and state[0] == generation else 0)))
+        self.db.execute("INSERT OR REPLACE INTO recall_index_state (id, generation, last_seq) VALUES (1, ?, ?)",
+                        (generation, max(max_seq, last)))
         return done
 
     def _index_range(self, last: int, max_seq: int, sorter: Optional[ThreadPoolExecutor]) -> int:
@@ -328,8 +401,8 @@ class TextIndex:
 
     def candidates(self, terms: Iterable[str], limit: Optional[int] = None) -> Optional[np.ndarray]:
         """Union over OR-terms of their candidates; None if any term needs a scan (too short, or
-        more than `limit` candidates)."""
-        out: list[np.ndarray] = []
+        more than `limit` candidates). Every fact of the read's unindexed `tail` is a candidate."""
+        out: list[np.ndarray] = [] if self.tail is None else [self.tail]
         total = 0
         for term in terms:
             c = self.term_candidates(term, limit)
@@ -401,6 +474,11 @@ def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> No
         # reach it (tests/test_compaction_temp_files.py).
         index._wipe()
         return
+    # the facts writes left to a later read (`INDEX_EVERY`) indexed first, so that those the compaction
+    # drops go from the index like the others and the index it carries over is current
+    index._extend(state[0], state[1])
+    state = index._state()
+    assert state is not None  # just written
     prepared = rewrite.prepared.get(PREPARE_HOOK)
     if (isinstance(prepared, PreparedCarry) and prepared.generation == state[0] and prepared.last_seq <= state[1]
             and _still_deleted(db, prepared.drop.seqs)):
@@ -431,7 +509,9 @@ def keep_text_index_current(db: apsw.Connection) -> None:
 
 
 def index_in_the_write(db: apsw.Connection, journal: Journal) -> None:
-    """Replay hook: index the facts a write (or a tail) brought in, in its own view transaction. A read
-    never has to write the index, so it never waits for SQLite's write lock (a compaction holds it for
-    its whole view rewrite): its snapshot holds every committed fact, indexed."""
+    """Replay hook: in a write's own transaction, the facts' text rows, and their postings only once
+    `INDEX_EVERY` facts await them (`TextIndex.defer_to_readers`; reads index or scan the rest); in any
+    other replay (another process's lines, a rebuild, a compaction), everything it brought in."""
+    if derived_tables.replaying_own_write() and TextIndex(db).defer_to_readers():
+        return
     keep_text_index_current(db)

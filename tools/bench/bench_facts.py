@@ -10,6 +10,8 @@ rebuild, store vs bare write+fsync, store_batch vs one write+fsync of the same b
     python tools/bench/bench_facts.py --rebuild-vs OLD_CHECKOUT  # this code's rebuild vs another checkout's
     python tools/bench/bench_facts.py --floor-only    # a lower bound for the rebuild (decode, bare inserts)
     python tools/bench/bench_facts.py --decoders-vs OLD_CHECKOUT  # the bulk decoders side by side, one process
+    python tools/bench/bench_facts.py --events 20000 --compare a4f6f8d --compare a27032b  # store() and the
+        first recall after a burst of single writes: this code and older commits', each in its own process
 
 Every figure is printed beside a baseline measured in the same run, with the ratio.
 """
@@ -33,6 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from journal_gen import generate  # noqa: E402
+from commits import code_of_commit  # noqa: E402
+from store_latency import bench_store_latency  # noqa: E402
 
 import apsw  # noqa: E402
 
@@ -369,31 +373,6 @@ def bench_open_and_query(data: Path, repeats: int = 7) -> tuple[float, int]:
     return statistics.median(times), rows
 
 
-def bench_store_latency(data: Path, work: Path, n: int, pause_s: float = 0.0) -> tuple[list[float], list[float]]:
-    """store() into the big store against a bare append + fsync of a line of the same size, interleaved
-    call by call so both see the same disk (an fsync's cost depends on what else the machine writes);
-    with `pause_s`, each pair after that pause (an agent's pace: the background checkpoints finish)."""
-    path = work / "bare.jsonl"
-    path.unlink(missing_ok=True)
-    ours: list[float] = []
-    bare: list[float] = []
-    with cruxsql.open(data) as store:
-        for i in range(n):
-            if pause_s:
-                time.sleep(pause_s)
-            started = time.perf_counter()
-            fact = store.store(f"svc{i % 50}", "status", f"deploy canary {i}", confidence=0.9)
-            ours.append(time.perf_counter() - started)
-            sample = codec.encode_event(codec.StoreEvent(fact)).encode() + b"\n"
-            started = time.perf_counter()
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            os.write(fd, sample)
-            os.fsync(fd)
-            os.close(fd)
-            bare.append(time.perf_counter() - started)
-    return ours, bare
-
-
 def report_store_latency(data: Path, work: Path, n: int, pause_s: float = 0.0) -> None:
     """`--store-latency-only DIR`: the store() rows alone, into a store an earlier run built (and adopted
     when copied), so they can be re-measured without a rebuild."""
@@ -424,6 +403,45 @@ def report_rebuild_vs(journal: Path, work: Path, checkout: Path, rounds: int) ->
             print(f"{name:<28}{r['rebuild_s']:>8.1f}{r['events'] / r['rebuild_s']:>12,.0f}"
                   f"{r['events'] / r['parse_s']:>14,.0f}{r['parse_s'] / r['rebuild_s']:>8.3f}"
                   f"{r['rss_growth_mib']:>16.0f}{r['first_query_s']:>18.2f}")
+
+
+def report_compare(journal: Path, work: Path, commits: list[str], rounds: int, stores: int, bursts: int,
+                   burst: int) -> dict:
+    """This code and each of `commits` (extracted by `code_of_commit`), alternately for `rounds` rounds,
+    each in a fresh process on its own copy of `journal` (its own view, rebuilt before the timing): store()
+    p50/p95 beside a bare append + fsync measured call by call in the same process, and the first recall
+    after bursts of single writes. The ratios to the first commit are of p50s measured in the same round."""
+    here = Path(__file__).resolve().parents[2]
+    codes = [("this checkout", here)] + [(c, code_of_commit(c, work)) for c in commits]
+    rows: list[dict] = []
+    for round_ in range(rounds):
+        for name, code in codes:
+            data = work / f"compare-{len(rows)}"
+            shutil.rmtree(data, ignore_errors=True)
+            data.mkdir(parents=True)
+            shutil.copy(journal, data / "facts.jsonl")
+            done = subprocess.run(
+                [sys.executable, str(Path(__file__).with_name("store_latency.py")), str(data), str(work), str(stores),
+                 str(bursts), str(burst)],
+                env={**os.environ, "PYTHONPATH": str(code)}, capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"{name}: the child failed:\n{done.stderr}")
+            shutil.rmtree(data, ignore_errors=True)
+            rows.append({"round": round_, "name": name, **json.loads(done.stdout.splitlines()[-1])})
+    print(f"store() into {journal.name} ({stores} stores per run, interleaved with a bare append + fsync; "
+          f"first recall after each of {bursts} bursts of {burst} single writes; load average "
+          f"{os.getloadavg()[0]:.2f})")
+    print(f"{'round':<7}{'code':<16}{'store p50 ms':>13}{'p95':>8}{'bare p50':>10}{'x bare':>8}"
+          f"{'x ' + (commits[0] if commits else 'itself'):>14}{'recall p50 ms':>15}{'p95':>8}")
+    for row in rows:
+        p50, bare = percentile(row["store_ms"], 50), percentile(row["bare_ms"], 50)
+        first = next(r for r in rows if r["round"] == row["round"] and r["name"] == (commits[0] if commits
+                                                                                   else "this checkout"))
+        recall = row.get("recall_after_burst_ms")
+        print(f"{row['round']:<7}{row['name']:<16}{p50:>13.3f}{percentile(row['store_ms'], 95):>8.3f}{bare:>10.3f}"
+              f"{p50 / bare:>8.2f}{p50 / percentile(first['store_ms'], 50):>14.2f}"
+              + (f"{percentile(recall, 50):>15.1f}{percentile(recall, 95):>8.1f}" if recall else ""))
+    return {"journal": journal.name, "rows": rows}
 
 
 def _decoder_of(checkout: Path):
@@ -512,6 +530,12 @@ def main() -> None:
                         help="only the json parse of --events and the rebuild's floor: the Crux-exact decode of "
                              "every line, then the insert of the fewest rows a view holds into tables without "
                              "any index (no replay rule, no derived table)")
+    parser.add_argument("--compare", action="append", default=[], metavar="COMMIT",
+                        help="only store() and the first recall after bursts of single writes into a store of "
+                             "--events: this code and COMMIT's (repeatable), each run in a subprocess from a "
+                             "`git archive` of the commit, alternately for --rounds rounds")
+    parser.add_argument("--bursts", type=int, default=20, help="with --compare: bursts of single writes")
+    parser.add_argument("--burst", type=int, default=1000, help="with --compare: single writes per burst")
     parser.add_argument("--rebuild-child", nargs=2, type=Path, metavar=("JOURNAL", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.pause_ms < 0:
@@ -549,6 +573,10 @@ def main() -> None:
 
     if args.rebuild_vs:
         report_rebuild_vs(journal, work, args.rebuild_vs, args.rounds)
+        return
+    if args.compare:
+        compared = report_compare(journal, work, args.compare, args.rounds, args.stores, args.bursts, args.burst)
+        (args.json_dir / f"facts-compare-{args.events}.json").write_text(json.dumps(compared, indent=2) + "\n")
         return
     if args.decoders_vs:
         report_decoders(journal, args.decoders_vs, args.rounds)

@@ -2,6 +2,8 @@
 the same call in-process, on a 100k-fact store; and what `tools/list` costs an agent per turn.
 
     python tools/bench/bench_mcp.py [--facts 100000] [--calls 300]
+    python tools/bench/bench_mcp.py --store-vs-memory-server FOLDER --facts 20000 --calls 200 \
+        [--compare a4f6f8d --compare a27032b]   # one write through MCP, beside the official memory server
 
 Both paths run the same tool call (validation, recall, accounting); the stdio path adds JSON-RPC
 framing, the SDK's dispatch on both sides and a pipe round trip. Calls are interleaved so machine
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +30,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.memory import create_client_server_memory_streams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from commits import code_of_commit  # noqa: E402
 from journal_gen import generate  # noqa: E402
 
 import cruxsql  # noqa: E402
@@ -96,11 +100,105 @@ async def _memory_session(client_side: tuple, *, task_status: anyio.abc.TaskStat
         await anyio.sleep_forever()
 
 
+def _memory_graph(journal: Path, path: Path) -> int:
+    """The live facts of `journal` as the official memory server's file: an entity per fact entity, an
+    observation `key: value` per fact (what it rewrites whole on every write). Returns observations."""
+    entities: dict[str, list[str]] = {}
+    for line in journal.open(encoding="utf-8"):
+        event = json.loads(line)
+        if event.get("op") == "store":
+            fact = event["fact"]
+            entities.setdefault(fact["entity"], []).append(f"{fact['key']}: {fact['value']}")
+    for i in range(50):  # the entities the timed calls add to
+        entities.setdefault(f"svc{i}", [])
+    path.write_text("\n".join(json.dumps({"type": "entity", "name": name, "entityType": "service",
+                                          "observations": observations})
+                              for name, observations in entities.items()), encoding="utf-8")
+    return sum(map(len, entities.values()))
+
+
+async def _store_calls(servers: dict[str, StdioServerParameters], calls: int) -> dict[str, list[float]]:
+    """`calls` single writes into each server over stdio through the SDK client, interleaved call by call
+    (ms): `store_fact` into cruxsql, `add_observations` of the same text into the memory server."""
+    from contextlib import AsyncExitStack
+
+    took: dict[str, list[float]] = {name: [] for name in servers}
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for name, params in servers.items():
+            streams = await stack.enter_async_context(stdio_client(params, errlog=open(os.devnull, "w")))
+            sessions[name] = await stack.enter_async_context(ClientSession(*streams[:2]))
+            await sessions[name].initialize()
+        for i in range(calls + 10):
+            entity, key, value = f"svc{i % 50}", f"note{i}", f"deploy canary {i} rolled out to europe"
+            for name, session in sessions.items():
+                if name == "server-memory":
+                    tool, arguments = "add_observations", {"observations": [
+                        {"entityName": entity, "contents": [f"{key}: {value}"]}]}
+                else:
+                    tool, arguments = "store_fact", {"entity": entity, "key": key, "value": value}
+                started = time.perf_counter()
+                result = await session.call_tool(tool, arguments)
+                if i >= 10:  # warm-up
+                    took[name].append((time.perf_counter() - started) * 1000)
+                assert not result.is_error, (name, result.content)
+    return took
+
+
+def report_store_vs_memory_server(folder: Path, facts: int, calls: int, commits: list[str]) -> None:
+    """`--store-vs-memory-server`: one MCP write into cruxsql (this code and `commits`', each its own
+    `cruxsql mcp` process on its own copy of a store of `facts` journal events) and into the official
+    memory server holding the same facts, interleaved call by call."""
+    entry = folder / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+    if not entry.is_file():
+        raise SystemExit(f"{entry} not found: npm install @modelcontextprotocol/server-memory in {folder}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRUX", "CORECRUXD"))}
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-store-") as tmp:
+        work = Path(tmp)
+        generate(work / "facts.jsonl", facts, tenants=1)
+        observations = _memory_graph(work / "facts.jsonl", work / "memory.jsonl")
+        servers = {"server-memory": StdioServerParameters(
+            command="node", args=[str(entry)], env={**env, "MEMORY_FILE_PATH": str(work / "memory.jsonl")})}
+        here = Path(__file__).resolve().parents[2]
+        for name, code in [("this checkout", here)] + [(c, code_of_commit(c, work)) for c in commits]:
+            data = work / f"data-{len(servers)}"
+            data.mkdir()
+            shutil.copy(work / "facts.jsonl", data / "facts.jsonl")
+            code_env = {**env, "PYTHONPATH": str(code)}
+            # from `work`: `-c` and `-m` put the working directory first on sys.path, before PYTHONPATH
+            used = subprocess.run([sys.executable, "-c", "import sys, cruxsql; s = cruxsql.open(sys.argv[1]); "
+                                   "cruxsql.Recall(s).query_facts('warm'); s.close(); print(cruxsql.__file__)",
+                                   str(data)], env=code_env, cwd=work, check=True, capture_output=True, text=True)
+            assert Path(used.stdout.strip()).resolve().is_relative_to(code.resolve()), (used.stdout, code)
+            servers[f"cruxsql {name}"] = StdioServerParameters(
+                command=sys.executable, args=["-m", "cruxsql", "mcp", "--data-dir", str(data), "--agent", "bench"],
+                env=code_env, cwd=work)
+        took = anyio.run(_store_calls, servers, calls)
+    print(f"one write through MCP over stdio (SDK client), {calls} calls each, interleaved (ms); cruxsql's store "
+          f"of {facts:,} journal events, the memory server's file of the same {observations:,} facts; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| server | tool | p50 | p95 | p50 vs server-memory |")
+    print("|---|---|---|---|---|")
+    base = statistics.median(took["server-memory"])
+    for name, xs in took.items():
+        tool = "add_observations" if name == "server-memory" else "store_fact"
+        print(f"| {name} | {tool} | {statistics.median(xs):.2f} | {pct(xs, 0.95):.2f} | "
+              f"{statistics.median(xs) / base:.2f}x |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--facts", type=int, default=100_000)
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--store-vs-memory-server", type=Path, metavar="FOLDER",
+                    help="only one write (store_fact) against the official memory server installed in FOLDER "
+                         "(npm install @modelcontextprotocol/server-memory)")
+    ap.add_argument("--compare", action="append", default=[], metavar="COMMIT",
+                    help="with --store-vs-memory-server: COMMIT's cruxsql mcp too (repeatable)")
     args = ap.parse_args()
+    if args.store_vs_memory_server:
+        report_store_vs_memory_server(args.store_vs_memory_server, args.facts, args.calls, args.compare)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
         data = Path(tmp)
         t0 = time.perf_counter()

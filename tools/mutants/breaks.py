@@ -229,6 +229,13 @@ BREAKS: tuple[Break, ...] = (
           '    return _LINE_BREAK.sub(" ⏎ ", " · ".join((head, *(f for f in fields if f))))\n',
           '    return " · ".join((head, *(f for f in fields if f)))  # planted\n',
           ("tests/test_turns.py::test_the_answer_line_stays_one_line_at_every_line_boundary",)),
+    Break("unindexed-tail-not-scanned", "a read beside a writer answers from the text index alone, missing the "
+          "facts acknowledged writes left to a later read's indexing",
+          "cruxsql/recall/text_index.py",
+          "        self.tail = np.arange(state[1] + 1, max_seq + 1, dtype=np.int64)\n"
+          "        self.terms = TermsWithTail(self.db, state[1], max_seq)\n",
+          "        self.tail, self.terms = None, FactTerms(self.db)  # planted\n",
+          ("tests/test_write_indexing.py::test_a_read_beside_a_writer_scans_the_unindexed_tail_with_the_same_answers",)),
 )
 
 
