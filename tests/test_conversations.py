@@ -286,7 +286,8 @@ def test_a_turn_line_stays_one_line_and_a_long_one_is_cut_to_the_budget(store: S
     store_conversation(store, "ops-chat", [TurnInput("sre", "rollback: run\nterraform apply", time="2026-01-05"),
                                            TurnInput("sre", "the deploy runbook says " + "word " * 2000)])
     recall = Recall(store)
-    assert recall.search("terraform rollback", fusion="bm25", ids=False).text() == \
+    # (turn #1 follows with the context of the turn before it: recall/turn_context.py)
+    assert recall.search("terraform rollback", fusion="bm25", ids=False).lines[0] == \
         "[ops-chat #0, 2026-01-05] sre: rollback: run ⏎ terraform apply"
     cut = recall.search("deploy runbook", fusion="bm25", ids=False, token_budget=60)
     assert len(cut.lines) == 1 and cut.lines[0].startswith("[ops-chat #1] sre: the deploy runbook says word")
