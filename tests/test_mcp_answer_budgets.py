@@ -137,3 +137,17 @@ def test_query_facts_holds_its_budget_as_a_whole_and_names_a_true_threshold(clie
     assert json.loads(envelope.content[0].text)["contract"] == "crc-v1" and received(envelope) <= needs
     below = client.call("query_facts", {**args, "token_budget": needs - 1}).content[0].text
     assert below.endswith(NEEDS + str(needs))
+
+
+def test_query_facts_explains_only_what_its_budget_carries(client) -> None:
+    args = {"query": "service value", "top_k": 120, "explain": True}
+    floor = client.call("query_facts", {**args, "token_budget": 1})
+    assert len(floor.structured_content["explain"]["rows"]) == 1
+    assert floor.structured_content["explain"]["left_out"]["over_budget_or_top_k"] == 119
+    for budget in (40, 300, 1000):
+        reply = client.call("query_facts", {**args, "token_budget": budget})
+        assert received(reply) <= max(budget, received(floor)), (budget, received(reply))
+        why = reply.structured_content["explain"]
+        text = reply.content[0].text.split("\n  why: ")[0]
+        emitted = len(json.loads(text)["pointers"]) if text.startswith("{") else len(text.splitlines()) - 1
+        assert len(why["rows"]) == emitted == 120 - why["left_out"]["over_budget_or_top_k"], (budget, emitted)

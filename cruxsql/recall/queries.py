@@ -240,15 +240,13 @@ class QueryResult:
 
     def budgeted_structure(self, budget: int) -> dict[str, Any]:
         """`{rows, pointers, left_out, filtered_below_threshold}` within `budget` tokens (see crux_payload)."""
+        emitted = self.emitted_ids()
         if self.crc_v1 is not None:
             hydrated = {c["id"] for c in self.crc_v1["content"]}
-            emitted = [p["id"] for p in self.crc_v1["pointers"]]
         elif self.compact is not None:
             hydrated = {r["fact_id"] for r in self.rows[:self.compact.whole]}
-            emitted = [r["fact_id"] for r in self.rows[:len(self.compact.lines)]]
         else:
-            hydrated = {r["fact_id"] for r in self.rows}
-            emitted = [r["fact_id"] for r in self.rows]
+            hydrated = set(emitted)
         full = [r for r in self.rows if r["fact_id"] in hydrated]
         shown = self.matched - self.filtered_below_threshold
 
@@ -259,6 +257,14 @@ class QueryResult:
                     "filtered_below_threshold": self.filtered_below_threshold}
 
         return structure(tokens.largest_within(len(full), lambda k: tokens.estimate_tokens(structure(k)), budget))
+
+    def emitted_ids(self) -> list[str]:
+        """The ids of the rows the text carries, whole or as a pointer or a cut line (a prefix of `rows`)."""
+        if self.crc_v1 is not None:
+            return [p["id"] for p in self.crc_v1["pointers"]]
+        if self.compact is not None:
+            return [r["fact_id"] for r in self.rows[:len(self.compact.lines)]]
+        return [r["fact_id"] for r in self.rows]
 
     def text(self) -> str:
         """Crux's legacy text: one line per row, or the empty-result sentence; the compact answer's lines

@@ -96,13 +96,21 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
             text = pretty_json(shaped.crc_v1) if call.control else compact_json(shaped.crc_v1)
         structured = payload["structuredContent"]
         if why is not None:
-            structured = {**structured, "explain": why}
-            text = "\n".join([text, *recall_explain.explain_lines(why), recall_explain.left_out_line(why)])
+            shown = _explained(why, shaped.emitted_ids(), len(result.rows))
+            structured = {**structured, "explain": shown}
+            text = "\n".join([text, *recall_explain.explain_lines(shown), recall_explain.left_out_line(shown)])
         return ToolResult(text, structured, payload=shaped.crc_v1, sample=crc_v1.enabled(contract))
 
     if budget is None or call.control or (result.crc_v1 is None and result.compact is None):
         return answer(result)       # Crux's answer, the legacy contract's or the control arm's
     return answer(_whole_within(result, lambda b, needs=None: answer(result.reshaped(b, needs)), budget))
+
+
+def _explained(why: dict, emitted: list[str], rows: int) -> dict:
+    """The explanation of the rows an answer cut to its budget still carries; the others count as left out."""
+    left_out = {**why["left_out"], "over_budget_or_top_k": why["left_out"].get("over_budget_or_top_k", 0)
+                + rows - len(emitted)}
+    return {**why, "rows": why["rows"][:len(emitted)], "left_out": {k: n for k, n in left_out.items() if n}}
 
 
 def _whole_within(result: QueryResult, answer: Callable[..., ToolResult], budget: int) -> QueryResult:
