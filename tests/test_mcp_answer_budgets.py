@@ -1,4 +1,4 @@
-"""A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness`,
+"""A `token_budget` holds for everything an agent receives: `query_facts`, `memory_view`, `memory_freshness`,
 `query_scan`, `query`, `get_bootstrap`, `memory_forget_dry_run`, `memory_contradictions` and
 `memory_disagreements` answers, through a real `cruxsql mcp` process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
 `cruxsql/recall/tokens.py`). The floor is one item (Crux's rule: the first row always comes), and where

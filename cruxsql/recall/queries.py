@@ -32,7 +32,7 @@ Where cruxsql deliberately differs from Crux (the seeds call these defects, or C
 * under a `token_budget` the CRC-v1 envelope's own text fits the budget (Crux counts only the values and
   40 tokens a pointer); below the least envelope (one fact, ~240 tokens) the answer is compact fact lines
   (`entity · key: value · id`, fact_lines.py) and a line that says so and names the budget the envelope
-  needs (`compact_answer`).
+  needs (`compact_answer`); the MCP tool holds the budget over its whole answer (`QueryResult.reshaped`).
 A blank query still matches nothing (Crux: OR over zero terms).
 """
 
