@@ -1,4 +1,4 @@
-"""A `token_budget` holds for everything an agent receives: `memory_view`, `memory_freshness`,
+"""A `token_budget` holds for everything an agent receives: `query_facts`, `memory_view`, `memory_freshness`,
 `query_scan`, `query`, `get_bootstrap`, `memory_forget_dry_run`, `memory_contradictions` and
 `memory_disagreements` answers, through a real `cruxsql mcp` process, measured as the server's own accounting measures them (chars/4 of the whole MCP result,
 `cruxsql/recall/tokens.py`). The floor is one item (Crux's rule: the first row always comes), and where
@@ -6,6 +6,7 @@ Crux's own answer fits, it is Crux's."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -34,7 +35,6 @@ def items(tool: str, result: Any) -> int:
         return len(result.content[0].text.splitlines())
     if field is not None:
         return len(result.structured_content[field])
-    import json
     payload = json.loads(result.content[0].text)
     return len(payload["pointers"])
 
@@ -113,3 +113,41 @@ def test_disagreements_fit_the_whole_budget(client) -> None:
     for budget in (60, 300, 1000):
         reply = client.call("memory_disagreements", {"token_budget": budget})
         assert received(reply) <= budget, (budget, received(reply))
+
+
+NEEDS = "compact: the CRC-v1 envelope needs token_budget ≥ "
+
+
+def test_query_facts_holds_its_budget_as_a_whole_and_names_a_true_threshold(client) -> None:
+    """Text, structured content and frame together fit the budget, or are the floor (one fact line, its
+    value cut, and the footer); the figure the footer names gives the envelope, and its whole answer fits it."""
+    args = {"query": "service value", "top_k": 120}
+    floor = client.call("query_facts", {**args, "token_budget": 1})
+    assert len(floor.content[0].text.splitlines()) == 2 and NEEDS in floor.content[0].text
+    shapes = {}
+    for budget in (40, 100, 300, 1000):
+        reply = client.call("query_facts", {**args, "token_budget": budget})
+        assert not reply.is_error
+        assert received(reply) <= max(budget, received(floor)), (budget, received(reply))
+        shapes[budget] = reply.content[0].text
+    assert json.loads(shapes[1000])["contract"] == "crc-v1"
+    needs = int(shapes[100].splitlines()[-1].split(NEEDS)[1])
+    assert needs > 100 and NEEDS + str(needs) in shapes[40]
+    envelope = client.call("query_facts", {**args, "token_budget": needs})
+    assert json.loads(envelope.content[0].text)["contract"] == "crc-v1" and received(envelope) <= needs
+    below = client.call("query_facts", {**args, "token_budget": needs - 1}).content[0].text
+    assert below.endswith(NEEDS + str(needs))
+
+
+def test_query_facts_explains_only_what_its_budget_carries(client) -> None:
+    args = {"query": "service value", "top_k": 120, "explain": True}
+    floor = client.call("query_facts", {**args, "token_budget": 1})
+    assert len(floor.structured_content["explain"]["rows"]) == 1
+    assert floor.structured_content["explain"]["left_out"]["over_budget_or_top_k"] == 119
+    for budget in (40, 300, 1000):
+        reply = client.call("query_facts", {**args, "token_budget": budget})
+        assert received(reply) <= max(budget, received(floor)), (budget, received(reply))
+        why = reply.structured_content["explain"]
+        text = reply.content[0].text.split("\n  why: ")[0]
+        emitted = len(json.loads(text)["pointers"]) if text.startswith("{") else len(text.splitlines()) - 1
+        assert len(why["rows"]) == emitted == 120 - why["left_out"]["over_budget_or_top_k"], (budget, emitted)

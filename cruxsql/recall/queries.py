@@ -32,7 +32,7 @@ Where cruxsql deliberately differs from Crux (the seeds call these defects, or C
 * under a `token_budget` the CRC-v1 envelope's own text fits the budget (Crux counts only the values and
   40 tokens a pointer); below the least envelope (one fact, ~240 tokens) the answer is compact fact lines
   (`entity · key: value · id`, fact_lines.py) and a line that says so and names the budget the envelope
-  needs (`compact_answer`).
+  needs (`compact_answer`); the MCP tool holds the budget over its whole answer (`QueryResult.reshaped`).
 A blank query still matches nothing (Crux: OR over zero terms).
 """
 
@@ -176,6 +176,28 @@ class QueryResult:
     known_at: Optional[str] = None
     as_of: Optional[str] = None
     compact: Optional["CompactAnswer"] = None    # the budget is below the least CRC-v1 envelope
+    entity: Optional[str] = None                 # as asked (the envelope names them)
+    query: Optional[str] = None
+    row_tokens: list[int] = field(default_factory=list)   # each row's `tokens`, what Crux's budget counts
+
+    def least_envelope_tokens(self) -> int:
+        """The compact text's tokens of the least CRC-v1 envelope: the first row hydrated."""
+        return tokens.estimate_tokens_str(tokens.compact_json(
+            crc_v1.wrap_facts_tiered(self.rows[:1], self.entity, self.query, 1, len(self.rows))))
+
+    def reshaped(self, budget: int, needs: Optional[int] = None) -> "QueryResult":
+        """This CRC-v1 answer shaped to `budget`: Crux's tiered envelope cut until its text fits, or, when
+        the envelope `needs` a larger budget (by default the least envelope's own text), compact fact lines
+        naming that figure. A surface counting more than the text (the MCP answer as a whole) names its
+        own `needs`."""
+        needs = self.least_envelope_tokens() if needs is None else needs
+        shaped = replace(self, token_budget=budget, crc_v1=None, compact=None)
+        if needs > budget:
+            shaped.compact = compact_answer(self.rows, self.matched - self.filtered_below_threshold, needs, budget)
+        else:
+            full, emit = tokens.fact_emit_within_budget(self.row_tokens, budget)
+            shaped.crc_v1 = _envelope_within(self.rows, self.entity, self.query, full, emit, budget)
+        return shaped
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rows": self.rows}
@@ -218,15 +240,13 @@ class QueryResult:
 
     def budgeted_structure(self, budget: int) -> dict[str, Any]:
         """`{rows, pointers, left_out, filtered_below_threshold}` within `budget` tokens (see crux_payload)."""
+        emitted = self.emitted_ids()
         if self.crc_v1 is not None:
             hydrated = {c["id"] for c in self.crc_v1["content"]}
-            emitted = [p["id"] for p in self.crc_v1["pointers"]]
         elif self.compact is not None:
             hydrated = {r["fact_id"] for r in self.rows[:self.compact.whole]}
-            emitted = [r["fact_id"] for r in self.rows[:len(self.compact.lines)]]
         else:
-            hydrated = {r["fact_id"] for r in self.rows}
-            emitted = [r["fact_id"] for r in self.rows]
+            hydrated = set(emitted)
         full = [r for r in self.rows if r["fact_id"] in hydrated]
         shown = self.matched - self.filtered_below_threshold
 
@@ -237,6 +257,14 @@ class QueryResult:
                     "filtered_below_threshold": self.filtered_below_threshold}
 
         return structure(tokens.largest_within(len(full), lambda k: tokens.estimate_tokens(structure(k)), budget))
+
+    def emitted_ids(self) -> list[str]:
+        """The ids of the rows the text carries, whole or as a pointer or a cut line (a prefix of `rows`)."""
+        if self.crc_v1 is not None:
+            return [p["id"] for p in self.crc_v1["pointers"]]
+        if self.compact is not None:
+            return [r["fact_id"] for r in self.rows[:len(self.compact.lines)]]
+        return [r["fact_id"] for r in self.rows]
 
     def text(self) -> str:
         """Crux's legacy text: one line per row, or the empty-result sentence; the compact answer's lines
@@ -797,14 +825,8 @@ class Recall:
         if use_crc and rows:
             if reversible:
                 assert token_budget is not None  # `reversible` says so
-                full, emit = tokens.fact_emit_within_budget([r[7] for r in picked], token_budget)
-                least = tokens.estimate_tokens_str(tokens.compact_json(
-                    crc_v1.wrap_facts_tiered(rows[:1], entity, query, 1, len(rows))))
-                if least > token_budget:
-                    result.compact = compact_answer(rows, result.matched - result.filtered_below_threshold, least,
-                                                    token_budget)
-                else:
-                    result.crc_v1 = _envelope_within(rows, entity, query, full, emit, token_budget)
+                result.entity, result.query, result.row_tokens = entity, query, [r[7] for r in picked]
+                result = result.reshaped(token_budget)
             else:
                 result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
         elif rows and token_budget is not None and not use_crc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal, Optional
+from typing import Callable, Literal, Optional
 
 from ...accounting.holdout import pretty_json
 from ...errors import Conflict
@@ -12,9 +12,10 @@ from ...recall import crc_v1
 from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
+from ...recall.queries import QueryResult
 from ...recall.tokens import compact_json
 from ..arguments import Contract
-from ..answer_budget import longest_within
+from ..answer_budget import longest_within, wire_tokens
 from ..call import Call
 from ..registry import READ, WRITE, ToolError, ToolResult, reads, shape, tool, writes
 
@@ -82,21 +83,50 @@ def query_facts(call: Call, query: Optional[str] = None, entity: Optional[str] =
                 explain: bool = False) -> ToolResult:
     """Recall facts: any query word matching a value, key or entity; ranked by freshness-decayed confidence.
     A token_budget returns the best in full and the rest as pointers; explain says why."""
+    budget = call.budget(token_budget)
     result = call.recall.query_facts(
         query, entity=entity, tenant=call.tenant, agent=call.agent, top_k=top_k,
-        token_budget=call.budget(token_budget), min_effective_confidence=min_effective_confidence, as_of=as_of,
+        token_budget=budget, min_effective_confidence=min_effective_confidence, as_of=as_of,
         include_superseded=include_superseded, contract=contract, shaped=not call.control)
-    payload = result.crux_payload(budgeted=not call.control)
-    text = payload["content"][0]["text"]
-    if result.crc_v1 is not None:
-        text = pretty_json(result.crc_v1) if call.control else compact_json(result.crc_v1)
-    structured = payload["structuredContent"]
-    if explain:
-        why = recall_explain.explain(call.recall, result, query, tenant=call.tenant, agent=call.agent,
-                                     entity=entity, as_of=result.as_of, include_superseded=include_superseded)
-        structured = {**structured, "explain": why}
-        text = "\n".join([text, *recall_explain.explain_lines(why), recall_explain.left_out_line(why)])
-    return ToolResult(text, structured, payload=result.crc_v1, sample=crc_v1.enabled(contract))
+    why = recall_explain.explain(call.recall, result, query, tenant=call.tenant, agent=call.agent, entity=entity,
+                                 as_of=result.as_of, include_superseded=include_superseded) if explain else None
+
+    def answer(shaped: QueryResult) -> ToolResult:
+        payload = shaped.crux_payload(budgeted=not call.control)
+        text = payload["content"][0]["text"]
+        if shaped.crc_v1 is not None:
+            text = pretty_json(shaped.crc_v1) if call.control else compact_json(shaped.crc_v1)
+        structured = payload["structuredContent"]
+        if why is not None:
+            shown = _explained(why, shaped.emitted_ids(), len(result.rows))
+            structured = {**structured, "explain": shown}
+            text = "\n".join([text, *recall_explain.explain_lines(shown), recall_explain.left_out_line(shown)])
+        return ToolResult(text, structured, payload=shaped.crc_v1, sample=crc_v1.enabled(contract))
+
+    if budget is None or call.control or (result.crc_v1 is None and result.compact is None):
+        return answer(result)       # Crux's answer, the legacy contract's or the control arm's
+    return answer(_whole_within(result, lambda b, needs=None: answer(result.reshaped(b, needs)), budget))
+
+
+def _explained(why: dict, emitted: list[str], rows: int) -> dict:
+    """The explanation of the rows an answer cut to its budget still carries; the others count as left out."""
+    left_out = {**why["left_out"], "over_budget_or_top_k": why["left_out"].get("over_budget_or_top_k", 0)
+                + rows - len(emitted)}
+    return {**why, "rows": why["rows"][:len(emitted)], "left_out": {k: n for k, n in left_out.items() if n}}
+
+
+def _whole_within(result: QueryResult, answer: Callable[..., ToolResult], budget: int) -> QueryResult:
+    """`result` reshaped so its whole MCP answer (text, structured content, frame) fits `budget`: the
+    envelope when its least answer fits, cut to the largest text budget that fits; else compact lines
+    naming what the least envelope's whole answer takes, so asking again with that figure gives it.
+    Floor: one fact line (its value cut) and the footer."""
+    least = result.least_envelope_tokens()
+    needs = wire_tokens(answer(least))
+    if needs <= budget:
+        b = least - 1 + longest_within(budget - least + 1, lambda n: answer(least - 1 + n), budget)
+        return result.reshaped(b)
+    b = longest_within(min(budget, needs - 1), lambda n: answer(n, needs), budget)
+    return result.reshaped(b, needs)
 
 
 @tool(kind=READ, hints=reads("Session bootstrap"), core=True)
