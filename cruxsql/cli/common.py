@@ -157,6 +157,7 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
     or a view SQLite cannot write, e.g. on a full disk — is read through an in-memory copy of the view,
     said once on stderr), "write" (needs a writable store) or "create" (creates the directory and store
     if missing). Shows catch-up progress on a terminal."""
+    _finish_interrupted_restore(data_dir)
     state = data_dir_state(data_dir, create=access == "create")
     if state.read_only and access != "read":
         raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
@@ -178,6 +179,18 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True) -> S
         return Store(data_dir, read_only=True, **options)
     _repair_on_open(store)
     return store
+
+
+def _finish_interrupted_restore(data_dir: Path) -> None:
+    """Complete or roll back a killed `restore` into this directory (before a missing directory is refused:
+    a restore killed between its renames leaves it missing), said on stderr."""
+    from ..governance.restore import finish_interrupted
+    try:
+        lines = finish_interrupted(data_dir.resolve() if data_dir.is_symlink() else data_dir)
+    except OSError:  # a directory we cannot change: the next command that can, does
+        return
+    for line in lines:
+        click.echo(f"repair: {line}", err=True)
 
 
 def _repair_on_open(store: Store) -> None:
