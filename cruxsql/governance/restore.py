@@ -267,8 +267,9 @@ def _remove_tree(path: Path) -> None:
 
 @contextlib.contextmanager
 def _erasures_paused(source: Optional[Path]) -> Iterator[None]:
-    """The source store's erasure lock (none runs there while the restore commits), when it has one."""
-    if source is None:
+    """The source store's erasure lock (none runs there while the restore commits); not taken in a source
+    this process cannot write to (its lock file may not even be opened)."""
+    if source is None or not os.access(source, os.W_OK):
         yield
         return
     with erasure_lock.held_at(source, None):
