@@ -378,6 +378,11 @@ def release_hold(store: Store, prepared: PreparedRelease, durable_receipt_id: st
             raise Conflict(f"legal hold {hold.hold_id} changed since the release was prepared; prepare it again")
         released = replace(prepared.released, release_receipt_id=durable_receipt_id.strip())
         _store_state(store, released, durable_receipt_id.strip(), prepared.actor)
+    # (the erasure ledger outlives a restore: a backup taken while the hold was active restores it released)
+    assert released.released_at is not None     # prepare_release sets it
+    erasure_ledger.hold_released(store.data_dir, receipt_id=durable_receipt_id.strip(), hold_id=hold.hold_id,
+                                 released_at=timestamps.format_fact_time(released.released_at),
+                                 released_by=prepared.actor, reason=prepared.reason)
     return released
 
 
@@ -393,10 +398,6 @@ def release(store: Store, hold_id: str, actor: Optional[str] = None,
             reason=prepared.reason, actor=prepared.actor, recorded_at=prepared.released.released_at)
         store_receipt(store, receipt)
         hold = release_hold(store, prepared, receipt.receipt_id)
-    # (the erasure ledger outlives a restore: a backup taken while the hold was active restores it released)
-    erasure_ledger.hold_released(store.data_dir, receipt_id=receipt.receipt_id, hold_id=hold_id,
-                                 released_at=timestamps.format_fact_time(prepared.released.released_at),
-                                 released_by=prepared.actor, reason=prepared.reason)
     return hold, receipt
 
 
