@@ -223,3 +223,17 @@ def test_restore_takes_the_data_directory_like_every_command(tmp_path: Path) -> 
     both = _cli("restore", str(bk), str(tmp_path / "a"), "--data-dir", str(tmp_path / "b"))
     assert both.returncode == 1 and "name different directories" in both.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_backup_restored_over_its_own_store_that_never_erased_anything_is_not_refused(tmp_path: Path) -> None:
+    src, bk = tmp_path / "src", tmp_path / "bk"
+    with cruxsql.open(src) as store:
+        store.store("svc", "owner", "alice-keeps-this", tenant="acme")
+        backups.backup(store, bk)
+        store.store("svc", "owner", "bob-came-later", tenant="acme")
+    assert not (src / "erasure-ledger.jsonl").exists()  # that store's ledger: no erasure, ever
+    result = _cli("restore", str(bk), str(src), "--force")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    with cruxsql.open(src) as store:
+        assert [f.value for f in store.history("svc", "owner", tenant="acme")] == ["alice-keeps-this"]

@@ -154,7 +154,7 @@ def erasure_knowledge(manifest: dict[str, Any], target: Path, ledger_file: Optio
     if known.source_store is not None:
         ledgers.append(erasure_ledger.read_ledger(known.source_store))
         known.releases += _releases_in_view(known.source_store)
-        if known.source_store.resolve() != target.resolve():
+        if known.source_store.resolve() != target.resolve() or not known.sources:  # (itself, never erased in)
             known.sources.append(f"the store it was taken of ({known.source_store})")
     if ledger_file is not None:
         if not Path(ledger_file).is_file():
