@@ -237,3 +237,20 @@ def test_a_backup_restored_over_its_own_store_that_never_erased_anything_is_not_
     assert result.stderr == ""
     with cruxsql.open(src) as store:
         assert [f.value for f in store.history("svc", "owner", tenant="acme")] == ["alice-keeps-this"]
+
+
+def test_the_operators_own_directories_named_like_a_restores_are_never_removed(tmp_path: Path) -> None:
+    src, bk = tmp_path / "src", tmp_path / "bk"
+    _seed(src, bk)
+    own = [tmp_path / "src.restore-mine", tmp_path / "src.replaced-2024", tmp_path / "src.replaced-0123456789ab",
+           tmp_path / "src.restore-0123456789ab"]
+    for directory in own:
+        directory.mkdir()
+        (directory / "notes.txt").write_text("the operator's own")
+    empty = tmp_path / "src.restore-ba9876543210"  # a restore killed between its mkdir and its marker
+    empty.mkdir()
+    for read_only in (["history", "svc", "owner", "--tenant", "acme"], ["sql", "SELECT 1"]):
+        result = _cli(*read_only, "--data-dir", str(src))
+        assert result.returncode == 0, result.stderr
+    assert [(d / "notes.txt").read_text() for d in own] == ["the operator's own"] * 4
+    assert not empty.exists()

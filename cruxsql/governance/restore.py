@@ -29,6 +29,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -289,33 +290,55 @@ def finish_interrupted(target: Path) -> list[str]:
 
     A committed restore loses what it replaced; a "ready" staging (its erasures re-applied) whose target
     is missing is renamed into place; any other staging is removed, and a target it set aside is put back.
+    Only directories a restore made are touched: named `TARGET.restore-<12 hex>` with its marker (or
+    nothing else in it), or the `TARGET.replaced-<12 hex>` a marker names; a directory of the operator's
+    that merely looks like one is left alone.
     """
-    parent, name = target.parent, target.name
-    if not parent.is_dir():
+    if not target.parent.is_dir():
         return []
-    prefix = glob.escape(name)
-    done: list[str] = []
-    marker = _read_marker(target)
-    if marker is not None and not alive(marker.get("pid")):
-        replaced = parent / str(marker.get("replaced"))
-        if marker.get("replaced") and replaced.is_dir():
-            _remove_tree(replaced)
-        (target / MARKER_NAME).unlink(missing_ok=True)
-        done.append(f"finished the restore into {target} that was killed after it went live")
-    for staging in sorted(parent.glob(prefix + ".restore-*")):
+    done = _finish_committed(target)
+    for staging in _made_by_restore(target, "restore"):
         done += _settle_staging(target, staging)
-    for replaced in sorted(parent.glob(prefix + ".replaced-*")):
-        if (parent / f"{name}.restore-{replaced.name.rsplit('-', 1)[-1]}").exists():
-            continue  # a live restore's
-        if not target.exists():
-            os.replace(replaced, target)
+    for replaced in _made_by_restore(target, "replaced"):
+        if not target.exists() and not _staging_of(replaced).exists():
+            os.replace(replaced, target)  # its staging removed (by the source store's repair): roll back
             done.append(f"put {target} back as it was before a killed restore")
-        elif not _is_live_restore(_read_marker(target)):
-            _remove_tree(replaced)
-            done.append(f"removed {replaced}, what a killed restore replaced")
     if done:
-        fsync_dir(parent)
+        fsync_dir(target.parent)
     return done
+
+
+def _made_by_restore(target: Path, kind: str) -> list[Path]:
+    """The `TARGET.<kind>-<12 hex>` directories beside `target` ("restore": staging, "replaced": set aside)."""
+    pattern = re.compile(re.escape(target.name) + rf"\.{kind}-[0-9a-f]{{12}}")
+    return sorted(p for p in target.parent.glob(glob.escape(target.name) + f".{kind}-*")
+                  if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink())
+
+
+def _staging_of(replaced: Path) -> Path:
+    return replaced.with_name(replaced.name.replace(".replaced-", ".restore-"))
+
+
+def _replaced_named_by(target: Path, marker: dict[str, Any]) -> Optional[Path]:
+    """The set-aside target a marker names, when it is one of this target's."""
+    replaced = target.with_name(str(marker.get("replaced")))
+    return replaced if replaced in _made_by_restore(target, "replaced") else None
+
+
+def _finish_committed(target: Path) -> list[str]:
+    """A restore killed after its rename: the replaced directory and the marker go."""
+    marker = _read_marker(target)
+    if marker is None or _is_live_restore(marker):
+        return []
+    _drop_replaced(target, marker)
+    return [f"finished the restore into {target} that was killed after it went live"]
+
+
+def _drop_replaced(target: Path, marker: dict[str, Any]) -> None:
+    replaced = _replaced_named_by(target, marker)
+    if replaced is not None:
+        _remove_tree(replaced)
+    (target / MARKER_NAME).unlink(missing_ok=True)
 
 
 def _is_live_restore(marker: Optional[dict[str, Any]]) -> bool:
@@ -324,15 +347,15 @@ def _is_live_restore(marker: Optional[dict[str, Any]]) -> bool:
 
 def _settle_staging(target: Path, staging: Path) -> list[str]:
     marker = _read_marker(staging)
-    if _is_live_restore(marker):
+    if marker is None:
+        if any(not p.name.startswith(MARKER_NAME + ".") for p in staging.iterdir()):
+            return []  # no marker, yet something in it: not known to be a restore's staging
+    elif _is_live_restore(marker):
         return []
-    if marker is not None and marker.get("state") == "ready" and not target.exists():
+    elif marker.get("state") == "ready" and not target.exists():
         os.replace(staging, target)
         fsync_dir(target.parent)
-        replaced = target.with_name(str(marker.get("replaced")))
-        if marker.get("replaced") and replaced.is_dir():
-            _remove_tree(replaced)
-        (target / MARKER_NAME).unlink(missing_ok=True)
+        _drop_replaced(target, marker)
         return [f"completed the restore into {target} that was killed after re-applying its erasures"]
     _remove_tree(staging)
     return [f"removed {staging}, the staging copy of a killed restore"]
