@@ -254,3 +254,52 @@ def test_the_operators_own_directories_named_like_a_restores_are_never_removed(t
         assert result.returncode == 0, result.stderr
     assert [(d / "notes.txt").read_text() for d in own] == ["the operator's own"] * 4
     assert not empty.exists()
+
+
+def _while_staging(monkeypatch: pytest.MonkeyPatch, action) -> None:
+    """Run `action` once while a restore has copied the backup into its staging directory."""
+    from cruxsql.governance import restore as restoring
+    rebind = restoring._rebind_view
+
+    def rebind_then_act(directory: Path) -> None:
+        rebind(directory)
+        monkeypatch.setattr(restoring, "_rebind_view", rebind)
+        action()
+    monkeypatch.setattr(restoring, "_rebind_view", rebind_then_act)
+
+
+def test_a_restore_does_not_replace_what_another_restore_put_in_its_new_directory(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from cruxsql.governance import restore as restoring
+    src, bk, other_bk, new = tmp_path / "src", tmp_path / "bk", tmp_path / "other-bk", tmp_path / "new"
+    with cruxsql.open(src) as store:
+        store.store("svc", "owner", "from-bk", tenant="acme")
+        backups.backup(store, bk)
+        store.store("svc", "owner", "from-other-bk", tenant="acme")
+        backups.backup(store, other_bk)
+    _while_staging(monkeypatch, lambda: restoring.restore(other_bk, new))
+    with pytest.raises(backups.BackupError, match="filled by another process"):
+        restoring.restore(bk, new)
+    with cruxsql.open(new) as store:
+        assert [f.value for f in store.history("svc", "owner", tenant="acme")][-1] == "from-other-bk"
+    assert _beside(new) == []
+
+
+def test_an_erasure_in_the_target_while_the_restore_stages_is_applied_too(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from cruxsql.governance import restore as restoring
+    src, bk, target = tmp_path / "src", tmp_path / "bk", tmp_path / "target"
+    with cruxsql.open(src) as store:
+        store.store("user:42", "email", MARKER, tenant="acme")
+        store.store("svc", "owner", "alice-keeps-this", tenant="acme")
+        backups.backup(store, bk)
+    restoring.restore(bk, target)  # another store, holding the value too
+
+    def erase_in_target() -> None:
+        with cruxsql.open(target) as store:
+            erasure.erase(store, erasure.Selection(tenant="acme", entity_prefixes=("user:",)), reason="dsr")
+    _while_staging(monkeypatch, erase_in_target)
+    restoring.restore(bk, target, force=True)
+    assert _holding(target) == []
+    with cruxsql.open(target) as store:
+        assert store.history("user:42", "email", tenant="acme") == []

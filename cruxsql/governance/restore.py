@@ -13,8 +13,10 @@ The steps, each safe to be killed at (the crash points):
    its next command removes it once we are gone); the backup's files are copied into it;
 3. inside it, the records of the directory restored over are carried over, the holds released since
    are released again, and every erasure made since is applied again; the marker says "ready";
-4. under the source store's erasure lock (no erasure there in between), erasures made there meanwhile
-   are applied too, the old target is set aside as `TARGET.replaced-<hex>/` and the staging directory
+4. under the erasure locks of the source store and of a target holding a store (no erasure there in
+   between), erasures made there meanwhile are applied too; holding a lock on the target's parent
+   directory (two restores into one target commit one after the other; without `force`, one filled
+   meanwhile is refused), the old target is set aside as `TARGET.replaced-<hex>/` and the staging directory
    renamed onto TARGET: the commit point. Then the replaced directory and the marker are removed.
 
 A restore killed before the rename leaves no erased value live: the next command on TARGET (or a
@@ -26,6 +28,7 @@ next command removes a staging it recorded.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import json
 import os
@@ -92,13 +95,14 @@ def restore(src: Path | str, data_dir: Path | str, force: bool = False,
         _carry_records(target, staging.path, knowledge, manifest)
         _rebind_view(staging.path)
         outcome = _reapply(staging.path, _later(knowledge.ledger, manifest, set()), knowledge.releases, src)
-        with _erasures_paused(knowledge.source_store):
-            meanwhile = erasure_ledger.read_ledger(knowledge.source_store) if knowledge.source_store else []
-            if _later(meanwhile, manifest, outcome.seen):  # erasures the source store finished while we staged
+        stores = _stores_asked(knowledge.source_store, target)
+        with _erasures_paused(stores), _commits_serialised(target.parent):
+            meanwhile = erasure_ledger.merged(*(erasure_ledger.read_ledger(d) for d in stores))
+            if _later(meanwhile, manifest, outcome.seen):  # erasures those stores finished while we staged
                 erasure_ledger.write_all(staging.path, erasure_ledger.merged(
                     erasure_ledger.read_ledger(staging.path), meanwhile))
                 outcome.add(_reapply(staging.path, _later(meanwhile, manifest, outcome.seen), [], src))
-            staging.commit()
+            staging.commit(force)
     except BaseException:
         staging.abort()
         raise
@@ -219,7 +223,10 @@ class _Staging:
                 raise BackupError(f"backup {src}: {name} changed while it was being restored")
             crash_point("restore-staging-partial")
 
-    def commit(self) -> None:
+    def commit(self, force: bool) -> None:
+        if not force and _holds_store(self.target):
+            raise BackupError(f"{self.target} was filled by another process while this restore ran; pass --force "
+                              "to replace what it holds")
         self._mark("ready")
         for directory in sorted({p.parent for p in self.path.rglob("*")} | {self.path}, reverse=True):
             fsync_dir(directory)
@@ -266,15 +273,34 @@ def _remove_tree(path: Path) -> None:
     path.rmdir()
 
 
+def _stores_asked(source: Optional[Path], target: Path) -> list[Path]:
+    """The stores whose erasures the restore must not miss: the source store and a target that holds a
+    store (sorted: two restores take their locks in the same order)."""
+    stores = {d.resolve() for d in (source, target) if d is not None and _holds_store(d)}
+    return sorted(stores)
+
+
 @contextlib.contextmanager
-def _erasures_paused(source: Optional[Path]) -> Iterator[None]:
-    """The source store's erasure lock (none runs there while the restore commits); not taken in a source
+def _erasures_paused(stores: list[Path]) -> Iterator[None]:
+    """The erasure locks of `stores` (none erases there while the restore commits); not taken in a store
     this process cannot write to (its lock file may not even be opened)."""
-    if source is None or not os.access(source, os.W_OK):
+    with contextlib.ExitStack() as locks:
+        for data_dir in stores:
+            if os.access(data_dir, os.W_OK):
+                locks.enter_context(erasure_lock.held_at(data_dir, None))
         yield
-        return
-    with erasure_lock.held_at(source, None):
+
+
+@contextlib.contextmanager
+def _commits_serialised(parent: Path) -> Iterator[None]:
+    """An exclusive lock on the target's parent directory: two restores into one target commit one after
+    the other (the second sees what the first put there)."""
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)
 
 
 def _read_marker(directory: Path) -> Optional[dict[str, Any]]:
