@@ -125,6 +125,8 @@ def test_a_hold_released_after_the_backup_stays_released_and_the_erasure_is_appl
     _restored_cleanly(new, bk)
     with cruxsql.open(new) as store:
         assert [h.active for h in legal_holds.list_holds(store)] == [False]
+        states = store.db.execute("SELECT count(*) FROM facts WHERE key = ?", (legal_holds.STATE_KEY,)).fetchone()[0]
+        assert states == 2  # placed (in the backup), released once again (not once per source that knows it)
 
 
 RESTORE_STEPS = ["restore-staging-partial", "restore-holds-released", "erase-after-compact", "restore-staged",
@@ -303,3 +305,24 @@ def test_an_erasure_in_the_target_while_the_restore_stages_is_applied_too(tmp_pa
     assert _holding(target) == []
     with cruxsql.open(target) as store:
         assert store.history("user:42", "email", tenant="acme") == []
+
+
+def test_a_backup_from_before_store_identities_restores_over_its_store_with_a_hold_released_since(
+        tmp_path: Path) -> None:
+    src, bk = tmp_path / "src", tmp_path / "bk"
+    _seed(src, bk, hold=True)
+    # as an older cruxsql wrote them: no source in the manifest, no hold release in the ledger
+    manifest = json.loads((bk / "cruxsql-backup.json").read_text())
+    del manifest["source"]
+    (bk / "cruxsql-backup.json").write_text(json.dumps(manifest))
+    ledger = src / "erasure-ledger.jsonl"
+    ledger.write_text("".join(line for line in ledger.read_text().splitlines(keepends=True)
+                              if '"hold_released"' not in line))
+    result = _cli("restore", str(bk), str(src), "--force")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("kept released: legal hold lh_") == 1 and "re-applied er_" in result.stdout
+    _restored_cleanly(src, bk)
+    with cruxsql.open(src) as store:
+        assert [h.active for h in legal_holds.list_holds(store)] == [False]
+        states = store.db.execute("SELECT count(*) FROM facts WHERE key = ?", (legal_holds.STATE_KEY,)).fetchone()[0]
+        assert states == 2  # placed (in the backup), released once again (not once per source that knows it)

@@ -411,7 +411,7 @@ def reinstate_releases(store: Store, releases: Iterable[dict[str, Any]]) -> list
         store.refresh()
         active = {h.hold_id: h for h in active_holds(store.db) if not h.unparsable}
         for entry in releases:
-            hold = active.get(entry["hold_id"])
+            hold = active.pop(entry["hold_id"], None)  # (several sources may name one release)
             if hold is None:
                 continue
             released_at = timestamps.parse_ns(entry["released_at"])

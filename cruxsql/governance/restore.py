@@ -148,13 +148,15 @@ def source_store(manifest: dict[str, Any]) -> tuple[Optional[Path], str]:
 
 def erasure_knowledge(manifest: dict[str, Any], target: Path, ledger_file: Optional[Path],
                       no_erasure_ledger: bool) -> ErasureKnowledge:
-    """Gather the ledgers of the target, the source store and `ledger_file`; refuse (BackupError) when
-    there is none, unless `no_erasure_ledger`."""
+    """Gather the ledgers of the target, the source store and `ledger_file` (and the holds released in the
+    views of the target and the source store); refuse (BackupError) when there is none, unless
+    `no_erasure_ledger`."""
     known = ErasureKnowledge()
     ledgers = []
     if target.is_dir() and erasure_ledger.ledger_path(target).exists():
         ledgers.append(erasure_ledger.read_ledger(target))
         known.sources.append(f"the erasure ledger of {target}")
+    known.releases += _releases_in_view(target)  # (a release made before the ledger recorded releases)
     known.source_store, why_not = source_store(manifest)
     if known.source_store is not None:
         ledgers.append(erasure_ledger.read_ledger(known.source_store))
