@@ -296,7 +296,8 @@ def _not_verified(report: dict[str, Any]) -> bool:
     # (a report from before copies were accounted for says ok=false for a recorded backup alone: its
     # scan of the data directory and its errors decide)
     return "unparsable" in report or not (report.get("verification") or {}).get("ok") or bool(report.get("errors")) \
-        or any(c.get("accounted") is False for c in report.get("outside_reach") or [])
+        or any(c.get("accounted") is False and Path(str(c.get("path"))).exists()
+               for c in report.get("outside_reach") or [])  # (a leftover since removed holds nothing)
 
 
 def _taken_after(created_at: Optional[str], executed_at: Optional[str]) -> bool:
