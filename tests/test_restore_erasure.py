@@ -331,3 +331,18 @@ def test_a_backup_from_before_store_identities_restores_over_its_store_with_a_ho
         assert [h.active for h in legal_holds.list_holds(store)] == [False]
         states = store.db.execute("SELECT count(*) FROM facts WHERE key = ?", (legal_holds.STATE_KEY,)).fetchone()[0]
         assert states == 2  # placed (in the backup), released once again (not once per source that knows it)
+
+
+def test_backups_and_restores_recording_their_copies_side_by_side_lose_no_record(tmp_path: Path) -> None:
+    """A restore of this store's backup records its staging in this store's backups.json while a backup
+    of it may be recording its own: a record lost is a copy an erasure no longer lists."""
+    data_dir = tmp_path / "src"
+    data_dir.mkdir()
+    script = ("import sys; from pathlib import Path; from cruxsql.governance import backup as b\n"
+              "d, who = Path(sys.argv[1]), sys.argv[2]\n"
+              "for i in range(40):\n"
+              "    b.record_staging(d, d.parent / f'{who}-{i}', d.parent / f'{who}-{i}.partial', who)\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(data_dir), who]) for who in ("backup", "restore",
+                                                                                               "restore2")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0, 0]
+    assert len(backups.recorded_backups(data_dir)) == 120

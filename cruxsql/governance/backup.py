@@ -17,12 +17,14 @@ The manifest names the store the backup was taken of (its path and `store_identi
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import shutil
 import tarfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -292,27 +294,43 @@ def write_registry(data_dir: Path, entries: list[dict[str, Any]]) -> None:
                        json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
 
 
+@contextmanager
+def _registry_changed(data_dir: Path) -> Iterator[None]:
+    """One process at a time reads, changes and writes `backups.json` (backups, restores of this store's
+    backups elsewhere and repairs run side by side): a flock on the data directory itself."""
+    fd = os.open(data_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _record(data_dir: Path, report: BackupReport) -> None:
-    entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
-    entries.append({"path": report.path, "created_at": report.created_at, "journal_offset": report.journal_offset})
-    write_registry(data_dir, entries)
+    with _registry_changed(data_dir):
+        entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
+        entries.append({"path": report.path, "created_at": report.created_at,
+                        "journal_offset": report.journal_offset})
+        write_registry(data_dir, entries)
 
 
 def record_staging(data_dir: Path, dest: Path, partial: Path, kind: str) -> None:
     """Record a copy being written outside the data directory (its staging path and our pid) before
     writing it: a backup's, or a restore's (`kind` "restore": the staging copy of a restore of a backup
     of this store into another directory, which the restore drops once it renamed it into place)."""
-    entries = recorded_backups(data_dir)
-    entries.append({"path": str(dest.resolve()), "created_at": timestamps.format_event_time(timestamps.now_ns()),
-                    "staging": str(partial.resolve()), "pid": os.getpid(), "kind": kind})
-    write_registry(data_dir, entries)
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        entries.append({"path": str(dest.resolve()), "created_at": timestamps.format_event_time(timestamps.now_ns()),
+                        "staging": str(partial.resolve()), "pid": os.getpid(), "kind": kind})
+        write_registry(data_dir, entries)
 
 
 def drop_staging(data_dir: Path, partial: Path) -> None:
-    entries = recorded_backups(data_dir)
-    kept = [e for e in entries if e.get("staging") != str(partial.resolve())]
-    if kept != entries:
-        write_registry(data_dir, kept)
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        kept = [e for e in entries if e.get("staging") != str(partial.resolve())]
+        if kept != entries:
+            write_registry(data_dir, kept)
 
 
 def alive(pid: Any) -> bool:
@@ -330,22 +348,23 @@ def remove_dead_stagings(data_dir: Path) -> list[tuple[str, str]]:
     view copies of processes that are gone (the caller holds the writer lock). Returns (path, "backup" or
     "restore") for each removal."""
     removed = []
-    entries = recorded_backups(data_dir)
-    kept = []
-    for entry in entries:
-        if entry.get("staging") and not alive(entry.get("pid")):
-            staging = Path(entry["staging"])
-            kind = "restore" if entry.get("kind") == "restore" else "backup"
-            if staging.is_dir():
-                shutil.rmtree(staging, ignore_errors=True)
-                removed.append((str(staging), kind))
-            elif staging.exists():
-                staging.unlink(missing_ok=True)
-                removed.append((str(staging), kind))
-            continue
-        kept.append(entry)
-    if kept != entries:
-        write_registry(data_dir, kept)
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        kept = []
+        for entry in entries:
+            if entry.get("staging") and not alive(entry.get("pid")):
+                staging = Path(entry["staging"])
+                kind = "restore" if entry.get("kind") == "restore" else "backup"
+                if staging.is_dir():
+                    shutil.rmtree(staging, ignore_errors=True)
+                    removed.append((str(staging), kind))
+                elif staging.exists():
+                    staging.unlink(missing_ok=True)
+                    removed.append((str(staging), kind))
+                continue
+            kept.append(entry)
+        if kept != entries:
+            write_registry(data_dir, kept)
     for path in sorted(Path(data_dir).glob(f"{VIEW_COPY_PREFIX}*")):
         pid = path.name[len(VIEW_COPY_PREFIX):].split("-", 1)[0]
         if not alive(pid):
