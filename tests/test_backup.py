@@ -16,6 +16,7 @@ from cruxsql.facts import checkpoint, timestamps
 from cruxsql.facts.store import Store
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
+from cruxsql.governance import restore as restoring
 from cli_process import run_cruxsql
 
 WRITER = r"""
@@ -85,7 +86,7 @@ def test_restore_rebinds_the_checkpoint_instead_of_rebuilding(tmp_path):
         store.store("svc", "owner", "alice")
         backups.backup(store, tmp_path / "bk")
         generation = checkpoint.read_checkpoint(store.db).generation
-    backups.restore(tmp_path / "bk", tmp_path / "restored")
+    restoring.restore(tmp_path / "bk", tmp_path / "restored")
     with Store(tmp_path / "restored") as store:
         cp = checkpoint.read_checkpoint(store.db)
         assert cp.generation == generation  # a rebuild would have started a new generation
@@ -166,11 +167,15 @@ def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
         time.sleep(0.01)
         report = erasure.erase(store, erasure.Selection(entity_prefixes=("user:42",)), reason="dsr 1")
     assert report["backups_still_holding"] == [str((tmp_path / "bk").resolve())]
-    assert report["outside_reach"] == [{"kind": "backup", "path": str((tmp_path / "bk").resolve()),
-                                        "state": "holds erased content"}] and not report["ok"]
+    [copy] = report["outside_reach"]
+    assert (copy["kind"], copy["path"], copy["state"], copy["accounted"]) == (
+        "backup", str((tmp_path / "bk").resolve()), "holds erased content", True)
+    assert copy["created_at"] == backups.recorded_backups(src)[0]["created_at"] and "restore" in copy["rule"]
+    assert report["ok"]  # the data directory is verified; the recorded backup is an accounted-for warning
     result = run_cruxsql(None, "verify", "--erasure", "--data-dir", str(src))
-    assert result.returncode == 1 and result.stdout.splitlines()[-1] == "ERASURE NOT VERIFIED"
-    assert f"backup {(tmp_path / 'bk').resolve()} is outside erasure's reach and holds erased content" in result.stdout
+    assert result.returncode == 0 and result.stdout.splitlines()[-1].startswith("erasure verified in the data directory")
+    assert f"WARNING          backup {(tmp_path / 'bk').resolve()} (taken {copy['created_at']}) is outside " \
+        "erasure's reach and holds erased content: a restore of it applies the erasure again" in result.stdout
     assert b"someone-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
 
 
@@ -197,11 +202,13 @@ def test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore(tm
     assert erased and erased[0]["counts"]["facts_erased"] == 1
     assert timestamps.parse_ns(report.created_at) < timestamps.parse_ns(erased[0]["executed_at"])
     assert b"during-copy-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
-    result = backups.restore(tmp_path / "bk", src, force=True)  # over the store, whose ledger has the erasure
+    result = restoring.restore(tmp_path / "bk", src, force=True)  # over the store, whose ledger has the erasure
     assert result["erasures_after_backup"] == [erased[0]["request_id"]]
-    # (not ok: the backup itself holds the values, and the re-applied erasure's report says so)
-    assert [r["outside_reach"] for r in result["erasures_reapplied"]] == [
-        [{"kind": "backup", "path": str((tmp_path / "bk").resolve()), "state": "holds erased content"}]]
+    # (the backup itself holds the values: the re-applied erasure's report lists it, an accounted-for copy)
+    assert [[(c["kind"], c["path"], c["state"], c["accounted"]) for c in r["outside_reach"]]
+            for r in result["erasures_reapplied"]] == [
+        [("backup", str((tmp_path / "bk").resolve()), "holds erased content", True)]]
+    assert result["ok"]
     for path in src.rglob("*"):
         if path.is_file():
             assert b"during-copy-unique@example.com" not in path.read_bytes(), path

@@ -111,7 +111,7 @@ def test_prometheus_output(store_dir):
     lines = result.stdout.splitlines()
     assert f'cruxsql_doctor_status{{data_dir="{store_dir}"}} 0' in lines
     assert f'cruxsql_doctor_check_status{{data_dir="{store_dir}",check="view_in_step"}} 0' in lines
-    assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 10  # mcp_tool_errors and lines_crux_skips too
+    assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 11  # mcp_tool_errors, lines_crux_skips and erasure_copies too
 
 
 def test_no_store_has_an_exit_status_of_its_own(tmp_path):

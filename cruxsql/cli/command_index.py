@@ -35,7 +35,7 @@ COMMAND_INDEX: dict[str, tuple[str, Optional[str], str, bool]] = {
     'recall': ('recall', None, 'Facts most relevant to TEXT, best first, one line each (entity · key: value · age · id).', False),
     'relate': ('relations', None, 'Record that entity FROM has RELATION to entity TO (e.g. `payments-api uses postgres`): the fact\n    (FROM, relation:RELATION:TO, TO). Relating it again stores its next version; delete it by its id.', False),
     'related': ('relations', None, "ENTITY's relations in both directions, up to --depth hops: one `from -[relation]-> to · id` per line.", False),
-    'restore': ('backup', None, 'Restore the backup SRC into the data directory TARGET.', False),
+    'restore': ('backup', None, 'Restore the backup SRC into the data directory TARGET (or --data-dir).', False),
     'retention': ('retention', None, 'Retention by age: report what would go, then apply.', False),
     'reverify': ('facts', None, 'Record that a fact was re-verified now (journaled; resets its freshness clock).', False),
     'scan': ('documents', None, 'BM25 scan (Crux `query_scan`): hits charged at whole-document tokens against the budget.', False),

@@ -19,6 +19,7 @@ from ..facts.store import Store
 from ..cluster.config import is_bound
 from ..facts.journal import JOURNAL_NAME
 from ..facts.view_file import DB_NAME
+from ..governance.restore_traces import traces_beside
 from .data_dir import data_dir_state
 from .known_stores import FIRST, may_start, remember
 
@@ -187,6 +188,7 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True, anno
     missing: `init`, `--create`). A store written to is added to this user's list of stores; `announce`:
     say on stderr when this was the user's first (the server's log; a CLI write's output stays as it was).
     Shows catch-up progress on a terminal."""
+    _finish_interrupted_restore(data_dir)
     started = _may_start(data_dir) if access == "start" else None
     state = data_dir_state(data_dir, create=access == "create" or started is not None)
     if state.read_only and access != "read":
@@ -221,6 +223,22 @@ def _may_start(data_dir: Path) -> Optional[str]:
     if (data_dir / JOURNAL_NAME).exists() or (data_dir / DB_NAME).exists():
         return None
     return may_start(data_dir, Path(DEFAULT_DATA_DIR))
+
+
+def _finish_interrupted_restore(data_dir: Path) -> None:
+    """Complete or roll back a killed `restore` into this directory (before a missing directory is refused:
+    a restore killed between its renames leaves it missing), said on stderr."""
+    target = data_dir.resolve() if data_dir.is_symlink() else data_dir
+    try:
+        if not traces_beside(target):   # what nearly every command finds: restore's code stays unloaded
+            return
+        from ..governance.restore import finish_interrupted
+
+        lines = finish_interrupted(target)
+    except OSError:  # a directory we cannot change: the next command that can, does
+        return
+    for line in lines:
+        click.echo(f"repair: {line}", err=True)
 
 
 def _repair_on_open(store: Store) -> None:

@@ -106,7 +106,7 @@ def erasure_summary(report: dict[str, Any]) -> list[str]:
         lines.append(f"tool errors      {scrubbed} message(s) holding erased content replaced")
     lines += [f"error            {error}" for error in report["errors"]]
     lines += copy_lines(report.get("outside_reach", []))
-    lines.append("erasure verified" if report["ok"] else "ERASURE NOT VERIFIED")
+    lines.append(verdict(report["ok"], report.get("outside_reach", [])))
     return lines
 
 
@@ -120,9 +120,22 @@ def carried_over_lines(line_numbers: list[int]) -> list[str]:
 
 
 def copy_lines(copies: list[dict[str, Any]]) -> list[str]:
-    """One line per recorded copy outside erasure's reach that holds (or may hold) erased content."""
-    return [f"NOT VERIFIED     {c['kind']} {c['path']} is outside erasure's reach and {c['state']}"
+    """One line per copy outside erasure's reach that holds (or may hold) erased content: a WARNING for a
+    copy cruxsql recorded (with its date and the rule that applies to it), else NOT VERIFIED."""
+    return [f"{'WARNING' if c.get('accounted', True) else 'NOT VERIFIED':<16} {c['kind']} {c['path']}"
+            + (f" (taken {c['created_at']})" if c.get("created_at") else "")
+            + f" is outside erasure's reach and {c['state']}" + (f": {c['rule']}" if c.get("rule") else "")
             for c in copies]
+
+
+def verdict(ok: bool, copies: list[dict[str, Any]]) -> str:
+    """The last line of an erasure report or `verify --erasure`."""
+    if not ok:
+        return "ERASURE NOT VERIFIED"
+    if copies:
+        return (f"erasure verified in the data directory; {len(copies)} recorded cop(ies) outside it still hold "
+                "erased content (WARNING above)")
+    return "erasure verified"
 
 
 def hit_line(hit: dict[str, Any]) -> str:
@@ -227,9 +240,10 @@ def erase(data_dir: Path, tenant: Optional[str], all_tenants: bool, entity_prefi
 
     \b
     Exit status:
-      0  erased and verified
+      0  erased and verified in the data directory (recorded backups and exports that still
+         hold the values are listed as WARNING lines, with the rule that applies to them)
       1  nothing matched (nothing changes), a --fact-id names no fact, the verification still finds
-         erased content, a recorded copy outside the data directory holds it, or bad input
+         erased content in the data directory or in a copy cruxsql did not record, or bad input
       3  legal holds held back every matching fact: nothing erased
     """
     scope = tenant_scope(tenant, all_tenants)

@@ -28,7 +28,7 @@ from .common import (
     require_value,
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
-from .erasure import copy_lines, hit_line
+from .erasure import copy_lines, hit_line, verdict
 from .options import actor_option, idempotency_key_option, json_flag, output_options, tenant_option
 
 
@@ -348,7 +348,7 @@ def _echo_erasure_verification(result: dict, as_json: bool) -> None:
         click.echo("  an erasure is running in another process: its report is not stored yet, and not checked here")
     for line in copy_lines(result.get("outside_reach", [])):
         click.echo(f"  {line}")
-    click.echo("erasure verified" if result["ok"] else "ERASURE NOT VERIFIED")
+    click.echo(verdict(result["ok"], result.get("outside_reach", [])))
 
 
 @click.command()

@@ -11,18 +11,20 @@ DEST is a directory (it must not exist or be empty) or a single archive when its
 `.tar.gz` or `.tgz`. Backups are recorded in `backups.json` of the data directory, so an erasure report
 can say which backups still hold what it erased.
 
-`restore` verifies every checksum before anything is written, refuses a non-empty data directory
-without `force`, builds the new directory beside the target and renames it into place.
+The manifest names the store the backup was taken of (its path and `store_identity`), so that
+`restore` (governance/restore.py) can ask that store which erasures were made since.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import shutil
 import tarfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -31,11 +33,12 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Literal
 import apsw
 import blake3
 
-from ..errors import CruxsqlError, InvalidInput
-from ..facts import checkpoint, replay, timestamps, view_file
+from ..errors import CruxsqlError
+from ..facts import checkpoint, timestamps, view_file
 from ..facts.files import fsync_dir, write_file_durably
-from ..facts.journal import JOURNAL_NAME, Journal
+from ..facts.journal import JOURNAL_NAME
 from .erasure_ledger import LEDGER_NAME
+from .store_identity import ensure_id
 
 if TYPE_CHECKING:
     from ..facts.store import Store
@@ -111,7 +114,7 @@ class _Sink:
             info.mtime = int(timestamps.now_ns() // 1_000_000_000)
             self.tar.addfile(info, spool)
         else:
-            copied, hasher = _copy_hashed(source, self.partial / name, length,
+            copied, hasher = copy_hashed(source, self.partial / name, length,
                                           lambda n: self._advance(n, progress, grand_total))
             if copied != length:
                 raise BackupError(f"{name} ended early while it was being copied")
@@ -152,7 +155,7 @@ class _Sink:
             shutil.rmtree(self.partial, ignore_errors=True)
 
 
-def _copy_hashed(source: IO[bytes], target: Optional[Path] = None, length: Optional[int] = None,
+def copy_hashed(source: IO[bytes], target: Optional[Path] = None, length: Optional[int] = None,
                  advance: Optional[Callable[[int], None]] = None) -> tuple[int, Any]:
     """Read `source` (its first `length` bytes, or to its end), writing it durably to `target` when given;
     return (bytes read, their BLAKE3 hasher)."""
@@ -207,7 +210,8 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
     # The staging copy outside the data directory is recorded before a byte of it is written (erasure
     # names it; the next command removes it if this process dies); the view's copy is made inside the
     # data directory, where erasure scans and the next command cleans.
-    _record_staging(data_dir, dest, sink.partial)
+    record_staging(data_dir, dest, sink.partial, "backup")
+    source = {"path": str(data_dir), "store_id": ensure_id(data_dir)}
     opened: list[tuple[str, BinaryIO, int]] = []
     view_copy = data_dir / f"{VIEW_COPY_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
     try:
@@ -249,19 +253,19 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
             sink.add(view_file.DB_NAME, fh, view_copy.stat().st_size, progress, grand_total)
         view_copy.unlink()
         manifest = {"format": BACKUP_FORMAT, "cruxsql_version": _version(), "created_at": created,
-                    "journal_offset": offset, "journal_lines": lines, "files": sink.entries}
+                    "journal_offset": offset, "journal_lines": lines, "source": source, "files": sink.entries}
         sink.finish(manifest)
     except BaseException:
         sink.abort()
         view_copy.unlink(missing_ok=True)
-        _drop_staging(data_dir, sink.partial)
+        drop_staging(data_dir, sink.partial)
         raise
     finally:
         for _, fh, _ in opened:
             fh.close()
     report = BackupReport(path=str(dest.resolve()), archive=sink.archive, journal_offset=offset,
                           journal_lines=lines, files=len(sink.entries), bytes=sink.total, created_at=created)
-    _drop_staging(data_dir, sink.partial)
+    drop_staging(data_dir, sink.partial)
     _record(data_dir, report)
     return report
 
@@ -285,33 +289,51 @@ def recorded_backups(data_dir: Path) -> list[dict[str, Any]]:
     return [e for e in entries if isinstance(e, dict) and "path" in e and "created_at" in e]
 
 
-def _write_registry(data_dir: Path, entries: list[dict[str, Any]]) -> None:
+def write_registry(data_dir: Path, entries: list[dict[str, Any]]) -> None:
     write_file_durably(Path(data_dir) / REGISTRY_NAME,
                        json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
 
 
+@contextmanager
+def _registry_changed(data_dir: Path) -> Iterator[None]:
+    """One process at a time reads, changes and writes `backups.json` (backups, restores of this store's
+    backups elsewhere and repairs run side by side): a flock on the data directory itself."""
+    fd = os.open(data_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _record(data_dir: Path, report: BackupReport) -> None:
-    entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
-    entries.append({"path": report.path, "created_at": report.created_at, "journal_offset": report.journal_offset})
-    _write_registry(data_dir, entries)
+    with _registry_changed(data_dir):
+        entries = [e for e in recorded_backups(data_dir) if e["path"] != report.path]
+        entries.append({"path": report.path, "created_at": report.created_at,
+                        "journal_offset": report.journal_offset})
+        write_registry(data_dir, entries)
 
 
-def _record_staging(data_dir: Path, dest: Path, partial: Path) -> None:
-    """Record a backup being written (its staging path and our pid) before writing it."""
-    entries = recorded_backups(data_dir)
-    entries.append({"path": str(dest.resolve()), "created_at": timestamps.format_event_time(timestamps.now_ns()),
-                    "staging": str(partial.resolve()), "pid": os.getpid()})
-    _write_registry(data_dir, entries)
+def record_staging(data_dir: Path, dest: Path, partial: Path, kind: str) -> None:
+    """Record a copy being written outside the data directory (its staging path and our pid) before
+    writing it: a backup's, or a restore's (`kind` "restore": the staging copy of a restore of a backup
+    of this store into another directory, which the restore drops once it renamed it into place)."""
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        entries.append({"path": str(dest.resolve()), "created_at": timestamps.format_event_time(timestamps.now_ns()),
+                        "staging": str(partial.resolve()), "pid": os.getpid(), "kind": kind})
+        write_registry(data_dir, entries)
 
 
-def _drop_staging(data_dir: Path, partial: Path) -> None:
-    entries = recorded_backups(data_dir)
-    kept = [e for e in entries if e.get("staging") != str(partial.resolve())]
-    if kept != entries:
-        _write_registry(data_dir, kept)
+def drop_staging(data_dir: Path, partial: Path) -> None:
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        kept = [e for e in entries if e.get("staging") != str(partial.resolve())]
+        if kept != entries:
+            write_registry(data_dir, kept)
 
 
-def _alive(pid: Any) -> bool:
+def alive(pid: Any) -> bool:
     try:
         os.kill(int(pid), 0)
         return True
@@ -321,44 +343,40 @@ def _alive(pid: Any) -> bool:
         return True
 
 
-def remove_dead_stagings(data_dir: Path) -> list[str]:
-    """Remove what killed backups left: recorded staging copies and view copies of processes that are
-    gone (the caller holds the writer lock). Returns the paths removed."""
+def remove_dead_stagings(data_dir: Path) -> list[tuple[str, str]]:
+    """Remove what killed backups (and restores of this store elsewhere) left: recorded staging copies and
+    view copies of processes that are gone (the caller holds the writer lock). Returns (path, "backup" or
+    "restore") for each removal."""
     removed = []
-    entries = recorded_backups(data_dir)
-    kept = []
-    for entry in entries:
-        if entry.get("staging") and not _alive(entry.get("pid")):
-            staging = Path(entry["staging"])
-            if staging.is_dir():
-                shutil.rmtree(staging, ignore_errors=True)
-                removed.append(str(staging))
-            elif staging.exists():
-                staging.unlink(missing_ok=True)
-                removed.append(str(staging))
-            continue
-        kept.append(entry)
-    if kept != entries:
-        _write_registry(data_dir, kept)
+    with _registry_changed(data_dir):
+        entries = recorded_backups(data_dir)
+        kept = []
+        for entry in entries:
+            if entry.get("staging") and not alive(entry.get("pid")):
+                staging = Path(entry["staging"])
+                kind = "restore" if entry.get("kind") == "restore" else "backup"
+                if staging.is_dir():
+                    shutil.rmtree(staging, ignore_errors=True)
+                    removed.append((str(staging), kind))
+                elif staging.exists():
+                    staging.unlink(missing_ok=True)
+                    removed.append((str(staging), kind))
+                continue
+            kept.append(entry)
+        if kept != entries:
+            write_registry(data_dir, kept)
     for path in sorted(Path(data_dir).glob(f"{VIEW_COPY_PREFIX}*")):
         pid = path.name[len(VIEW_COPY_PREFIX):].split("-", 1)[0]
-        if not _alive(pid):
+        if not alive(pid):
             path.unlink(missing_ok=True)
-            removed.append(str(path))
+            removed.append((str(path), "backup"))
     return removed
 
 
-def backups_before(data_dir: Path, event_time: str) -> list[dict[str, Any]]:
-    """Recorded backups that still exist and were taken before `event_time` (RFC 3339)."""
-    cutoff = timestamps.parse_ns(event_time)
-    return [e for e in recorded_backups(data_dir)
-            if Path(e["path"]).exists() and timestamps.parse_ns(e["created_at"]) < cutoff]
+# --- reading a backup ------------------------------------------------------------------------------
 
 
-# --- restore ----------------------------------------------------------------------------------------
-
-
-def _members(src: Path) -> Iterator[tuple[str, IO[bytes]]]:
+def members(src: Path) -> Iterator[tuple[str, IO[bytes]]]:
     """(name, readable) for every file of a backup directory or archive, manifest excluded."""
     if src.is_dir():
         for path in sorted(p for p in src.rglob("*") if p.is_file()):
@@ -396,7 +414,7 @@ def read_manifest(src: Path) -> dict[str, Any]:
     return manifest
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     path = Path(name)
     if path.is_absolute() or ".." in path.parts or not name:
         raise BackupError(f"backup member {name!r} points outside the data directory")
@@ -407,13 +425,13 @@ def verify_backup(src: Path | str) -> dict[str, Any]:
     """Check every file of a backup against its manifest; raise BackupError naming the first problem."""
     src = Path(src)
     manifest = read_manifest(src)
-    expected = {_safe_name(e["path"]): e for e in manifest.get("files", [])}
+    expected = {safe_name(e["path"]): e for e in manifest.get("files", [])}
     seen = set()
-    for name, fh in _members(src):
+    for name, fh in members(src):
         entry = expected.get(name)
         if entry is None:
             raise BackupError(f"backup {src}: {name} is not listed in its manifest")
-        size, hasher = _copy_hashed(fh)
+        size, hasher = copy_hashed(fh)
         if size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
             raise BackupError(f"backup {src}: {name} does not match its checksum (damaged or altered)")
         seen.add(name)
@@ -421,110 +439,3 @@ def verify_backup(src: Path | str) -> dict[str, Any]:
     if missing:
         raise BackupError(f"backup {src}: {missing[0]} is missing")
     return manifest
-
-
-def _holds_store(data_dir: Path) -> bool:
-    return data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir()))
-
-
-def restore(src: Path | str, data_dir: Path | str, force: bool = False,
-            erasure_ledger_file: Optional[Path] = None) -> dict[str, Any]:
-    """Restore a verified backup into `data_dir` (which must be empty or absent unless `force`).
-
-    A `data_dir` that is a symbolic link is followed: the directory it points at is restored, the link
-    stays. The records the replaced directory keeps of itself (its erasure ledger, recorded backups and
-    exports) are carried into the restored one, and every erasure the ledger records after the backup was
-    taken is applied again, so nothing erased comes back. `erasure_ledger_file` adds a ledger (a copy
-    kept elsewhere) when the directory it replaces is gone.
-    """
-    src, data_dir = Path(src), Path(data_dir)
-    manifest = verify_backup(src)
-    if data_dir.is_symlink():
-        if not data_dir.exists():
-            raise BackupError(f"{data_dir} is a symbolic link to {os.readlink(data_dir)}, which does not exist")
-        data_dir = data_dir.resolve()
-    if _holds_store(data_dir) and not force:
-        raise BackupError(f"{data_dir} is not empty; pass --force to replace what it holds")
-    if data_dir.exists() and not data_dir.is_dir():
-        raise BackupError(f"{data_dir} is a file, not a data directory")
-    if not data_dir.parent.is_dir():
-        raise InvalidInput(f"the parent directory of {data_dir} does not exist")
-    extra_ledger = _read_ledger_file(erasure_ledger_file) if erasure_ledger_file is not None else []
-    staging = data_dir.with_name(f"{data_dir.name}.restore-{uuid.uuid4().hex[:12]}")
-    staging.mkdir(mode=0o700)
-    try:
-        expected = {e["path"]: e for e in manifest["files"]}
-        for name, fh in _members(src):
-            size, hasher = _copy_hashed(fh, staging / _safe_name(name))
-            entry = expected.get(name)
-            if entry is None or size != entry["bytes"] or hasher.hexdigest() != entry["blake3"]:
-                raise BackupError(f"backup {src}: {name} changed while it was being restored")
-        ledger_source = _carry_records(data_dir if data_dir.is_dir() else None, staging, extra_ledger)
-        _rebind_view(staging)
-        for directory in sorted({p.parent for p in staging.rglob("*")} | {staging}, reverse=True):
-            fsync_dir(directory)
-        replaced = None
-        if data_dir.exists():
-            if any(data_dir.iterdir()):
-                replaced = data_dir.with_name(f"{data_dir.name}.replaced-{uuid.uuid4().hex[:12]}")
-                os.replace(data_dir, replaced)
-            else:
-                data_dir.rmdir()
-        os.replace(staging, data_dir)
-        fsync_dir(data_dir.parent)
-        if replaced is not None:
-            shutil.rmtree(replaced)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    from . import erasure, erasure_ledger
-    later = [e for e in erasure_ledger.done(data_dir)
-             if timestamps.parse_ns(e["executed_at"]) >= timestamps.parse_ns(manifest["created_at"])]
-    reapplied = []
-    if later:
-        from ..facts.store import Store
-        with Store(data_dir) as store:
-            reapplied = erasure.reapply(store, later, str(src))
-    return {"restored": str(data_dir), "from": str(src), "created_at": manifest["created_at"],
-            "journal_offset": manifest["journal_offset"], "files": len(manifest["files"]),
-            "erasure_ledger": ledger_source, "erasures_after_backup": [e["request_id"] for e in later],
-            "erasures_reapplied": reapplied, "ok": all(r["ok"] for r in reapplied)}
-
-
-def _read_ledger_file(path: Path) -> list[dict[str, Any]]:
-    from .erasure_ledger import parse_file
-    if not Path(path).is_file():
-        raise InvalidInput(f"--erasure-ledger {str(path)!r} is not a file")
-    return parse_file(Path(path))
-
-
-def _carry_records(old: Optional[Path], staging: Path, extra_ledger: list[dict[str, Any]]) -> Optional[str]:
-    """Carry the replaced directory's own records into the restored one: the erasure ledger (merged with the
-    backup's and `extra_ledger`), recorded backups and audit exports. Returns where the ledger came from."""
-    from . import audit_export, erasure_ledger
-    old_ledger = erasure_ledger.read_ledger(old) if old is not None else []
-    merged = erasure_ledger.merged(erasure_ledger.read_ledger(staging), old_ledger, extra_ledger)
-    if merged:
-        erasure_ledger.write_all(staging, merged)
-    if old is not None:
-        backups = recorded_backups(old)
-        if backups:
-            _write_registry(staging, backups)
-        exports = old / audit_export.MANIFEST_NAME
-        if exports.exists():
-            write_file_durably(staging / audit_export.MANIFEST_NAME, exports.read_bytes())
-    sources = [name for name, ledger in (("the replaced directory", old_ledger), ("--erasure-ledger", extra_ledger))
-               if ledger]
-    return " and ".join(sources) or None
-
-
-def _rebind_view(directory: Path) -> None:
-    """Point the restored view's checkpoint at the restored journal file, so opening it needs no rebuild."""
-    db_path = directory / view_file.DB_NAME
-    if not db_path.exists() or not (directory / JOURNAL_NAME).exists():
-        return
-    db = apsw.Connection(str(db_path))
-    try:
-        replay.adopt_journal(db, Journal(directory))
-    finally:
-        db.close()

@@ -30,7 +30,7 @@ from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
 from . import compaction, erasure_ledger, erasure_lock, legal_holds, quarantine
-from .copies import outside_reach
+from .copies import outside_reach, unaccounted
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
     REPORT_KEY,
@@ -587,7 +587,8 @@ def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[st
             "needles": [[n["fact_id"], n["form"], n["length"], n["anchor"], n["blake3"]] for n in needles],
             "verification": verification.to_dict(),
             "errors": errors,
-            "ok": verification.ok and not errors and not outside,
+            # (recorded backups and exports are accounted for: listed with their rule, `doctor` warns)
+            "ok": verification.ok and not errors and not unaccounted(outside),
             "prev_report_hash": prev,
         }
         spill(store, report)
@@ -717,6 +718,7 @@ def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[di
             tenant = entry.get("documents_tenant")
             if not plan.to_delete and not plan.already_deleted and not (tenant and tenant_has_documents(store, tenant)):
                 continue
+            _refuse_if_held(store, entry["request_id"], plan.to_delete)
             rid = f"{entry['request_id']}-reapplied-{uuid.uuid4().hex[:8]}"
             report = execute(store, kind="reapplied_after_restore",
                              selection={"reapplies": entry["request_id"], "restored_from": source,
@@ -725,3 +727,21 @@ def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[di
                              f"restoring {source}", request_id=rid, documents_tenant=tenant)
             out.append(report)
     return out
+
+
+def _refuse_if_held(store: Store, request_id: str, fact_ids: list[str]) -> None:
+    """Before deleting anything: an erasure applied again cannot delete a fact an active hold of the
+    restored store covers (its compaction would be refused half-way). LegalHoldBlocked names them."""
+    holds = legal_holds.active_holds(store.db)
+    covered = []
+    for fid in fact_ids:
+        tenant, entity = store.db.execute("SELECT tenant_hash, entity FROM facts WHERE fact_id = ?", (fid,)).get
+        hold_ids = legal_holds.covering_holds(holds, tenant, entity)
+        if hold_ids:
+            covered.append((fid, hold_ids))
+    if covered:
+        raise compaction.LegalHoldBlocked(
+            f"erasure {request_id} erased {len(covered)} fact(s) that legal hold(s) "
+            + ",".join(sorted({h for _, hs in covered for h in hs}))
+            + " of the restored backup cover, and no ledger or source store says those holds were released "
+            "since (pass the ledger that does with --erasure-ledger)", covered)

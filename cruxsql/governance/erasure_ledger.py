@@ -7,7 +7,9 @@ the scan needles (hashes) of each erasure.
 
 * `begin` is appended before an erasure deletes anything (state "pending": what it will delete, why);
 * `erasing` is appended after the delete, before compaction (the erased facts' hashes and needles);
-* `finish` is appended once its report is stored (state "done": the report's hash, its needles).
+* `finish` is appended once its report is stored (state "done": the report's hash, its needles);
+* `hold_released` is appended when a legal hold is released (state "hold_released", the release
+  receipt's id as request id): a restore of a backup taken while the hold was active keeps it released.
 
 An erasure with a "pending" line and no "done" line was interrupted: the next command that opens the
 store for writing completes it (`interrupted`), so the values go and the report exists. A restore
@@ -105,12 +107,32 @@ def abandon(data_dir: Path, request_id: str) -> None:
     append(data_dir, {"state": "abandoned", "request_id": request_id})
 
 
+def hold_released(data_dir: Path, *, receipt_id: str, hold_id: str, released_at: str, released_by: str,
+                  reason: str) -> None:
+    append(data_dir, {"state": "hold_released", "request_id": receipt_id, "hold_id": hold_id,
+                      "released_at": released_at, "released_by": released_by, "reason": reason})
+
+
 def done(data_dir: Path) -> list[dict[str, Any]]:
     """The completed erasures, oldest first (one per request id)."""
+    return done_in(read_ledger(data_dir))
+
+
+def done_in(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The completed erasures among ledger lines, oldest first (one per request id)."""
     seen: dict[str, dict[str, Any]] = {}
-    for entry in read_ledger(data_dir):
+    for entry in entries:
         if entry.get("state") == "done":
             seen.setdefault(entry["request_id"], entry)
+    return list(seen.values())
+
+
+def releases_in(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The legal-hold releases among ledger lines (one per hold)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        if entry.get("state") == "hold_released" and isinstance(entry.get("hold_id"), str):
+            seen.setdefault(entry["hold_id"], entry)
     return list(seen.values())
 
 

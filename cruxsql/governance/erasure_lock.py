@@ -25,7 +25,7 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..errors import LockTimeout
 
@@ -48,7 +48,14 @@ def held(store: Store) -> Iterator[None]:
     if store.read_only:
         yield
         return
-    data_dir, timeout = store.data_dir, store.journal.lock_timeout
+    with held_at(store.data_dir, store.journal.lock_timeout):
+        yield
+
+
+@contextmanager
+def held_at(data_dir: Path, timeout: Optional[float]) -> Iterator[None]:
+    """The erasure lock of `data_dir` (no Store needed: a restore holds its source store's while it
+    commits), waiting at most `timeout` seconds (None: as long as it takes)."""
     fd = _open(data_dir)
     try:
         started = time.monotonic()

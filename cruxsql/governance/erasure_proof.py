@@ -15,7 +15,7 @@ import blake3
 
 from ..facts.privacy import NamespaceOwner
 from . import compaction, erasure_ledger, erasure_lock
-from .copies import outside_reach
+from .copies import outside_reach, unaccounted
 from .erasure_scan import scan_directory
 
 if TYPE_CHECKING:
@@ -170,5 +170,5 @@ def verify_erasure(store: Store) -> dict[str, Any]:
     out["erasure_running"] = running
     out["outside_reach"] = outside
     out["backups_before_last_erasure"] = [c["path"] for c in outside if c["kind"] == "backup"]
-    out["ok"] = result.ok and not chain_errors and not outside and not interrupted
+    out["ok"] = result.ok and not chain_errors and not unaccounted(outside) and not interrupted
     return out

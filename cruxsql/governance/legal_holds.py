@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from ..errors import Conflict, InvalidInput, NotFound
 from ..facts import timestamps
 from ..facts.privacy import NamespaceOwner
-from . import erasure_lock
+from . import erasure_ledger, erasure_lock
 
 if TYPE_CHECKING:
     from ..facts.store import Store
@@ -378,6 +378,11 @@ def release_hold(store: Store, prepared: PreparedRelease, durable_receipt_id: st
             raise Conflict(f"legal hold {hold.hold_id} changed since the release was prepared; prepare it again")
         released = replace(prepared.released, release_receipt_id=durable_receipt_id.strip())
         _store_state(store, released, durable_receipt_id.strip(), prepared.actor)
+    # (the erasure ledger outlives a restore: a backup taken while the hold was active restores it released)
+    assert released.released_at is not None     # prepare_release sets it
+    erasure_ledger.hold_released(store.data_dir, receipt_id=durable_receipt_id.strip(), hold_id=hold.hold_id,
+                                 released_at=timestamps.format_fact_time(released.released_at),
+                                 released_by=prepared.actor, reason=prepared.reason)
     return released
 
 
@@ -394,6 +399,39 @@ def release(store: Store, hold_id: str, actor: Optional[str] = None,
         store_receipt(store, receipt)
         hold = release_hold(store, prepared, receipt.receipt_id)
     return hold, receipt
+
+
+def reinstate_releases(store: Store, releases: Iterable[dict[str, Any]]) -> list[str]:
+    """Release again, as they were released, the holds a restored backup brought back active: `releases`
+    are erasure-ledger `hold_released` lines (or the same fields read from the store the backup came
+    from). Each gets its release receipt and its released state, naming the original receipt. Returns
+    the ids of the holds released."""
+    done = []
+    with store.writer_lock():
+        store.refresh()
+        active = {h.hold_id: h for h in active_holds(store.db) if not h.unparsable}
+        for entry in releases:
+            hold = active.pop(entry["hold_id"], None)  # (several sources may name one release)
+            if hold is None:
+                continue
+            released_at = timestamps.parse_ns(entry["released_at"])
+            receipt = LegalHoldReceipt(
+                receipt_id=entry["request_id"], kind=KIND_RELEASED, hold_ids=(hold.hold_id,),
+                tenant_id=hold.tenant_id, entity_prefixes=hold.entity_prefixes,
+                reason=entry.get("reason") or hold.reason, actor=entry["released_by"], recorded_at=released_at)
+            store_receipt(store, receipt)
+            _store_state(store, replace(hold, released_at=released_at, released_by=entry["released_by"],
+                                        release_receipt_id=receipt.receipt_id), receipt.receipt_id,
+                         entry["released_by"])
+            done.append(hold.hold_id)
+    return done
+
+
+def releases_of(holds: Iterable[LegalHold]) -> list[dict[str, Any]]:
+    """The released holds among `holds` as `reinstate_releases` takes them."""
+    return [{"hold_id": h.hold_id, "request_id": h.release_receipt_id or new_receipt_id(KIND_RELEASED),
+             "released_at": timestamps.format_fact_time(h.released_at), "released_by": h.released_by or DEFAULT_ACTOR,
+             "reason": h.reason} for h in holds if h.released_at is not None]
 
 
 def list_holds(store: Store, active_only: bool = False) -> list[LegalHold]:

@@ -2,7 +2,8 @@
 
 * `facts.jsonl.compact-*.tmp` of a killed compaction;
 * segment files outside the manifest and `.*.partial` files of a killed ingest;
-* the staging copy and view copy of a killed backup (recorded in `backups.json` with their pid);
+* the staging copy and view copy of a killed backup, and the staging copy of a killed restore of this
+  store into another directory (recorded in `backups.json` with their pid);
 * an erasure killed before its report was stored: completed (`erasure.complete_interrupted`).
 
 A cheap look without the writer lock comes first; the lock is taken only when something is there.
@@ -56,8 +57,8 @@ def repair(store: Store) -> list[str]:
         for path in _stray_segments(data_dir):
             remove_segment_file(path.parent, path.name)
             done.append(f"removed segments/{path.name}, left by a killed ingest")
-        for removed in remove_dead_stagings(data_dir):
-            done.append(f"removed {removed}, left by a killed backup")
+        for removed, kind in remove_dead_stagings(data_dir):
+            done.append(f"removed {removed}, left by a killed {kind}")
         for report in erasure.complete_interrupted(store):
             done.append(f"completed the interrupted erasure {report['request_id']}: "
                         f"{report['counts']['facts_erased']} fact(s) erased, report stored"
