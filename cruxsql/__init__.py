@@ -24,7 +24,7 @@ _EXPORTS = {
     "CapabilityDenied": "errors", "Conflict": "errors", "CruxsqlError": "errors", "InvalidInput": "errors",
     "JournalError": "errors", "JournalPoisoned": "errors", "LockTimeout": "errors", "NotFound": "errors",
     "ReadOnlyStore": "errors", "ViewTooNew": "errors",
-    "CorruptLine": "facts.codec", "Fact": "facts.codec",
+    "CorruptLine": "facts.codec", "Fact": "facts.codec", "UnrepresentableLine": "facts.codec",
     "ReservedEntityPrefix": "facts.privacy", "ReservedNamespace": "facts.privacy",
     "ReservedSupersedesTarget": "facts.privacy", "ReservedTarget": "facts.privacy",
     "Store": "facts.store", "StoreRequest": "facts.store", "open": "facts.store",
@@ -39,7 +39,7 @@ __all__ = [
     "CruxsqlError", "DocumentLane", "Fact", "InvalidInput", "JournalError", "JournalPoisoned", "LegalHoldBlocked",
     "LockTimeout", "NotFound", "ReadOnlyStore", "Recall", "ReplicaMoved", "ReservedEntityPrefix",
     "ReservedNamespace", "ReservedSupersedesTarget", "ReservedTarget", "SegmentError", "Store", "StoreRequest",
-    "TurnInput", "VectorFileError", "ViewTooNew", "__version__", "open", "store_conversation",
+    "TurnInput", "UnrepresentableLine", "VectorFileError", "ViewTooNew", "__version__", "open", "store_conversation",
 ]
 
 
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from .embeddings.vectors import VectorFileError
     from .errors import (CapabilityDenied, Conflict, CruxsqlError, InvalidInput, JournalError, JournalPoisoned,
                          LockTimeout, NotFound, ReadOnlyStore, ViewTooNew)
-    from .facts.codec import CorruptLine, Fact
+    from .facts.codec import CorruptLine, Fact, UnrepresentableLine
     from .facts.privacy import ReservedEntityPrefix, ReservedNamespace, ReservedSupersedesTarget, ReservedTarget
     from .facts.store import Store, StoreRequest
     from .facts.store import open_store as open

@@ -20,6 +20,7 @@ working (`except ValueError` still catches `InvalidInput`, `CorruptLine` and `Ve
     ├── JournalError (OSError)                 the journal could not be read or written
     │   └── JournalPoisoned                    a write or fsync failed; reopen the store
     ├── CorruptLine (ValueError)               facts/codec.py: a journal line serde would reject
+    │   └── UnrepresentableLine                facts/codec.py: a line serde reads, the view cannot hold
     ├── ViewTooNew                             the view was migrated by a newer cruxsql
     ├── LockTimeout                            the writer lock stayed held too long
     ├── ReadOnlyStore                          a write asked of a read-only store
