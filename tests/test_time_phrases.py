@@ -121,3 +121,30 @@ def test_an_instant_past_2262_is_the_columns_end_not_a_traceback(cli, option: st
     res = cli("recall", "postgres", option, "9999-01-01T00:00:00Z")
     assert res.exit_code == 0 and "Traceback" not in res.output
     assert ("payments-api · database" in res.output) == (option == "--stored-before")
+
+
+def test_a_duration_ago_is_read_as_retention_writes_it() -> None:
+    assert resolve("7d", "--since", zone="UTC", now_ns=MONDAY).text == "2026-11-30T15:30:00+00:00"
+    assert resolve("30m", "--since", zone="UTC", now_ns=MONDAY).text == "2026-12-07T15:00:00+00:00"
+
+
+def test_export_and_doctor_take_phrases_said_back_resolved(cli, tmp_path: Path) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    out = tmp_path / "audit.jsonl"
+    recent = cli("export", "audit", "--format", "jsonl", "--output", str(out), "--since", "yesterday", "--json")
+    assert recent.stderr.startswith("times: --since 'yesterday' = ")
+    assert '"events": 1' in recent.stdout
+    old = cli("export", "audit", "--format", "jsonl", "--output", str(out), "--until", "last year")
+    assert "wrote 0 event(s)" in old.stdout
+    assert cli("doctor", "--since", "last week").stderr.startswith("times: --since 'last week' = ")
+    refused = cli("doctor", "--since", "the dawn of time", ok=False)
+    assert refused.exit_code == 4
+    assert refused.stderr.startswith("Error: --since: cannot read 'the dawn of time' as a time; use RFC 3339")
+
+
+def test_older_than_stays_a_duration_and_says_so(cli) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    refused = cli("retention", "report", "--older-than", "yesterday", ok=False)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == ("Error: invalid cutoff 'yesterday': expected a duration such as 90d, 12h, "
+                                      "30m, 2w, 45s or an RFC 3339 timestamp")

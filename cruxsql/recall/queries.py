@@ -657,7 +657,7 @@ class Recall:
                     f"FROM ({self._inner_sql(known_ns, where, salience, scan)}) WHERE {' AND '.join(outer)})")
         return matched_sql_where
 
-    def search(self, text: str, *, time_zone: Optional[str] = None, **options: Any) -> "RecallResult":
+    def search(self, text: str, **options: Any) -> "RecallResult":
         """Relevance-ranked recall (BM25 over the facts' words, optionally fused with their embeddings),
         through the same visibility pipeline as `query_facts`. See `relevance.search` for the options.
         Its time filters also take dates and phrases (`yesterday`, `last week`; facts/time_phrases.py),
@@ -665,6 +665,7 @@ class Recall:
         the same arguments says what each was read as). `query_facts` keeps Crux's RFC 3339 only."""
         from .relevance import search
 
+        time_zone = options.pop("time_zone", None)
         written = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), str)}
         resolved = time_phrases.resolve_all(written, zone=time_zone, now_ns=_time_arg(options.get("now"), "now"))
         instants = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), int)}
