@@ -250,8 +250,8 @@ def test_data_dir_that_is_not_a_directory(tmp_path, template):
 
 
 READS_BESIDE_A_WRITER = {"bootstrap", "curate contradictions", "curate disagreements", "curate duplicates", "expand",
-                         "export facts", "get", "history", "hold list", "init", "mcp", "query", "recall", "scan", "search",
-                         "segments list", "sql", "view"}
+                         "export facts", "get", "history", "hold list", "init", "mcp", "query", "recall", "related",
+                         "scan", "search", "segments list", "sql", "view"}
 
 
 def test_held_writer_lock(tmp_path, template):

@@ -104,3 +104,31 @@ def test_recall_follows_one_hop_when_asked(portal, tmp_path: Path) -> None:
     assert [line.split(" · ")[0] for line in followed.splitlines() if line.startswith("related:")] == [
         "related: payments-api -[owned_by]-> team-payments", "related: checkout -[calls]-> payments-api"]
     assert len(small) // 4 <= 60 and "postgres 16" in small
+
+
+def test_erasing_an_entity_erases_the_relations_naming_it_both_ways(tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    cli(data_dir, "relate", "checkout", "owned_by", "Maria Okafor")
+    cli(data_dir, "relate", "Maria Okafor", "works_at", "acme")
+    cli(data_dir, "relate", "checkout", "calls", "payments-api")
+    cli(data_dir, "erase", "--entity-prefix", "Maria Okafor", "--tenant", "default", "--reason", "gdpr")
+    assert cli(data_dir, "related", "Maria Okafor").stdout == "no relations of Maria Okafor (within 1 hop(s))\n"
+    assert cli(data_dir, "related", "checkout").stdout.startswith("checkout -[calls]-> payments-api · ")
+    assert "Maria" not in (data_dir / "facts.jsonl").read_text()      # the name left the journal too
+
+
+def test_a_held_relation_survives_retention_and_erasure_from_either_end(tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    cli(data_dir, "relate", "checkout", "calls", "payments-api")
+    cli(data_dir, "relate", "ledger", "reads", "Maria Okafor")
+    cli(data_dir, "relate", "search", "uses", "elastic")
+    cli(data_dir, "hold", "place", "--tenant", "default", "--entity-prefix", "checkout", "--reason", "audit")
+    cli(data_dir, "hold", "place", "--tenant", "default", "--entity-prefix", "Maria", "--reason", "litigation")
+    cli(data_dir, "retention", "apply", "--tenant", "default", "--older-than", "0s")
+    assert cli(data_dir, "related", "payments-api").stdout.startswith("checkout -[calls]-> payments-api · ")
+    assert cli(data_dir, "related", "search").stdout == "no relations of search (within 1 hop(s))\n"
+    held = subprocess.run(CLI + ["erase", "--entity-prefix", "Maria", "--tenant", "default", "--reason", "x",
+                                 "--data-dir", str(data_dir)], env=server_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert held.returncode == 3, held.stderr          # the hold on its target holds the relation back
+    assert cli(data_dir, "related", "Maria Okafor").stdout.startswith("ledger -[reads]-> Maria Okafor · ")

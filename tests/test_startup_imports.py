@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cruxsql.facts.store import Store
+
 from mcp_clients import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,3 +104,24 @@ def test_the_mcp_server_starts_without_importing_its_tools(tmp_path: Path) -> No
     assert sorted(m for m in modules if m.startswith("cruxsql.mcp.tools.")) == []
     light = {"cruxsql.recall", "cruxsql.recall.scope", "cruxsql.recall.tokens", "cruxsql.recall.entities"}
     assert heavy(modules - light - {m for m in modules if m.startswith("cruxsql.mcp")}) == []
+
+
+def test_a_command_missing_from_or_misplaced_in_the_index_still_runs(monkeypatch, tmp_path: Path) -> None:
+    """The fallback behind a stale index: a command it does not name, or names in the wrong module, is
+    found by importing every module (each run in a fresh group: `main` caches what it loaded)."""
+    from click.testing import CliRunner
+
+    from cruxsql.cli import COMMAND_INDEX, LazyGroup, main
+
+    with Store(tmp_path / "store"):
+        pass
+    stale = dict(COMMAND_INDEX)
+    del stale["sql"]                                            # added, index not regenerated
+    stale["get"] = ("export",) + stale["get"][1:]               # moved, index not regenerated
+    monkeypatch.setattr("cruxsql.cli.COMMAND_INDEX", stale)
+    answers = {}
+    for args in (["sql", "select 40 + 2"], ["get", "f_missing"]):
+        group = LazyGroup(name="cruxsql", params=main.params)
+        group.commands = {}
+        answers[args[0]] = CliRunner().invoke(group, [*args, "--data-dir", str(tmp_path / "store")]).output
+    assert answers == {"sql": "40 + 2\n------\n42\n", "get": "Error: unknown fact id 'f_missing'\n"}

@@ -96,3 +96,55 @@ def test_the_cli_recall_takes_phrases_and_says_what_they_meant(cli) -> None:
     refused = cli("recall", "payments database", "--stored-after", "next blue moon", ok=False)
     assert refused.exit_code == 1
     assert refused.stderr.startswith("Error: --stored-after: cannot read 'next blue moon' as a time; use RFC 3339")
+
+
+def test_the_python_api_search_takes_phrases_in_the_callers_zone(store) -> None:
+    from cruxsql.recall import Recall
+
+    store.store("payments-api", "database", "postgres 16")
+    stored = store.db.execute("SELECT stored_at_ns FROM facts").fetchone()[0]
+    recall = Recall(store)
+    day_after = stored + 86_400 * 10**9
+    assert [h.key for h in recall.search("postgres", stored_after="yesterday", now=day_after).hits] == ["database"]
+    assert recall.search("postgres", stored_after="today", now=day_after, time_zone="UTC").hits == []
+    assert [h.key for h in recall.search("postgres", stored_before="now",
+                                         now=day_after).hits] == ["database"]
+    with pytest.raises(InvalidInput, match="stored_before: cannot read 'soonish' as a time; use RFC 3339"):
+        recall.search("postgres", stored_before="soonish")
+    with pytest.raises(InvalidInput, match="time_zone: unknown time zone"):
+        recall.search("postgres", stored_after="today", time_zone="Mars/Olympus")
+
+
+@pytest.mark.parametrize("option", ["--stored-after", "--stored-before"])
+def test_an_instant_past_2262_is_the_columns_end_not_a_traceback(cli, option: str) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    res = cli("recall", "postgres", option, "9999-01-01T00:00:00Z")
+    assert res.exit_code == 0 and "Traceback" not in res.output
+    assert ("payments-api · database" in res.output) == (option == "--stored-before")
+
+
+def test_a_duration_ago_is_read_as_retention_writes_it() -> None:
+    assert resolve("7d", "--since", zone="UTC", now_ns=MONDAY).text == "2026-11-30T15:30:00+00:00"
+    assert resolve("30m", "--since", zone="UTC", now_ns=MONDAY).text == "2026-12-07T15:00:00+00:00"
+
+
+def test_export_and_doctor_take_phrases_said_back_resolved(cli, tmp_path: Path) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    out = tmp_path / "audit.jsonl"
+    recent = cli("export", "audit", "--format", "jsonl", "--output", str(out), "--since", "yesterday", "--json")
+    assert recent.stderr.startswith("times: --since 'yesterday' = ")
+    assert '"events": 1' in recent.stdout
+    old = cli("export", "audit", "--format", "jsonl", "--output", str(out), "--until", "last year")
+    assert "wrote 0 event(s)" in old.stdout
+    assert cli("doctor", "--since", "last week").stderr.startswith("times: --since 'last week' = ")
+    refused = cli("doctor", "--since", "the dawn of time", ok=False)
+    assert refused.exit_code == 4
+    assert refused.stderr.startswith("Error: --since: cannot read 'the dawn of time' as a time; use RFC 3339")
+
+
+def test_older_than_stays_a_duration_and_says_so(cli) -> None:
+    assert cli("store", "payments-api", "database", "postgres 16").exit_code == 0
+    refused = cli("retention", "report", "--older-than", "yesterday", ok=False)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == ("Error: invalid cutoff 'yesterday': expected a duration such as 90d, 12h, "
+                                      "30m, 2w, 45s or an RFC 3339 timestamp")

@@ -15,6 +15,7 @@ import apsw
 import click
 
 from ..errors import CruxsqlError, ReadOnlyStore
+from ..facts import time_phrases
 from ..facts.store import Store
 from ..cluster.config import is_bound
 from ..facts.journal import JOURNAL_NAME
@@ -148,6 +149,16 @@ def fails_cleanly(fn: Callable) -> Callable:
             raise click.ClickException(f"the view (cruxsql.db) failed: {exc}") from None
 
     return wrapper
+
+
+def resolved_times(given: dict[str, Optional[str]]) -> dict[str, Optional[str]]:
+    """Each point-in-time option given (by its --name) as RFC 3339: dates and phrases read by
+    facts/time_phrases.py in the server's zone, what they were read as said back on stderr."""
+    times = time_phrases.resolve_all(given)
+    echoed = time_phrases.echo_line(times)
+    if echoed:
+        click.echo(echoed, err=True)
+    return {name: times[name].text if name in times else None for name in given}
 
 
 COUNT = click.IntRange(0, 2**31 - 1)

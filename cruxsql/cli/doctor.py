@@ -9,7 +9,7 @@ from typing import Any, Optional
 import click
 
 from ..governance import doctor as health_checks
-from .common import data_dir_option, echo_json, fails_cleanly
+from .common import data_dir_option, echo_json, fails_cleanly, resolved_times
 from .data_dir import DataDirError, data_dir_state
 
 NO_STORE_EXIT = 3
@@ -34,7 +34,8 @@ class DoctorCommand(click.Command):
 @click.command("doctor", cls=DoctorCommand)
 @click.option("--json", "fmt", flag_value="json", help="Print the checks as JSON.")
 @click.option("--prometheus", "fmt", flag_value="prometheus", help="Print Prometheus text-format gauges.")
-@click.option("--since", metavar="WHEN", help="Count torn tails only since WHEN (a duration like 7d, or RFC 3339).")
+@click.option("--since", metavar="WHEN", help="Count torn tails only since WHEN: RFC 3339, a date, a duration ago "
+              "(7d) or a phrase (yesterday).")
 @click.option("--max-idle", default="7d", show_default=True, metavar="DURATION",
               help="Warn when nothing was written for longer than this (0 turns it off).")
 @click.option("--retention", "retention_window", metavar="DURATION",
@@ -64,7 +65,7 @@ def doctor(fmt: Optional[str], since: Optional[str], max_idle: str, retention_wi
     except DataDirError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(NO_STORE_EXIT)
-    health = health_checks.diagnose(data_dir, since=since, max_idle=max_idle, retention_window=retention_window)
+    health = health_checks.diagnose(data_dir, since=resolved_times({"--since": since})["--since"], max_idle=max_idle, retention_window=retention_window)
     if fmt == "json":
         echo_json(health.to_dict())
     elif fmt == "prometheus":

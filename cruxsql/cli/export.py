@@ -11,7 +11,7 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, fails_cleanly, open_store, require_value
+from .common import data_dir_option, fails_cleanly, open_store, require_value, resolved_times
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .options import json_flag, tenant_option
 
@@ -26,8 +26,9 @@ def export_group() -> None:
 @tenant_option("Only facts of this tenant.")
 @click.option("--entity-prefix", "entity_prefixes", multiple=True,
               help="Only entities starting with this (repeatable).")
-@click.option("--since", default=None, help="Events at or after: RFC 3339, or a duration ago (7d).")
-@click.option("--until", default=None, help="Events at or before: RFC 3339, or a duration ago.")
+@click.option("--since", default=None, metavar="WHEN",
+              help="Events at or after WHEN: RFC 3339, a date (2026-11), a duration ago (7d) or a phrase (last week).")
+@click.option("--until", default=None, metavar="WHEN", help="Events at or before WHEN (as --since).")
 @click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True,
               callback=require_value)
 @click.option("--output", type=click.Path(path_type=Path, allow_dash=True), required=True,
@@ -43,8 +44,9 @@ def export_audit(data_dir: Path, tenant: Optional[str], entity_prefixes: tuple[s
 
     An export written inside the data directory is recorded there, so an erasure re-writes it.
     """
-    query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=since, until=until,
-                                    include_private=include_private)
+    times = resolved_times({"--since": since, "--until": until})     # recorded resolved: a re-write keeps them
+    query = audit_export.AuditQuery(tenant=tenant, entity_prefixes=entity_prefixes, since=times["--since"],
+                                    until=times["--until"], include_private=include_private)
     to_stdout = str(output) == "-"
     with open_store(data_dir, "read") as store:
         if to_stdout:

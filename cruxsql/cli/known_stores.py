@@ -11,12 +11,16 @@ path that holds none only when:
 * or the path is the default `./cruxsql-data` (the quick start's, never a typo).
 
 Anywhere else the command is refused, naming the path: a mistyped `--data-dir` never forks memory.
-`init PATH` and `--create` always create. An unreadable list counts as "this user has stores" (the
-safe side); a list that cannot be written is noted on stderr, never a failure of the command.
+`init PATH` and `--create` always create. An unreadable or corrupt list (or no home directory to
+find it in) counts as "this user has stores" (the safe side), said in one warning line; a list that
+cannot be written is noted on stderr, never a failure of the command. Adding to the list is done under
+an exclusive lock on `stores.json.lock` and renamed into place whole, so two processes adding at once
+keep both entries and a reader never sees half a file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -29,19 +33,28 @@ FIRST, KNOWN, DEFAULT = "first store of this user", "a store this user had", "th
 
 
 def list_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    """Where this user's list is; OSError when there is no home directory to hold it."""
+    try:
+        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    except RuntimeError:        # HOME unset and no passwd entry
+        raise OSError("no home directory (set HOME or XDG_CONFIG_HOME)") from None
     return Path(base) / "cruxsql" / LIST_NAME
 
 
 def known_stores() -> Optional[list[str]]:
-    """The listed store paths ([] when there is no list yet), or None when the list cannot be read."""
+    """The listed store paths ([] when there is no list yet), or None (said on stderr) when the list
+    cannot be read."""
     try:
         entries = json.loads(list_path().read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        _warn(f"cannot read this user's list of stores ({_why(exc)})")
         return None
-    return [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else None
+    if not isinstance(entries, list):
+        _warn(f"this user's list of stores {list_path()} is not a JSON list")
+        return None
+    return [e for e in entries if isinstance(e, str)]
 
 
 def may_start(path: Path, default: Path) -> Optional[str]:
@@ -56,16 +69,29 @@ def may_start(path: Path, default: Path) -> Optional[str]:
 
 
 def remember(path: Path) -> None:
-    """Add the store at `path` to this user's list (written whole, then renamed into place)."""
+    """Add the store at `path` to this user's list (under the list's lock, written whole, then renamed
+    into place)."""
     where = str(path.resolve())
-    listed = known_stores()
-    if listed is None or where in listed:
-        return
-    target = list_path()
     try:
+        target = list_path()
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.with_name(f".{LIST_NAME}.{os.getpid()}.tmp")
-        staging.write_text(json.dumps(listed + [where], indent=1) + "\n", encoding="utf-8")
-        os.replace(staging, target)
+        with open(target.with_name(LIST_NAME + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)      # released when closed
+            listed = known_stores()
+            if listed is None or where in listed:
+                return
+            staging = target.with_name(f".{LIST_NAME}.{os.getpid()}.tmp")
+            staging.write_text(json.dumps(listed + [where], indent=1) + "\n", encoding="utf-8")
+            os.replace(staging, target)
     except OSError as exc:
-        click.echo(f"note: could not record the store {where} in {target} ({exc.strerror or exc})", err=True)
+        _warn(f"could not record the store {where} in this user's list of stores ({_why(exc)})")
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc.strerror or exc)
+    return f"{list_path()}: {exc}"
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)

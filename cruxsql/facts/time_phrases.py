@@ -8,6 +8,7 @@ Accepted, case-insensitive:
 * a date, `2026`, `2026-11` or `2026-11-03`: the start of that year, month or day;
 * `now`, `today`, `yesterday`;
 * `N unit(s) ago` (seconds, minutes, hours, days, weeks, months, years; `a`/`an` for 1);
+* a duration ago as retention writes it, `45s`, `30m`, `12h`, `7d`, `2w`;
 * `this|last week|month|year`: the start of that calendar week (weeks start on Monday), month or year;
 * a weekday (`monday`, `last monday`): the start of its most recent day, today if it is that day;
 * `since X`: X.
@@ -28,13 +29,14 @@ from ..errors import InvalidInput
 from . import timestamps
 
 EXAMPLES = "RFC 3339 (2026-11-03T09:00:00Z), a date (2026-11, 2026-11-03) or a phrase (yesterday, last week, " \
-           "3 days ago, since monday)"
+           "3 days ago, 7d, since monday)"
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 UNITS = {"second": timedelta(seconds=1), "minute": timedelta(minutes=1), "hour": timedelta(hours=1),
          "day": timedelta(days=1), "week": timedelta(weeks=1)}
 _DATE = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?$")
 _AGO = re.compile(r"^(\d+|an?)\s+(second|minute|hour|day|week|month|year)s?\s+ago$")
+_SHORT = re.compile(r"^(\d+)\s*([smhdw])$")
 _PERIOD = re.compile(r"^(this|last)\s+(week|month|year)$")
 _WEEKDAY = re.compile(r"^(?:last\s+)?(" + "|".join(WEEKDAYS) + r")$")
 
@@ -100,7 +102,7 @@ def _phrase(text: str, now: datetime, tz: tzinfo) -> Optional[datetime]:
     fixed = {"now": now, "today": _day_start(midnight, tz), "yesterday": _day_start(midnight - timedelta(days=1), tz)}
     if text in fixed:
         return fixed[text]
-    for pattern, reader in ((_DATE, _date), (_AGO, _ago), (_PERIOD, _period), (_WEEKDAY, _weekday)):
+    for pattern, reader in ((_DATE, _date), (_AGO, _ago), (_SHORT, _short), (_PERIOD, _period), (_WEEKDAY, _weekday)):
         match = pattern.match(text)
         if match:
             return reader(match, now, midnight, tz)
@@ -126,6 +128,11 @@ def _ago(match: re.Match, now: datetime, midnight: datetime, tz: tzinfo) -> Opti
         return now - count * UNITS[unit]
     months = count * (12 if unit == "year" else 1)
     return _months_before(now, months)
+
+
+def _short(match: re.Match, now: datetime, midnight: datetime, tz: tzinfo) -> datetime:
+    unit = next(name for name in UNITS if name[0] == match[2])
+    return now - int(match[1]) * UNITS[unit]
 
 
 def _months_before(when: datetime, months: int) -> datetime:

@@ -143,7 +143,8 @@ def _pruned_control_facts_covered(store: Store, holds: list[legal_holds.LegalHol
         for fact in codec.event_facts(event):
             if store.db.execute("SELECT 1 FROM facts WHERE fact_id = ?", (fact.fact_id,)).fetchone():
                 continue
-            ids = legal_holds.covering_holds(active, fact.tenant_hash or "default", fact.entity)
+            ids = legal_holds.covering_holds(active, fact.tenant_hash or "default", fact.entity, fact.key,
+                                             fact.value)
             if ids:
                 out.setdefault(fact.fact_id, set()).update(ids)
     return [(fid, sorted(ids)) for fid, ids in sorted(out.items())]

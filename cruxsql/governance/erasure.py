@@ -29,6 +29,7 @@ from ..facts import timestamps, view_file
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
 from ..facts.journal import JOURNAL_NAME
+from ..recall.relations import PREFIX as RELATION
 from . import compaction, erasure_ledger, erasure_lock, legal_holds, quarantine
 from .copies import outside_reach, unaccounted
 from .erasure_proof import (
@@ -90,9 +91,10 @@ class Selection:
         if self.tenant is not None:
             clauses.append("tenant_hash = ?")
             params.append(self.tenant)
-        if self.entity_prefixes:
-            clauses.append("(" + " OR ".join("substr(entity, 1, ?) = ?" for _ in self.entity_prefixes) + ")")
-            params += [x for p in self.entity_prefixes for x in (len(p), p)]
+        if self.entity_prefixes:     # the entities' facts, and the relations of others naming them as target
+            named = " OR ".join("substr({0}, 1, ?) = ?" for _ in self.entity_prefixes)
+            clauses.append(f"({named.format('entity')} OR (key GLOB '{RELATION}*' AND ({named.format('value')})))")
+            params += [x for p in self.entity_prefixes for x in (len(p), p)] * 2
         if self.fact_ids:
             clauses.append("fact_id IN (" + ",".join("?" * len(self.fact_ids)) + ")")
             params += list(self.fact_ids)
@@ -134,12 +136,13 @@ def plan_selection(store: Store, selection: Selection) -> Plan:
     holds = legal_holds.active_holds(store.db)
     where, params = selection.where()
     plan = Plan()
-    for fid, tenant, entity, deleted in store.db.execute(
-            f"SELECT fact_id, tenant_hash, entity, deleted FROM facts WHERE {where} ORDER BY fact_id", params):
+    for fid, tenant, entity, key, value, deleted in store.db.execute(
+            f"SELECT fact_id, tenant_hash, entity, key, value, deleted FROM facts WHERE {where} ORDER BY fact_id",
+            params):
         if _governance(entity):
             plan.protected.append({"fact_id": fid, "reason": "governance record (legal hold, receipt or report)"})
             continue
-        hold_ids = legal_holds.covering_holds(holds, tenant, entity)
+        hold_ids = legal_holds.covering_holds(holds, tenant, entity, key, value)
         if hold_ids:
             plan.held_back.append({"fact_id": fid, "hold_ids": hold_ids})
         elif deleted:

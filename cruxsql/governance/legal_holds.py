@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from ..errors import Conflict, InvalidInput, NotFound
 from ..facts import timestamps
 from ..facts.privacy import NamespaceOwner
+from ..recall.relations import PREFIX as RELATION
 from . import erasure_ledger, erasure_lock
 
 if TYPE_CHECKING:
@@ -258,9 +259,11 @@ def active_holds(db) -> list[LegalHold]:
     return [h for h in resolve_holds(db) if h.active]
 
 
-def covering_holds(holds: list[LegalHold], tenant: str, entity: str) -> list[str]:
-    """Ids of the active holds that cover (tenant, entity), sorted."""
-    return sorted(h.hold_id for h in holds if h.covers(tenant, entity))
+def covering_holds(holds: list[LegalHold], tenant: str, entity: str, key: str = "", value: str = "") -> list[str]:
+    """Ids of the active holds that cover (tenant, entity), sorted; a relation (key `relation:<R>:<to>`,
+    value `to`: cruxsql/recall/relations.py) names two entities and is covered by a hold on either."""
+    ends = (entity, value) if key.startswith(RELATION) else (entity,)
+    return sorted(h.hold_id for h in holds if any(h.covers(tenant, end) for end in ends))
 
 
 def _prefix_clause(prefixes: tuple[str, ...]) -> tuple[str, list]:

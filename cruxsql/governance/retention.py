@@ -71,7 +71,7 @@ def classify(store: Store, cutoff_ns: int, tenant: Optional[str] = None) -> Clas
                 "value_bytes": len(fact.value.encode("utf-8")),
                 "journal_bytes": len(fact.to_json().encode("utf-8")) + _STORE_LINE_OVERHEAD}
         prefix = daemon_owned_prefix(fact.entity)
-        hold_ids = legal_holds.covering_holds(holds, fact.tenant_hash, fact.entity)
+        hold_ids = legal_holds.covering_holds(holds, fact.tenant_hash, fact.entity, fact.key, fact.value)
         if fact.private:
             item["reason"] = "private"
         elif fact.entity.startswith(SYNC_TOMBSTONE_PREFIX):

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..embeddings import Embedder
 from ..errors import InvalidInput
-from ..facts import timestamps
+from ..facts import time_phrases, timestamps
 from ..facts.codec import to_f32, token_cost
 from ..facts.store import Store
 from . import crc_v1, scope, tokens
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from .relevance import RecallResult
 
 TimeArg = Union[None, str, int]
+SEARCH_TIMES = ("stored_after", "stored_before", "valid_after", "valid_before", "as_of", "known_at")
 _I64_MAX = 9223372036854775807
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -689,10 +690,19 @@ class Recall:
 
     def search(self, text: str, **options: Any) -> "RecallResult":
         """Relevance-ranked recall (BM25 over the facts' words, optionally fused with their embeddings),
-        through the same visibility pipeline as `query_facts`. See `relevance.search` for the options."""
+        through the same visibility pipeline as `query_facts`. See `relevance.search` for the options.
+        Its time filters also take dates and phrases (`yesterday`, `last week`; facts/time_phrases.py),
+        days starting in `time_zone` (an IANA name), else the server's (`time_phrases.resolve_all` with
+        the same arguments says what each was read as). `query_facts` keeps Crux's RFC 3339 only."""
         from .relevance import search
 
-        return search(self, text, **options)
+        time_zone = options.pop("time_zone", None)
+        written = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), str)}
+        resolved = time_phrases.resolve_all(written, zone=time_zone, now_ns=_time_arg(options.get("now"), "now"))
+        instants = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), int)}
+        instants.update({name: r.ns for name, r in resolved.items()})
+        # compared with the view's *_ns columns: an instant past year 2262 is the column's end
+        return search(self, text, **{**options, **{name: timestamps.column_ns(ns) for name, ns in instants.items()}})
 
     # --- query_facts ------------------------------------------------------------------------------
 
