@@ -36,7 +36,7 @@ def test_column_documentation_is_folded_one_click_away(browser_console):
     fold = page.locator("details.cruxsql-column-docs")
     assert fold.count() == 1 and fold.get_attribute("open") is None
     assert not page.locator("dl.column-descriptions").is_visible()
-    assert fold.locator("summary").inner_text() == "Column documentation (28 columns)"
+    assert fold.locator("summary").inner_text() == "Column documentation (30 columns)"
     fold.locator("summary").click()
     docs = page.locator("dl.column-descriptions")
     assert docs.is_visible() and "the fact's id" in docs.inner_text()

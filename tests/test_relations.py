@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from cruxsql.facts.store import Store
-from cruxsql.recall.relations import related
+from cruxsql.recall.relations import RELATION_KEYS, related
 from mcp_clients import server_env, stdio
 
 CLI = [sys.executable, "-m", "cruxsql"]
@@ -83,7 +83,7 @@ def test_the_cli_relates_and_a_deleted_relation_is_gone(tmp_path: Path) -> None:
     assert cli(data_dir, "related", "payments-api").stdout == "no relations of payments-api (within 1 hop(s))\n"
     with Store(data_dir) as store:         # the reverse look-up uses the partial index on the target
         plan = " ".join(str(r) for r in store.db.execute(
-            "EXPLAIN QUERY PLAN SELECT fact_id FROM facts WHERE key GLOB 'relation:*' AND value = ?", ("x",)))
+            f"EXPLAIN QUERY PLAN SELECT fact_id FROM facts WHERE {RELATION_KEYS} AND value = ?", ("x",)))
         assert "facts_relation_target" in plan
         assert related(store, "checkout").edges == []
 

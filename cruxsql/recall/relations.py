@@ -21,6 +21,9 @@ from . import scope
 from .tokens import estimate_tokens, estimate_tokens_str
 
 PREFIX = "relation:"
+# The relation facts, as the partial index facts_relation_target states it (a query names it verbatim for
+# SQLite to use that index; ';' follows ':' in code-point order).
+RELATION_KEYS = "key >= 'relation:' AND key < 'relation;'"
 MAX_DEPTH = 3
 MAX_EDGES = 500
 
@@ -110,7 +113,7 @@ def _edges_of(store: Store, names: list[str], tenant: str, agent: Optional[str],
     stored = names + ([scope.owner_entity(agent, n) for n in names] if agent else [])
     marks = ",".join("?" * len(stored))
     rows = store.db.execute(
-        "SELECT fact_id, entity, key, value, private FROM facts WHERE key GLOB 'relation:*' AND tenant_hash = ? "
+        f"SELECT fact_id, entity, key, value, private FROM facts WHERE {RELATION_KEYS} AND tenant_hash = ? "
         f"AND deleted = 0 AND superseded_by IS NULL AND (entity IN ({marks}) OR value IN ({','.join('?' * len(names))})) "
         "ORDER BY seq", (tenant, *stored, *names))
     edges = []
