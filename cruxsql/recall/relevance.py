@@ -45,7 +45,7 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope, turn_context
+from . import fact_terms, scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
@@ -345,6 +345,13 @@ def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
         scores = scores.copy()
         at = np.searchsorted(seqs, best)
         scores[at] *= turn_context.time_factors([values.get(int(s), "") for s in best.tolist()])
+    window = _question_window(db, seqs, scores, question)
+    if window is not None:
+        best = np.sort(seqs[np.argsort(-scores, kind="stable")[:TIME_CUE_POOL]])
+        times = _turn_times(db, best)
+        inside = np.array([t is not None and window[0] <= t < window[1] for t in times], dtype=bool)
+        scores = scores.copy()
+        scores[np.searchsorted(seqs, best[inside])] *= F32(1.0 + time_cues.WINDOW_BOOST)
     if len(seqs) == len(scored.seqs):
         return _Scored(seqs, scores, scored.all_terms, scored.matched)
     held = np.isin(seqs, scored.seqs, assume_unique=True)
@@ -353,6 +360,34 @@ def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
     matched = np.zeros((len(seqs), scored.matched.shape[1]), dtype=bool)
     matched[held] = scored.matched
     return _Scored(seqs, scores, all_terms, matched)
+
+
+def _turn_times(db: apsw.Connection, seqs: np.ndarray) -> list[Optional[int]]:
+    """Per fact of `seqs`, its turn's time in ns (None: not a turn, or a turn without time)."""
+    rows = {r[0]: r[1:] for r in db.execute(
+        "SELECT seq, entity, key, value, source_receipt FROM facts WHERE seq IN carray(?)",
+        (apsw.carray(np.ascontiguousarray(seqs, dtype=np.int64)),))}
+    turns = [parse_turn(*rows[s]) if s in rows else None for s in seqs.tolist()]
+    return [timestamps.parse_ns(t.time) if t is not None and t.time else None for t in turns]
+
+
+def _question_window(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray, question: str
+                     ) -> Optional[tuple[int, int]]:
+    """The time window the question names (time_cues.py); a relative one read at the latest turn time of
+    the conversation of the best-scoring turn."""
+    named = time_cues.named_window(question)
+    phrase = time_cues.relative_phrase(question)
+    if named is not None or phrase is None or not len(seqs):
+        return named
+    best = int(seqs[int(np.argmax(scores))])
+    last = db.execute(
+        "SELECT l.entity, l.key, l.value, l.source_receipt FROM facts b JOIN facts l ON l.seq = (SELECT seq FROM "
+        "facts WHERE tenant_hash = b.tenant_hash AND entity = b.entity AND key GLOB ? AND deleted = 0 "
+        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (turn_context.TURN_KEY_GLOB, best)).fetchone()
+    turn = parse_turn(*last) if last is not None else None
+    if turn is None or not turn.time:
+        return None
+    return time_cues.relative_window(phrase, timestamps.parse_ns(turn.time))
 
 
 def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:

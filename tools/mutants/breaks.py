@@ -217,6 +217,18 @@ BREAKS: tuple[Break, ...] = (
           "    return np.array([1.0 + TIME_BOOST if says_when(v) else 1.0 for v in values], dtype=np.float32)\n",
           "    return np.array([1.0 if says_when(v) else 1.0 + TIME_BOOST for v in values], dtype=np.float32)  # planted\n",
           ("tests/test_recall_evidence.py::test_a_when_question_prefers_the_turn_that_says_when",)),
+    Break("recall-time-window-off", "a question naming a period (\"in May 2023\", \"last month\") prefers no turn",
+          "cruxsql/recall/relevance.py",
+          "    window = _question_window(db, seqs, scores, question)\n",
+          "    window = None  # planted\n",
+          ("tests/test_conversations.py::test_a_question_naming_a_month_prefers_the_turns_of_that_month",
+           "tests/test_conversations.py::test_last_month_is_read_at_the_conversations_latest_time")),
+    Break("recall-cold-dense-unbounded", "a cold recall embeds every fact lacking a vector",
+          "cruxsql/recall/relevance.py",
+          "    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])\n",
+          "    wanted = np.flatnonzero(~index.has)  # planted\n",
+          ("tests/test_recall_dense_lane.py::"
+           "test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one",)),
 )
 
 
