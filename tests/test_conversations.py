@@ -363,3 +363,30 @@ def test_jsonl_lines_end_at_a_newline_alone() -> None:
              json.dumps({"role": "user", "content": "ok"})]
     assert read_turns("\r\n".join(lines) + "\r\n") == (
         [TurnInput("ann", "page one\u2028page two\x0cend"), TurnInput("user", "ok")], 0)
+
+
+# --- time cues: a question naming a period prefers the turns of that period ------------------------
+
+def _dinners(store) -> None:
+    from cruxsql.recall.conversations import TurnInput, store_conversation
+    times = ["2023-01-10T10:00:00Z", "2023-03-02T10:00:00Z", "2023-05-04T10:00:00Z", "2023-08-20T10:00:00Z", "2023-09-01T10:00:00Z"]
+    store_conversation(store, "maria", [TurnInput("Maria", f"I had dinner with a friend, note {i}", t, str(i + 1))
+                                        for i, t in enumerate(times)])
+
+
+def test_a_question_naming_a_month_prefers_the_turns_of_that_month(tmp_path: Path) -> None:
+    from cruxsql.recall import Recall
+    with Store(tmp_path / "data") as s:
+        _dinners(s)
+        hits = Recall(s).search("Who did Maria have dinner with in May 2023?").hits
+        assert hits[0].turn is not None and hits[0].turn.time == "2023-05-04T10:00:00Z"
+        hits = Recall(s).search("Who did Maria have dinner with on March 2, 2023?").hits
+        assert hits[0].turn is not None and hits[0].turn.time == "2023-03-02T10:00:00Z"
+
+
+def test_last_month_is_read_at_the_conversations_latest_time(tmp_path: Path) -> None:
+    from cruxsql.recall import Recall
+    with Store(tmp_path / "data") as s:
+        _dinners(s)
+        hits = Recall(s).search("Who did Maria have dinner with last month?").hits   # August, the latest is Sept 1
+        assert hits[0].turn is not None and hits[0].turn.time == "2023-08-20T10:00:00Z"

@@ -208,3 +208,57 @@ def test_a_model_that_cannot_load_stops_the_indexer_with_one_line(store: Store, 
     assert [r.getMessage() for r in caplog.records] == [
         "the fact indexer stopped: InvalidInput: embedder 'minilm' needs the Python package 'tokenizers'"]
     assert kept_vectors(store) == {}
+
+
+# --- the cold path: a query outside the indexer embeds a bounded number of facts -------------------
+
+def planted_store(tmp_path: Path) -> Store:
+    """20 facts holding `car`, 5 `automobile` facts (near it for the model, not holding the word) and 275
+    others far from it."""
+    s = Store(tmp_path / "data")
+    for i in range(20):
+        s.store(f"fleet{i}", "car", f"red {'fast ' * (i % 4)}")
+    for i in range(5):
+        s.store(f"garage{i}", "automobile", "blue")
+    for i in range(275):
+        s.store(f"misc{i}", "weather", "sunny")
+    return s
+
+
+def test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one(tmp_path: Path
+                                                                                                 ) -> None:
+    embedder = PlantedEmbedder(PLANTED)
+    with planted_store(tmp_path) as s:
+        result = Recall(s).search("car fast", embedder=embedder, explain=True)
+        assert len(embedder.embedded) == relevance.LAZY_EMBED + 1          # the facts, then the question
+        assert sum(t.startswith("fleet") for t in embedder.embedded) == 20   # every BM25 candidate went first
+        assert result.unembedded == 300 - relevance.LAZY_EMBED
+        assert result.explain is not None and result.explain["unembedded"] == 300 - relevance.LAZY_EMBED
+        assert all(h.all_terms and h.entity.startswith("fleet") for h in result.hits[:10])
+        embedder.embedded.clear()
+        again = Recall(s).search("weather", embedder=embedder)
+        assert len(embedder.embedded) == relevance.LAZY_EMBED + 1 and again.unembedded == 300 - 2 * relevance.LAZY_EMBED
+        FactIndexer(view_path(s), lambda: embedder).fill()
+        assert Recall(s).search("car", embedder=embedder).unembedded == 0
+
+
+def test_more_counts_the_facts_that_matched_lexically_or_by_the_dense_lane_above_its_floor(tmp_path: Path) -> None:
+    embedder = PlantedEmbedder(PLANTED)
+    with planted_store(tmp_path) as s:
+        FactIndexer(view_path(s), lambda: embedder).fill()
+        alone = Recall(s).search("car", fusion="bm25")
+        fused = Recall(s).search("car", embedder=embedder)
+        assert (alone.total, alone.lines[-1]) == (20, "+10 more (offset=10)")
+        assert (fused.total, fused.lines[-1]) == (25, "+15 more (offset=10)")   # + the 5 automobiles, not the 275
+
+
+def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_them(tmp_path: Path) -> None:
+    from cli_process import run_cruxsql
+    with planted_store(tmp_path):
+        pass
+    env = {"CRUXSQL_EMBEDDER": "hash"}
+    filled = run_cruxsql(tmp_path / "data", "embed", "--facts", env=env)
+    assert filled.returncode == 0 and filled.stdout.startswith("embedded 300 fact(s) with crux-local-hash-v1"), filled
+    assert run_cruxsql(tmp_path / "data", "embed", "--facts", env=env).stdout.startswith("embedded 0 fact(s)")
+    bad = run_cruxsql(tmp_path / "data", "embed", env=env)
+    assert bad.returncode == 1 and bad.stderr.strip() == "Error: give a TEXT to embed, or --facts"

@@ -388,3 +388,37 @@ def test_cli_recall_prints_lines_and_refuses_bad_input(store: Store, tmp_path: P
     bad = subprocess.run(CLI + ["recall", "x", "--top-k", "500", "--data-dir", data], capture_output=True, text=True)
     assert bad.returncode != 0 and "Invalid value for '--top-k': 500 is not in the range 0<=x<=200" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+# --- word stems: Snowball English and irregular forms, then Crux's suffix stemmer ------------------
+
+@pytest.mark.parametrize("forms", [("running", "run", "runs"), ("went", "go", "goes"), ("happiness", "happy"),
+                                   ("studies", "studying", "study"), ("activities", "activity"),
+                                   ("relaxation", "relaxing", "relax"), ("owner", "owns"), ("payments", "pay"),
+                                   ("children", "child")])
+def test_the_forms_of_a_word_meet_in_one_term(forms: tuple[str, ...]) -> None:
+    assert len({term_of(w) for w in forms}) == 1, {w: term_of(w) for w in forms}
+
+
+def test_a_question_in_another_form_of_the_facts_words_finds_it(tmp_path: Path) -> None:
+    with Store(tmp_path / "data") as s:
+        s.store("melanie", "weekend", "Melanie went running by the lake")
+        s.store("melanie", "hobby", "Melanie paints sunsets")
+        assert [h.key for h in Recall(s).search("does melanie go for a run?").hits][:1] == ["weekend"]
+
+
+def test_a_store_indexed_with_the_old_stems_is_indexed_again_on_upgrade(tmp_path: Path) -> None:
+    """Migration 0040: postings made by the previous analyzer (planted: a term no fact holds) are dropped
+    and every fact indexed again with the new stems."""
+    import apsw
+    with Store(tmp_path / "data") as s:
+        s.store("melanie", "weekend", "Melanie went running by the lake")
+        Recall(s).search("lake")
+    db = apsw.Connection(str(tmp_path / "data" / "cruxsql.db"))
+    with db:
+        db.execute("UPDATE recall_terms SET term = 'runn' WHERE term = 'run'")
+        db.execute("DELETE FROM schema_migrations WHERE version = 40")
+    db.close()
+    with Store(tmp_path / "data") as s:
+        assert [h.key for h in Recall(s).search("running").hits] == ["weekend"]
+        assert s.db.execute("SELECT count(*) FROM recall_terms WHERE term = 'runn'").get == 0

@@ -244,6 +244,9 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
             **{name[2:].replace("-", "_"): r.ns for name, r in times.items()}, include_superseded=include_superseded,
             top_k=top_k, offset=offset, token_budget=token_budget, fusion=fusion,
             embedder=None if fusion == "bm25" else default_embedder(), explain=explain)
+    if result.unembedded:
+        click.echo(f"{result.unembedded} facts have no vectors yet (ranked by BM25 alone): `cruxsql embed --facts` "
+                   "or the MCP server's indexer fills them", err=True)
     if _echo_structured(result.to_dict(), fmt, "facts"):
         return
     click.echo(result.text())

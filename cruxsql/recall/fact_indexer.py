@@ -92,6 +92,19 @@ class FactIndexer:
         finally:
             db.close()
 
+    @property
+    def embedder(self) -> Optional[Embedder]:
+        """The model, once loaded (None before, or when there is none)."""
+        return self._embedder
+
+    def fill(self) -> int:
+        """Embed, on the calling thread, every fact without a vector; how many there were."""
+        db = view_file.open_connection(self._path, migrate_schema=False)
+        try:
+            return self.catch_up(db)
+        finally:
+            db.close()
+
     def catch_up(self, db: apsw.Connection) -> int:
         """Embed batches until no fact lacks a vector (or the indexer is stopped); how many were embedded."""
         done = 0

@@ -1,8 +1,9 @@
 """The word index of relevance-ranked recall: an analyzer for facts and BM25 postings kept beside the text index.
 
-Analyzer: the document lane's word split and suffix stemmer (`documents.analyzer`), with what short facts
-need on top: Unicode lowercasing, the possessive `'s` dropped, stopwords (question words, auxiliaries,
-articles) left out, the stemmer applied until it settles (so `payments`, `payment` and `pay` meet), and
+Analyzer: the document lane's word split (`documents.analyzer`), with what short facts need on top:
+Unicode lowercasing, the possessive `'s` dropped, stopwords (question words, auxiliaries, articles) left
+out, words stemmed (word_stems.py: irregular forms, Snowball English, then the document lane's suffix
+stemmer until it settles, so `payments`, `payment` and `pay` meet, as do `went` and `go`), and
 multi-word names kept as units: an entity or key of two or more words (`payments-api`, `Maria Okafor`),
 a value of two to four words, and any hyphenated or dotted chunk of a value also index one unit term
 (`=payments-api`, `=maria-okafor`) beside their words, which a query's consecutive words find whatever punctuation joins
@@ -29,9 +30,10 @@ from typing import Iterable, Optional, Sequence, TypeVar
 import apsw
 import numpy as np
 
-from ..documents.analyzer import split_words, stem
+from ..documents.analyzer import split_words
 from ..facts.privacy import AGENT_PRIVATE_ENTITY_PREFIX
 from .scope import rust_lower, split_private_entity
+from .word_stems import word_stem
 
 BLOCK_BITS = 16
 BLOCK_SIZE = 1 << BLOCK_BITS
@@ -54,13 +56,8 @@ these those use uses used using tell know show find give get got s t don doesn d
 
 @functools.lru_cache(maxsize=1 << 16)
 def term_of(word: str) -> str:
-    """A lowercased word's index term: the stemmer applied until it settles (`payments` -> `pay`)."""
-    for _ in range(3):
-        stemmed = stem(word)
-        if stemmed == word:
-            break
-        word = stemmed
-    return word
+    """A lowercased word's index term: its stem (word_stems.py: `payments` -> `pay`, `went` -> `go`)."""
+    return word_stem(word)
 
 
 def words(text: str) -> list[str]:

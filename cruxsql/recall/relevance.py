@@ -45,7 +45,7 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope, turn_context
+from . import fact_terms, scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
@@ -61,6 +61,7 @@ FIELD_B = np.array([0.3, 0.3, 0.3], dtype=F32)
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
+LAZY_EMBED = 32            # facts lacking a vector a query embeds itself (BM25's best first): ~0.25 s of MiniLM
 TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
@@ -204,6 +205,7 @@ class RecallResult:
     explain: Optional[dict[str, Any]] = None
     ids: bool = True                    # each line ends with its age and fact id
     reserve: int = 0                    # tokens of the budget kept for what the surface wraps around the text
+    unembedded: int = 0                 # facts of the caller's scopes the dense lane had no vector for
 
     @property
     def next_offset(self) -> Optional[int]:
@@ -343,6 +345,13 @@ def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
         scores = scores.copy()
         at = np.searchsorted(seqs, best)
         scores[at] *= turn_context.time_factors([values.get(int(s), "") for s in best.tolist()])
+    window = _question_window(db, seqs, scores, question)
+    if window is not None:
+        best = np.sort(seqs[np.argsort(-scores, kind="stable")[:TIME_CUE_POOL]])
+        times = _turn_times(db, best)
+        inside = np.array([t is not None and window[0] <= t < window[1] for t in times], dtype=bool)
+        scores = scores.copy()
+        scores[np.searchsorted(seqs, best[inside])] *= F32(1.0 + time_cues.WINDOW_BOOST)
     if len(seqs) == len(scored.seqs):
         return _Scored(seqs, scores, scored.all_terms, scored.matched)
     held = np.isin(seqs, scored.seqs, assume_unique=True)
@@ -351,6 +360,34 @@ def _in_context(db: apsw.Connection, scored: _Scored, question: str) -> _Scored:
     matched = np.zeros((len(seqs), scored.matched.shape[1]), dtype=bool)
     matched[held] = scored.matched
     return _Scored(seqs, scores, all_terms, matched)
+
+
+def _turn_times(db: apsw.Connection, seqs: np.ndarray) -> list[Optional[int]]:
+    """Per fact of `seqs`, its turn's time in ns (None: not a turn, or a turn without time)."""
+    rows = {r[0]: r[1:] for r in db.execute(
+        "SELECT seq, entity, key, value, source_receipt FROM facts WHERE seq IN carray(?)",
+        (apsw.carray(np.ascontiguousarray(seqs, dtype=np.int64)),))}
+    turns = [parse_turn(*rows[s]) if s in rows else None for s in seqs.tolist()]
+    return [timestamps.parse_ns(t.time) if t is not None and t.time else None for t in turns]
+
+
+def _question_window(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray, question: str
+                     ) -> Optional[tuple[int, int]]:
+    """The time window the question names (time_cues.py); a relative one read at the latest turn time of
+    the conversation of the best-scoring turn."""
+    named = time_cues.named_window(question)
+    phrase = time_cues.relative_phrase(question)
+    if named is not None or phrase is None or not len(seqs):
+        return named
+    best = int(seqs[int(np.argmax(scores))])
+    last = db.execute(
+        "SELECT l.entity, l.key, l.value, l.source_receipt FROM facts b JOIN facts l ON l.seq = (SELECT seq FROM "
+        "facts WHERE tenant_hash = b.tenant_hash AND entity = b.entity AND key GLOB ? AND deleted = 0 "
+        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (turn_context.TURN_KEY_GLOB, best)).fetchone()
+    turn = parse_turn(*last) if last is not None else None
+    if turn is None or not turn.time:
+        return None
+    return time_cues.relative_window(phrase, timestamps.parse_ns(turn.time))
 
 
 def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
@@ -386,33 +423,93 @@ def _embedder_is_real(embedder: Optional[Embedder]) -> bool:
     return embedder is not None and embedder.model() != HASH_MODEL
 
 
-def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str], text: str
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """(seqs, cosines) of every fact of the caller's scopes, best first (vectors embedded when missing,
-    kept in `fact_embeddings`; the matrix is kept on the `Recall` until the index moves)."""
+@dataclass
+class _DenseIndex:
+    """The caller's scopes' facts in seq order, their unit vectors (a zero row where a fact has none yet)
+    and which have one; kept on the `Recall` until the index moves, filled in place as vectors arrive."""
+
+    seqs: np.ndarray
+    ids: list[str]
+    matrix: np.ndarray
+    has: np.ndarray
+
+    def put(self, at: np.ndarray, vectors: np.ndarray) -> None:
+        norms = np.linalg.norm(vectors, axis=1)
+        self.matrix[at] = vectors / np.where(norms > 0, norms, 1)[:, None]
+        self.has[at] = True
+
+    def absorb(self, db: apsw.Connection, profile: str, at: np.ndarray) -> None:
+        """Take the vectors kept in the view (by the indexer or another process) for the facts `at`."""
+        index = {self.ids[i]: i for i in at.tolist()}
+        ids = list(index)
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            found: list[tuple[str, bytes]] = db.execute(  # type: ignore[assignment]
+                f"SELECT fact_id, vector FROM fact_embeddings WHERE profile_hash = ? AND fact_id IN "
+                f"({','.join('?' * len(part))})", (profile, *part)).fetchall()
+            if found:
+                self.put(np.array([index[str(fid)] for fid, _ in found]),
+                         np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in found]).astype(F32))
+
+
+def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
+    """The dense index of the caller's scopes, read from the view's kept vectors (none embedded here)."""
     db = recall.db
+    profile = embedder.semantic_profile().hash
     state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
-    key = (embedder.semantic_profile().hash, tenant, agent, state)
+    key = (profile, tenant, agent, state)
     cache = recall.search_cache.get("dense")
-    if cache is None or cache[0] != key:
-        rows = db.execute(
-            "SELECT f.seq, f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f "
-            "JOIN recall_text t ON t.seq = f.seq WHERE f.tenant_hash = ? AND f.deleted = 0 AND "
-            "((t.owner IS NULL AND f.private = 0) OR t.owner = ?) ORDER BY f.seq", (tenant, agent)).fetchall()
-        vectors = fact_vectors(db, embedder, [(str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows])
-        seqs = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = (np.stack([vectors[str(r[1])] for r in rows]).astype(F32) if rows
-                  else np.zeros((0, embedder.dimensions()), F32))
-        norms = np.linalg.norm(matrix, axis=1)
-        matrix /= np.where(norms > 0, norms, 1)[:, None]
-        cache = (key, seqs, matrix)
-        recall.search_cache["dense"] = cache
-    _, seqs, matrix = cache
+    if cache is not None and cache[0] == key:
+        index: _DenseIndex = cache[1]
+        missing = np.flatnonzero(~index.has)
+        if len(missing) and db.execute("SELECT 1 FROM fact_embeddings WHERE fact_id = ? AND profile_hash = ?",
+                                       (index.ids[int(missing[0])], profile)).fetchone():
+            index.absorb(db, profile, missing)   # the indexer (oldest first) has moved since: take what it kept
+        return index
+    rows = db.execute(
+        "SELECT f.seq, f.fact_id, e.vector FROM facts f JOIN recall_text t ON t.seq = f.seq "
+        "LEFT JOIN fact_embeddings e ON e.fact_id = f.fact_id AND e.profile_hash = ? "
+        "WHERE f.tenant_hash = ? AND f.deleted = 0 AND ((t.owner IS NULL AND f.private = 0) OR t.owner = ?) "
+        "ORDER BY f.seq", (profile, tenant, agent)).fetchall()
+    index = _DenseIndex(np.array([r[0] for r in rows], dtype=np.int64), [str(r[1]) for r in rows],
+                        np.zeros((len(rows), embedder.dimensions()), F32), np.zeros(len(rows), bool))
+    kept = np.array([i for i, r in enumerate(rows) if r[2] is not None], dtype=np.int64)
+    if len(kept):
+        index.put(kept, np.stack([np.frombuffer(bytes(rows[i][2]), dtype="<f4") for i in kept.tolist()]).astype(F32))
+    recall.search_cache["dense"] = (key, index)
+    return index
+
+
+def _embed_best(recall: Recall, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
+    """Embed (and keep) up to LAZY_EMBED facts that have no vector yet: BM25's best candidates first, then
+    the oldest (as the indexer goes), so a small store is whole after its first query."""
+    found, at = _lookup(index.seqs, scored.seqs[np.lexsort((-scored.bm25, ~scored.all_terms))])
+    best = at[found][~index.has[at[found]]][:LAZY_EMBED]
+    oldest = np.flatnonzero(~index.has)[:LAZY_EMBED]
+    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])
+    if not len(wanted):
+        return
+    rows = recall.db.execute(
+        "SELECT f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
+        "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(np.ascontiguousarray(index.seqs[wanted])),))
+    vectors = fact_vectors(recall.db, embedder, [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows])
+    index.put(wanted, np.stack([vectors[index.ids[i]] for i in wanted.tolist()]).astype(F32))
+
+
+def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
+           ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(seqs, cosines) of the facts of the caller's scopes that have a vector, best first, and how many
+    have none. A query embeds at most LAZY_EMBED facts itself, BM25's best candidates lacking a vector
+    (kept in `fact_embeddings`); the rest wait for the indexer or `cruxsql embed --facts`, ranked by BM25
+    alone meanwhile."""
+    index = _dense_index(recall, embedder, tenant, agent)
+    _embed_best(recall, embedder, index, scored)
     q = np.asarray(embedder.embed_one(text), dtype=F32)
     q /= max(F32(np.linalg.norm(q)), F32(1e-12))
-    cos = matrix @ q
+    cos = np.where(index.has, index.matrix @ q, F32(-1.0))
     top = np.argsort(-cos, kind="stable")[:DENSE_POOL * 4]
-    return seqs[top], cos[top]
+    top = top[index.has[top]]
+    return index.seqs[top], cos[top], int(len(index.has) - index.has.sum())
 
 
 # --- search ---------------------------------------------------------------------------------------
@@ -590,7 +687,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     scored = _in_context(recall.db, _bm25(terms, tenant_name, agent, parsed), text)
     dense_seqs, dense_cos = np.empty(0, np.int64), np.empty(0, F32)
     if used != "bm25" and embedder is not None:
-        dense_seqs, dense_cos = _dense(recall, embedder, tenant_name, agent, text)
+        dense_seqs, dense_cos, result.unembedded = _dense(recall, embedder, tenant_name, agent, text, scored)
     phrases = [(j, c.phrase) for j, c in enumerate(parsed.concepts) if c.phrase is not None]
     dense_pool = dense_seqs[dense_cos >= F32(DENSE_FLOOR)][:DENSE_POOL]
     if parsed.excluded and len(dense_pool):
@@ -640,6 +737,8 @@ def _finish(result: RecallResult, hits: list[RecallHit], parsed: ParsedQuery, ex
         result.explain = {"fusion": result.fusion, "embedder": embedder.model() if embedder is not None else None,
                           "concepts": [c.text for c in parsed.concepts], "excluded": parsed.excluded,
                           "prior": PRIOR, "hits": []}
+        if result.fusion != "bm25":
+            result.explain["unembedded"] = result.unembedded
 
     def shaped(lines: list[str]) -> RecallResult:
         result.hits, result.lines = hits[:len(lines)], list(lines)

@@ -227,6 +227,17 @@ class McpRecall:
             result = await self._call("store_facts", {"facts": facts[i:i + BATCH]})
             assert not result.is_error, result.content[0].text
 
+    async def wait_for_vectors(self, question: str, fusion: str) -> None:
+        """Until every fact has a vector: recall's explain says how many lack one (a query embeds at most a
+        few itself; the server's indexer, or in process those calls, fill the rest); nothing said: BM25
+        alone, or a commit before the bound."""
+        while True:
+            result = await self._call("recall", {"query": question, "top_k": 1, "fusion": fusion, "explain": True})
+            lacking = re.search(r'"unembedded":(\d+)', str(result.content[0].text))
+            if lacking is None or lacking.group(1) == "0":
+                return
+            await anyio.sleep(0.2)
+
     async def recall(self, question: str, fusion: str) -> str:
         arguments: dict[str, Any] = {"query": question, "top_k": 10, "fusion": fusion}
         result = await self._call("recall", arguments)
@@ -282,6 +293,8 @@ async def run_conversation(conv: Conversation, mode: str, trees: dict[str, Optio
             else:
                 await system.store(facts)
             await system.recall(conv.questions[0].text, fusions[0])
+            for fusion in fusions:
+                await system.wait_for_vectors(conv.questions[0].text, fusion)
             tallies[column(name, fusions[0])].index_s += time.perf_counter() - t0
             systems.update({column(name, f): (system, f) for f in fusions})
         tallies["fts5"].index_s += fts_index

@@ -261,6 +261,18 @@ BREAKS: tuple[Break, ...] = (
           '"ok": verification.ok and not errors and not unaccounted(outside),',
           '"ok": verification.ok and not errors and not outside,  # planted',
           ("tests/test_restore_erasure.py::test_doctor_warns_about_recorded_copies_and_stays_critical_for_an_unaccounted_one",)),
+    Break("recall-time-window-off", "a question naming a period (\"in May 2023\", \"last month\") prefers no turn",
+          "cruxsql/recall/relevance.py",
+          "    window = _question_window(db, seqs, scores, question)\n",
+          "    window = None  # planted\n",
+          ("tests/test_conversations.py::test_a_question_naming_a_month_prefers_the_turns_of_that_month",
+           "tests/test_conversations.py::test_last_month_is_read_at_the_conversations_latest_time")),
+    Break("recall-cold-dense-unbounded", "a cold recall embeds every fact lacking a vector",
+          "cruxsql/recall/relevance.py",
+          "    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])\n",
+          "    wanted = np.flatnonzero(~index.has)  # planted\n",
+          ("tests/test_recall_dense_lane.py::"
+           "test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one",)),
 )
 
 
