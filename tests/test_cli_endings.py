@@ -3,6 +3,7 @@ closed pipe is silent (exit 0), and `cruxsql` alone prints its help (exit 0). Re
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -61,6 +62,14 @@ def bare_interpreter_start() -> float:
     return max(runs)
 
 
+def before_cruxsql_ran(stderr: str) -> bool:
+    """A KeyboardInterrupt raised by the interpreter's own start (runpy finding and loading the package):
+    every frame of its traceback is a frozen module of Python's, none a file of cruxsql's."""
+    frames = re.findall(r'^  File "([^"]+)"', stderr, flags=re.M)
+    return stderr.rstrip().endswith("KeyboardInterrupt") and bool(frames) and all(
+        f.startswith("<frozen ") for f in frames)
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
 def test_ctrl_c_at_50_ms_steps_of_start_up_never_prints_a_traceback(store_dir: Path, command: list[str]) -> None:
     endings = []
@@ -75,6 +84,8 @@ def test_ctrl_c_at_50_ms_steps_of_start_up_never_prints_a_traceback(store_dir: P
         status = proc.wait(60)
         assert proc.stdin is not None
         proc.stdin.close()
+        if before_cruxsql_ran(stderr):  # a loaded machine stretched the interpreter's own start past `start`
+            continue
         assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, (step, stderr)
         # quiet: nothing, or click's newline closing the terminal's ^C, or sql's one line saying nothing changed
         assert stderr.strip() in ("", "Error: query interrupted (Ctrl-C); nothing was changed"), (step, stderr)

@@ -198,7 +198,7 @@ def test_the_text_index_drop_planned_from_the_snapshot_leaves_what_a_fresh_index
         store.delete(fact.fact_id)
     pre = compaction_snapshot.prebuild(store, 7)
     assert pre is not None and pre.prepared
-    tail = store.store_batch([StoreRequest(f"svc:{i % 3}", f"t{i}", f"{words[i % 7]} gone v{i % 11}",
+    tail = store.store_batch([StoreRequest(f"svc:{i % 3}", f"t{i}", f"{words[i % 7]} zircon v{i % 11}",
                                            tenant_hash=("default", "acme")[i % 2]) for i in range(9)])
     store.store("note", "n", "alpha private again", private=True, agent="bot")
     extra = [facts[1], facts[8], tail[2]]
@@ -215,7 +215,7 @@ def test_the_text_index_drop_planned_from_the_snapshot_leaves_what_a_fresh_index
     # under the lock: only the facts the tail deleted (the rest was planned in the snapshot)
     assert dropped == [sorted(seq_of[f.fact_id] for f in extra)]
     carried = _text_index_rows(store)
-    assert any(row[2] == "gone" for row in carried[2])  # (the tail's words are in it)
+    assert any(row[2] == "zircon" for row in carried[2])  # (the tail's words are in it)
     index = TextIndex(store.db)
     with store.db:
         index._wipe()

@@ -166,12 +166,12 @@ def test_horizon_and_reverify_stay_out_of_facts_jsonl_and_survive_a_crux_compact
 
 
 def test_the_fact_events_file_is_backed_up_and_restored(tmp_path: Path) -> None:
-    from cruxsql.governance import backup
+    from cruxsql.governance import backup, restore
     with cruxsql.open(tmp_path / "data") as store:
         fact = store.store("svc", "k", "v")
         store.set_horizon(fact.fact_id, "stable")
         backup.backup(store, tmp_path / "bak")
-    backup.restore(tmp_path / "bak", tmp_path / "restored")
+    restore.restore(tmp_path / "bak", tmp_path / "restored")
     assert (tmp_path / "restored" / "cruxsql-fact-events.jsonl").read_bytes() == \
         (tmp_path / "data" / "cruxsql-fact-events.jsonl").read_bytes()
     (tmp_path / "restored" / "cruxsql.db").unlink()
