@@ -16,13 +16,14 @@ SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curatio
                 "interchange", "accounting", "sql_console"}
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
-    "facts": {"errors"},
-    "embeddings": {"errors"},
-    "recall": {"errors", "facts", "embeddings", "documents"},  # the ranked recall reuses the documents analyzer
-    "documents": {"errors", "facts", "embeddings"},
+    "lazy_exports": set(),
+    "facts": {"errors", "lazy_exports"},
+    "embeddings": {"errors", "lazy_exports"},
+    "recall": {"errors", "facts", "embeddings", "documents", "lazy_exports"},  # the ranked recall reuses the documents analyzer
+    "documents": {"errors", "facts", "embeddings", "lazy_exports"},
     "governance": FEATURES,
     "interchange": {"errors", "facts"},
-    "workspace": {"errors", "facts", "documents"},
+    "workspace": {"errors", "facts", "documents", "lazy_exports"},
     "curation": FEATURES,
     "accounting": {"errors", "facts", "recall"},
     "sql_console": {"errors", "facts"},  # its connection waits for locks as the view's do (facts.busy)

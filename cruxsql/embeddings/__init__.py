@@ -13,21 +13,14 @@ unigrams and bigrams), `minilm` (all-MiniLM-L6-v2 from the optional `[semantic]`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_attributes
 
 _EXPORTS = {"LocalHashEmbedder": "hash_embedder", "Embedder": "profile", "SemanticProfile": "profile", "EMBEDDER_ENV": "selection", "configured_embedder": "selection", "embedder_named": "selection", "cosine_similarity": "vectors", "read_ccxv": "vectors", "write_ccxv": "vectors"}   # name -> module, imported on first use
 __all__ = ['EMBEDDER_ENV', 'Embedder', 'LocalHashEmbedder', 'SemanticProfile', 'configured_embedder', 'cosine_similarity', 'embedder_named', 'read_ccxv', 'write_ccxv']
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use (PEP 562): importing one module of the package
-    never loads the others."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -17,21 +17,14 @@ table and its no-lossy-override guard), the verbs `search`, `read`, `doc`, `impa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_exports import lazy_attributes
 
 _EXPORTS = {"Reply": "reply", "VERBS": "session", "Workspace": "session"}   # name -> module, imported on first use
 __all__ = ['Reply', 'VERBS', 'Workspace']
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use (PEP 562): importing one module of the package
-    never loads the others."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
