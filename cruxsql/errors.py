@@ -29,7 +29,7 @@ working (`except ValueError` still catches `InvalidInput`, `CorruptLine` and `Ve
     │   └── ReplicaMoved                       documents/replica.py: the fleet's manifest moved
     ├── BackupError                            governance/backup.py: a backup or restore cannot proceed
     ├── ConsolidationError                     curation/consolidation.py: a refused consolidation
-    ├── ToolError                              curation/tool_results.py: a JSON-RPC tool error
+    ├── ToolError                              a JSON-RPC tool error (its code and data)
     ├── DataDirError                           cli/data_dir.py: an unusable data directory (CLI)
     └── ClusterUnavailable, ClusterRefused,    cluster/link.py, cluster/raftlog.py (cluster mode)
         ChainMoved, RaftLogsNotScrubbed

@@ -13,7 +13,7 @@ import pytest
 
 import cruxsql
 from cruxsql.errors import InvalidInput
-from cruxsql.sql_console import run_readonly_query
+from cruxsql.console.readonly_sql import run_readonly_query
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                 reason="Datasette is not installed (pip install -e '.[test]' brings it)")

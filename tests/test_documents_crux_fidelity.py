@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cruxsql.cli import main
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
-from cruxsql.documents.search import NEXT_EXPAND, wrap_crc_v1
+from cruxsql.documents.response_shapes import NEXT_EXPAND, wrap_crc_v1
 from cruxsql.facts.store import Store
 
 

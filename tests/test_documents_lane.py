@@ -10,7 +10,7 @@ import pytest
 import cruxsql
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.documents.segments import ChunkRecord, Manifest, load_manifest, save_manifest, write_segment
-from cruxsql.documents.search import EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, wrap_crc_v1
+from cruxsql.documents.response_shapes import EMPTY_INDEX_QUERY, EMPTY_INDEX_SCAN, wrap_crc_v1
 from cruxsql.embeddings import read_ccxv
 from cruxsql.errors import InvalidInput
 

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cruxsql"
 
 FEATURES = {"errors", "facts", "embeddings", "recall", "documents"}
 SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curation", "workspace", "embeddings",
-                "interchange", "accounting", "sql_console"}
+                "interchange", "accounting"}
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
     "lazy_exports": set(),
@@ -26,8 +26,7 @@ LAYERS: dict[str, set[str]] = {
     "workspace": {"errors", "facts", "documents", "lazy_exports"},
     "curation": FEATURES,
     "accounting": {"errors", "facts", "recall"},
-    "sql_console": {"errors", "facts"},  # its connection waits for locks as the view's do (facts.busy)
-    "cluster": SURFACE_DEPS - {"sql_console"},
+    "cluster": SURFACE_DEPS,
     "console": SURFACE_DEPS,
     "cli": SURFACE_DEPS | {"mcp", "console", "cluster"},
     "mcp": SURFACE_DEPS,

@@ -10,7 +10,7 @@ import pytest
 
 from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
-from cruxsql.sql_console import run_readonly_query
+from cruxsql.console.readonly_sql import run_readonly_query
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 import cruxsql
 from cruxsql.errors import InvalidInput
-from cruxsql.sql_console import run_readonly_query
+from cruxsql.console.readonly_sql import run_readonly_query
 
 FOREVER = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 

@@ -13,7 +13,7 @@ from ..documents import DocumentInput, DocumentLane
 from ..documents.lane import DEFAULT_CORPUS, DEFAULT_TENANT
 from ..documents.bm25 import result_id
 from ..documents.fusion import FUSION_MODES
-from ..documents.search import COVERAGE_STYLES
+from ..documents.response_shapes import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
 from .empty_answers import document_tenants, explain_empty

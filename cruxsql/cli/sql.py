@@ -1,5 +1,5 @@
-"""`cruxsql sql`: one read-only query against the view, through the SQL console's sandbox
-(`cruxsql/sql_console.py`). Its own module so that running it imports nothing else of the CLI."""
+"""`cruxsql sql`: one read-only query against the view, through the SQL sandbox
+(`cruxsql/console/readonly_sql.py`). Its own module so that running it imports nothing else of the CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Optional
 import click
 
 from ..errors import InvalidInput
-from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
+from ..console.readonly_sql import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
 from .common import INTERRUPTED_EXIT, data_dir_option, echo_rows, fails_cleanly, open_store
 from .options import output_options
 

@@ -1,4 +1,4 @@
-"""The console's SQL sandbox: the one `cruxsql sql` runs under (`cruxsql/sql_console.py`), on Python's sqlite3.
+"""The console's SQL sandbox: the one `cruxsql sql` runs under (`readonly_sql.py`), on Python's sqlite3.
 
 Every connection Datasette opens to a database a user can query gets, before any statement runs:
 
@@ -21,7 +21,7 @@ import re
 import sqlite3
 from typing import Any, Optional
 
-from ..sql_console import DEFAULT_MEMORY_LIMIT_MIB, Sandbox
+from .readonly_sql import DEFAULT_MEMORY_LIMIT_MIB, Sandbox
 
 MEMORY_LIMIT_BYTES = DEFAULT_MEMORY_LIMIT_MIB << 20
 _SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master"}

@@ -16,7 +16,7 @@ import apsw
 from ..errors import CAPABILITY_DENIED, InvalidInput, ToolError
 from ..recall.tokens import estimate_tokens
 from .polarity import polarity_class_v1
-from .tool_results import flag_on
+from .feature_flags import flag_on
 
 REASON = "opposite_polarity_same_entity_key"
 DEFAULT_LIMIT = 50

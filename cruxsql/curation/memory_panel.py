@@ -19,7 +19,7 @@ from ..facts.privacy import NamespaceOwner, split_private_entity
 from ..facts.store import Store
 from ..recall import scope
 from ..recall.queries import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED, pin_value_pinned
-from .tool_results import flag_on
+from .feature_flags import flag_on
 
 PANEL_FLAG = "CORECRUXD_FEATURE_MEMORY_PANEL"
 ACK_FLAG = "CORECRUXD_FEATURE_MEMORY_ACK"

@@ -11,7 +11,7 @@
 
 Modules: `chunking` (Crux's 1800/1200/180 chunker), `analyzer` (tokenizer v1 and stemmer), `segments`
 (sealed JSONL segment files and the BLAKE3 manifest), `postings` (per-segment postings blobs), `bm25`
-(f32 scoring, coverage), `search` (MCP/HTTP response shapes, budgets, CRC-v1), `sources` (files,
+(f32 scoring, coverage), `response_shapes` (MCP/HTTP response shapes, budgets, CRC-v1), `sources` (files,
 folders and JSONL requests), `dense` (vector sidecars, dense index, Crux's re-rank), `fusion` (fused
 retrieval and RRF), `graph` (links, entity matches, graph boost), `lane` (the `DocumentLane` facade), `verify`
 (manifest, files and view agree).
@@ -20,7 +20,7 @@ Behind the facade: `ingest` (requests sealed into a new segment), `sidecars` (a 
 `segment_view` (one segment in or out of the view's tables), `manifest_sync` (the view follows the
 manifest; rebuild), `tenant_erasure` (segments rewritten without a tenant), `corpus_cache` (the cached
 corpus statistics and dense index), `retrieval` (BM25, dense re-rank, fused), `expand` (result ids to
-chunks), `queries` (the MCP query tools' payloads), `tenants` (one concrete tenant per call), `replica`
+chunks), `query_tools` (each MCP query tool's payload), `tenants` (one concrete tenant per call), `replica`
 (the fleet's copy in cluster mode).
 """
 

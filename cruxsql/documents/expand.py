@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import apsw
 
-from .search import ExpandedChunk, ExpandError
+from .response_shapes import ExpandedChunk, ExpandError
 from .segment_view import listed_segments
 from .segments import read_record
 from .tenants import concrete_tenant

@@ -5,7 +5,7 @@ it, and the view's document tables can always be rebuilt from the manifest. Open
 view up to date with the manifest (after a crash, or after cruxsql.db was deleted). The lane holds
 the store's writer lock around every write, and the corpus cache of its reads; the work itself lives in
 `ingest`, `manifest_sync`, `segment_view`, `sidecars`, `tenant_erasure`, `retrieval`, `expand` and
-`queries`.
+`query_tools`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 
 from ..embeddings import Embedder, configured_embedder
 from ..facts.store import Progress, Store
-from . import manifest_sync, queries, retrieval, tenant_erasure, verify
+from . import manifest_sync, query_tools, retrieval, tenant_erasure, verify
 from .bm25 import Bm25SearchResult
 from .corpus_cache import CorpusCache
 from .dense import Ranking
@@ -23,7 +23,7 @@ from .expand import expand
 from .fusion import FusedResult, FusionWeights
 from .ingest import DEFAULT_CORPUS, ChunkInput, DocumentInput, IngestReport, seal_new_chunks, validate
 from .replica import ReplicaMoved, SegmentReplica
-from .search import ExpandedChunk, ExpandError
+from .response_shapes import ExpandedChunk, ExpandError
 from .segment_view import SegmentSummary, index_into_view, summaries
 from .segments import SegmentError, segments_dir
 from .tenants import DEFAULT_TENANT, concrete_tenant
@@ -148,7 +148,7 @@ class DocumentLane:
                     dense: bool = True) -> Union[dict[str, Any], str]:
         """`search --fused` and MCP `query` with `fused`: the fused payload with its per-hit score breakdown
         and the dense lane's profile; a plain message when the index is empty."""
-        return queries.fused_query(self._cache, self.embedder, query, tenant, limit, mode, dense)
+        return query_tools.fused_query(self._cache, self.embedder, query, tenant, limit, mode, dense)
 
     def query(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 10, token_budget: Optional[int] = None,
               min_score: Optional[float] = None, contract: Optional[str] = None,
@@ -160,14 +160,14 @@ class DocumentLane:
         With vectors of the configured embedder's profile (and `dense`), hits are re-ranked 0.7/0.3 (query.rs),
         the first `limit` BM25 hits as Crux does, or the first `rerank_depth` (`ranked_search`).
         """
-        return queries.query(self._cache, self.embedder, query, tenant, limit, token_budget, min_score, contract,
+        return query_tools.query(self._cache, self.embedder, query, tenant, limit, token_budget, min_score, contract,
                              coverage_style, tenant_statistics, shaped, dense, rerank_depth)
 
     def query_scan(self, query: str, tenant: str = DEFAULT_TENANT, limit: int = 20,
                    token_budget: Optional[int] = None, contract: Optional[str] = None,
                    tenant_statistics: bool = False) -> Union[dict[str, Any], str]:
         """MCP `query_scan`: hits charged at whole-document tokens, stopping at the budget (≥ 1 hit)."""
-        return queries.query_scan(self._cache, query, tenant, limit, token_budget, contract, tenant_statistics)
+        return query_tools.query_scan(self._cache, query, tenant, limit, token_budget, contract, tenant_statistics)
 
     def expand(self, result_ids: Sequence[str], tenant: str = DEFAULT_TENANT
                ) -> tuple[list[ExpandedChunk], list[ExpandError]]:
@@ -177,7 +177,7 @@ class DocumentLane:
     def query_expand(self, result_ids: Sequence[str], tenant: str = DEFAULT_TENANT,
                      contract: Optional[str] = None) -> dict[str, Any]:
         """MCP `query_expand`, returning each chunk's text with its metadata."""
-        return queries.query_expand(self._cache, result_ids, tenant, contract)
+        return query_tools.query_expand(self._cache, result_ids, tenant, contract)
 
     def segments(self) -> list[SegmentSummary]:
         return summaries(self._db)

@@ -43,7 +43,7 @@ import apsw  # noqa: E402
 import cruxsql  # noqa: E402
 from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view, view_file  # noqa: E402
 from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
-from cruxsql.sql_console import run_readonly_query  # noqa: E402
+from cruxsql.console.readonly_sql import run_readonly_query  # noqa: E402
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -60,7 +60,7 @@ PILOT_PACKAGES = ("asyncio", "email", "http", "json", "logging", "importlib", "u
 REPO_QUERIES = {
     "index_segment": "cruxsql/documents/postings.py", "Bm25Corpus": "cruxsql/documents/bm25.py",
     "split_words": "cruxsql/documents/analyzer.py", "decode_tfs": "cruxsql/documents/postings.py",
-    "scan_within_budget": "cruxsql/documents/search.py", "ExpandedChunk": "cruxsql/documents/search.py",
+    "scan_within_budget": "cruxsql/documents/response_shapes.py", "ExpandedChunk": "cruxsql/documents/response_shapes.py",
     "rust_trim": "cruxsql/documents/chunking.py", "segments_dir": "cruxsql/documents/segments.py",
     "ChunkRecord": "cruxsql/documents/segments.py", "DocumentInput": "cruxsql/documents/ingest.py",
     "read_checkpoint": "cruxsql/facts/checkpoint.py", "fsync_dir": "cruxsql/facts/files.py",
@@ -73,7 +73,7 @@ REPO_QUERIES = {
     "needles_for": "cruxsql/governance/erasure_scan.py", "LegalHoldBlocked": "cruxsql/governance/compaction.py",
     "build_override_receipt": "cruxsql/governance/legal_holds.py",
     "iter_audit_events": "cruxsql/governance/audit_export.py", "progress_callback": "cruxsql/cli/common.py",
-    "run_readonly_query": "cruxsql/sql_console.py",
+    "run_readonly_query": "cruxsql/console/readonly_sql.py",
 }
 ATTRS_QUERIES = {
     "cmp_using": "src/attr/_cmp.py", "get_generic_base": "src/attr/_compat.py",

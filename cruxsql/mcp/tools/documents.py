@@ -11,7 +11,7 @@ from typing import Any, Literal, Optional, Union
 from ...accounting.holdout import pretty_json
 from ...documents.sources import chunk_document
 from ...recall.tokens import compact_json
-from ...documents.search import budgeted_search
+from ...documents.response_shapes import budgeted_search
 from ..answer_budget import shaped_within, wire_tokens
 from ..arguments import Contract
 from ..call import Call

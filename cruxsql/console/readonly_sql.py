@@ -18,8 +18,8 @@ from typing import Any, Optional
 import apsw
 import apsw.ext
 
-from .errors import InvalidInput
-from .facts.busy import wait_when_busy
+from ..errors import InvalidInput
+from ..facts.busy import wait_when_busy
 
 DEFAULT_MEMORY_LIMIT_MIB = 512
 PIPE_TIMEOUT_SECONDS = 60.0  # the default when nobody is at a terminal to press Ctrl-C

@@ -2,7 +2,7 @@
 
 Each returns the tool's payload as Crux shapes it: the CRC-v1 envelope when the contract asks for it,
 the legacy payload otherwise, and Crux's plain message (not an empty payload) when the index holds no
-chunk. A token budget is never negative; within it, results are cut as `search.py` describes.
+chunk. A token budget is never negative; within it, results are cut as `response_shapes.py` describes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .corpus_cache import CorpusCache
 from .expand import expand
 from .fusion import FusionWeights, fused_payload
 from .retrieval import COLD_START_THRESHOLD, fused_search, ranked_search, search, total_docs
-from .search import (
+from .response_shapes import (
     EMPTY_INDEX_QUERY,
     EMPTY_INDEX_SCAN,
     budgeted_search,
