@@ -45,7 +45,7 @@ def test_help_loads_no_command_module_and_nothing_heavy() -> None:
     assert heavy(modules) == []
     commands = {m for m in modules if m.startswith("cruxsql.cli.")}
     assert commands <= {"cruxsql.cli.common", "cruxsql.cli.command_index", "cruxsql.cli.data_dir",
-                        "cruxsql.cli.known_stores"}, commands
+                        "cruxsql.cli.known_stores", "cruxsql.cli.options"}, commands  # options: --lock-timeout
 
 
 def test_a_sql_query_loads_only_what_it_runs(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from typing import Any, Optional, Sequence
 import click
 
 from .command_index import COMMAND_INDEX
-from .common import DATA_DIR_ENV, DEFAULT_DATA_DIR, CruxsqlGroup, end_after_closed_pipe, lock_timeout_option
+from .common import DATA_DIR_ENV, DEFAULT_DATA_DIR, CruxsqlGroup, end_after_closed_pipe
+from .options import lock_timeout_option
 
 
 def command_modules() -> dict[str, tuple[click.Command, ...]]:

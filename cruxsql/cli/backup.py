@@ -12,17 +12,8 @@ from click.core import ParameterSource
 
 from ..governance import backup as backups
 from ..governance import restore as restoring
-from .common import (
-    DATA_DIR_ENV,
-    DEFAULT_DATA_DIR,
-    data_dir_of,
-    data_dir_option,
-    echo_json,
-    fails_cleanly,
-    open_store,
-    progress_callback,
-)
-from .options import json_flag
+from .common import DATA_DIR_ENV, DEFAULT_DATA_DIR, data_dir_of, echo_json, fails_cleanly, open_store, progress_callback
+from .options import data_dir_option, json_flag
 
 
 @click.command("backup")

@@ -10,9 +10,9 @@ from typing import Optional
 
 import click
 
-from .common import data_dir_option, echo_json, echo_rows, fails_cleanly, progress_callback, reject_empty
+from .common import echo_json, echo_rows, fails_cleanly, progress_callback, reject_empty
 from .data_dir import check_directory
-from .options import output_options
+from .options import data_dir_option, output_options
 
 CLUSTER_ENV = "CRUXSQL_CLUSTER"
 

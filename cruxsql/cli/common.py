@@ -1,4 +1,4 @@
-"""What every cruxsql command shares: the data-dir option, opening the store, errors, output formats."""
+"""What every cruxsql command shares: opening the store, errors, output formats (its options: options.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ DEFAULT_LOCK_TIMEOUT = 60.0
 HELD_BACK_EXIT = 3
 """Exit status of an erasure or retention run that erased nothing because legal holds held it all back."""
 
-_LOCK_TIMEOUT_META = "cruxsql.lock_timeout"
+LOCK_TIMEOUT_META = "cruxsql.lock_timeout"
+"""Where `--lock-timeout` leaves its value for `open_store`."""
 _READ_ONLY_NOTE_META = "cruxsql.read_only_noted"
 
 
@@ -90,41 +91,12 @@ def describe_os_error(exc: OSError) -> str:
     return f"{where}: {reason}" if where else reason
 
 
-def _resolve_data_dir(ctx: click.Context, param: click.Parameter, value: Optional[Path]) -> Path:
-    return value if value is not None else data_dir_of(ctx)
-
-
 def data_dir_of(ctx: click.Context) -> Path:
     """The data directory given before the subcommand, else $CRUXSQL_DATA_DIR, else the default."""
     root = ctx.find_root()
     if root is not ctx and root.params.get("data_dir") is not None:
         return root.params["data_dir"]
     return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
-
-
-def _remember_lock_timeout(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> None:
-    if value is not None:
-        ctx.meta[_LOCK_TIMEOUT_META] = value
-
-
-def lock_timeout_option(fn: Callable) -> Callable:
-    """`--lock-timeout SECONDS` (env CRUXSQL_LOCK_TIMEOUT): how long to wait for the writer lock."""
-    return click.option(
-        "--lock-timeout", type=click.FloatRange(min=0, max=86_400), envvar=LOCK_TIMEOUT_ENV, default=None,
-        expose_value=False, is_eager=True, callback=_remember_lock_timeout, metavar="SECONDS",
-        help=f"Give up waiting for another process's writer lock after SECONDS [default: {DEFAULT_LOCK_TIMEOUT:g}].",
-    )(fn)
-
-
-def data_dir_option(fn: Callable) -> Callable:
-    """`--data-dir` (also accepted before the subcommand; env CRUXSQL_DATA_DIR, default ./cruxsql-data)
-    and `--lock-timeout`."""
-    fn = lock_timeout_option(fn)
-    return click.option(
-        "--data-dir", type=click.Path(path_type=Path), default=None, callback=_resolve_data_dir,
-        help=f"Data directory holding facts.jsonl, segments/ and cruxsql.db [env {DATA_DIR_ENV}; "
-             f"default {DEFAULT_DATA_DIR}].",
-    )(fn)
 
 
 def fails_cleanly(fn: Callable) -> Callable:
@@ -164,16 +136,6 @@ def resolved_times(given: dict[str, Optional[str]]) -> dict[str, Optional[str]]:
 COUNT = click.IntRange(0, 2**31 - 1)
 """The type of every integer option (counts, limits, budgets): out of range is a clean usage error."""
 
-CONTRACTS = ("crc-v1", "legacy", "v0", "none", "off")
-
-
-def contract_option(fn: Callable) -> Callable:
-    """`--contract` of query, search, scan and expand: crc-v1 (the default, as in Crux) or legacy
-    (v0, none and off are Crux's other names for legacy)."""
-    return click.option("--contract", type=click.Choice(CONTRACTS, case_sensitive=False), default="crc-v1",
-                        show_default=True, help="Response contract: crc-v1 envelope, or legacy (= v0, none, off).")(fn)
-
-
 def require_value(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """The callback of every required option: refuse it missing, whatever click counts as missing (click
     8.2+ takes a declared `default=None` for a value and would run the command without the option)."""
@@ -206,7 +168,7 @@ def open_store(data_dir: Path, access: str = "read", progress: bool = True, anno
         raise ReadOnlyStore(f"{data_dir} is read-only ({state.read_only}); this command writes to it")
     ctx = click.get_current_context(silent=True)
     options: dict[str, Any] = {"progress": progress_callback("replaying journal") if progress else None,
-               "lock_timeout": ctx.meta.get(_LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT,
+               "lock_timeout": ctx.meta.get(LOCK_TIMEOUT_META, DEFAULT_LOCK_TIMEOUT) if ctx else DEFAULT_LOCK_TIMEOUT,
                "on_lock_wait": _say_waiting}
     if state.read_only:
         _note_in_memory(data_dir, f"is read-only ({state.read_only})")

@@ -9,7 +9,8 @@ from typing import Optional
 import click
 
 from ..console.server import TOKEN_ENV
-from .common import data_dir_option, fails_cleanly, open_store
+from .common import fails_cleanly, open_store
+from .options import data_dir_option
 
 
 @click.command("console")

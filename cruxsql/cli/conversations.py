@@ -16,8 +16,8 @@ from ..recall.conversations import (
     read_turns,
     store_conversation as store_turns,
 )
-from .common import data_dir_option, echo_json, fails_cleanly, open_store
-from .options import actor_option, idempotency_key_option, json_flag, tenant_option
+from .common import echo_json, fails_cleanly, open_store
+from .options import actor_option, data_dir_option, idempotency_key_option, json_flag, tenant_option
 
 
 @click.command("store-conversation")

@@ -13,9 +13,17 @@ from ..curation.contradictions import contradiction_candidates_v1
 from ..curation.disagreements import REASONS, disagreements
 from ..curation.duplicates import LEXICAL_THRESHOLD, lexical_duplicates
 from ..governance.durations import parse_duration_ns
-from .common import (COUNT, data_dir_option, echo_json, echo_rows, fails_cleanly, open_store, progress_callback,
-                     require_value)
-from .options import actor_option, json_flag, output_options, tenant_option
+from .common import echo_json, echo_rows, fails_cleanly, open_store, progress_callback, require_value
+from .options import (
+    actor_option,
+    confidence_option,
+    data_dir_option,
+    entity_option,
+    json_flag,
+    limit_option,
+    output_options,
+    tenant_option,
+)
 
 _TENANT = tenant_option("Tenant to read or write.", default="default")
 
@@ -44,7 +52,7 @@ def curate() -> None:
 
 @curate.command()
 @_TENANT
-@click.option("--limit", type=COUNT, default=0, show_default=True, help="At most N candidates (0: all).")
+@limit_option("At most N candidates (0: all).", default=0)
 @output_options()
 @data_dir_option
 @fails_cleanly
@@ -78,7 +86,7 @@ def disagreements_cmd(tenant: str, reasons: tuple[str, ...], window: str, fmt: s
 
 @curate.command()
 @_TENANT
-@click.option("--entity", help="Only this entity.")
+@entity_option("Only this entity.")
 @click.option("--threshold", type=float, default=LEXICAL_THRESHOLD, show_default=True,
               help="Least Jaccard similarity of the normalised values' 4-gram shingles, in (0, 1].")
 @output_options()
@@ -128,7 +136,7 @@ def _echo_report(report: dict[str, Any], as_json: bool, text: str) -> None:
               help="A fact to consolidate (repeatable; every live version of the chain must be named).")
 @click.option("--protect", "protected", multiple=True, metavar="FACT_ID", help="Refuse if this fact is a target.")
 @click.option("--id", "consolidation_id", help="Consolidation id (default: mcp-<uuid>); receipt consolidation:<id>.")
-@click.option("--confidence", type=float, default=1.0, show_default=True, help="The canonical's confidence.")
+@confidence_option("The canonical's confidence.")
 @click.option("--floor", "floor", type=float, default=cons.DEFAULT_CONFIDENCE_FLOOR, show_default=True,
               help="Targets at or above this confidence are protected.")
 @click.option("--horizon", "horizon_class", help="volatile, medium, stable or none (default: by entity).")

@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
-import click
 
 from ..documents.segments import segments_dir
 from ..errors import CruxsqlError
@@ -30,13 +29,6 @@ class DataDirState:
     path: Path
     read_only: Optional[str]
     """Why the store cannot be written (e.g. "read-only file system"), or None when it can."""
-
-
-def create_option(fn: Callable) -> Callable:
-    """`--create`: for a command that writes but is not meant to start a store, permission to start one."""
-    return click.option("--create", is_flag=True,
-                        help="Create the data directory and an empty store if there is none (without it, a path "
-                             "without a store is refused: a typo must not become a new, empty memory).")(fn)
 
 
 def _unwritable(path: Path) -> Optional[str]:

@@ -9,8 +9,9 @@ from typing import Any, Optional
 import click
 
 from ..governance import doctor as health_checks
-from .common import data_dir_option, echo_json, fails_cleanly, resolved_times
+from .common import echo_json, fails_cleanly, resolved_times
 from .data_dir import DataDirError, data_dir_state
+from .options import data_dir_option, since_option
 
 NO_STORE_EXIT = 3
 """doctor's exit status when there is no store at --data-dir (missing, not a directory, or no store in it)."""
@@ -34,8 +35,8 @@ class DoctorCommand(click.Command):
 @click.command("doctor", cls=DoctorCommand)
 @click.option("--json", "fmt", flag_value="json", help="Print the checks as JSON.")
 @click.option("--prometheus", "fmt", flag_value="prometheus", help="Print Prometheus text-format gauges.")
-@click.option("--since", metavar="WHEN", help="Count torn tails only since WHEN: RFC 3339, a date, a duration ago "
-              "(7d) or a phrase (yesterday).")
+@since_option("Count torn tails only since WHEN: RFC 3339, a date, a duration ago "
+               "(7d) or a phrase (yesterday).")
 @click.option("--max-idle", default="7d", show_default=True, metavar="DURATION",
               help="Warn when nothing was written for longer than this (0 turns it off).")
 @click.option("--retention", "retention_window", metavar="DURATION",

@@ -17,27 +17,21 @@ from ..documents.response_shapes import COVERAGE_STYLES
 from ..documents.sources import SkippedFile, batches, list_files, read_file, read_jsonl
 from ..errors import InvalidInput
 from .empty_answers import document_tenants, explain_empty
-from .options import json_flag, output_options, tenant_option
-from .common import (
-    COUNT,
+from .options import (
     contract_option,
     data_dir_option,
-    echo_json,
-    echo_rows,
-    fails_cleanly,
-    open_store,
-    progress_callback,
-    reject_empty,
+    json_flag,
+    limit_option,
+    output_options,
+    tenant_option,
+    token_budget_option,
 )
+from .common import COUNT, echo_json, echo_rows, fails_cleanly, open_store, progress_callback, reject_empty
 
 _tenant_option = tenant_option("Tenant id.", default=DEFAULT_TENANT)
 _json_option = json_flag("Print JSON.")
 _hit_formats = output_options(text="Ranked hits with snippets and a coverage line (default).",
                               json_help="The Crux response (the --contract envelope) as JSON.", records="hits")
-
-
-def _budget_option(help_text: str) -> Callable:
-    return click.option("--token-budget", type=COUNT, default=None, help=help_text)
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -210,8 +204,8 @@ def _fused_search(store: Any, lane: DocumentLane, query: str, tenant: str, limit
 @click.command()
 @click.argument("query")
 @_tenant_option
-@click.option("--limit", type=COUNT, default=10, show_default=True, help="Maximum hits.")
-@_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
+@limit_option("Maximum hits.", default=10)
+@token_budget_option("Keep max(1, BUDGET // 40) hits: pointers cost 40 tokens each.")
 @click.option("--min-score", type=float, default=None,
               help="Drop hits scoring below this (counted as below_floor).")
 @click.option("--coverage-style", type=click.Choice(COVERAGE_STYLES), default="missing_tokens",
@@ -274,8 +268,8 @@ def search(query: str, tenant: str, limit: int, token_budget: Optional[int], min
 @click.command()
 @click.argument("query")
 @_tenant_option
-@click.option("--limit", type=COUNT, default=20, show_default=True, help="Maximum hits.")
-@_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
+@limit_option("Maximum hits.", default=20)
+@token_budget_option("Stop before the hits' whole-document tokens exceed BUDGET (always at least one hit).")
 @click.option("--tenant-statistics", is_flag=True,
               help="Score with N, avgdl and df of this tenant's documents only (Crux: global over all "
                    "tenants, which lets scores hint at other tenants' corpora).")

@@ -13,8 +13,8 @@ from ..embeddings import EMBEDDER_ENV, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..recall import Recall
 from ..recall.fact_indexer import FactIndexer
-from .common import data_dir_option, echo_json, fails_cleanly, open_store
-from .options import json_flag
+from .common import echo_json, fails_cleanly, open_store
+from .options import data_dir_option, json_flag
 
 
 @click.command()

@@ -12,15 +12,23 @@ import click
 
 from ..errors import InvalidInput
 from ..governance import compaction, erasure, legal_holds
-from .common import (
-    HELD_BACK_EXIT,
+from .common import HELD_BACK_EXIT, echo_json, fails_cleanly, open_store, progress_callback
+from .options import (
+    actor_option,
+    all_tenants_option,
     data_dir_option,
-    echo_json,
-    fails_cleanly,
-    open_store,
-    progress_callback,
+    dry_run_option,
+    entity_prefix_option,
+    json_flag,
+    older_than_option,
+    reason_option,
+    request_id_option,
+    tenant_option,
+    vacuum_option,
 )
-from .options import actor_option, json_flag, reason_option, tenant_option
+
+ERASE_ALL_TENANTS = "Every tenant (an erasure needs --tenant T or this)."
+"""The help of `--all-tenants` of the commands that erase (erase, retention apply)."""
 
 
 def load_receipt(path: Optional[Path]) -> Optional[legal_holds.LegalHoldReceipt]:
@@ -189,10 +197,6 @@ def tenant_scope(tenant: Optional[str], all_tenants: bool) -> Optional[str]:
     return tenant
 
 
-all_tenants_option = click.option("--all-tenants", is_flag=True,
-                                  help="Every tenant (an erasure needs --tenant T or this).")
-
-
 def echo_dry_run(result: dict[str, Any], as_json: bool) -> None:
     """What an erasure would take: facts, documents and copies outside erasure's reach."""
     if as_json:
@@ -213,19 +217,18 @@ def echo_dry_run(result: dict[str, Any], as_json: bool) -> None:
 @click.command("erase")
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
-@all_tenants_option
-@click.option("--entity-prefix", "entity_prefixes", multiple=True,
-              help="Only entities starting with this (repeatable).")
+@all_tenants_option(ERASE_ALL_TENANTS)
+@entity_prefix_option("Only entities starting with this (repeatable).", repeatable=True)
 @click.option("--fact-id", "fact_ids", multiple=True, help="Only these fact ids (repeatable).")
-@click.option("--older-than", default=None, help="Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
+@older_than_option("Only facts stored before: 90d, 12h, ... or an RFC 3339 time.")
 @reason_option("Why (e.g. the data-subject request); kept in the report.", required=True)
 @actor_option("Who runs the erasure (default: operator).")
-@click.option("--request-id", default=None, help="Request id for the report (default: er_<random>).")
+@request_id_option("Request id for the report (default: er_<random>).")
 @click.option("--documents", is_flag=True, help="Also erase the tenant's ingested documents (needs --tenant).")
-@click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db (secure_delete already zeroes freed content).")
+@vacuum_option("Also VACUUM cruxsql.db (secure_delete already zeroes freed content).")
 @receipt_option
-@click.option("--dry-run", is_flag=True, help="List what would be erased (facts, documents, copies outside "
-                                              "erasure's reach) and change nothing.")
+@dry_run_option("List what would be erased (facts, documents, copies outside "
+                "erasure's reach) and change nothing.")
 @json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
 def erase(data_dir: Path, tenant: Optional[str], all_tenants: bool, entity_prefixes: tuple[str, ...],

@@ -11,9 +11,9 @@ import click
 
 from ..governance import audit_export
 from ..interchange import facts_export, mcp_memory
-from .common import data_dir_option, fails_cleanly, open_store, require_value, resolved_times
+from .common import fails_cleanly, open_store, require_value, resolved_times
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
-from .options import json_flag, tenant_option
+from .options import data_dir_option, entity_prefix_option, json_flag, since_option, tenant_option
 
 
 @click.group("export")
@@ -24,10 +24,8 @@ def export_group() -> None:
 @export_group.command("audit")
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
-@click.option("--entity-prefix", "entity_prefixes", multiple=True,
-              help="Only entities starting with this (repeatable).")
-@click.option("--since", default=None, metavar="WHEN",
-              help="Events at or after WHEN: RFC 3339, a date (2026-11), a duration ago (7d) or a phrase (last week).")
+@entity_prefix_option("Only entities starting with this (repeatable).", repeatable=True)
+@since_option("Events at or after WHEN: RFC 3339, a date (2026-11), a duration ago (7d) or a phrase (last week).")
 @click.option("--until", default=None, metavar="WHEN", help="Events at or before WHEN (as --since).")
 @click.option("--format", "fmt", type=click.Choice(audit_export.FORMATS), required=True,
               callback=require_value)

@@ -18,18 +18,19 @@ from ..facts.codec import HORIZON_CLASSES, Fact, format_f32
 from ..facts.store import StoreRequest
 from ..facts.view_file import DB_NAME
 from ..governance.erasure_proof import verify_erasure
-from .common import (
-    data_dir_option,
-    echo_json,
-    echo_rows,
-    fails_cleanly,
-    open_store,
-    progress_callback,
-    require_value,
-)
+from .common import echo_json, echo_rows, fails_cleanly, open_store, progress_callback, require_value
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
 from .erasure import copy_lines, hit_line, verdict
-from .options import actor_option, idempotency_key_option, json_flag, output_options, tenant_option
+from .options import (
+    actor_option,
+    confidence_option,
+    data_dir_option,
+    idempotency_key_option,
+    json_flag,
+    output_options,
+    private_option,
+    tenant_option,
+)
 
 
 def _timestamp(option: str, text: Optional[str]) -> Optional[int]:
@@ -66,9 +67,9 @@ def init(data_dir: Path) -> None:
 @click.argument("key")
 @click.argument("value")
 @tenant_option("Tenant (tenant_hash) of the fact.", default="default")
-@click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
+@confidence_option()
 @click.option("--source-receipt", help="Receipt id the fact came from.")
-@click.option("--private", is_flag=True, help="Mark the fact private (born-private prefixes are always private).")
+@private_option("Mark the fact private (born-private prefixes are always private).")
 @click.option("--horizon", type=click.Choice(HORIZON_CLASSES), help="Freshness horizon (default: by entity prefix).")
 @actor_option("Who stored it.")
 @json_flag("Print the whole stored fact as JSON.")

@@ -9,14 +9,16 @@ import click
 
 from ..errors import InvalidInput
 from ..governance import compaction, legal_holds
-from .common import (
+from .common import echo_json, echo_rows, fails_cleanly, open_store
+from .options import (
+    actor_option,
     data_dir_option,
-    echo_json,
-    echo_rows,
-    fails_cleanly,
-    open_store,
+    entity_prefix_option,
+    json_flag,
+    output_options,
+    reason_option,
+    tenant_option,
 )
-from .options import actor_option, json_flag, output_options, reason_option, tenant_option
 
 
 @click.group("hold")
@@ -32,8 +34,7 @@ def _scope(hold: legal_holds.LegalHold) -> str:
 @hold_group.command("place")
 @data_dir_option
 @tenant_option("The tenant the hold covers.", required=True)
-@click.option("--entity-prefix", "entity_prefixes", multiple=True,
-              help="Only entities starting with this (repeatable; none = the whole tenant).")
+@entity_prefix_option("Only entities starting with this (repeatable; none = the whole tenant).", repeatable=True)
 @reason_option("Why the hold exists.", required=True)
 @actor_option("Who places it (default: operator).")
 @json_flag("Print the hold and its receipt as JSON.")

@@ -11,9 +11,8 @@ import click
 from ..facts import json_input
 from ..facts.store import StoreRequest
 from ..interchange import importer, mcp_memory, mem0
-from .common import data_dir_option, echo_json, fails_cleanly, open_store
-from .options import json_flag, tenant_option
-from .data_dir import create_option
+from .common import echo_json, fails_cleanly, open_store
+from .options import create_option, data_dir_option, dry_run_option, json_flag, private_option, tenant_option
 
 
 def _read(file: str) -> tuple[bytes, str]:
@@ -58,8 +57,8 @@ def _run(parse: Callable[[bytes, str], Iterable[StoreRequest]], file: str, dry_r
 
 def _options(fn: Callable) -> Callable:
     fn = json_flag("Print the summary (and, with --dry-run, the facts) as JSON.")(fn)
-    fn = click.option("--dry-run", is_flag=True, help="Print what would be stored; write nothing.")(fn)
-    fn = click.option("--private", is_flag=True, help="Store every imported fact as private.")(fn)
+    fn = dry_run_option("Print what would be stored; write nothing.")(fn)
+    fn = private_option("Store every imported fact as private.")(fn)
     fn = tenant_option("Tenant of the imported facts.", default="default")(fn)
     return create_option(data_dir_option(fn))
 

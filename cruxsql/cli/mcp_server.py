@@ -9,9 +9,8 @@ from typing import Optional
 import click
 
 from ..errors import InvalidInput
-from .common import COUNT, data_dir_option, fails_cleanly, open_store, reject_empty
-from .data_dir import create_option
-from .options import json_flag, tenant_option
+from .common import COUNT, fails_cleanly, open_store
+from .options import agent_option, create_option, data_dir_option, json_flag, tenant_option
 
 MISSING_SDK = "the MCP server needs the MCP SDK: pip install 'cruxsql[mcp]'"
 
@@ -39,9 +38,8 @@ def _host_port(text: str) -> tuple[str, int]:
 
 @click.command("mcp")
 @data_dir_option
-@click.option("--agent", metavar="NAME", callback=reject_empty,
-              help="The agent calls act for (stdio, or HTTP without tokens). Without it: anonymous, "
-                   "which sees no private facts.")
+@agent_option("The agent calls act for (stdio, or HTTP without tokens). Without it: anonymous, "
+               "which sees no private facts.")
 @tenant_option("The tenant calls act in (HTTP tokens may name their own: name:token:tenant).", default="default")
 @click.option("--http", "http", metavar="HOST:PORT",
               help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1). "

@@ -19,19 +19,22 @@ from ..recall import explain as recall_explain
 from ..recall.queries import QueryResult, Recall
 from ..recall.tokens import POINTER_TOKENS
 from ..recall.relevance import MAX_TOP_K, default_embedder
-from .common import (
-    COUNT,
-    contract_option,
-    data_dir_option,
-    echo_json,
-    echo_rows,
-    fails_cleanly,
-    open_store,
-    reject_empty,
-)
-from .data_dir import create_option
+from .common import COUNT, echo_json, echo_rows, fails_cleanly, open_store
 from .empty_answers import explain_empty, explain_unknown_entities, fact_tenants
-from .options import actor_option, output_options, tenant_option
+from .options import (
+    actor_option,
+    agent_option,
+    confidence_option,
+    contract_option,
+    create_option,
+    data_dir_option,
+    entity_option,
+    entity_prefix_option,
+    offset_option,
+    output_options,
+    tenant_option,
+    token_budget_option,
+)
 
 _ARG_NAME = re.compile(r"^([a-z_]+) must")
 
@@ -51,8 +54,7 @@ def _option_names(fn: Callable) -> Callable:
 
 
 def _scope_options(fn: Callable) -> Callable:
-    fn = click.option("--agent", metavar="NAME", callback=reject_empty,
-                      help="Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
+    fn = agent_option("Caller identity: sees its own __agent::NAME:: facts under their logical entity.")(fn)
     return tenant_option("Tenant to read (default: 'default').")(fn)
 
 
@@ -76,11 +78,11 @@ def _echo_structured(result: dict[str, Any], fmt: str, records: str) -> bool:
 
 @click.command()
 @click.argument("text")
-@click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
-@click.option("--entity-prefix", help="Only facts whose entity starts with this.")
+@entity_option("Only facts of this entity (stored, or the caller's logical entity).")
+@entity_prefix_option("Only facts whose entity starts with this.")
 @_scope_options
 @click.option("--top-k", type=COUNT, default=10, show_default=True, help="How many facts without a budget.")
-@click.option("--token-budget", type=COUNT, help="Token budget (legacy: greedy drop; crc-v1: full + epitomes).")
+@token_budget_option("Token budget (legacy: greedy drop; crc-v1: full + epitomes).")
 @click.option("--min-effective-confidence", type=float, help="Floor on effective confidence, 0.0 to 1.0.")
 @click.option("--as-of", "as_of", metavar="TS", help="Valid time (RFC 3339): facts valid at TS.")
 @click.option("--known-at", "known_at", metavar="TS",
@@ -190,8 +192,8 @@ def _within_envelope(result: QueryResult) -> _Shown:
 
 @click.command("recall")
 @click.argument("text")
-@click.option("--entity", help="Only facts of this entity (stored, or the caller's logical entity).")
-@click.option("--entity-prefix", help="Only facts whose entity starts with this.")
+@entity_option("Only facts of this entity (stored, or the caller's logical entity).")
+@entity_prefix_option("Only facts whose entity starts with this.")
 @click.option("--key", help="Only facts with this key.")
 @actor_option("Only facts this actor (agent) wrote.")
 @_scope_options
@@ -205,8 +207,8 @@ def _within_envelope(result: QueryResult) -> _Shown:
               help="Transaction time (RFC 3339): what the store believed at TS.")
 @click.option("--include-superseded", is_flag=True, help="Include superseded versions.")
 @click.option("--top-k", type=click.IntRange(0, MAX_TOP_K), default=10, show_default=True, help="At most this many facts.")
-@click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many (the next page).")
-@click.option("--token-budget", type=COUNT, help="Token budget of the whole answer (default 400).")
+@offset_option("Skip this many (the next page).")
+@token_budget_option("Token budget of the whole answer (default 400).")
 @click.option("--fusion", type=click.Choice(("auto", "bm25", "rrf", "weighted")), default="auto", show_default=True,
               help="Fuse BM25 with the fact embeddings: auto = weighted with a real model (the [semantic] extra "
                    "or CRUXSQL_EMBEDDER=minilm), else bm25.")
@@ -259,7 +261,7 @@ def recall_command(text: str, entity: Optional[str], entity_prefix: Optional[str
 @click.option("--query", "query_text", metavar="TEXT",
               help="Rank bootstrap facts by TEXT: 0.6·cosine + 0.4·confidence with an embedder "
                    "(CRUXSQL_EMBEDDER), else only facts matching TEXT.")
-@click.option("--token-budget", type=COUNT, help="Token budget (greedy fill; the first fact always fits).")
+@token_budget_option("Token budget (greedy fill; the first fact always fits).")
 @_scope_options
 @_format_options
 @data_dir_option
@@ -291,10 +293,10 @@ def bootstrap(topic: Optional[str], query_text: Optional[str], token_budget: Opt
 
 
 @click.command()
-@click.option("--entity", help="Only facts of this (visible) entity.")
+@entity_option("Only facts of this (visible) entity.")
 @click.option("--key", help="Only facts with this key.")
 @click.option("--top-k", type=COUNT, default=20, show_default=True, help="At most this many facts (min 1).")
-@click.option("--token-budget", type=COUNT, default=2000, show_default=True, help="Token budget.")
+@token_budget_option("Token budget.", default=2000)
 @_scope_options
 @_format_options
 @data_dir_option
@@ -338,7 +340,7 @@ def _successors(store: Any, fact_ids: list[str]) -> dict[str, str]:
 @click.argument("key")
 @click.argument("value")
 @tenant_option("Tenant the knowledge belongs to.", default="default")
-@click.option("--confidence", type=float, default=1.0, show_default=True, help="Confidence, 0.0 to 1.0.")
+@confidence_option()
 @actor_option("Who seeded it.")
 @data_dir_option
 @create_option

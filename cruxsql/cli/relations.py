@@ -9,8 +9,8 @@ from typing import Optional
 import click
 
 from ..recall import relations
-from .common import COUNT, data_dir_option, echo_json, fails_cleanly, open_store, reject_empty
-from .options import json_flag, tenant_option
+from .common import echo_json, fails_cleanly, open_store
+from .options import agent_option, data_dir_option, json_flag, tenant_option, token_budget_option
 
 
 @click.command()
@@ -32,8 +32,8 @@ def relate(source: str, relation: str, target: str, tenant: str, data_dir: Path)
 @click.argument("entity")
 @click.option("--depth", type=click.IntRange(1, relations.MAX_DEPTH), default=1, show_default=True,
               help="Follow relations this many hops (both directions).")
-@click.option("--token-budget", type=COUNT, help="Token budget of the answer (the nearest relations first).")
-@click.option("--agent", metavar="NAME", callback=reject_empty, help="The caller (its own private facts visible).")
+@token_budget_option("Token budget of the answer (the nearest relations first).")
+@agent_option("The caller (its own private facts visible).")
 @tenant_option("Tenant to read (default: default).", default="default")
 @json_flag("Print the neighbourhood as JSON (entity, depth, edges, left_out).")
 @data_dir_option

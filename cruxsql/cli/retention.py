@@ -8,9 +8,20 @@ from typing import Optional
 import click
 
 from ..governance import compaction, retention
-from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback, require_value
-from .erasure import all_tenants_option, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
-from .options import actor_option, json_flag, reason_option, tenant_option
+from .common import echo_json, fails_cleanly, open_store, progress_callback
+from .erasure import ERASE_ALL_TENANTS, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
+from .options import (
+    actor_option,
+    all_tenants_option,
+    data_dir_option,
+    dry_run_option,
+    json_flag,
+    older_than_option,
+    reason_option,
+    request_id_option,
+    tenant_option,
+    vacuum_option,
+)
 
 
 @click.group("retention")
@@ -21,8 +32,8 @@ def retention_group() -> None:
 @retention_group.command("report")
 @data_dir_option
 @tenant_option("Only facts of this tenant (default: every tenant, as `retention apply --all-tenants`).")
-@click.option("--all-tenants", is_flag=True, help="Every tenant (the default).")
-@click.option("--older-than", required=True, callback=require_value, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
+@all_tenants_option("Every tenant (the default).")
+@older_than_option("90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.", required=True)
 @json_flag("The full report as JSON (with every fact listed).")
 @fails_cleanly
 def retention_report(data_dir: Path, tenant: Optional[str], all_tenants: bool, older_than: str,
@@ -53,13 +64,13 @@ def retention_report(data_dir: Path, tenant: Optional[str], all_tenants: bool, o
 @retention_group.command("apply")
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
-@all_tenants_option
-@click.option("--older-than", required=True, callback=require_value, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
+@all_tenants_option(ERASE_ALL_TENANTS)
+@older_than_option("90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.", required=True)
 @actor_option("Who applies it (default: operator).")
 @reason_option("Kept in the erasure report (default: retention: older than ...).")
-@click.option("--request-id", default=None, help="Request id for the report.")
-@click.option("--vacuum", is_flag=True, help="Also VACUUM cruxsql.db.")
-@click.option("--dry-run", is_flag=True, help="List what would be erased and change nothing (as `retention report`).")
+@request_id_option("Request id for the report.")
+@vacuum_option("Also VACUUM cruxsql.db.")
+@dry_run_option("List what would be erased and change nothing (as `retention report`).")
 @json_flag("Print the full erasure report as JSON.")
 @fails_cleanly
 def retention_apply(data_dir: Path, tenant: Optional[str], all_tenants: bool, older_than: str, actor: Optional[str],

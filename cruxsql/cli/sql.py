@@ -11,8 +11,8 @@ import click
 
 from ..errors import InvalidInput
 from ..console.readonly_sql import DEFAULT_MEMORY_LIMIT_MIB, PIPE_TIMEOUT_SECONDS, default_timeout, run_readonly_query
-from .common import INTERRUPTED_EXIT, data_dir_option, echo_rows, fails_cleanly, open_store
-from .options import output_options
+from .common import INTERRUPTED_EXIT, echo_rows, fails_cleanly, open_store
+from .options import data_dir_option, output_options
 
 
 @click.command()

@@ -17,16 +17,17 @@ from ..workspace.doc import DOC_VIEWS
 from ..workspace.ranking import SWITCHES
 from ..workspace.schema import DB_NAME as WORKSPACE_DB
 from ..workspace.search import SEARCH_MODES
-from .common import (
-    COUNT,
+from .common import COUNT, echo_json, echo_rows, fails_cleanly, progress_callback
+from .data_dir import DataDirError, check_directory, data_dir_state
+from .options import (
+    create_option,
     data_dir_option,
-    echo_json,
-    echo_rows,
-    fails_cleanly,
-    progress_callback,
+    json_flag,
+    limit_option,
+    offset_option,
+    output_options,
+    token_budget_option,
 )
-from .data_dir import DataDirError, check_directory, create_option, data_dir_state
-from .options import json_flag, output_options
 
 SESSION_ENV = "CRUXSQL_SESSION"
 
@@ -135,8 +136,8 @@ def ctx_group() -> None:
 @click.argument("query")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), default="content", show_default=True,
               help="content: grouped lines; paths: one line per file; count: totals only.")
-@click.option("--offset", type=COUNT, default=0, show_default=True, help="Skip this many ranked files.")
-@click.option("--limit", type=COUNT, default=0, help="Files per page (default 5; 20 with --mode paths).")
+@offset_option("Skip this many ranked files.")
+@limit_option("Files per page (default 5; 20 with --mode paths).", default=0, show_default=False)
 @click.option("--per-file", type=COUNT, default=5, show_default=True, help="Lines shown per file.")
 @click.option("--exhaustive", is_flag=True, help="Every matching line of every file, in path order.")
 @_off_option
@@ -197,7 +198,7 @@ def impact(target: str, depth: int, session: str, as_json: bool, data_dir: Path)
 
 @ctx_group.command("context")
 @click.argument("task")
-@click.option("--token-budget", type=COUNT, default=1500, show_default=True, help="Upper bound of the block (≥ 100).")
+@token_budget_option("Upper bound of the block (≥ 100).", default=1500)
 @_off_option
 @_verb_options
 @fails_cleanly
