@@ -250,8 +250,8 @@ def _number(arguments: dict[str, Any], name: str, default: float) -> float:
 
 def memory_consolidate(store: Store, arguments: dict[str, Any], *, agent: Optional[str], tenant: str = "default",
                        env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
-    """The `memory_consolidate` tool: Crux's argument handling (consolidation.rs@09f1319c), the acting
-    agent as the canonical's actor, store errors as `ToolError`s with `data {reason, protected: true}`."""
+    """The `memory_consolidate` tool: Crux's argument handling (`crates/crux-mcp/src/tools/consolidation.rs`),
+    the acting agent as the canonical's actor, store errors as `ToolError`s with `data {reason, protected: true}`."""
     require_consolidation_feature(env)
     if not agent:
         raise ToolError("memory_consolidate requires an authenticated passport (anonymous calls "

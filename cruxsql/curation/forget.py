@@ -5,8 +5,8 @@ tenant outside the forget-reserved prefixes; the agent's pinned facts are left o
 `include_pinned`; oldest first, optionally cut by a token budget. The dry run only lists them.
 `memory_forget` soft-deletes them and returns a forget receipt (CBOR body + BLAKE3 hash).
 
-Differences from Crux (forget.rs@a7d47b80), deliberate: the caller's tenant is applied (Crux reads
-every tenant); the legal-hold check, the resolution and every delete happen in one `Store.commit`
+Differences from Crux (`crates/crux-mcp/src/tools/forget.rs`), deliberate: the caller's tenant is applied
+(Crux reads every tenant); the legal-hold check, the resolution and every delete happen in one `Store.commit`
 under the writer lock, as one journal append (Crux appends one line per fact, so a crash could
 leave half a forget); active consolidation members are skipped (the store's delete refuses them) and
 the receipt counts only what was deleted. Daemon-owned facts are always private, so never selected.

@@ -2,8 +2,8 @@
 `memory_acknowledge_use` (crux-mcp/src/tools/memory.rs, memory_use.rs), as plain functions returning Crux's payload.
 
 The acting agent and the tenant are the caller's identity (from the connection), never a tool
-argument. Where Crux reads every tenant or hard-codes `"default"` (memory.rs@2bf0f2cb), cruxsql
-applies the caller's tenant: a fact of another tenant is "not found", and edits and pins are
+argument. Where Crux reads every tenant or hard-codes `"default"` (`crates/crux-mcp/src/tools/memory.rs`),
+cruxsql applies the caller's tenant: a fact of another tenant is "not found", and edits and pins are
 written in the caller's tenant.
 """
 

@@ -1,7 +1,7 @@
 """Token estimates for workspace payloads and the value-ordered packer of ctx_context.
 
-The estimate is sem's `max(words × 1.3, chars / 4)` (ctx-layer.md B6): chars/4 alone undercounts
-prose and words alone undercounts dense code. Counts are estimates and are printed as `~N tok`.
+The estimate is `max(words × 1.3, chars / 4)`: chars/4 alone undercounts prose and words alone
+undercounts dense code. Counts are estimates and are printed as `~N tok`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Git co-change: files that historically change together (codedb #609, ctx-layer.md B3).
+"""Git co-change: files that historically change together, a ranking signal of ctx_search and ctx_context.
 
 From `git log --name-only` over the last 500 commits (commits touching more than 32 files skipped),
 each file keeps its 8 most frequent partners with the number of shared commits. The table is rebuilt

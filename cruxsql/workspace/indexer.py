@@ -1,6 +1,6 @@
 """Build and refresh `workspace.db` from a folder: files, symbols, imports, markdown sections, postings.
 
-Incremental like codedb: a file whose (mtime, size) is unchanged is not read; a changed mtime rehashes
+Incremental: a file whose (mtime, size) is unchanged is not read; a changed mtime rehashes
 it; an equal hash reindexes nothing. BM25 postings come from the document lane's `index_segment`
 (each file is a one-document segment), so the workspace has no second BM25.
 """

@@ -16,7 +16,7 @@ import pathspec
 
 from ..errors import InvalidInput
 
-MAX_FILE_BYTES = 1024 * 1024          # codedb raised its cap to 1 MB so large files are not silently dropped
+MAX_FILE_BYTES = 1024 * 1024          # files up to 1 MB are indexed, so large source files are not dropped
 ALWAYS_IGNORED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache",
                                  ".ruff_cache", ".tox", ".venv", "venv", ".eggs"})
 LOCKFILES = frozenset({"poetry.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "uv.lock",

@@ -1,4 +1,4 @@
-"""The ranking stack of ctx_search / ctx_context (ctx-layer.md B3): multipliers on the BM25 score.
+"""The ranking stack of ctx_search / ctx_context: multipliers on the BM25 score.
 
 Deterministic and additive-never-filter: every signal only reorders candidates, and each one has a
 kill switch in `RankingConfig` (whose values are part of the config fingerprint). Candidates are

@@ -1,8 +1,8 @@
 """Long Python signatures shortened for an outline, so that the whole parameter list fits on one line.
 
 An outline line has to let an agent choose its next call: which function, which parameters, what comes
-back. A signature up to `WIDTH` characters is shown exactly. A longer one used to be cut at the line cap,
-which hid its last parameters and its return type; now it is shortened in two steps, stopping as soon
+back. A signature up to `WIDTH` characters is shown exactly. A longer one is not cut at the line cap,
+which would hide its last parameters and its return type; it is shortened in two steps, stopping as soon
 as it fits:
 
 1. parameters with a default lose their annotation, and a default longer than `DEFAULT_CAP` characters
