@@ -28,7 +28,7 @@ from .common import (
     require_value,
 )
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
-from .erasure import copy_lines, hit_line, verdict
+from .erasure_report import copy_lines, hit_line, verdict
 from .options import actor_option, idempotency_key_option, json_flag, output_options, tenant_option
 
 

@@ -76,3 +76,18 @@ def idempotency_key_option() -> Callable[[Callable], Callable]:
 def reason_option(help: str, required: bool = False) -> Callable[[Callable], Callable]:
     """`--reason TEXT`: why, kept in the receipt or report the command writes."""
     return click.option("--reason", required=required, callback=require_value, metavar="TEXT", help=help)
+
+
+def all_tenants_option() -> Callable[[Callable], Callable]:
+    """`--all-tenants`: an erasure's scope when it is not one tenant's (`tenant_scope`)."""
+    return click.option("--all-tenants", is_flag=True, help="Every tenant (an erasure needs --tenant T or this).")
+
+
+def tenant_scope(tenant: Optional[str], all_tenants: bool) -> Optional[str]:
+    """The tenant an erasure is scoped to (None: every tenant); one of the two must be given."""
+    if tenant is None and not all_tenants:
+        raise click.UsageError("say which tenant(s): --tenant T, or --all-tenants (reads default to the "
+                               "tenant 'default'; an erasure never guesses)")
+    if tenant is not None and all_tenants:
+        raise click.UsageError("--tenant and --all-tenants exclude each other")
+    return tenant

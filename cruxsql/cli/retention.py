@@ -9,8 +9,8 @@ import click
 
 from ..governance import compaction, retention
 from .common import data_dir_option, echo_json, fails_cleanly, open_store, progress_callback, require_value
-from .erasure import all_tenants_option, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
-from .options import actor_option, json_flag, reason_option, tenant_option
+from .erasure_report import blocked_message, echo_dry_run, echo_erasure_outcome
+from .options import actor_option, all_tenants_option, json_flag, reason_option, tenant_option, tenant_scope
 
 
 @click.group("retention")
@@ -53,7 +53,7 @@ def retention_report(data_dir: Path, tenant: Optional[str], all_tenants: bool, o
 @retention_group.command("apply")
 @data_dir_option
 @tenant_option("Only facts of this tenant.")
-@all_tenants_option
+@all_tenants_option()
 @click.option("--older-than", required=True, callback=require_value, help="90d, 12h, 30m, 2w, 45s or an RFC 3339 cutoff.")
 @actor_option("Who applies it (default: operator).")
 @reason_option("Kept in the erasure report (default: retention: older than ...).")
