@@ -60,6 +60,7 @@ from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
 from . import compaction_snapshot, compaction_view, erasure_lock, legal_holds, store_lines
 from .compaction_report import CompactionReport
+from .compaction_view import RewriteState
 from .hold_guard import LegalHoldBlocked, blocked_by_holds, check_override
 
 if TYPE_CHECKING:
@@ -260,9 +261,10 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
     (reused where the lines appended since leave them as they were). `fold_wal`: fold the WAL in at the
     end (`compact` does it after releasing the lock instead).
 
-    Steps, each a function of the `compaction_view.RewriteState` they share: `_plan`, then in one
-    view transaction `compaction_view.empty_event_tables`, `_write_journal` (its commit point the
-    rename) and `compaction_view.update`, or `compaction_view.roll_back` on any error; without the direct view update, a replay of the new journal instead.
+    Steps, each a function of the `RewriteState` they share: `_plan`, then in one view transaction
+    `compaction_view.empty_event_tables`, `_write_journal` (its commit point the rename) and
+    `compaction_view.update`, or `compaction_view.roll_back` on any error; without the direct view
+    update, a replay of the new journal instead.
     """
     if view_update not in ("direct", "rebuild"):
         raise InvalidInput(f"view_update must be direct or rebuild, not {view_update!r}")
@@ -295,7 +297,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
 
 
 def _plan(store: Store, prebuilt: Optional[compaction_snapshot.PrebuiltLines], progress: Progress,
-          hash_before: bool, view_update: str, drop_corrupt: bool) -> compaction_view.RewriteState:
+          hash_before: bool, view_update: str, drop_corrupt: bool) -> RewriteState:
     """Clear what an earlier compaction left, guard the corrupt lines, record the journal as it is, and
     decide how much of the snapshot is reused (its head copied as written, its shadow tables adopted)."""
     db, journal = store.db, store.journal
@@ -342,11 +344,12 @@ def _plan(store: Store, prebuilt: Optional[compaction_snapshot.PrebuiltLines], p
     now_ns = timestamps.now_ns()
     # The leading lines the snapshot holds as they are now: copied from its file, already hashed.
     prefix_size, hasher = prebuilt.prefix(kept_rows) if kept_rows and prebuilt is not None else (0, blake3.blake3())
-    return compaction_view.RewriteState(store, report, progress, direct, total, cp, carried, prebuilt, live, shadow, kept_rows, onto,
-                    events_table, facts_table, now_ns, timestamps.format_event_time(now_ns), prefix_size, hasher)
+    return RewriteState(store, report, progress, direct, total, cp, carried, prebuilt, live, shadow, kept_rows,
+                        onto, events_table, facts_table, now_ns, timestamps.format_event_time(now_ns), prefix_size,
+                        hasher)
 
 
-def _write_journal(rw: compaction_view.RewriteState) -> None:
+def _write_journal(rw: RewriteState) -> None:
     """Write the new journal and rename it over the old one (the commit point), then report it."""
     journal, report, prebuilt = rw.store.journal, rw.report, rw.prebuilt
     if rw.onto and prebuilt is not None:
@@ -363,7 +366,7 @@ def _write_journal(rw: compaction_view.RewriteState) -> None:
     report.generation = rw.generation
 
 
-def _write_lines(rw: compaction_view.RewriteState, emit: Callable[[bytes], None]) -> None:
+def _write_lines(rw: RewriteState, emit: Callable[[bytes], None]) -> None:
     """The new journal's lines, in order: the snapshot's head, the live facts' store lines, the
     provenance lines and tombstones, then the lines carried over."""
     n, offset = _write_head(rw, emit)
@@ -380,7 +383,7 @@ def _write_lines(rw: compaction_view.RewriteState, emit: Callable[[bytes], None]
     crash_point("compact-temp-complete")
 
 
-def _write_head(rw: compaction_view.RewriteState, emit: Callable[[bytes], None]) -> tuple[int, int]:
+def _write_head(rw: RewriteState, emit: Callable[[bytes], None]) -> tuple[int, int]:
     """The snapshot's head (unless the new journal is its file already): (lines, bytes) written."""
     n, prebuilt = rw.kept_rows, rw.prebuilt
     if n and prebuilt is not None:
@@ -401,7 +404,7 @@ def _write_head(rw: compaction_view.RewriteState, emit: Callable[[bytes], None])
     return n, rw.prefix_size
 
 
-def _write_live_lines(rw: compaction_view.RewriteState, emit: Callable[[bytes], None], n: int, offset: int) -> tuple[int, int]:
+def _write_live_lines(rw: RewriteState, emit: Callable[[bytes], None], n: int, offset: int) -> tuple[int, int]:
     """The live facts' store lines, a chunk at a time, built by SQLite (`store_lines`): one write and
     one hash per chunk, and each line's bookkeeping (offsets, event rows, times, the seq order check) by
     C-level iterators over the chunk rather than a Python loop per line. Their view rows: journal_events
@@ -441,7 +444,7 @@ def _write_live_lines(rw: compaction_view.RewriteState, emit: Callable[[bytes], 
     return n, offset
 
 
-def _write_tail_lines(rw: compaction_view.RewriteState, emit: Callable[[bytes], None], n: int, offset: int) -> tuple[int, int]:
+def _write_tail_lines(rw: RewriteState, emit: Callable[[bytes], None], n: int, offset: int) -> tuple[int, int]:
     """The provenance lines and tombstones after the store lines (`_tail_lines`), with their event rows."""
     db = rw.store.db
     applier = view.Applier(db, rw.store.policy, 0)

@@ -28,8 +28,9 @@ _INSERT_EVENT = ("INSERT INTO {} (line_no, byte_offset, byte_length, op, fact_id
 
 @dataclass
 class RewriteState:
-    """One compaction's rewrite under the writer lock: what `compaction._plan` decides, and what writing the new
-    journal learns (line numbers, times, seq order) for the view's update in the same transaction."""
+    """One compaction's rewrite under the writer lock: what `compaction._plan` decides, and what writing
+    the new journal learns (line numbers, times, seq order) for the view's update in the same
+    transaction."""
 
     store: Store
     report: CompactionReport

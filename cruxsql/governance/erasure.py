@@ -595,7 +595,8 @@ def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[di
                 if row is not None:
                     (plan.already_deleted if row[0] else plan.to_delete).append(fid)
             tenant = entry.get("documents_tenant")
-            if not plan.to_delete and not plan.already_deleted and not (tenant and erasure_scrub.tenant_has_documents(store, tenant)):
+            if not plan.to_delete and not plan.already_deleted and not (
+                    tenant and erasure_scrub.tenant_has_documents(store, tenant)):
                 continue
             _refuse_if_held(store, entry["request_id"], plan.to_delete)
             rid = f"{entry['request_id']}-reapplied-{uuid.uuid4().hex[:8]}"
