@@ -46,7 +46,7 @@ from ..facts import replay, timestamps, view_file
 from ..facts.faults import crash_point
 from ..facts.files import fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME, Journal
-from . import compaction, erasure, erasure_ledger, erasure_lock, export_manifest, legal_holds, store_identity
+from . import compaction, erasure_ledger, erasure_lock, erasure_recovery, export_manifest, legal_holds, store_identity
 from .backup import (
     BackupError,
     alive,
@@ -455,9 +455,9 @@ def _reapply(directory: Path, later: list[dict[str, Any]], releases: list[dict[s
         if releases:
             outcome.holds_released = legal_holds.reinstate_releases(store, releases)
         crash_point("restore-holds-released")
-        erasure.complete_interrupted(store)
+        erasure_recovery.complete_interrupted(store)
         try:
-            outcome.reports = erasure.reapply(store, later, str(src)) if later else []
+            outcome.reports = erasure_recovery.reapply(store, later, str(src)) if later else []
         except compaction.LegalHoldBlocked as exc:
             raise BackupError(f"an erasure made after this backup cannot be applied again: {exc}") from None
     return outcome
