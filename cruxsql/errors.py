@@ -12,7 +12,7 @@ working (`except ValueError` still catches `InvalidInput`, `CorruptLine` and `Ve
     │   └── ReservedSupersedesTarget           facts/privacy.py: superseding a daemon-owned fact
     ├── NotFound (LookupError)                 a record that does not exist or is not visible
     ├── Conflict                               well-formed, but the current state forbids it
-    │   ├── LegalHoldBlocked                   governance/compaction.py: would erase held facts
+    │   ├── LegalHoldBlocked                   governance/hold_guard.py: would erase held facts
     │   └── CorruptLinesPresent                governance/compaction.py: would drop undecodable lines
     ├── CapabilityDenied (PermissionError)     the caller may not do this to this record
     │   └── ReservedTarget                     facts/privacy.py: changing a daemon-owned fact

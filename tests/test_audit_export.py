@@ -12,7 +12,7 @@ import pytest
 from cruxsql.errors import InvalidInput
 from cruxsql.facts import timestamps
 from cruxsql.facts.store import Store
-from cruxsql.governance import audit_export
+from cruxsql.governance import audit_export, export_manifest
 
 
 def _history(store: Store):
@@ -129,7 +129,7 @@ def test_export_inside_data_dir_is_recorded_and_cannot_clobber_the_store(tmp_pat
     (tmp_path / "exports").mkdir()
     summary = audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "exports" / "a.jsonl")
     assert summary.recorded_in_manifest
-    assert [e["format"] for e in audit_export.recorded_exports(tmp_path)] == ["jsonl"]
+    assert [e["format"] for e in export_manifest.recorded_exports(tmp_path)] == ["jsonl"]
     with pytest.raises(InvalidInput, match="overwrite the store"):
         audit_export.export_audit(store, audit_export.AuditQuery(), "sqlite", tmp_path / "cruxsql.db")
     with pytest.raises(InvalidInput, match="overwrite the store"):
@@ -146,11 +146,11 @@ def test_recorded_exports_follow_a_moved_data_directory(tmp_path):
         gone = store.store("user:2", "name", "GONE_EXPORT_VALUE")
         (tmp_path / "old" / "exports").mkdir()
         audit_export.export_audit(store, audit_export.AuditQuery(), "jsonl", tmp_path / "old" / "exports" / "a.jsonl")
-    manifest = json.loads((tmp_path / "old" / audit_export.MANIFEST_NAME).read_text())
+    manifest = json.loads((tmp_path / "old" / export_manifest.MANIFEST_NAME).read_text())
     assert [e["path"] for e in manifest] == ["exports/a.jsonl"]
     (tmp_path / "old").rename(tmp_path / "new")
     moved = tmp_path / "new"
-    assert [e["path"] for e in audit_export.recorded_exports(moved)] == [str(moved.resolve() / "exports/a.jsonl")]
+    assert [e["path"] for e in export_manifest.recorded_exports(moved)] == [str(moved.resolve() / "exports/a.jsonl")]
     with Store(moved) as store:
         report = erasure.erase(store, erasure.Selection(fact_ids=(gone.fact_id,)), reason="moved")
     assert report["ok"] and report["stores"]["exports"]["rewritten"] == [str(moved.resolve() / "exports/a.jsonl")]

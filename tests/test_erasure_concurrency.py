@@ -13,8 +13,8 @@ import pytest
 
 import cruxsql
 from cruxsql.accounting.tool_errors import record_error
-from cruxsql.governance import (compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds,
-                                retention)
+from cruxsql.governance import (compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, erasure_recovery,
+                                legal_holds, retention)
 from cruxsql.facts.journal import Journal
 from cli_process import run_cruxsql
 from mounts import read_only_mount
@@ -83,9 +83,9 @@ def test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command(tmp_p
         assert free
         erasure_ledger.begin(d, request_id="er_running", kind="erasure", selection={}, fact_ids=[fid],
                              documents_tenant=None, actor="op", reason="dsr", requested_at="2026-12-07T00:00:00Z")
-        assert erasure.interrupted(d) == []
+        assert erasure_recovery.interrupted(d) == []
         with cruxsql.open(d) as store:  # the completion itself refuses while the lock is held
-            assert erasure.complete_interrupted(store) == []
+            assert erasure_recovery.complete_interrupted(store) == []
         # a read between the erasure's locked phases: its repair on open does not even wait for the writer
         # lock (held here as the erasure's delete or swap would hold it)
         with Journal(d).lock():

@@ -20,7 +20,7 @@ from ..facts.view_file import DB_NAME
 from ..governance.erasure_proof import verify_erasure
 from .common import echo_json, echo_rows, fails_cleanly, open_store, progress_callback, require_value
 from .empty_answers import count_facts, explain_empty, explain_unknown_entities, fact_tenants
-from .erasure import copy_lines, hit_line, verdict
+from .erasure_report import copy_lines, hit_line, verdict
 from .options import (
     actor_option,
     confidence_option,

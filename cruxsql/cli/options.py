@@ -209,3 +209,17 @@ def request_id_option(help: str) -> Callable[[Callable], Callable]:
 def vacuum_option(help: str) -> Callable[[Callable], Callable]:
     """`--vacuum`: also VACUUM the view after erasing."""
     return click.option("--vacuum", is_flag=True, help=help)
+
+
+ERASE_ALL_TENANTS = "Every tenant (an erasure needs --tenant T or this)."
+"""The help of `--all-tenants` of the commands that erase (erase, retention apply)."""
+
+
+def tenant_scope(tenant: Optional[str], all_tenants: bool) -> Optional[str]:
+    """The tenant an erasure is scoped to (None: every tenant); one of the two must be given."""
+    if tenant is None and not all_tenants:
+        raise click.UsageError("say which tenant(s): --tenant T, or --all-tenants (reads default to the "
+                               "tenant 'default'; an erasure never guesses)")
+    if tenant is not None and all_tenants:
+        raise click.UsageError("--tenant and --all-tenants exclude each other")
+    return tenant

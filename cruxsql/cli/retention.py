@@ -9,8 +9,9 @@ import click
 
 from ..governance import compaction, retention
 from .common import echo_json, fails_cleanly, open_store, progress_callback
-from .erasure import ERASE_ALL_TENANTS, blocked_message, echo_dry_run, echo_erasure_outcome, tenant_scope
+from .erasure_report import blocked_message, echo_dry_run, echo_erasure_outcome
 from .options import (
+    ERASE_ALL_TENANTS,
     actor_option,
     all_tenants_option,
     data_dir_option,
@@ -20,6 +21,7 @@ from .options import (
     reason_option,
     request_id_option,
     tenant_option,
+    tenant_scope,
     vacuum_option,
 )
 

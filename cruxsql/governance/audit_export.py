@@ -23,6 +23,7 @@ import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from json.encoder import encode_basestring as _jstr
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, TextIO
@@ -32,16 +33,15 @@ import blake3
 from ..errors import InvalidInput
 from ..facts import codec, timestamps, view_file
 from ..facts.codec import Fact
-from ..facts.files import write_file_durably
 from ..facts.journal import JOURNAL_NAME, Record
 from .durations import parse_cutoff
 from .erasure_proof import ERASURE_REPORT_PREFIX
+from .export_manifest import inside, record_export
 
 if TYPE_CHECKING:
     from ..facts.store import Store
 
 FORMATS = ("jsonl", "csv", "sqlite")
-MANIFEST_NAME = "audit-exports.json"
 _LATEST_ONLY_PREFIXES = ("__repo_registry__::", "__repo_scan__::", "__workspace_scan__::")
 STATE_COLUMNS = ("tenant_hash", "entity", "key", "value", "version", "deleted", "supersedes", "superseded_by",
                  "private", "confidence", "stored_at", "horizon_class", "valid_from", "valid_to", "reverified_at",
@@ -130,47 +130,53 @@ def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSum
     revisited = {r[0] for r in db.execute(
         "SELECT fact_id FROM journal_event_facts GROUP BY fact_id HAVING count(*) > 1")}
     revisited.update(event.fact_id for _, event in extension_lines)
-    tracked: dict[str, Fact] = {}
-    policy = store.policy
+    states = _FactStates(query, store.policy, revisited)
     chain = ""
     need_ns = query.since_ns is not None or query.until_ns is not None
     for rec, event, applied, skip_reason in _events(store, db, extension_lines, stats):
-        touched: list[tuple[str, str, Optional[Fact]]] = []
+        touched, at_ns = states.apply(event, applied)
+        if not touched:
+            continue
+        event_at = codec.event_time_text(event)
+        if at_ns is None and (need_ns or event_at is not None):
+            at_ns = _event_ns(event_at)
+        if query.since_ns is not None and (at_ns is None or at_ns < query.since_ns):
+            continue
+        if query.until_ns is not None and (at_ns is None or at_ns > query.until_ns):
+            continue
+        line_hash = blake3.blake3(rec.raw).hexdigest()
+        chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
+        yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": event.op,
+               "event_at": event_at, "event_at_ns": timestamps.column_ns(at_ns), "applied": applied, "skip_reason": skip_reason,
+               "line_blake3": line_hash, "chain_blake3": chain, "facts": _first_of_each(touched)}
+
+
+Touched = tuple[str, str, Optional[Fact]]  # (fact_id, role, the fact after the event, or None when removed)
+
+
+@dataclass
+class _FactStates:
+    """The selected facts' states as the export's walk over the journal changes them, replaying each
+    event as the view did (`applied`). Only the facts a later event touches again (`revisited`) are
+    kept."""
+
+    query: AuditQuery
+    policy: Any
+    revisited: set[str]
+    tracked: dict[str, Fact] = field(default_factory=dict)
+
+    def apply(self, event: Any, applied: bool) -> tuple[list[Touched], Optional[int]]:
+        """What the event did to the selected facts, in order, and the time its stored facts give it."""
+        touched: list[Touched] = []
+        change = partial(self._change, touched, applied)
         op = event.op
-        at_ns: Optional[int] = None
-
-        def change(fid: str, role: str, **changes: Any) -> None:
-            fact = tracked.get(fid)
-            if fact is None:
-                return
-            if applied and changes:  # noqa: B023 (called within this iteration only)
-                fact = tracked[fid] = fact.copy(**changes)
-            touched.append((fid, role, fact))  # noqa: B023 (called within this iteration only)
-
         if op in ("store", "store_batch", "replace_latest", "consolidate"):
-            if op == "replace_latest":
-                for rid in event.replaced_fact_ids:
-                    if tracked.pop(rid, None) is not None:
-                        touched.append((rid, "replaced", None))
-            for fact in codec.event_facts(event):
-                private = policy.enforce(fact.entity, fact.private)
-                if private != fact.private or not fact.tenant_hash:
-                    fact = fact.copy(private=private, tenant_hash=fact.tenant_hash or "default")
-                if fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES):
-                    for fid in [f for f, t in tracked.items() if (t.tenant_hash, t.entity, t.key)
-                                == (fact.tenant_hash, fact.entity, fact.key)]:
-                        tracked.pop(fid)
-                        touched.append((fid, "replaced", None))
-                if applied and fact.fact_id not in tracked and query.selects(fact):
-                    if fact.fact_id in revisited:
-                        tracked[fact.fact_id] = fact
-                    touched.append((fact.fact_id, "canonical" if op == "consolidate" else "stored", fact))
-                    if op != "consolidate":
-                        at_ns = fact.stored_at
+            at_ns = self._store(event, applied, touched)
             if op == "consolidate":
                 for sid in event.superseded_fact_ids:
                     change(sid, "source", superseded_by=event.canonical.fact_id)
-        elif op == "delete":
+            return touched, at_ns
+        if op == "delete":
             change(event.fact_id, "deleted", deleted=True)
         elif op == "supersede":
             change(event.fact_id, "superseded", superseded_by=event.by_fact_id)
@@ -188,38 +194,69 @@ def iter_audit_events(store: Store, query: AuditQuery, stats: Optional[ExportSum
             for sid in event.source_fact_ids:
                 change(sid, "source")
         elif op == "consolidate_undo":
-            cid = event.canonical_fact_id
-            canonical = tracked.get(cid)
-            if canonical is not None and not canonical.deleted:
-                change(cid, "canonical", deleted=True)
+            self._undo_consolidation(event, change)
+        return touched, None
+
+    def _change(self, touched: list[Touched], applied: bool, fid: str, role: str, **changes: Any) -> None:
+        """A followed fact the event names, changed as replay changed it when the view applied it."""
+        fact = self.tracked.get(fid)
+        if fact is None:
+            return
+        if applied and changes:
+            fact = self.tracked[fid] = fact.copy(**changes)
+        touched.append((fid, role, fact))
+
+    def _store(self, event: Any, applied: bool, touched: list[Touched]) -> Optional[int]:
+        """The facts a store-like event stores (and those it replaces); the stored time of the last
+        selected one (not for a consolidation's canonical)."""
+        at_ns: Optional[int] = None
+        op, tracked = event.op, self.tracked
+        if op == "replace_latest":
+            for rid in event.replaced_fact_ids:
+                if tracked.pop(rid, None) is not None:
+                    touched.append((rid, "replaced", None))
+        for fact in codec.event_facts(event):
+            private = self.policy.enforce(fact.entity, fact.private)
+            if private != fact.private or not fact.tenant_hash:
+                fact = fact.copy(private=private, tenant_hash=fact.tenant_hash or "default")
+            if fact.private and fact.key == "content" and fact.entity.startswith(_LATEST_ONLY_PREFIXES):
+                for fid in [f for f, t in tracked.items() if (t.tenant_hash, t.entity, t.key)
+                            == (fact.tenant_hash, fact.entity, fact.key)]:
+                    tracked.pop(fid)
+                    touched.append((fid, "replaced", None))
+            if applied and fact.fact_id not in tracked and self.query.selects(fact):
+                if fact.fact_id in self.revisited:
+                    tracked[fact.fact_id] = fact
+                touched.append((fact.fact_id, "canonical" if op == "consolidate" else "stored", fact))
+                if op != "consolidate":
+                    at_ns = fact.stored_at
+        return at_ns
+
+    def _undo_consolidation(self, event: Any, change: Callable[..., None]) -> None:
+        """The canonical deleted (unless it already was) and the sources it superseded restored."""
+        cid = event.canonical_fact_id
+        canonical = self.tracked.get(cid)
+        if canonical is not None and not canonical.deleted:
+            change(cid, "canonical", deleted=True)
+        else:
+            change(cid, "canonical")
+        for sid in event.restored_fact_ids:
+            src = self.tracked.get(sid)
+            if src is not None and src.superseded_by == cid:
+                change(sid, "restored", superseded_by=None)
             else:
-                change(cid, "canonical")
-            for sid in event.restored_fact_ids:
-                src = tracked.get(sid)
-                if src is not None and src.superseded_by == cid:
-                    change(sid, "restored", superseded_by=None)
-                else:
-                    change(sid, "restored")
-        if not touched:
-            continue
-        event_at = codec.event_time_text(event)
-        if at_ns is None and (need_ns or event_at is not None):
-            at_ns = _event_ns(event_at)
-        if query.since_ns is not None and (at_ns is None or at_ns < query.since_ns):
-            continue
-        if query.until_ns is not None and (at_ns is None or at_ns > query.until_ns):
-            continue
-        line_hash = blake3.blake3(rec.raw).hexdigest()
-        chain = blake3.blake3((chain + line_hash).encode("ascii")).hexdigest()
-        seen: set[tuple[str, str]] = set()
-        facts = []
-        for fid, role, state in touched:
-            if (fid, role) not in seen:
-                seen.add((fid, role))
-                facts.append((fid, role, state))
-        yield {"line_no": rec.line_no, "byte_offset": rec.offset, "byte_length": rec.length, "op": op,
-               "event_at": event_at, "event_at_ns": timestamps.column_ns(at_ns), "applied": applied, "skip_reason": skip_reason,
-               "line_blake3": line_hash, "chain_blake3": chain, "facts": facts}
+                change(sid, "restored")
+
+
+def _first_of_each(touched: list[Touched]) -> list[Touched]:
+    """The first of each (fact_id, role) the event touched, in order."""
+    seen: set[tuple[str, str]] = set()
+    facts = []
+    for fid, role, state in touched:
+        if (fid, role) not in seen:
+            seen.add((fid, role))
+            facts.append((fid, role, state))
+    return facts
 
 
 def _extension_lines(store: Store) -> Iterator[tuple[Any, codec.ExtensionEvent]]:
@@ -393,39 +430,6 @@ def _write_sqlite(events: Iterator[dict], path: Path, summary: ExportSummary, in
         db.close()
 
 
-def _inside(path: Path, directory: Path) -> bool:
-    try:
-        path.resolve().relative_to(directory.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def recorded_exports(data_dir: Path) -> list[dict[str, Any]]:
-    """Exports cruxsql wrote (from `audit-exports.json`), each `path` made absolute: the manifest keeps
-    paths inside the data directory relative to it, so a moved or restored data directory still finds
-    them; exports outside it (`outside_data_dir`) keep their absolute path."""
-    path = Path(data_dir) / MANIFEST_NAME
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return []
-    return [{**e, "path": str(Path(data_dir).resolve() / e["path"])}
-            for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)]
-
-
-def _record(data_dir: Path, entry: dict[str, Any]) -> None:
-    home = Path(data_dir).resolve()
-    if not entry.get("outside_data_dir"):
-        entry = {**entry, "path": str(Path(entry["path"]).resolve().relative_to(home))}
-    entries = [{**e, "path": str(Path(e["path"]).resolve().relative_to(home))} if _inside(Path(e["path"]), home)
-               else e for e in recorded_exports(data_dir)]
-    entries = [e for e in entries if e["path"] != entry["path"]]
-    entries.append(entry)
-    write_file_durably(Path(data_dir) / MANIFEST_NAME,
-                       (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
-
-
 def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, record: bool = True) -> ExportSummary:
     """Write the audit export to `output` (atomically: temp file, fsync, rename)."""
     if fmt not in FORMATS:
@@ -462,11 +466,11 @@ def export_audit(store: Store, query: AuditQuery, fmt: str, output: Path | str, 
     summary.bytes_written = output.stat().st_size
     if fmt == "sqlite":
         summary.facts = _count_sqlite_facts(output)
-    summary.outside_data_dir = not _inside(output, Path(store.data_dir))
+    summary.outside_data_dir = not inside(output, Path(store.data_dir))
     if record:
         # Outside the data directory too: erasure cannot rewrite such a file, but names it while it holds
         # erased values (`copies.outside_reach`).
-        _record(Path(store.data_dir), {"path": str(output.resolve()), "format": fmt, "query": query.params(),
+        record_export(Path(store.data_dir), {"path": str(output.resolve()), "format": fmt, "query": query.params(),
                                        "written_at": timestamps.format_fact_time(timestamps.now_ns()),
                                        **({"outside_data_dir": True} if summary.outside_data_dir else {})})
         summary.recorded_in_manifest = True

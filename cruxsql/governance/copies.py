@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from ..facts import timestamps
 from .erasure_scan import Scanner
+from .export_manifest import recorded_exports
 
 HOLDS = "holds erased content"
 MAY_HOLD = "may hold erased content (a compressed archive cannot be scanned)"
@@ -34,7 +35,6 @@ LEFTOVER = ("a restore's staging or replaced copy beside the data directory; not
 
 def recorded_copies(data_dir: Path) -> list[dict[str, Any]]:
     """Every copy cruxsql recorded outside `data_dir`, with its kind, date and rule (it may be gone)."""
-    from . import audit_export
     from .backup import recorded_backups
     out = []
     for entry in recorded_backups(data_dir):
@@ -43,7 +43,7 @@ def recorded_copies(data_dir: Path) -> list[dict[str, Any]]:
         if entry.get("staging"):
             kind = "restore staging" if entry.get("kind") == "restore" else "backup staging"
             out.append({"kind": kind, "path": entry["staging"], "created_at": entry["created_at"]})
-    for entry in audit_export.recorded_exports(data_dir):
+    for entry in recorded_exports(data_dir):
         if entry.get("outside_data_dir"):
             out.append({"kind": "export", "path": entry["path"], "created_at": entry.get("written_at")})
     return [{**copy, "rule": RULES[copy["kind"]], "accounted": True} for copy in out]

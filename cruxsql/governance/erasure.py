@@ -10,7 +10,9 @@ re-exported. Finally every file of the data directory is scanned for what was er
 
 The report (`erasure_proof`) keeps no values, only hashes and the scan needles of `erasure_scan`;
 values shorter than 8 bytes, and values a retained fact still holds, cannot be proven absent and are
-marked so in the report.
+marked so in the report. The selection and its plan are erasure_selection.py's; the scrub of the other
+copies, erasure_scrub.py's; `execute` runs the steps, each a function of the `_Erasure` they share.
+erasure_recovery.py completes an interrupted erasure and applies erasures again after a restore.
 """
 
 from __future__ import annotations
@@ -18,24 +20,19 @@ from __future__ import annotations
 import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union, cast
 
-import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput
 from ..facts import timestamps, view_file
 from ..facts.codec import ConsolidateUndoEvent, DeleteEvent
 from ..facts.faults import crash_point
-from ..facts.journal import JOURNAL_NAME
-from ..recall.relations import PREFIX as RELATION
-from . import compaction, erasure_ledger, erasure_lock, legal_holds, quarantine
+from . import compaction, erasure_ledger, erasure_lock, erasure_scrub, legal_holds
 from .copies import outside_reach, unaccounted
 from .erasure_proof import (
     ERASURE_REPORT_PREFIX,
     REPORT_KEY,
-    load_list,
     REPORT_SCHEMA,
     report_hash,
     spill,
@@ -45,111 +42,16 @@ from .erasure_proof import (
 from .erasure_scan import (
     MIN_NEEDLE_BYTES,
     SCAN_SCHEME,
-    Scanner,
-    content_digest,
+    ScanResult,
     held_by_retained,
     needles_for,
     prefix_needles,
     scan_directory,
 )
+from .erasure_selection import Plan, Selection, plan_selection
 
 if TYPE_CHECKING:
     from ..facts.store import Store
-
-GOVERNANCE_PREFIXES = (legal_holds.LEGAL_HOLD_ENTITY_PREFIX, legal_holds.LEGAL_HOLD_RECEIPT_ENTITY_PREFIX,
-                       ERASURE_REPORT_PREFIX)
-
-
-# --- selection -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Selection:
-    """Which facts an erasure targets: every given criterion must match (fact ids: any of them)."""
-
-    tenant: Optional[str] = None
-    entity_prefixes: tuple[str, ...] = ()
-    fact_ids: tuple[str, ...] = ()
-    older_than: Optional[str] = None
-    cutoff_ns: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        self.entity_prefixes = tuple(p for p in (self.entity_prefixes or ()) if p)
-        self.fact_ids = tuple(f.strip() for f in (self.fact_ids or ()) if f and f.strip())
-        if self.tenant is not None and not self.tenant.strip():
-            raise InvalidInput("--tenant must not be empty")
-        if self.older_than is not None and self.cutoff_ns is None:
-            from .durations import parse_cutoff
-            self.cutoff_ns = parse_cutoff(self.older_than)
-
-    def is_empty(self) -> bool:
-        return self.tenant is None and not self.entity_prefixes and not self.fact_ids and self.cutoff_ns is None
-
-    def where(self) -> tuple[str, list]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.tenant is not None:
-            clauses.append("tenant_hash = ?")
-            params.append(self.tenant)
-        if self.entity_prefixes:     # the entities' facts, and the relations of others naming them as target
-            named = " OR ".join("substr({0}, 1, ?) = ?" for _ in self.entity_prefixes)
-            clauses.append(f"({named.format('entity')} OR (key GLOB '{RELATION}*' AND ({named.format('value')})))")
-            params += [x for p in self.entity_prefixes for x in (len(p), p)] * 2
-        if self.fact_ids:
-            clauses.append("fact_id IN (" + ",".join("?" * len(self.fact_ids)) + ")")
-            params += list(self.fact_ids)
-        if self.cutoff_ns is not None:
-            clauses.append("stored_at_ns < ?")
-            params.append(self.cutoff_ns)
-        return " AND ".join(clauses) or "1", params
-
-    def to_report(self) -> dict[str, Any]:
-        """The selection as the report keeps it: entity prefixes only as hashes (they may name a person)."""
-        return {
-            "tenant": self.tenant,
-            "entity_prefixes": [{"blake3": blake3.blake3(p.encode()).hexdigest(), "bytes": len(p.encode())}
-                                for p in self.entity_prefixes],
-            "fact_ids": list(self.fact_ids),
-            "older_than": self.older_than,
-            "cutoff": None if self.cutoff_ns is None else timestamps.format_fact_time(self.cutoff_ns),
-        }
-
-
-def _governance(entity: str) -> bool:
-    return entity.startswith(GOVERNANCE_PREFIXES)
-
-
-@dataclass
-class Plan:
-    """What an erasure will delete, and what it leaves and why."""
-
-    to_delete: list[str] = field(default_factory=list)
-    already_deleted: list[str] = field(default_factory=list)
-    held_back: list[dict[str, Any]] = field(default_factory=list)
-    protected: list[dict[str, Any]] = field(default_factory=list)
-
-
-def plan_selection(store: Store, selection: Selection) -> Plan:
-    """Classify the facts a selection matches (the caller holds the writer lock, view caught up)."""
-    if selection.is_empty():
-        raise InvalidInput("an erasure needs a selection: --tenant, --entity-prefix, --fact-id or --older-than")
-    holds = legal_holds.active_holds(store.db)
-    where, params = selection.where()
-    plan = Plan()
-    for fid, tenant, entity, key, value, deleted in store.db.execute(
-            f"SELECT fact_id, tenant_hash, entity, key, value, deleted FROM facts WHERE {where} ORDER BY fact_id",
-            params):
-        if _governance(entity):
-            plan.protected.append({"fact_id": fid, "reason": "governance record (legal hold, receipt or report)"})
-            continue
-        hold_ids = legal_holds.covering_holds(holds, tenant, entity, key, value)
-        if hold_ids:
-            plan.held_back.append({"fact_id": fid, "hold_ids": hold_ids})
-        elif deleted:
-            plan.already_deleted.append(fid)
-        else:
-            plan.to_delete.append(fid)
-    return plan
 
 
 # --- the erasure -----------------------------------------------------------------------------------
@@ -204,131 +106,8 @@ def delete_facts(store: Store, fact_ids: list[str]) -> tuple[list[str], list[dic
     return deleted, refused, len(undos)
 
 
-def _document_needles(store: Store, tenant: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Needles (and fragment needles) for the chunk texts a tenant's documents hold, before they go.
-
-    Texts another tenant also holds are left out (they stay, legitimately)."""
-    from ..documents.segments import load_manifest, read_segment, segments_dir
-
-    directory = segments_dir(store.data_dir)
-    if not directory.exists():
-        return [], [], 0
-    mine: dict[str, str] = {}
-    others: set[str] = set()
-    for info in load_manifest(directory).segments:
-        for rec in read_segment(directory, info).records:
-            digest = content_digest(rec.text.encode("utf-8"))
-            if rec.tenant_id == tenant:
-                mine.setdefault(digest + "|" + rec.chunk_id, rec.text)
-            else:
-                others.add(digest)
-    needles, fragments = [], []
-    for key, text in mine.items():
-        digest, chunk_id = key.split("|", 1)
-        if digest in others:
-            continue
-        needles.extend(needles_for(f"chunk:{chunk_id}", text))
-        fragments.extend(prefix_needles(f"chunk:{chunk_id}", text))
-    return needles, fragments, len(mine)
-
-
-def _scrub_sqlite(store: Store, vacuum: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
-    db = store.db
-    if vacuum:
-        # VACUUM copies the whole database through a temp database: keep it in memory, not in /tmp.
-        previous = db.execute("PRAGMA temp_store").get
-        try:
-            db.execute("PRAGMA temp_store = MEMORY")
-            db.execute("VACUUM")
-            out["vacuumed"] = True
-        except Exception as exc:  # busy readers elsewhere: reported, the scan below is the judge
-            out["vacuum_error"] = str(exc)
-        finally:
-            db.execute(f"PRAGMA temp_store = {int(previous)}")
-    out["wal_checkpointed"] = compaction.checkpoint_wal(db)
-    return out
-
-
-def _sync_derived_indexes(store: Store) -> list[str]:
-    """Let the recall lane drop its copies of erased text now (it starts over on a new generation)."""
-    done: list[str] = []
-    try:
-        from ..recall.text_index import TextIndex
-    except ImportError:  # pragma: no cover
-        return done
-    try:
-        TextIndex(store.db).sync()
-        done.append("recall_text_index")
-    except Exception as exc:  # a missing table (migration not applied) must not block an erasure
-        done.append(f"recall_text_index: {exc}")
-    return done
-
-
-def _scrub_files(store: Store, needles: list[dict[str, Any]], fragments: list[dict[str, Any]],
-                 errors: list[str]) -> dict[str, list]:
-    """Rewrite quarantine files (torn tails, corrupt lines) without the erased content they hold, remove
-    temp files holding it, and re-export recorded exports inside the data directory."""
-    scanner = Scanner(needles + fragments)
-    rewritten_quarantine, removed_tails, removed_tmp, rewritten = [], [], [], []
-    data_dir = store.data_dir
-    for path in store.journal.quarantined_tails() + sorted(data_dir.glob(f"{JOURNAL_NAME}.corrupt.*")):
-        outcome = quarantine.rewrite_without(path, scanner)
-        if outcome is None:
-            continue
-        if outcome["bytes_after"] == 0:
-            removed_tails.append(path.name)
-        rewritten_quarantine.append(outcome)
-    for path in sorted(data_dir.rglob("*.tmp")):
-        if path.is_file() and (path.name.startswith(f"{JOURNAL_NAME}.compact-") or scanner.scan_file(path, 1)[1]):
-            path.unlink(missing_ok=True)
-            removed_tmp.append(str(path.relative_to(data_dir)))
-    from . import audit_export
-    for entry in audit_export.recorded_exports(data_dir):
-        path = Path(entry["path"])
-        if entry.get("outside_data_dir"):
-            continue  # outside erasure's reach: named in the report (`copies.outside_reach`), never touched
-        if path.is_file() and scanner.scan_file(path, max_hits=1)[1]:
-            try:
-                audit_export.rerun_export(store, entry)
-                rewritten.append(str(path))
-            except Exception as exc:  # never lose the report over one export: remove the file instead
-                path.unlink(missing_ok=True)
-                errors.append(f"re-exporting {path} failed ({exc}); the file was removed")
-    if removed_tmp:
-        from ..facts.files import fsync_dir
-        fsync_dir(data_dir)
-    return {"quarantined_tails_removed": removed_tails, "temp_files_removed": removed_tmp,
-            "exports_rewritten": rewritten, "quarantine_rewritten": rewritten_quarantine}
-
-
-TOOL_ERROR_SCRUBBED = "[message removed by erasure: it held erased content]"
 _COMPACTED_AWAY_WHY = "compacted away by another process before this erasure recorded it"
 COMPACTED_AWAY = "not scanned: " + _COMPACTED_AWAY_WHY
-
-
-def scrub_tool_errors(db, needles: list[dict[str, Any]]) -> int:
-    """Replace every `tool_errors` message (MCP error texts kept for `doctor`) that holds erased content."""
-    if not needles or not db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_errors'").fetchone():
-        return 0
-    scanner = Scanner(needles)
-    dirty = [(tool, internal) for tool, internal, message in db.execute(
-        "SELECT tool, internal, message FROM tool_errors") if scanner.scan_bytes((message or "").encode("utf-8"))]
-    with db:
-        for tool, internal in dirty:
-            db.execute("UPDATE tool_errors SET message = ? WHERE tool = ? AND internal = ?",
-                       (TOOL_ERROR_SCRUBBED, tool, internal))
-    return len(dirty)
-
-
-def tenant_has_documents(store: Store, tenant: str) -> bool:
-    """Whether the tenant has ingested documents (the view's document lane lists them)."""
-    try:
-        row = store.db.execute("SELECT 1 FROM document_chunks WHERE tenant_id = ? LIMIT 1", (tenant,)).fetchone()
-    except apsw.SQLError:  # no document lane in this view yet
-        return False
-    return row is not None
 
 
 def _erased_entries(store: Store, plan: Plan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -425,181 +204,277 @@ def execute(store: Store, *, kind: str, selection: dict[str, Any], plan: Union[P
     erasure had deleted that another process compacted away before the erasure recorded them (listed,
     not verified)."""
     why, who, request_id = checked_request(reason, actor, request_id)
-    requested_at = requested_at or timestamps.now_ns()
+    run = _Erasure(store, kind, selection, who, why, request_id, override_receipt, documents_tenant, vacuum,
+                   progress, requested_at or timestamps.now_ns(), resume, gone)
     timeout = store.journal.lock_timeout
     try:
         with ExitStack() as snapshot:
-            return _execute(store, snapshot, kind=kind, selection=selection, plan=plan, who=who, why=why,
-                            request_id=request_id, override_receipt=override_receipt,
-                            documents_tenant=documents_tenant, vacuum=vacuum, progress=progress,
-                            requested_at=requested_at, resume=resume, gone=gone)
+            return _execute(run, snapshot, plan)
     finally:
         store.journal.lock_timeout = timeout
 
 
-def _execute(store: Store, snapshot: ExitStack, *, kind: str, selection: dict[str, Any],
-             plan: Union[Plan, Callable[[], Plan]], who: str, why: str, request_id: str,
-             override_receipt: Optional[legal_holds.LegalHoldReceipt], documents_tenant: Optional[str], vacuum: bool,
-             progress, requested_at: int, resume: Optional[dict[str, Any]], gone: tuple[str, ...]) -> dict[str, Any]:
+@dataclass
+class _Erasure:
+    """One erasure, from its delete to its report: the request, then what each step found for the next
+    steps and for the report."""
+
+    store: Store
+    kind: str
+    selection: dict[str, Any]
+    who: str
+    why: str
+    request_id: str
+    override_receipt: Optional[legal_holds.LegalHoldReceipt]
+    documents_tenant: Optional[str]
+    vacuum: bool
+    progress: Any
+    requested_at: int
+    resume: Optional[dict[str, Any]]   # the ledger's "erasing" line of an interrupted erasure
+    gone: tuple[str, ...]              # its deleted facts that another process compacted away
+    plan: Plan = field(default_factory=Plan)
+    covered: list[tuple[str, list[str]]] = field(default_factory=list)  # deleted facts a hold covers
+    deleted: list[str] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    undone: int = 0                    # consolidations undone
+    erased: list[dict[str, Any]] = field(default_factory=list)
+    needles: list[dict[str, Any]] = field(default_factory=list)
+    fragments: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # failures after the compaction, said in the report
+    documents: Optional[dict[str, Any]] = None
+    indexes: list[str] = field(default_factory=list)
+    files: dict[str, list] = field(default_factory=dict)
+    tool_errors_scrubbed: int = 0
+    sqlite: dict[str, Any] = field(default_factory=lambda: {"wal_checkpointed": False, "vacuumed": False})
+
+
+def _execute(run: _Erasure, snapshot: ExitStack, plan: Union[Plan, Callable[[], Plan]]) -> dict[str, Any]:
+    """The steps of `execute`, in order; `snapshot` holds the view as the delete left it until the
+    erased values are read from it."""
+    nothing = _delete(run, snapshot, plan)
+    if nothing is not None:
+        return nothing
+    _record_erased(run, snapshot)
+    comp = _compact(run)
+    crash_point("erase-after-compact")
+    # From here on the journal no longer holds the values: record failures in the report, never
+    # lose the report over them.
+    if run.gone:
+        run.errors.append(f"{len(run.gone)} fact(s) {_COMPACTED_AWAY_WHY}: their hashes and needles were never "
+                          "recorded, so their other copies were neither scrubbed nor scanned")
+    _scrub(run)
+    verification = _verify(run)
+    report = _store_report(run, comp, verification)
+    erasure_ledger.finish(run.store.data_dir, report, run.documents_tenant, run.erased, run.needles)
+    crash_point("erase-after-report")
+    return report
+
+
+def _delete(run: _Erasure, snapshot: ExitStack, plan: Union[Plan, Callable[[], Plan]]) -> Optional[dict[str, Any]]:
+    """Under the writer lock: make the plan, refuse what compaction would refuse, tell the ledger, delete,
+    and fix the view as the delete left it. The outcome when there is nothing to erase, else None."""
+    store = run.store
     with store.writer_lock():
         store.refresh()
         if store.db.execute("SELECT 1 FROM facts WHERE entity = ? AND key = ?",
-                            (ERASURE_REPORT_PREFIX + request_id, REPORT_KEY)).fetchone():
-            raise Conflict(f"an erasure report with request id {request_id!r} already exists")
-        if callable(plan):
-            plan = plan()
-        if resume is None and not gone and not plan.to_delete and not plan.already_deleted and not (
-                documents_tenant is not None and tenant_has_documents(store, documents_tenant)):
-            return nothing_to_erase(kind, selection, plan)
-        # Refuse before deleting anything when compaction would be refused anyway.
-        covered = compaction.blocked_by_holds(store)
-        if covered:
-            if override_receipt is None:
-                hold_ids = sorted({h for _, hs in covered for h in hs})
-                raise compaction.LegalHoldBlocked(
-                    "hard erasure blocked by active legal hold(s): " + ",".join(hold_ids)
-                    + " (already-deleted facts they cover would be erased; pass a legal_hold_overridden receipt)",
-                    covered)
-            compaction.check_override(override_receipt, covered)
+                            (ERASURE_REPORT_PREFIX + run.request_id, REPORT_KEY)).fetchone():
+            raise Conflict(f"an erasure report with request id {run.request_id!r} already exists")
+        run.plan = plan = plan() if callable(plan) else plan
+        if run.resume is None and not run.gone and not plan.to_delete and not plan.already_deleted and not (
+                run.documents_tenant is not None and erasure_scrub.tenant_has_documents(store, run.documents_tenant)):
+            return nothing_to_erase(run.kind, run.selection, plan)
+        _refuse_if_compaction_would(run)
         # The ledger knows of the erasure before anything is deleted: killed from here on, the next
         # command completes it (`complete_interrupted`), so the values go and the report exists.
-        if resume is None:
-            erasure_ledger.begin(store.data_dir, request_id=request_id, kind=kind, selection=selection,
-                                 fact_ids=plan.to_delete + plan.already_deleted, documents_tenant=documents_tenant,
-                                 actor=who, reason=why, requested_at=timestamps.format_fact_time(requested_at))
-        deleted, refused, undone = delete_facts(store, plan.to_delete)
+        if run.resume is None:
+            erasure_ledger.begin(store.data_dir, request_id=run.request_id, kind=run.kind, selection=run.selection,
+                                 fact_ids=plan.to_delete + plan.already_deleted,
+                                 documents_tenant=run.documents_tenant, actor=run.who, reason=run.why,
+                                 requested_at=timestamps.format_fact_time(run.requested_at))
+        run.deleted, run.refused, run.undone = delete_facts(store, plan.to_delete)
         crash_point("erase-after-delete")
         # Deleted: from here on a timeout would leave the erasure half done (for the next command to
         # complete), so the erasure waits for the writer lock as long as another writer holds it.
         store.journal.lock_timeout = None
-        if resume is None:
+        if run.resume is None:
             # The view as the delete left it, fixed by a first read before the lock is released: a
             # compaction that gets the lock next cannot take the deleted facts out of it.
             snapshot.enter_context(store.read_snapshot())
             store.db.execute("SELECT count(*) FROM facts WHERE deleted = 1").fetchall()
-    if resume is not None:
-        erased, needles, fragments = resume["erased_facts"], resume["needles"], resume["fragments"]
-    else:
-        erased, needles, fragments = _erased_entries(store, plan)
-        snapshot.close()
-        erased += [{"fact_id": fid, "tenant_hash": None, "content_hash": None, "value_bytes": None, "selected": True,
-                    "scan": COMPACTED_AWAY} for fid in gone]
-        erasure_ledger.erasing(store.data_dir, request_id, erased, needles, fragments)
-    # Corrupt lines are not dropped silently: compaction keeps them in a quarantine file (named in
-    # the report), where the byte scan below still looks for erased values.
+    return None
+
+
+def _refuse_if_compaction_would(run: _Erasure) -> None:
+    """Refuse before deleting anything when compaction would be refused anyway."""
+    run.covered = covered = compaction.blocked_by_holds(run.store)
+    if not covered:
+        return
+    if run.override_receipt is None:
+        hold_ids = sorted({h for _, hs in covered for h in hs})
+        raise compaction.LegalHoldBlocked(
+            "hard erasure blocked by active legal hold(s): " + ",".join(hold_ids)
+            + " (already-deleted facts they cover would be erased; pass a legal_hold_overridden receipt)",
+            covered)
+    compaction.check_override(run.override_receipt, covered)
+
+
+def _record_erased(run: _Erasure, snapshot: ExitStack) -> None:
+    """What the erasure takes (facts, content hashes, scan needles), read from the view as the delete left
+    it and written to the ledger before compaction drops the values; an interrupted erasure's, from the
+    ledger's "erasing" line."""
+    if run.resume is not None:
+        run.erased, run.needles, run.fragments = (run.resume["erased_facts"], run.resume["needles"],
+                                                  run.resume["fragments"])
+        return
+    run.erased, run.needles, run.fragments = _erased_entries(run.store, run.plan)
+    snapshot.close()
+    run.erased += [{"fact_id": fid, "tenant_hash": None, "content_hash": None, "value_bytes": None,
+                    "selected": True, "scan": COMPACTED_AWAY} for fid in run.gone]
+    erasure_ledger.erasing(run.store.data_dir, run.request_id, run.erased, run.needles, run.fragments)
+
+
+def _compact(run: _Erasure) -> compaction.CompactionReport:
+    """The compaction that drops the deleted facts' values from the journal. Corrupt lines are not
+    dropped silently: compaction keeps them in a quarantine file (named in the report), where the byte
+    scan still looks for erased values."""
     try:
-        comp = compaction.compact(store, override_receipt=override_receipt if covered else None,
-                                  progress=progress, hash_before=True, drop_corrupt=True, for_erasure=True)
-    except compaction.LegalHoldBlocked as exc:  # another writer deleted a held fact since the delete above
+        return compaction.compact(run.store, override_receipt=run.override_receipt if run.covered else None,
+                                  progress=run.progress, hash_before=True, drop_corrupt=True, for_erasure=True)
+    except compaction.LegalHoldBlocked as exc:  # another writer deleted a held fact since the delete
         raise compaction.LegalHoldBlocked(
             f"{exc}; a fact the hold covers was deleted by another writer while this erasure ran. Its own "
             "deletions are made: the next command completes it once compaction is allowed again", exc.covered
         ) from None
-    crash_point("erase-after-compact")
-    # From here on the journal no longer holds the values: record failures in the report, never
-    # lose the report over them.
-    errors: list[str] = [f"{len(gone)} fact(s) {_COMPACTED_AWAY_WHY}: their hashes and needles were never "
-                         "recorded, so their other copies were neither scrubbed nor scanned"] if gone else []
-    documents = None
-    sqlite: dict[str, Any] = {"wal_checkpointed": False, "vacuumed": False}
+
+
+def _scrub(run: _Erasure) -> None:
+    """Under the writer lock, the other copies the store keeps: the tenant's documents, the derived
+    indexes, quarantine and temp files and exports, tool errors; with `vacuum`, the view's file."""
+    store = run.store
     with store.writer_lock():
-        if documents_tenant is not None:
-            try:
-                from ..documents.lane import DocumentLane
-                doc_needles, doc_fragments, chunks = _document_needles(store, documents_tenant.strip())
-                documents = dict(DocumentLane(store).erase_tenant(documents_tenant))
-                documents["chunk_needles"] = len(doc_needles)
-                needles.extend(doc_needles)
-                fragments.extend(doc_fragments)
-            except Exception as exc:
-                errors.append(f"document erasure failed: {exc}")
-        indexes = _sync_derived_indexes(store)
-        files = _scrub_files(store, needles, fragments, errors)
-        tool_errors_scrubbed = scrub_tool_errors(store.db, needles + fragments)
-        if vacuum:
-            sqlite.update(_scrub_sqlite(store, True))
+        if run.documents_tenant is not None:
+            _erase_documents(run, run.documents_tenant)
+        run.indexes = erasure_scrub.sync_derived_indexes(store)
+        run.files = erasure_scrub.scrub_files(store, run.needles, run.fragments, run.errors)
+        run.tool_errors_scrubbed = erasure_scrub.scrub_tool_errors(store.db, run.needles + run.fragments)
+        if run.vacuum:
+            run.sqlite.update(erasure_scrub.scrub_sqlite(store, True))
+
+
+def _erase_documents(run: _Erasure, tenant: str) -> None:
+    """The tenant's documents, their chunk texts added to what the scan looks for."""
+    try:
+        from ..documents.lane import DocumentLane
+        doc_needles, doc_fragments, _ = erasure_scrub.document_needles(run.store, tenant.strip())
+        run.documents = documents = dict(DocumentLane(run.store).erase_tenant(tenant))
+        documents["chunk_needles"] = len(doc_needles)
+        run.needles.extend(doc_needles)
+        run.fragments.extend(doc_fragments)
+    except Exception as exc:
+        run.errors.append(f"document erasure failed: {exc}")
+
+
+def _verify(run: _Erasure) -> ScanResult:
+    """The WAL folded in, then every file as it is now scanned: a value another writer stored again
+    meanwhile is found, and said."""
+    store, sqlite = run.store, run.sqlite
     sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
-    # Every file as it is now: a value another writer stored again meanwhile is found, and said.
-    verification = scan_directory(store.data_dir, needles)
+    verification = scan_directory(store.data_dir, run.needles)
     if not verification.ok:
         # Look again where no writer adds to the files meanwhile. secure_delete zeroes deleted cells, but
         # a B-tree rebalance can leave old bytes in a live page's unused space; VACUUM rewrites every
         # page, so run it when the scan finds any in the view's files.
         with store.writer_lock():
             if not sqlite["vacuumed"] and any(hit["file"].startswith(view_file.DB_NAME) for hit in verification.hits):
-                sqlite.update(_scrub_sqlite(store, True))
+                sqlite.update(erasure_scrub.scrub_sqlite(store, True))
                 sqlite["vacuumed_after_scan"] = True
             else:
                 sqlite["wal_checkpointed"] = compaction.checkpoint_wal(store.db)
-            verification = scan_directory(store.data_dir, needles)
+            verification = scan_directory(store.data_dir, run.needles)
+    return verification
+
+
+def _store_report(run: _Erasure, comp: compaction.CompactionReport, verification: ScanResult) -> dict[str, Any]:
+    """The report, stored as a fact under the writer lock (the report chain: the last report read and
+    this one stored together); the recorded copies outside the data directory scanned first."""
+    store = run.store
     now = timestamps.now_ns()
-    outside = outside_reach(store.data_dir, needles, timestamps.format_event_time(now))
-    with store.writer_lock():  # (the report chain: the last report read and this one stored together)
+    outside = outside_reach(store.data_dir, run.needles, timestamps.format_event_time(now))
+    with store.writer_lock():
         store.refresh()
         reports = stored_reports(store.db)
-        prev = reports[-1].get("report_hash") if reports else None
-        report: dict[str, Any] = {
-            "schema": REPORT_SCHEMA,
-            "request_id": request_id,
-            "kind": kind,
-            "requested_at": timestamps.format_fact_time(requested_at),
-            "executed_at": timestamps.format_fact_time(now),
-            "actor": who,
-            "reason": why,
-            "selection": selection,
-            "counts": {
-                "facts_selected": len(plan.to_delete) + len(plan.already_deleted),
-                "facts_deleted_now": len(deleted),
-                "facts_already_deleted": len(plan.already_deleted),
-                "facts_erased": len(erased),
-                "facts_held_back": len(plan.held_back),
-                "facts_protected": len(plan.protected),
-                "facts_not_deleted": len(refused),
-                "consolidations_undone": undone,
-            },
-            "stores": {
-                "journal": {"lines_before": comp.lines_before, "lines_after": comp.lines_after,
-                            "bytes_before": comp.bytes_before, "bytes_after": comp.bytes_after,
-                            "facts_dropped": comp.facts_dropped, "tombstones": comp.tombstones_kept,
-                            "corrupt_lines_dropped": comp.corrupt_lines_dropped,
-                            "corrupt_lines_file": comp.corrupt_lines_file,
-                            "lines_carried_over": comp.lines_carried_over},
-                "view": {"fact_rows_removed": comp.facts_dropped, "generation": comp.generation,
-                         "derived_indexes_synced": indexes, **sqlite},
-                "documents": documents,
-                "quarantined_tails": {"removed": files["quarantined_tails_removed"]},
-                "quarantine_files": {"rewritten": files["quarantine_rewritten"]},
-                "tool_errors": {"messages_scrubbed": tool_errors_scrubbed},
-                "temp_files": {"removed": files["temp_files_removed"] + comp.stale_temp_files_removed},
-                "exports": {"rewritten": files["exports_rewritten"]},
-            },
-            "erased_facts": erased,
-            "not_erased": refused,
-            "held_back": plan.held_back,
-            "protected": plan.protected,
-            "holds_blocking": sorted({h for item in plan.held_back for h in item["hold_ids"]}),
-            "backups_still_holding": [c["path"] for c in outside if c["kind"] == "backup"],
-            "outside_reach": outside,
-            "override_receipt_id": comp.override_receipt_id,
-            "journal": {
-                "before": {"blake3": comp.journal_blake3_before, "bytes": comp.bytes_before,
-                           "inode": comp.inode_before},
-                "after": {"blake3": comp.journal_blake3_after, "bytes": comp.bytes_after, "inode": comp.inode_after},
-            },
-            "scan_scheme": SCAN_SCHEME,
-            "needles": [[n["fact_id"], n["form"], n["length"], n["anchor"], n["blake3"]] for n in needles],
-            "verification": verification.to_dict(),
-            "errors": errors,
-            # (recorded backups and exports are accounted for: listed with their rule, `doctor` warns)
-            "ok": verification.ok and not errors and not unaccounted(outside),
-            "prev_report_hash": prev,
-        }
+        report = _report(run, comp, verification, outside, now, reports[-1].get("report_hash") if reports else None)
         spill(store, report)
         report["report_hash"] = report_hash(report)
         store_report(store, report)
-    erasure_ledger.finish(store.data_dir, report, documents_tenant, erased, needles)
-    crash_point("erase-after-report")
     return report
+
+
+def _report(run: _Erasure, comp: compaction.CompactionReport, verification: ScanResult,
+            outside: list[dict[str, Any]], now: int, prev: Optional[str]) -> dict[str, Any]:
+    plan, errors = run.plan, run.errors
+    return {
+        "schema": REPORT_SCHEMA,
+        "request_id": run.request_id,
+        "kind": run.kind,
+        "requested_at": timestamps.format_fact_time(run.requested_at),
+        "executed_at": timestamps.format_fact_time(now),
+        "actor": run.who,
+        "reason": run.why,
+        "selection": run.selection,
+        "counts": {
+            "facts_selected": len(plan.to_delete) + len(plan.already_deleted),
+            "facts_deleted_now": len(run.deleted),
+            "facts_already_deleted": len(plan.already_deleted),
+            "facts_erased": len(run.erased),
+            "facts_held_back": len(plan.held_back),
+            "facts_protected": len(plan.protected),
+            "facts_not_deleted": len(run.refused),
+            "consolidations_undone": run.undone,
+        },
+        "stores": _stores_section(run, comp),
+        "erased_facts": run.erased,
+        "not_erased": run.refused,
+        "held_back": plan.held_back,
+        "protected": plan.protected,
+        "holds_blocking": sorted({h for item in plan.held_back for h in item["hold_ids"]}),
+        "backups_still_holding": [c["path"] for c in outside if c["kind"] == "backup"],
+        "outside_reach": outside,
+        "override_receipt_id": comp.override_receipt_id,
+        "journal": {
+            "before": {"blake3": comp.journal_blake3_before, "bytes": comp.bytes_before,
+                       "inode": comp.inode_before},
+            "after": {"blake3": comp.journal_blake3_after, "bytes": comp.bytes_after, "inode": comp.inode_after},
+        },
+        "scan_scheme": SCAN_SCHEME,
+        "needles": [[n["fact_id"], n["form"], n["length"], n["anchor"], n["blake3"]] for n in run.needles],
+        "verification": verification.to_dict(),
+        "errors": errors,
+        # (recorded backups and exports are accounted for: listed with their rule, `doctor` warns)
+        "ok": verification.ok and not errors and not unaccounted(outside),
+        "prev_report_hash": prev,
+    }
+
+
+def _stores_section(run: _Erasure, comp: compaction.CompactionReport) -> dict[str, Any]:
+    """The report's `stores`: what the erasure did to each copy the store keeps."""
+    files = run.files
+    return {
+        "journal": {"lines_before": comp.lines_before, "lines_after": comp.lines_after,
+                    "bytes_before": comp.bytes_before, "bytes_after": comp.bytes_after,
+                    "facts_dropped": comp.facts_dropped, "tombstones": comp.tombstones_kept,
+                    "corrupt_lines_dropped": comp.corrupt_lines_dropped,
+                    "corrupt_lines_file": comp.corrupt_lines_file,
+                    "lines_carried_over": comp.lines_carried_over},
+        "view": {"fact_rows_removed": comp.facts_dropped, "generation": comp.generation,
+                 "derived_indexes_synced": run.indexes, **run.sqlite},
+        "documents": run.documents,
+        "quarantined_tails": {"removed": files["quarantined_tails_removed"]},
+        "quarantine_files": {"rewritten": files["quarantine_rewritten"]},
+        "tool_errors": {"messages_scrubbed": run.tool_errors_scrubbed},
+        "temp_files": {"removed": files["temp_files_removed"] + comp.stale_temp_files_removed},
+        "exports": {"rewritten": files["exports_rewritten"]},
+    }
 
 
 def unmatched_fact_ids(store: Store, selection: Selection) -> list[str]:
@@ -625,7 +500,7 @@ def dry_run(store: Store, selection: Selection, documents: bool = False) -> dict
         chunks = 0
         if documents and selection.tenant is not None:
             chunks = store.db.execute("SELECT count(*) FROM document_chunks WHERE tenant_id = ?",
-                                      (selection.tenant,)).get if tenant_has_documents(
+                                      (selection.tenant,)).get if erasure_scrub.tenant_has_documents(
                                           store, selection.tenant) else 0
         return {"dry_run": True, "selection": selection.to_report(), "facts": plan.to_delete,
                 "already_deleted": plan.already_deleted, "held_back": plan.held_back, "protected": plan.protected,
@@ -648,103 +523,3 @@ def erase(store: Store, selection: Selection, *, actor: Optional[str] = None, re
                        request_id=request_id, override_receipt=override_receipt,
                        documents_tenant=selection.tenant if documents else None, vacuum=vacuum, progress=progress,
                        requested_at=requested_at)
-
-
-def interrupted(data_dir: Path) -> list[dict[str, Any]]:
-    """The erasures the ledger says were begun and not reported, unless an erasure is running right now
-    (its own entry is among them: it is not interrupted, and the rest wait for a later command)."""
-    entries = erasure_ledger.interrupted(data_dir)
-    return [] if not entries or erasure_lock.running(data_dir) else entries
-
-
-def complete_interrupted(store: Store) -> list[dict[str, Any]]:
-    """Finish every erasure the ledger says was begun and not reported (killed mid-way): delete what is
-    left, compact, scrub, scan, and store its report under its own request id. Returns the reports."""
-    if not erasure_ledger.interrupted(store.data_dir):
-        return []
-    done = []
-    with erasure_lock.held_if_free(store.data_dir) as free, store.writer_lock():
-        if not free:  # an erasure is running in another process: its entry is not interrupted
-            return []
-        store.refresh()
-        for entry in erasure_ledger.interrupted(store.data_dir):
-            rid = entry["request_id"]
-            stored = [r for r in stored_reports(store.db) if r.get("request_id") == rid]
-            if stored:  # killed after the report was stored, before the ledger said so
-                report = {k: v for k, v in stored[-1].items() if k != "_fact_id"}
-                erased, _ = load_list(store.db, report, "erased_facts")
-                needles, _ = load_list(store.db, report, "needles")
-                erasure_ledger.finish(store.data_dir, report, entry.get("documents_tenant"), erased,
-                                      [dict(zip(("fact_id", "form", "length", "anchor", "blake3"), n))
-                                       for n in needles])
-                done.append(report)
-                continue
-            plan, gone = Plan(), []
-            for fid in entry["fact_ids"]:
-                row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
-                if row is None:
-                    gone.append(fid)
-                else:
-                    (plan.already_deleted if row[0] else plan.to_delete).append(fid)
-            # Facts it had selected that are gone from the view, with no "erasing" line: deleted by it, then
-            # compacted away by another process (or a Crux daemon) before it recorded them.
-            resume = entry.get("erasing")
-            try:
-                report = execute(store, kind=entry["kind"], selection=entry["selection"], plan=plan,
-                                 actor=entry["actor"], reason=entry["reason"], request_id=rid,
-                                 documents_tenant=entry.get("documents_tenant"),
-                                 requested_at=timestamps.parse_ns(entry["requested_at"]), resume=resume,
-                                 gone=tuple(gone) if resume is None else ())
-            except compaction.LegalHoldBlocked:
-                # A held fact was deleted since (by another writer): compaction stays refused until an
-                # operator releases the hold or overrides it; the erasure waits, pending, for that.
-                continue
-            if "outcome" in report:  # killed before its delete was durable: nothing was erased
-                erasure_ledger.abandon(store.data_dir, rid)
-            else:
-                done.append(report)
-    return done
-
-
-def reapply(store: Store, entries: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """Apply again, after a restore of an older backup, the erasures the ledger recorded after it: the
-    facts each one erased that the backup brought back, and its tenant's documents. Returns the reports."""
-    out = []
-    with erasure_lock.held(store), store.writer_lock():
-        store.refresh()
-        for entry in entries:
-            plan = Plan()
-            for fid in entry.get("fact_ids", []):
-                row = store.db.execute("SELECT deleted FROM facts WHERE fact_id = ?", (fid,)).fetchone()
-                if row is not None:
-                    (plan.already_deleted if row[0] else plan.to_delete).append(fid)
-            tenant = entry.get("documents_tenant")
-            if not plan.to_delete and not plan.already_deleted and not (tenant and tenant_has_documents(store, tenant)):
-                continue
-            _refuse_if_held(store, entry["request_id"], plan.to_delete)
-            rid = f"{entry['request_id']}-reapplied-{uuid.uuid4().hex[:8]}"
-            report = execute(store, kind="reapplied_after_restore",
-                             selection={"reapplies": entry["request_id"], "restored_from": source,
-                                        "fact_ids": plan.to_delete + plan.already_deleted},
-                             plan=plan, actor="restore", reason=f"erasure {entry['request_id']} re-applied after "
-                             f"restoring {source}", request_id=rid, documents_tenant=tenant)
-            out.append(report)
-    return out
-
-
-def _refuse_if_held(store: Store, request_id: str, fact_ids: list[str]) -> None:
-    """Before deleting anything: an erasure applied again cannot delete a fact an active hold of the
-    restored store covers (its compaction would be refused half-way). LegalHoldBlocked names them."""
-    holds = legal_holds.active_holds(store.db)
-    covered = []
-    for fid in fact_ids:
-        tenant, entity = store.db.execute("SELECT tenant_hash, entity FROM facts WHERE fact_id = ?", (fid,)).get
-        hold_ids = legal_holds.covering_holds(holds, tenant, entity)
-        if hold_ids:
-            covered.append((fid, hold_ids))
-    if covered:
-        raise compaction.LegalHoldBlocked(
-            f"erasure {request_id} erased {len(covered)} fact(s) that legal hold(s) "
-            + ",".join(sorted({h for _, hs in covered for h in hs}))
-            + " of the restored backup cover, and no ledger or source store says those holds were released "
-            "since (pass the ledger that does with --erasure-ledger)", covered)

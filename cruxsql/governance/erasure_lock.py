@@ -12,7 +12,7 @@ the kernel when its holder dies) spans the whole run, so that:
   (`compaction.compact` waits for it);
 * two erasures (or retention runs) never interleave their phases or their report chain;
 * the next command's repair tells an erasure running in another process (lock held) from one that was
-  killed (ledger entry begun, lock free), and completes only the latter (`erasure.complete_interrupted`).
+  killed (ledger entry begun, lock free), and completes only the latter (`erasure_recovery.complete_interrupted`).
 
 Order: this lock first, then the writer lock, never the other way round while waiting (the repair only
 tries it, without waiting), so the two cannot deadlock. The file holds nothing.

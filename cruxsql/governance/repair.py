@@ -4,7 +4,7 @@
 * segment files outside the manifest and `.*.partial` files of a killed ingest;
 * the staging copy and view copy of a killed backup, and the staging copy of a killed restore of this
   store into another directory (recorded in `backups.json` with their pid);
-* an erasure killed before its report was stored: completed (`erasure.complete_interrupted`).
+* an erasure killed before its report was stored: completed (`erasure_recovery.complete_interrupted`).
 
 A cheap look without the writer lock comes first; the lock is taken only when something is there.
 """
@@ -40,7 +40,7 @@ def _anything_left(data_dir: Path) -> bool:
 
 
 def _erasure_interrupted(data_dir: Path) -> bool:
-    """`erasure.interrupted`, without importing the erasure machinery every command's open would pay for."""
+    """`erasure_recovery.interrupted`, without importing the erasure machinery every command's open would pay for."""
     return bool(erasure_ledger.interrupted(data_dir)) and not erasure_lock.running(data_dir)
 
 
@@ -49,7 +49,7 @@ def repair(store: Store) -> list[str]:
     data_dir = Path(store.data_dir)
     if store.read_only or not _anything_left(data_dir):
         return []
-    from . import compaction, erasure   # only when something is left: most opens never load them
+    from . import compaction, erasure_recovery   # only when something is left: most opens never load them
     done = []
     with store.writer_lock():
         for name in compaction.remove_stale_temp_files(store.journal):
@@ -59,7 +59,7 @@ def repair(store: Store) -> list[str]:
             done.append(f"removed segments/{path.name}, left by a killed ingest")
         for removed, kind in remove_dead_stagings(data_dir):
             done.append(f"removed {removed}, left by a killed {kind}")
-        for report in erasure.complete_interrupted(store):
+        for report in erasure_recovery.complete_interrupted(store):
             done.append(f"completed the interrupted erasure {report['request_id']}: "
                         f"{report['counts']['facts_erased']} fact(s) erased, report stored"
                         + ("" if report["ok"] else " (ERASURE NOT VERIFIED: run verify --erasure)"))

@@ -46,7 +46,7 @@ from ..facts import replay, timestamps, view_file
 from ..facts.faults import crash_point
 from ..facts.files import fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME, Journal
-from . import audit_export, compaction, erasure, erasure_ledger, erasure_lock, legal_holds, store_identity
+from . import compaction, erasure_ledger, erasure_lock, erasure_recovery, export_manifest, legal_holds, store_identity
 from .backup import (
     BackupError,
     alive,
@@ -403,9 +403,9 @@ def _carry_records(target: Path, staging: Path, knowledge: ErasureKnowledge, man
         backups = [e for e in recorded_backups(old) if e.get("kind") != "restore"]
         if backups:
             write_registry(staging, backups)
-        exports = old / audit_export.MANIFEST_NAME
+        exports = old / export_manifest.MANIFEST_NAME
         if exports.exists():
-            write_file_durably(staging / audit_export.MANIFEST_NAME, exports.read_bytes())
+            write_file_durably(staging / export_manifest.MANIFEST_NAME, exports.read_bytes())
     own_id = store_identity.read_id(old) if old is not None else None
     source = manifest.get("source") or {}
     if own_id is None and knowledge.source_store is None and source.get("store_id") \
@@ -455,9 +455,9 @@ def _reapply(directory: Path, later: list[dict[str, Any]], releases: list[dict[s
         if releases:
             outcome.holds_released = legal_holds.reinstate_releases(store, releases)
         crash_point("restore-holds-released")
-        erasure.complete_interrupted(store)
+        erasure_recovery.complete_interrupted(store)
         try:
-            outcome.reports = erasure.reapply(store, later, str(src)) if later else []
+            outcome.reports = erasure_recovery.reapply(store, later, str(src)) if later else []
         except compaction.LegalHoldBlocked as exc:
             raise BackupError(f"an erasure made after this backup cannot be applied again: {exc}") from None
     return outcome

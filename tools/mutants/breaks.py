@@ -134,12 +134,12 @@ BREAKS: tuple[Break, ...] = (
           "        return execute(store, kind=\"erasure\"",
           ("tests/test_erasure_concurrency.py::test_writers_store_while_the_erasure_takes_its_snapshot_and_scans",)),
     Break("repair-completes-a-running-erasure", "the repair on open ignores the erasure lock",
-          "cruxsql/governance/erasure.py",
+          "cruxsql/governance/erasure_recovery.py",
           "    return [] if not entries or erasure_lock.running(data_dir) else entries\n",
           "    return entries  # planted\n",
           ("tests/test_erasure_concurrency.py::test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command",)),
     Break("completion-of-a-running-erasure", "an interrupted erasure is completed although its process holds the "
-          "erasure lock", "cruxsql/governance/erasure.py",
+          "erasure lock", "cruxsql/governance/erasure_recovery.py",
           "        if not free:  # an erasure is running in another process: its entry is not interrupted\n",
           "        if False:  # planted\n",
           ("tests/test_erasure_concurrency.py::test_an_erasure_running_elsewhere_is_not_completed_by_the_next_command",)),
@@ -149,7 +149,7 @@ BREAKS: tuple[Break, ...] = (
           "    _store_state(store, hold, receipt_id, who)  # planted\n",
           ("tests/test_erasure_concurrency.py::test_no_hold_is_placed_while_an_erasure_runs",)),
     Break("repair-fails-on-a-held-back-erasure", "a pending erasure whose compaction a hold refuses makes every "
-          "command's repair fail", "cruxsql/governance/erasure.py",
+          "command's repair fail", "cruxsql/governance/erasure_recovery.py",
           "            except compaction.LegalHoldBlocked:\n",
           "            except KeyError:  # planted\n",
           ("tests/test_erasure_concurrency.py::"
@@ -168,7 +168,7 @@ BREAKS: tuple[Break, ...] = (
           ("tests/test_erasure_concurrency.py::test_a_compaction_waits_for_a_running_erasure",)),
     Break("interrupted-erasure-abandoned-after-a-compaction", "an interrupted erasure whose deleted facts were "
           "compacted away before its ledger recorded them is abandoned, with no report",
-          "cruxsql/governance/erasure.py",
+          "cruxsql/governance/erasure_recovery.py",
           "                                 gone=tuple(gone) if resume is None else ())\n",
           "                                 gone=())  # planted\n",
           ("tests/test_erasure_concurrency.py::"
@@ -238,7 +238,7 @@ BREAKS: tuple[Break, ...] = (
           ("tests/test_write_indexing.py::test_a_read_beside_a_writer_scans_the_unindexed_tail_with_the_same_answers",)),
     Break("restore-without-erasures", "a restore goes live without applying again the erasures made since its backup",
           "cruxsql/governance/restore.py",
-          "            outcome.reports = erasure.reapply(store, later, str(src)) if later else []\n",
+          "            outcome.reports = erasure_recovery.reapply(store, later, str(src)) if later else []\n",
           "            outcome.reports = []  # planted\n",
           ("tests/test_restore_erasure.py::test_restore_into_a_new_directory_applies_the_source_stores_erasures",)),
     Break("killed-restore-left-alone", "the next command neither completes nor rolls back a killed restore",
