@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Optional
 import pytest
 from click.testing import CliRunner, Result
 
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 from cruxsql.cli import main
 from cruxsql.facts import privacy
 from cruxsql.facts.store import Store

@@ -25,7 +25,7 @@ from cruxsql.documents.sources import chunk_document
 from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store
 from cruxsql.governance import legal_holds
-from mounts import mounted, read_only_mount
+from support.mounts import mounted, read_only_mount
 
 CREATES = {"init", "store", "store-batch", "store-conversation", "ingest", "hold place"}
 WRITES = {"delete", "supersede", "clear-supersede", "set-validity", "set-horizon", "reverify", "rebuild", "compact",
@@ -58,7 +58,7 @@ def commands(group: click.Group = main, prefix: tuple[str, ...] = ()) -> Iterato
 
 SERVERS = {"console", "node"}
 """Run until stopped, so the generic loops below cannot invoke them; their refusals (missing store, bad
-options) are tested in their own modules (test_console_server.py, test_cluster.py)."""
+options) are tested in their own modules (console/test_server.py, cluster/test_cluster.py)."""
 ALL = {name: command for name, command in commands() if name not in SERVERS}
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import cruxsql
 
-from mcp_clients import server_env
+from support.mcp_clients import server_env
 
 CLI = [sys.executable, "-m", "cruxsql"]
 PACKAGE = Path(cruxsql.__file__).resolve().parent

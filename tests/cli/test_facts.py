@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 
 @pytest.fixture

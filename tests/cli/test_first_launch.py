@@ -13,9 +13,9 @@ import pytest
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_clients import CLI, McpClient, server_env
+from support.mcp_clients import CLI, McpClient, server_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "Error: no cruxsql store at {} (run `cruxsql init` or pass --data-dir)"
 
 

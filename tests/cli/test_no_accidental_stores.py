@@ -1,7 +1,7 @@
 """No accidental stores: the commands that write but are not meant to start a store (`mcp`, `import`,
 `bootstrap-seed`, `workspace index`) refuse a path without one, with the `cruxsql init` hint, unless
 told to create it (--create). Every registered command is walked against a missing store in
-test_cli_edges.py::test_missing_store; this module covers --create and the MCP server's process.
+cli/test_edges.py::test_missing_store; this module covers --create and the MCP server's process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from cruxsql.cli import main
-from mcp_clients import server_env
+from support.mcp_clients import server_env
 
 HINT = "run `cruxsql init`"
 # one line both importers read: an mcp-memory entity, and a mem0 export with no results
@@ -37,7 +37,7 @@ def test_create_makes_the_store_the_command_would_otherwise_refuse(tmp_path: Pat
 
 
 def test_the_mcp_server_refuses_a_typo_and_serves_a_new_store_with_create(tmp_path: Path) -> None:
-    # this user has a store already (a first launch creates its store: test_first_launch.py)
+    # this user has a store already (a first launch creates its store: cli/test_first_launch.py)
     subprocess.run([sys.executable, "-m", "cruxsql", "init", "--data-dir", str(tmp_path / "known")],
                    capture_output=True, timeout=60, env=server_env(), check=True)
     cli = [sys.executable, "-m", "cruxsql", "mcp", "--data-dir", str(tmp_path / "typo")]

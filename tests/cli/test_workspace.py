@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from workspace_builders import CORE, build_workspace
+from support.workspace_builders import CORE, build_workspace
 
 
 def run(data_dir, *args, session="cli"):

@@ -27,8 +27,9 @@ from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore  # noqa: E402
 from cruxsql.facts import bulk  # noqa: E402
 from cruxsql.facts.faults import CRASH_ENV  # noqa: E402
-from test_bulk_replay import _present_text_index, _tables, mixed_journal  # noqa: E402
-from test_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
+from support.mixed_journal import mixed_journal, present_text_index  # noqa: E402
+from support.mixed_journal import tables as all_tables  # noqa: E402
+from support.nats_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
 
 try:
     server_binary()
@@ -126,10 +127,10 @@ def catch_up_one_by_one(node: ClusterStore, until: int) -> None:
 
 
 def tables(db: apsw.Connection) -> dict[str, list]:
-    """test_bulk_replay's `_tables`, with the text index compared by the postings of the facts present."""
-    out: dict[str, list] = _tables(db)
+    """support/mixed_journal.py's `tables`, with the text index compared by the postings of the facts present."""
+    out: dict[str, list] = all_tables(db)
     del out["recall_text"], out["recall_grams"]
-    out["text index"] = list(_present_text_index(db))
+    out["text index"] = list(present_text_index(db))
     return out
 
 

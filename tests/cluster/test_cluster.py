@@ -23,8 +23,9 @@ from cruxsql.cluster.link import ClusterLink, ClusterRefused  # noqa: E402
 from cruxsql.cluster.loopback import LoopbackCluster, server_binary  # noqa: E402
 from cruxsql.cluster.node import bind  # noqa: E402
 from cruxsql.cluster.store import ClusterStore, chain_subject  # noqa: E402
-from cruxsql.errors import CruxsqlError, NotFound  # noqa: E402
+from cruxsql.errors import NotFound  # noqa: E402
 from cruxsql.facts import codec  # noqa: E402
+from support.nats_cluster import nats_cluster  # noqa: E402,F401 (fixture)
 
 try:
     server_binary()
@@ -32,23 +33,6 @@ except Exception:  # pragma: no cover - the cluster extra is part of [test]
     pytest.skip("nats-server is not installed", allow_module_level=True)
 
 CLI = [sys.executable, "-m", "cruxsql"]
-
-
-@pytest.fixture(scope="module")
-def nats_cluster(tmp_path_factory: pytest.TempPathFactory):
-    for attempt in range(3):  # its free ports are picked before the servers bind them: another process may win one
-        cluster = LoopbackCluster(tmp_path_factory.mktemp("nats"), 3)
-        try:
-            cluster.start()
-            break
-        except CruxsqlError:
-            cluster.stop()
-            if attempt == 2:
-                raise
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
@@ -443,7 +427,7 @@ def test_an_mcp_server_on_a_node_writes_and_reads_through_the_cluster(nats_clust
     """`cruxsql mcp` on a bound directory: the agent's store goes through the cluster to the other nodes,
     and its recall sees what another node wrote (identity still from the connection)."""
     from anyio.from_thread import start_blocking_portal
-    from mcp_clients import stdio
+    from support.mcp_clients import stdio
 
     (other,) = open_nodes(nats_cluster, tmp_path, "agents", 1)
     agent_dir = tmp_path / "agent-node"

@@ -13,7 +13,7 @@ from cruxsql.cluster import link as link_module  # noqa: E402
 from cruxsql.cluster import pull  # noqa: E402
 from cruxsql.cluster.link import ClusterLink, subject_prefix  # noqa: E402
 from cruxsql.cluster.loopback import server_binary  # noqa: E402
-from test_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
+from support.nats_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
 
 try:
     server_binary()

@@ -18,7 +18,7 @@ from cruxsql.console.metadata import AUDIT_DB, VIEW_DB, build_metadata
 from cruxsql.governance.audit_export import AuditQuery, export_audit
 from cruxsql.recall.freshness import DecayPolicy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def schema_of(path: Path) -> dict[str, list[str]]:

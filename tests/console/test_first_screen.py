@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
-from console_support import cli, console_store, running_console  # noqa: F401 (fixtures)
-from test_console_browser import CANNED, browser_console, pytestmark  # noqa: F401 (fixture, skip marks)
+from support.browser import BROWSER_MARKS, CANNED, browser_console  # noqa: F401 (fixture)
+from support.console import cli, console_store  # noqa: F401 (fixture)
+
+pytestmark = BROWSER_MARKS
 
 VIEWPORT_HEIGHT = 1000
 

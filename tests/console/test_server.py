@@ -20,7 +20,7 @@ from cruxsql.console import contract, launch
 from cruxsql.governance import legal_holds, retention
 from cruxsql.recall import freshness
 
-from console_support import OLD_FACTS, cli, console_store, running_console  # noqa: F401 (fixture)
+from support.console import OLD_FACTS, cli, console_store, running_console  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                 reason="Datasette is not installed (pip install -e '.[test]' brings it)")

@@ -19,7 +19,7 @@ from cruxsql.curation.consolidation import ConsolidationRequest, consolidate_fac
 from cruxsql.facts import view_file
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance.compaction import compact
-from journal_builders import fact_obj, line
+from support.journal_builders import fact_obj, line
 
 _CURATION_SQL = (view_file.migrations_dir() / "0009_curation.sql").read_text(encoding="utf-8")
 SELF_JOIN = _CURATION_SQL.split("CREATE VIEW duplicate_candidates AS")[1].split(";")[0]  # the formulation replaced

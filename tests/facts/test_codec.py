@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import CorruptLine, Fact
 
-GOLDEN = Path(__file__).parent / "golden" / "crux_spec_examples.jsonl"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "crux_spec_examples.jsonl"
 
 
 def golden_lines() -> list[str]:

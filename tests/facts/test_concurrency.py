@@ -16,7 +16,7 @@ from cruxsql.errors import Conflict, JournalPoisoned
 from cruxsql.facts import appended, store as store_module
 from cruxsql.facts.idempotency import IDEMPOTENCY_NAME
 from cruxsql.facts.store import Store, StoreRequest
-from mcp_clients import server_env
+from support.mcp_clients import server_env
 
 CLI = [sys.executable, "-m", "cruxsql"]
 HOLD_LOCK = r"""

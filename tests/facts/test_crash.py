@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import cruxsql
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 from cruxsql.facts.faults import CRASH_ENV
 
 WRITER = r"""

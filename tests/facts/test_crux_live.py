@@ -1,8 +1,8 @@
 """A Crux writer beside cruxsql writers, readers and an MCP server on one data directory, for a few
 seconds (bounded): nothing either side acknowledged is lost, nothing is quarantined, and cruxsql's
-view equals a replay of the final journal by Crux's rules (tests/crux_reference.py).
+view equals a replay of the final journal by Crux's rules (tests/support/crux_reference.py).
 
-The Crux writer (tests/crux_writer.py) writes Crux's exact line sequences: two writes per line, a new
+The Crux writer (tests/support/crux_writer.py) writes Crux's exact line sequences: two writes per line, a new
 version's `supersede` line in a later write after a pause, `store_synced` single lines, and
 compactions that rewrite and rename the journal.
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import cruxsql
 from cruxsql.facts.view import iter_facts
-from crux_reference import replay
-from mcp_clients import server_env, stdio
+from support.crux_reference import replay
+from support.mcp_clients import server_env, stdio
 
 SECONDS = 8.0
-TESTS = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 # A write that fails is not acknowledged (and is not counted as lost). Every process counts the
 # SQLITE_BUSY and inconsistent-read failures (KeyError on a row a read selected) it meets and prints them.
@@ -96,7 +96,7 @@ def test_crux_and_cruxsql_share_a_live_directory(portal, tmp_path: Path) -> None
     env = server_env({"PYTHONPATH": ":".join(sys.path)})
     crux_ack, py_ack = tmp_path / "crux.ack", tmp_path / "py.ack"
     procs = [
-        subprocess.Popen([sys.executable, str(TESTS / "crux_writer.py"), str(data), str(SECONDS), str(crux_ack)],
+        subprocess.Popen([sys.executable, str(SUPPORT / "crux_writer.py"), str(data), str(SECONDS), str(crux_ack)],
                          env=env, stderr=subprocess.PIPE, text=True),
         subprocess.Popen([sys.executable, "-c", CRUXSQL_WRITER, str(data), str(SECONDS), str(py_ack)],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),

@@ -115,7 +115,7 @@ def test_a_pin_is_exactly_1_or_ascii_case_insensitive_true_untrimmed(tmp_path: P
 
 
 def test_memory_view_answers_crux_feature_disabled_response(portal, tmp_path: Path) -> None:
-    from mcp_clients import stdio
+    from support.mcp_clients import stdio
     with cruxsql.open(tmp_path) as store:
         store.store("svc", "k", "v")
     client = stdio(portal, tmp_path, "--agent", "a1", env={"CORECRUXD_FEATURE_MEMORY_PANEL": "0"})
@@ -150,7 +150,7 @@ def test_horizon_and_reverify_stay_out_of_facts_jsonl_and_survive_a_crux_compact
     """Crux has no op for them: they go to cruxsql-fact-events.jsonl, replayed after facts.jsonl, so a
     Crux replay sees no line it skips, and a Crux compaction (from its memory, without them) loses
     nothing for cruxsql."""
-    from crux_reference import compact, replay
+    from support.crux_reference import compact, replay
     with cruxsql.open(tmp_path) as store:
         fact = store.store("svc", "k", "v")
         store.set_horizon(fact.fact_id, "volatile")

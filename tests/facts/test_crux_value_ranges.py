@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from crux_reference import replay as crux_replay
-from crux_writer import VALUE_RANGE_KEPT, VALUE_RANGE_LINES, crux_store_line
+from support.crux_reference import replay as crux_replay
+from support.crux_writer import VALUE_RANGE_KEPT, VALUE_RANGE_LINES, crux_store_line
 
 import cruxsql
 from cruxsql.facts import codec, replay, timestamps, view

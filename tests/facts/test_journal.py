@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 import cruxsql
 from cruxsql.facts import journal as journal_mod

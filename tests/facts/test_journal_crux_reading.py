@@ -11,7 +11,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import CorruptLine
 from cruxsql.facts.store import Store
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 BASE = timestamps.parse_ns("2026-05-27T10:00:00Z")
 

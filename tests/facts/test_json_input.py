@@ -13,7 +13,7 @@ from cruxsql.cli import main
 from cruxsql.errors import InvalidInput
 from cruxsql.facts import json_input
 
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 
 GOOD = b'{"entity": "e", "key": "k", "value": "v"}\n'
 BAD_LINES = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from test_bulk_replay import _tables, mixed_journal
+from support.mixed_journal import mixed_journal, tables
 
 from cruxsql.facts import privacy, replay, view_file
 from cruxsql.facts.journal import Journal
@@ -86,7 +86,7 @@ def test_a_rebuild_builds_every_derived_table_as_incremental_replay_does(tmp_pat
     rebuilt = _rebuilt(tmp_path / "rebuilt", journal)
     incremental = _replayed_incrementally(tmp_path / "incremental", journal, seed)
     assert text_index.TextIndex(rebuilt).is_current() and text_index.TextIndex(incremental).is_current()
-    a, b = _tables(rebuilt), _tables(incremental)
+    a, b = tables(rebuilt), tables(incremental)
     assert a.keys() == b.keys() and set(DERIVED_TABLES) <= a.keys()
     for name in a:
         if name not in _INDEXED_TEXT:

@@ -13,7 +13,7 @@ from cruxsql.errors import CapabilityDenied, InvalidInput
 from cruxsql.facts import privacy
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import erasure_proof, legal_holds
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 CONTROL = "__agent::alice::__passport__::control-record"
 

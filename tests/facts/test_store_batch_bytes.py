@@ -12,7 +12,7 @@ from typing import Iterator
 import cruxsql
 from cruxsql.facts import timestamps
 
-GOLDEN = Path(__file__).parent / "golden" / "store_batch_journal.jsonl"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "store_batch_journal.jsonl"
 _VALUES = ("plain", 'say "hi": now', "back\\slash", "\x01\x1f control", "tab\there\nnewline", "ünïcode ✓ 😀",
            "", "[WIP] {draft}", "</script>", "\u2028 separators \u2029", "x" * 300)
 _CONFIDENCES = (1.0, 0.9, 0.0, -0.0, 0.1, 0.3333, 1e-7, 0.5, 0.95, 0.7, 0.123456789)

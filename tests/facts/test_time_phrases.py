@@ -11,7 +11,7 @@ import pytest
 from cruxsql.errors import InvalidInput
 from cruxsql.facts import timestamps
 from cruxsql.facts.time_phrases import resolve
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 MONDAY = timestamps.parse_ns("2026-12-07T15:30:00Z")     # a Monday afternoon
 

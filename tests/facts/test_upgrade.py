@@ -18,8 +18,8 @@ import pytest
 import cruxsql
 from cruxsql.facts import view_file
 
-FIXTURES = sorted((Path(__file__).parent / "fixtures" / "upgrade").iterdir())
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "release"))
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "upgrade").iterdir())
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "release"))
 from make_upgrade_fixture import answers  # noqa: E402
 
 

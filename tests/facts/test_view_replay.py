@@ -6,12 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 import cruxsql
 from cruxsql.facts import codec
 
-GOLDEN = Path(__file__).parent / "golden" / "crux_spec_examples.jsonl"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "crux_spec_examples.jsonl"
 
 
 def fact_row(store: cruxsql.Store, fact_id: str) -> dict:

@@ -160,7 +160,7 @@ def test_recorded_exports_follow_a_moved_data_directory(tmp_path):
 
 @pytest.mark.parametrize("seed", [3, 11])
 def test_final_states_in_the_export_equal_the_view(tmp_path, seed):
-    from retention_builders import random_history
+    from support.retention_builders import random_history
     store = Store(tmp_path / "data")
     random_history(store, seed, steps=150)
     out = tmp_path / "audit.db"

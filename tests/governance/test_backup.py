@@ -17,7 +17,7 @@ from cruxsql.facts.store import Store
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
 from cruxsql.governance import restore as restoring
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 
 WRITER = r"""
 import sys, random

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from retention_builders import FIXTURE_OWNER, append_events, fact_state, journal_bytes, random_history
+from support.retention_builders import FIXTURE_OWNER, append_events, fact_state, journal_bytes, random_history
 
 from cruxsql.errors import NotFound
 from cruxsql.facts import checkpoint, codec, view
@@ -192,7 +192,7 @@ def test_consolidation_provenance_survives(tmp_path):
     canonical = codec.Fact(fact_id="f_" + "c" * 32, entity="proj", key="status", value="settled", confidence=0.8,
                            stored_at=s2.stored_at + 1, tokens=2, version=2, supersedes=s1.fact_id,
                            horizon_class="stable", actor="agent:codex")
-    from retention_builders import now_text
+    from support.retention_builders import now_text
     append_events(store, [codec.ConsolidateEvent(canonical, [s1.fact_id, s2.fact_id], now_text())])
     report = compaction.compact(store)
     assert report.provenance_lines == 1

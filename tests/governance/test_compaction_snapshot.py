@@ -14,8 +14,8 @@ from typing import Callable, TypeVar
 
 import apsw
 import pytest
-from mcp_clients import server_env
-from retention_builders import FIXTURE_OWNER, fact_state, random_history
+from support.mcp_clients import server_env
+from support.retention_builders import FIXTURE_OWNER, fact_state, random_history
 
 from cruxsql.errors import Conflict
 from cruxsql.facts import event_indexes

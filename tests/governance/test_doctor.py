@@ -13,7 +13,7 @@ import pytest
 
 from cruxsql.facts.store import Store
 from cruxsql.governance import doctor
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 
 
 def _doctor(data_dir: Path, *args: str) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import blake3
 import pytest
-from retention_builders import all_file_bytes, append_events, now_text
+from support.retention_builders import all_file_bytes, append_events, now_text
 
 from cruxsql.facts import codec
 from cruxsql.facts.store import Store

@@ -16,8 +16,8 @@ from cruxsql.accounting.tool_errors import record_error
 from cruxsql.governance import (compaction, compaction_snapshot, erasure, erasure_ledger, erasure_lock, legal_holds,
                                 retention)
 from cruxsql.facts.journal import Journal
-from cli_process import run_cruxsql
-from mounts import read_only_mount
+from support.cli_process import run_cruxsql
+from support.mounts import read_only_mount
 
 MARKER = "marker-Vq27-erase-me@example.com"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from retention_builders import all_file_bytes, append_events, journal_bytes, now_text
+from support.retention_builders import all_file_bytes, append_events, journal_bytes, now_text
 
 from cruxsql.errors import InvalidInput
 from cruxsql.facts import codec, timestamps

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cruxsql.facts.store import Store
 from cruxsql.interchange.mcp_memory import observation_key
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 
 # Shapes from the MCP reference memory server's README (`memory.jsonl`, one object a line).
 MEMORY_JSONL = "\n".join(json.dumps(o) for o in [

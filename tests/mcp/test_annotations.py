@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cruxsql.mcp.registry import ACCOUNTING, READ, WRITE, discover
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 # the calls that hide or remove what an agent stored: a client should confirm them
 DESTRUCTIVE = {"delete_fact", "memory_forget", "memory_consolidate", "memory_consolidate_undo"}

@@ -16,7 +16,7 @@ from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall import bootstrap_seed
 from cruxsql.recall.tokens import estimate_tokens
 
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),

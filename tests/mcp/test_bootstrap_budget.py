@@ -9,7 +9,7 @@ import pytest
 
 import cruxsql
 from cruxsql.recall import bootstrap_seed
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 # five 40-byte values (10 tokens each), ranked by confidence: v0 first
 VALUES = [f"bootstrap page {i} ".ljust(40, "x") for i in range(5)]

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import cruxsql
 from cruxsql.facts.faults import CRASH_ENV
-from mcp_clients import CLI, server_env
+from support.mcp_clients import CLI, server_env
 
 
 class RawServer:

@@ -16,7 +16,7 @@ from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import StoreRequest
 from cruxsql.governance import legal_holds
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 CURATION = ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
             "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]

@@ -28,7 +28,7 @@ from cruxsql.mcp.identity import Identity
 from cruxsql.mcp.registry import discover
 from cruxsql.mcp.server import CruxServer
 
-from mcp_clients import server_env
+from support.mcp_clients import server_env
 
 SPECS = discover()
 ODD_TEXT = st.sampled_from(["", " ", "\ud800", "x\udfffy", "\x00", "é" * 3, "a" * 5000, "f_" + "0" * 32, "../../etc",

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mcp_clients import HttpServer
+from support.mcp_clients import HttpServer
 
 ALICE = "a" * 40
 BOB = "b-token." + "x" * 32

@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 import cruxsql
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.mcp.registry import discover
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 BOB_SECRET = "bob-private-7f3a9c"        # bob's private fact in alice's tenant
 OTHER_SECRET = "globex-only-91c2e4"      # a fact of another tenant

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 
 @pytest.fixture

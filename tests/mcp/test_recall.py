@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
-from mcp_clients import stdio
+from support.mcp_clients import stdio
 
 
 @pytest.fixture(scope="module")

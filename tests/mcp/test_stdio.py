@@ -15,7 +15,7 @@ import cruxsql
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.recall.tokens import estimate_tokens
-from mcp_clients import server_env, stdio
+from support.mcp_clients import server_env, stdio
 
 CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand", "recall", "store_facts"]
 ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "query_scan", "query_expand",

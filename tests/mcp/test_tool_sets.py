@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cruxsql.mcp.server import tool_sets
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_help_states_the_core_set_and_its_cost(cli) -> None:

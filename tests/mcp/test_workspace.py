@@ -11,8 +11,8 @@ import apsw
 import pytest
 
 from cruxsql.workspace import Workspace
-from mcp_clients import CLI, server_env, stdio
-from workspace_builders import build_workspace
+from support.mcp_clients import CLI, server_env, stdio
+from support.workspace_builders import build_workspace
 
 CTX = ["ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
 

@@ -23,7 +23,7 @@ import cruxsql
 from cruxsql.facts import replay
 from cruxsql.facts.store import StoreRequest
 
-BENCH = Path(__file__).resolve().parents[1] / "tools" / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
 NUMBER = r"[\d,]+(?:\.\d+)?"
 
 
@@ -78,7 +78,7 @@ def test_bench_facts_prints_every_row_with_ratios_of_its_columns(tmp_path):
 
 
 def test_bench_facts_times_the_decoders_side_by_side(tmp_path):
-    checkout = Path(__file__).resolve().parents[1]  # this checkout against itself: the rows, not the speed
+    checkout = Path(__file__).resolve().parents[2]  # this checkout against itself: the rows, not the speed
     result = run_bench("bench_facts.py", "--events", "300", "--decoders-vs", str(checkout), "--rounds", "1",
                        "--workdir", str(tmp_path / "work"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 PROSE = [page for page in PAGES if page.name != "cli.md"]

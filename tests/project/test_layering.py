@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "cruxsql"
+PACKAGE = Path(__file__).resolve().parents[2] / "cruxsql"
 
 FEATURES = {"errors", "facts", "embeddings", "recall", "documents"}
 SURFACE_DEPS = {"errors", "facts", "recall", "documents", "governance", "curation", "workspace", "embeddings",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import cruxsql
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "tools" / "soak" / "workload.py"
 SECONDS = 15
 ROLES = [("mcp-writer", "w1"), ("mcp-writer", "w2"), ("mcp-reader", "r1"), ("mcp-reader", "r2"),

@@ -16,7 +16,7 @@ import cruxsql
 from cruxsql.errors import CruxsqlError
 from cruxsql.facts import derived_tables
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Errors of the surfaces (CLI, cluster, MCP) live in their packages; the MCP ToolError is not a
 # CruxsqlError yet (a tool's refusal, shown to the agent as a tool result).
 SURFACES = ("cruxsql.cli", "cruxsql.cluster", "cruxsql.mcp", "cruxsql.console")

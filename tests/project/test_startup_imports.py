@@ -14,9 +14,9 @@ import pytest
 
 from cruxsql.facts.store import Store
 
-from mcp_clients import server_env
+from support.mcp_clients import server_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "cruxsql.recall", "cruxsql.documents", "cruxsql.curation", "cruxsql.embeddings",
          "cruxsql.workspace", "cruxsql.governance.erasure", "cruxsql.governance.compaction", "cruxsql.mcp")
 LIGHT = {"cruxsql.documents", "cruxsql.documents.segments"}   # the lazy package and its file names (data_dir)

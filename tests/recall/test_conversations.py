@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import run_cruxsql
-from crux_reference import replay
+from support.cli_process import run_cruxsql
+from support.crux_reference import replay
 from cruxsql import Recall, TurnInput, store_conversation
 from cruxsql.errors import Conflict, InvalidInput
 from cruxsql.facts.store import Store
@@ -20,7 +20,7 @@ from cruxsql.cli import conversations as cli_conversations
 from cruxsql.recall import conversations
 from cruxsql.recall.conversations import read_turns
 from cruxsql.recall.tokens import estimate_tokens
-from mcp_clients import server_env, stdio
+from support.mcp_clients import server_env, stdio
 
 WHEN = "1:56 pm on 8 May, 2023"
 TURNS = [
@@ -270,7 +270,7 @@ def test_the_storing_benchmark_runs_on_a_small_locomo_file(tmp_path: Path) -> No
     data = tmp_path / "locomo"
     data.mkdir()
     (data / "7.json").write_text(json.dumps({**conversation, "qa": qa}), encoding="utf-8")
-    bench = Path(__file__).resolve().parents[1] / "tools" / "bench" / "bench_conversations.py"
+    bench = Path(__file__).resolve().parents[2] / "tools" / "bench" / "bench_conversations.py"
     result = subprocess.run([sys.executable, str(bench), "--data", str(data), "--rounds", "1"], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr

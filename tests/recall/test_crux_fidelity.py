@@ -12,7 +12,7 @@ from cruxsql.cli import main
 from cruxsql.facts.store import Store
 from cruxsql.recall import Recall
 from cruxsql.recall.freshness import DecayPolicy, parse_rust_i64
-from journal_builders import fact_obj, line, write_journal
+from support.journal_builders import fact_obj, line, write_journal
 
 SCHEMA = "https://cuecrux.com/contracts/crc-v1.schema.json"
 

@@ -165,7 +165,7 @@ def test_the_server_indexes_turns_in_the_background_and_auto_fuses_with_minilm(p
     """The real `cruxsql mcp` with the [semantic] extra and no CRUXSQL_EMBEDDER: `auto` is MiniLM fused with
     BM25, and the server's indexer has every stored turn's vector before any recall asks."""
     import apsw
-    from mcp_clients import stdio
+    from support.mcp_clients import stdio
 
     data = tmp_path / "data"
     client = stdio(portal, data, "--agent", "alice")
@@ -253,7 +253,7 @@ def test_more_counts_the_facts_that_matched_lexically_or_by_the_dense_lane_above
 
 
 def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_them(tmp_path: Path) -> None:
-    from cli_process import run_cruxsql
+    from support.cli_process import run_cruxsql
     with planted_store(tmp_path):
         pass
     env = {"CRUXSQL_EMBEDDER": "hash"}

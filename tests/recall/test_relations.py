@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cruxsql.facts.store import Store
 from cruxsql.recall.relations import RELATION_KEYS, related
-from mcp_clients import server_env, stdio
+from support.mcp_clients import server_env, stdio
 
 CLI = [sys.executable, "-m", "cruxsql"]
 # what the official MCP memory server writes (memory.jsonl)

@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 import cruxsql
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 from cruxsql.facts.faults import CRASH_ENV
 from cruxsql.facts.store import StoreRequest
 from cruxsql.recall import text_index

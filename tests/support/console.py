@@ -18,8 +18,8 @@ import pytest
 
 import cruxsql
 from cruxsql.governance import erasure, legal_holds
-from journal_builders import fact_obj, line, write_journal
-from cli_process import run_cruxsql
+from support.journal_builders import fact_obj, line, write_journal
+from support.cli_process import run_cruxsql
 
 OLD_FACTS = [
     fact_obj("f_0000000000000000000000000000a001", entity="svc", key="owner", value="alice",

@@ -9,7 +9,7 @@ line, which glues their lines together and loses both (nothing cruxsql can preve
 this stand-in holds cruxsql's writer lock (LOCK) around each line's two writes and around its
 compaction, and releases it in the pause between a version's two lines.
 
-    python tests/crux_writer.py DATA_DIR SECONDS ACK_FILE
+    python tests/support/crux_writer.py DATA_DIR SECONDS ACK_FILE
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from crux_reference import compact, replay  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.crux_reference
+from support.crux_reference import compact, replay  # noqa: E402
 
 from cruxsql.facts import codec, timestamps  # noqa: E402
 

@@ -6,7 +6,7 @@ import pytest
 
 from cruxsql.errors import InvalidInput
 from cruxsql.workspace import Workspace
-from workspace_builders import build_workspace
+from support.workspace_builders import build_workspace
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 
 from cruxsql.workspace import Workspace
 from cruxsql.workspace.signature import shorten
-from workspace_builders import build_workspace
+from support.workspace_builders import build_workspace
 
 LONG = ("def query(db: apsw.Connection, text: str, *, tenant: str='default', limit: int=10, "
         "config: RankingConfig=RankingConfig(), budget: Optional[int]=None) -> list[Hit]")

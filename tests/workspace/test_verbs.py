@@ -5,7 +5,7 @@ import pytest
 from cruxsql.errors import InvalidInput, NotFound
 from cruxsql.workspace import Workspace
 from cruxsql.workspace.budget import estimate_tokens
-from workspace_builders import CORE, build_workspace, guide
+from support.workspace_builders import CORE, build_workspace, guide
 
 
 @pytest.fixture
