@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cruxsql.facts.store import Store, StoreRequest
+from support.journal_files import journal_bytes
 
 
 @pytest.fixture
@@ -64,17 +65,17 @@ def test_curate_disagreements_and_duplicates(run, data: Path) -> None:
 def test_consolidate_apply_undo_and_clean_errors(run, data: Path) -> None:
     a, b = seed(data, StoreRequest("svc", "status", "green", confidence=0.5),
                 StoreRequest("svc", "status", "GREEN", confidence=0.5))
-    journal = (data / "facts.jsonl").read_bytes()
+    journal = journal_bytes(data)
     bad = run("consolidate", "svc", "status", "green", "--target", a, "--target", "f_missing", ok=False)
     assert bad.exit_code == 1 and bad.output == "Error: target fact not found: f_missing\n"
     bad = run("consolidate", "svc", "status", "green", "--target", a, ok=False)
     assert bad.output.startswith("Error: current prior version must be an explicitly validated target: ")
-    assert (data / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(data) == journal
     report = json.loads(run("consolidate", "svc", "status", "green", "--target", a, "--target", b,
                             "--id", "ops-1", "--json").output)
     cid = report["receipt"]["canonical_fact_id"]
     assert report["status"] == "consolidated" and report["receipt"]["consolidation_id"] == "ops-1"
-    line = json.loads((data / "facts.jsonl").read_bytes().splitlines()[-1])
+    line = json.loads(journal_bytes(data).splitlines()[-1])
     assert line["op"] == "consolidate" and line["superseded_fact_ids"] == [a, b]
     assert line["canonical"]["source_receipt"] == "consolidation:ops-1"
     out = run("consolidate", "undo", cid, "--source", b, "--source", a).output

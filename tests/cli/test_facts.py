@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.journal_builders import fact_obj, line, write_journal
+from support.journal_files import journal_bytes, journal_lines, journal_text
 
 
 @pytest.fixture
@@ -75,11 +76,11 @@ def test_store_batch_from_stdin_is_one_event(run, tmp_path: Path) -> None:
                        ""])
     out = run("store-batch", "-", input=lines).output.splitlines()
     assert len(out) == 2
-    events = [json.loads(l) for l in (tmp_path / "data" / "facts.jsonl").read_text().splitlines()]
+    events = journal_lines(tmp_path / "data")
     assert [e["op"] for e in events] == ["store_batch"] and len(events[0]["facts"]) == 2
     bad = run("store-batch", "-", input='{"entity":"e","key":"k","value":"a"}\n{"entity":"e"}\n', ok=False)
     assert bad.exit_code == 1 and "line 2: `key`" in bad.output
-    assert len((tmp_path / "data" / "facts.jsonl").read_text().splitlines()) == 1
+    assert len(journal_text(tmp_path / "data").splitlines()) == 1
 
 
 def test_verify_reports_and_strict_fails_on_corruption(run, tmp_path: Path) -> None:
@@ -150,7 +151,7 @@ def test_verify_erasure_scans_the_data_directory(run, tmp_path: Path) -> None:
 
 def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> None:
     fact_id = run("store", "e", "k", "v").output.split()[0]
-    journal = (tmp_path / "data" / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path / "data")
     out_of_range = run("set-validity", fact_id, "--to", "+262144-01-01T00:00:00Z", ok=False)
     assert out_of_range.exit_code == 1 and "outside chrono's range" in out_of_range.output
     bad_file = tmp_path / "bad.jsonl"
@@ -163,7 +164,7 @@ def test_input_the_store_cannot_hold_is_refused_cleanly(run, tmp_path: Path) -> 
     assert pragma.exit_code == 1 and "read-only SQL console: PRAGMA journal_mode=DELETE" in pragma.output
     for result in (out_of_range, not_utf8, surrogate, pragma):
         assert "Traceback" not in result.output
-    assert (tmp_path / "data" / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path / "data") == journal
 
 
 def test_store_batch_errors_name_the_line_and_store_nothing(run, tmp_path) -> None:

@@ -14,6 +14,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from support.mcp_clients import CLI, McpClient, server_env
+from support.journal_files import journal_text
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "Error: no cruxsql store at {} (run `cruxsql init` or pass --data-dir)"
@@ -54,7 +55,7 @@ def test_the_readme_configuration_starts_on_a_fresh_machine_and_creates_its_stor
         assert not stored.is_error, stored.content[0].text
     finally:
         client.close()
-    assert (store / "facts.jsonl").read_text().count('"blue-green"') == 1
+    assert journal_text(store).count('"blue-green"') == 1
     assert f"cruxsql: created the store {store}" in (tmp_path / "first.log").read_text()
     listed = Path(machine["HOME"]) / ".config" / "cruxsql" / "stores.json"
     assert json.loads(listed.read_text()) == [str(store)]

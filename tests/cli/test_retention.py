@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from cruxsql.facts.store import Store
 from cruxsql.governance import erasure_proof
+from support.journal_files import journal_bytes
 
 
 def _seed(data_dir):
@@ -26,7 +27,7 @@ def test_erase_prints_report_and_verify_passes(tmp_path, cli):
     assert report["request_id"] == "dsr-1" and report["actor"] == "dpo" and report["reason"] == "DSR 1"
     assert [e["fact_id"] for e in report["erased_facts"]] == [gone.fact_id]
     assert report["verification"]["ok"] is True
-    data = (tmp_path / "facts.jsonl").read_bytes()
+    data = journal_bytes(tmp_path)
     assert b"CLI_GONE_MARKER Bob" not in data and b"CLI_GONE_MARKER_2" in data and b"CLI_KEEP_MARKER" in data
     with Store(tmp_path) as store:
         assert erasure_proof.verify_erasure(store)["ok"]
@@ -65,7 +66,7 @@ def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
     assert hold_id in table and "litigation" in table
 
     # erase holds the fact back (exit 3, nothing changes); compaction is refused once a held fact is deleted
-    journal = (tmp_path / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path)
     held = cli("erase", "--data-dir", str(tmp_path), "--all-tenants", "--fact-id", gone.fact_id, "--reason", "x",
                ok=False)
     assert held.exit_code == 3 and held.output.splitlines()[0] == (
@@ -75,7 +76,7 @@ def test_hold_place_list_release_and_compaction_guard(tmp_path, cli):
     report = json.loads(held.stdout)
     assert held.exit_code == 3 and report["outcome"] == "held_back" and report["holds_blocking"] == [hold_id]
     assert report["held_back"] == [{"fact_id": gone.fact_id, "hold_ids": [hold_id]}]
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path) == journal
     with Store(tmp_path) as store:
         store.delete(gone.fact_id)
     refused = cli("compact", "--data-dir", str(tmp_path), ok=False)
@@ -109,19 +110,19 @@ def test_retention_report_and_apply(tmp_path, cli):
     assert "eligible               3 facts" in text
     report = json.loads(cli("retention", "report", "--data-dir", str(tmp_path), "--older-than", "90d", "--json").output)
     assert report["counts"]["eligible"] == 0 and report["eligible"] == []
-    journal = (tmp_path / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path)
     nothing = cli("retention", "apply", "--data-dir", str(tmp_path), "--all-tenants", "--older-than", "90d")
     assert nothing.output == "nothing matched the selection: nothing erased, the journal is unchanged\n"
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path) == journal
     acme = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--tenant", "acme", "--older-than", "0s",
                           "--json").stdout)
     assert acme["counts"]["facts_deleted_now"] == 1 and acme["selection"]["tenant"] == "acme"
-    assert b"CLI_KEEP_MARKER" in (tmp_path / "facts.jsonl").read_bytes()
+    assert b"CLI_KEEP_MARKER" in journal_bytes(tmp_path)
     applied = json.loads(cli("retention", "apply", "--data-dir", str(tmp_path), "--all-tenants", "--older-than", "0s",
                              "--json").stdout)
     assert applied["kind"] == "retention" and applied["counts"]["facts_deleted_now"] == 2
     assert applied["verification"]["ok"]
-    assert b"CLI_KEEP_MARKER" not in (tmp_path / "facts.jsonl").read_bytes()
+    assert b"CLI_KEEP_MARKER" not in journal_bytes(tmp_path)
 
 
 def test_export_audit_formats(tmp_path, cli):

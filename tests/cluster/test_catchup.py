@@ -30,6 +30,7 @@ from cruxsql.facts.faults import CRASH_ENV  # noqa: E402
 from support.mixed_journal import mixed_journal, present_text_index  # noqa: E402
 from support.mixed_journal import tables as all_tables  # noqa: E402
 from support.nats_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
+from support.journal_files import journal_bytes
 
 try:
     server_binary()
@@ -201,14 +202,14 @@ def test_a_node_killed_during_a_bulk_catch_up_resumes_it_without_losing_or_doubl
         crashed = subprocess.run([sys.executable, "-c", CHILD, str(data_dir)], env=env, capture_output=True,
                                  timeout=60)
         assert crashed.returncode == -9, crashed.stderr.decode()[-2000:]
-        journal = (data_dir / "facts.jsonl").read_bytes()
+        journal = journal_bytes(data_dir)
         if step == "replay-before-commit":  # every line appended, the view's one transaction lost
             assert journal == reference.journal.path.read_bytes()
         else:
             assert 0 < len(journal) < len(reference.journal.path.read_bytes())  # killed part-way
         resumed = open_node(nats_cluster, data_dir, group)
         if step != "replay-before-commit":
-            assert len(journal) < len((data_dir / "facts.jsonl").read_bytes())  # resumed: the rest appended
+            assert len(journal) < len(journal_bytes(data_dir))  # resumed: the rest appended
         assert resumed.mirror.position(resumed).seq == last
         assert_same_node(reference, resumed)
         resumed.close()

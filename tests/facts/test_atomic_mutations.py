@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import cruxsql
+from support.journal_files import journal_bytes
 
 KILL_INSIDE_WRITE = r"""
 import os, signal, sys
@@ -49,10 +50,10 @@ def _cli(data_dir: Path, *args: str, cut: str | None = None) -> subprocess.Compl
 @pytest.mark.parametrize("where", ["inside-first-line", "between-lines", "inside-second-line"])
 def test_a_store_cut_short_is_not_applied_and_is_reported(tmp_path: Path, where: str) -> None:
     assert _cli(tmp_path, "store", "svc", "owner", "alice").returncode == 0
-    before = (tmp_path / "facts.jsonl").read_bytes()
+    before = journal_bytes(tmp_path)
     crashed = _cli(tmp_path, "store", "svc", "owner", "bob", cut=where)
     assert crashed.returncode == -signal.SIGKILL and crashed.stdout == ""
-    cut = len((tmp_path / "facts.jsonl").read_bytes()) - len(before)
+    cut = len(journal_bytes(tmp_path)) - len(before)
     assert cut > 0  # the kill landed inside the append
 
     verify = _cli(tmp_path, "verify", "--strict", "--json")
@@ -60,7 +61,7 @@ def test_a_store_cut_short_is_not_applied_and_is_reported(tmp_path: Path, where:
     # the unacknowledged mutation is not applied: one current head, the old one
     with cruxsql.open(tmp_path) as store:
         assert [(f.value, f.superseded_by) for f in store.history("svc", "owner")] == [("alice", None)]
-    assert (tmp_path / "facts.jsonl").read_bytes() == before
+    assert journal_bytes(tmp_path) == before
     # ... and it is reported: the cut-off bytes sit in quarantine, so --strict fails
     assert verify.returncode == 1 and report["view_matches_replay"] is True
     assert len(report["quarantined_tails"]) >= 1
@@ -98,7 +99,7 @@ def test_a_journal_the_view_never_followed_is_left_as_written(tmp_path: Path) ->
     with cruxsql.open(tmp_path / "a") as store:
         store.store("svc", "owner", "alice")
         store.store("svc", "owner", "bob")
-    lines = (tmp_path / "a" / "facts.jsonl").read_bytes().splitlines(keepends=True)
+    lines = journal_bytes(tmp_path / "a").splitlines(keepends=True)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "facts.jsonl").write_bytes(b"".join(lines[:2]))  # store, store: no supersede line
     with cruxsql.open(tmp_path / "b") as store:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import CorruptLine, Fact
+from support.journal_files import journal_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "crux_spec_examples.jsonl"
 
@@ -232,7 +233,7 @@ def test_a_leap_second_fact_keeps_its_text_in_the_view_and_through_compaction(tm
         assert [r[0] for r in store.db.execute("SELECT fact_id FROM facts ORDER BY stored_at_ns")] == \
             ["f_leap", "f_next"]
         compaction.compact(store)
-    assert (tmp_path / "facts.jsonl").read_text() == line + "\n" + after + "\n"
+    assert journal_text(tmp_path) == line + "\n" + after + "\n"
 
 
 def test_nesting_up_to_serdes_limit_is_accepted() -> None:

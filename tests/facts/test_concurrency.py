@@ -17,6 +17,7 @@ from cruxsql.facts import appended, store as store_module
 from cruxsql.facts.idempotency import IDEMPOTENCY_NAME
 from cruxsql.facts.store import Store, StoreRequest
 from support.mcp_clients import server_env
+from support.journal_files import journal_lines, journal_text
 
 CLI = [sys.executable, "-m", "cruxsql"]
 HOLD_LOCK = r"""
@@ -27,10 +28,6 @@ with journal.lock():
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
-
-
-def journal_lines(data: Path) -> list[dict]:
-    return [json.loads(line) for line in (data / "facts.jsonl").read_text().splitlines()]
 
 
 def test_reads_answer_at_once_while_another_process_holds_the_writer_lock(tmp_path: Path) -> None:
@@ -95,7 +92,7 @@ def test_a_keyed_retry_returns_the_first_result_and_appends_nothing(tmp_path: Pa
         assert store.store("svc", "k", "v1", idempotency_key="req-1").fact_id == first.fact_id
     keys = [json.loads(line) for line in (tmp_path / IDEMPOTENCY_NAME).read_text().splitlines()]
     assert {k["key"] for k in keys} == {"req-1", "b-1", "d-1"} and not any("value" in k for k in keys)
-    assert "idempotency" not in (tmp_path / "facts.jsonl").read_text()  # Crux's journal holds only its ops
+    assert "idempotency" not in journal_text(tmp_path)  # Crux's journal holds only its ops
 
 
 def test_cli_writes_take_an_idempotency_key(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import cruxsql
 from support.cli_process import run_cruxsql
 from cruxsql.facts.faults import CRASH_ENV
+from support.journal_files import journal_bytes
 
 WRITER = r"""
 import sys, cruxsql
@@ -189,7 +190,7 @@ main()
 
 def _journal_fact_ids(data_dir: Path) -> list[str]:
     import json
-    lines = (data_dir / "facts.jsonl").read_bytes().splitlines()
+    lines = journal_bytes(data_dir).splitlines()
     return [json.loads(line)["fact"]["fact_id"] for line in lines if line.startswith(b'{"op":"store",')]
 
 
@@ -201,7 +202,7 @@ def _assert_stored_exactly_once(data_dir: Path) -> None:
             rows = store.db.execute("SELECT fact_id, count(*) FROM facts GROUP BY fact_id").fetchall()
             assert sorted(rows) == sorted((fid, 1) for fid in ids)
             assert store.db.execute("SELECT count(*) FROM journal_events").fetchone()[0] == \
-                len((data_dir / "facts.jsonl").read_bytes().splitlines())
+                len(journal_bytes(data_dir).splitlines())
             history = store.history("svc", "owner")
             assert [(f.value, f.version) for f in history] == [("alice", 1), ("bob", 2)]
             assert history[0].superseded_by == history[1].fact_id

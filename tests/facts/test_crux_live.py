@@ -18,6 +18,7 @@ import cruxsql
 from cruxsql.facts.view import iter_facts
 from support.crux_reference import replay
 from support.mcp_clients import server_env, stdio
+from support.journal_files import journal_text
 
 SECONDS = 8.0
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
@@ -75,7 +76,7 @@ print(reads, races)
 
 
 def journal_mentions(data: Path, fact_id: str) -> list[str]:
-    return [line for line in (data / "facts.jsonl").read_text().splitlines() if fact_id in line]
+    return [line for line in journal_text(data).splitlines() if fact_id in line]
 
 
 def _acks(path: Path) -> tuple[set[str], set[str], set[str], set[str], int]:

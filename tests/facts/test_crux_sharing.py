@@ -15,6 +15,7 @@ import pytest
 
 import cruxsql
 from cruxsql.facts import codec, timestamps
+from support.journal_files import journal_bytes, journal_text
 
 
 def _crux_version(prev: codec.Fact, value: str) -> codec.Fact:
@@ -33,14 +34,14 @@ def test_a_synced_store_line_carrying_supersedes_is_replayed_not_quarantined(tmp
         v1 = store.store("svc", "owner", "alice")
     v2 = _crux_version(v1, "bob")
     _append(tmp_path, codec.StoreEvent(v2))  # store_synced: one line, no supersede line
-    journal = (tmp_path / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path)
     with cruxsql.open(tmp_path) as store:
         chain = store.history("svc", "owner")
         assert [(f.fact_id, f.value, f.version, f.supersedes, f.superseded_by) for f in chain] == [
             (v1.fact_id, "alice", 1, None, None), (v2.fact_id, "bob", 2, v1.fact_id, None)]
         assert store.journal.quarantined_tails() == []
         assert store.verify().view_matches_replay
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path) == journal
 
 
 def test_crux_new_version_between_its_two_writes_then_after_both(tmp_path: Path) -> None:
@@ -68,7 +69,7 @@ def test_a_cut_short_group_followed_by_another_writers_line_is_left_to_replay(tm
     with cruxsql.open(tmp_path) as store:
         v1 = store.store("svc", "owner", "alice")
         store.store("svc", "owner", "bob")
-    lines = (tmp_path / "facts.jsonl").read_bytes().splitlines(keepends=True)
+    lines = journal_bytes(tmp_path).splitlines(keepends=True)
     assert len(lines) == 3
     (tmp_path / "cruxsql.db").unlink()
     with open(tmp_path / "facts.jsonl", "wb") as fh:
@@ -205,7 +206,7 @@ def test_cruxsql_compaction_bakes_the_fact_events_in_and_leaves_the_file_consist
         store.delete(gone.fact_id)
         compaction.compact(store)
         assert store.get(keep.fact_id).horizon_class == "volatile" and store.verify().ok
-    line = next(json.loads(x) for x in (tmp_path / "facts.jsonl").read_text().splitlines() if keep.fact_id in x)
+    line = next(json.loads(x) for x in journal_text(tmp_path).splitlines() if keep.fact_id in x)
     assert line["fact"]["horizon_class"] == "volatile"  # baked into the store line, readable by Crux
     assert b"erased value" not in (tmp_path / "cruxsql-fact-events.jsonl").read_bytes()
     (tmp_path / "cruxsql.db").unlink()

@@ -15,6 +15,7 @@ from support.crux_writer import VALUE_RANGE_KEPT, VALUE_RANGE_LINES, crux_store_
 import cruxsql
 from cruxsql.facts import codec, replay, timestamps, view
 from cruxsql.governance import compaction
+from support.journal_files import journal_bytes
 
 U64_MAX = 2**64 - 1
 EXACT = {  # fact -> the text its JSON must hold, as Crux wrote it
@@ -113,7 +114,7 @@ def test_a_line_crux_reads_but_cruxsql_cannot_represent_is_carried_over_not_quar
     erased = run_cli("erase", "--all-tenants", "--fact-id", "f_erase_me", "--reason", "test", ok=True)
     assert "carried over     1 line(s) Crux reads and cruxsql cannot represent, kept byte for byte (old line 2;" \
         in erased.stdout
-    lines = (data_dir / "facts.jsonl").read_bytes().split(b"\n")[:-1]
+    lines = journal_bytes(data_dir).split(b"\n")[:-1]
     assert infinite in lines and truly_corrupt not in lines
     quarantined = list(data_dir.glob("facts.jsonl.corrupt.*"))
     assert len(quarantined) == 1 and quarantined[0].read_bytes() == truly_corrupt + b"\n"
@@ -121,7 +122,7 @@ def test_a_line_crux_reads_but_cruxsql_cannot_represent_is_carried_over_not_quar
         report = compaction.compact(store)  # no --drop-corrupt needed: nothing would be dropped
         assert report.lines_carried_over == [lines.index(infinite) + 1] and report.corrupt_lines_dropped == 0
         assert store.verify().view_matches_replay
-    assert infinite in (data_dir / "facts.jsonl").read_bytes().split(b"\n")
+    assert infinite in journal_bytes(data_dir).split(b"\n")
     crux = crux_replay(data_dir / "facts.jsonl")  # what a Crux daemon replays: every line, that one included
     assert crux.skipped_lines == [] and len(crux.unheld_lines) == 1
     assert codec.UNREPRESENTABLE in run_cli("verify").stdout

@@ -16,6 +16,7 @@ from support.journal_builders import fact_obj, line, write_journal
 import cruxsql
 from cruxsql.facts import journal as journal_mod
 from cruxsql.facts.journal import Journal
+from support.journal_files import journal_bytes
 
 
 def _journal_with_last_line(tmp_path: Path) -> tuple[Path, bytes, bytes]:
@@ -42,7 +43,7 @@ def test_a_cut_at_any_byte_of_the_last_line_is_quarantined_and_nothing_before_is
             with j.lock():
                 j.repair_torn_tail()
             assert [r.line_no for r in j.records()] == [1, 2, 3]
-        assert (data / "facts.jsonl").read_bytes() == prefix
+        assert journal_bytes(data) == prefix
         tails = sorted(data.glob("facts.jsonl.torn.*"))
         if cut == 0:
             assert tails == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cruxsql.facts.store import Store
+from support.journal_files import journal_bytes
 
 KILL_AFTER_FIRST_JOURNAL_WRITE = r"""
 import os, signal, sys
@@ -61,12 +62,12 @@ def test_a_kill_right_after_the_journal_write_leaves_the_whole_mutation_in_the_f
     data_dir = tmp_path / "data"
     with Store(data_dir) as store:
         alice = store.store("svc", "owner", "alice")
-    before = (data_dir / "facts.jsonl").read_bytes()
+    before = journal_bytes(data_dir)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     crashed = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_JOURNAL_WRITE, str(data_dir)],
                              capture_output=True, text=True, timeout=60, env=env)
     assert crashed.returncode == -9, crashed.stderr
-    after = (data_dir / "facts.jsonl").read_bytes()       # read before any store reopens (and repairs) it
+    after = journal_bytes(data_dir)       # read before any store reopens (and repairs) it
     assert after.startswith(before)
     added = after[len(before):]
     assert added.endswith(b"\n"), f"the journal holds part of a line: {added!r}"
@@ -77,4 +78,4 @@ def test_a_kill_right_after_the_journal_write_leaves_the_whole_mutation_in_the_f
     assert (bob["value"], lines[1]["fact_id"], lines[1]["by_fact_id"]) == ("bob", alice.fact_id, bob["fact_id"])
     with Store(data_dir) as store:                          # and replay applies all of it
         assert store.get(alice.fact_id).superseded_by == bob["fact_id"]
-        assert (data_dir / "facts.jsonl").read_bytes() == after
+        assert journal_bytes(data_dir) == after

@@ -14,6 +14,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts import json_input
 
 from support.cli_process import run_cruxsql
+from support.journal_files import journal_bytes
 
 GOOD = b'{"entity": "e", "key": "k", "value": "v"}\n'
 BAD_LINES = {
@@ -65,12 +66,12 @@ def test_every_input_command_names_the_line_and_what_is_wrong(tmp_path: Path, co
     data_dir = tmp_path / "data"
     path = tmp_path / "input.jsonl"
     assert run_cruxsql(data_dir, "store", "seed", "k", "v").returncode == 0
-    journal = (data_dir / "facts.jsonl").read_bytes()
+    journal = journal_bytes(data_dir)
     for bad, (line, problem) in BAD_LINES.items():
         path.write_bytes(good + line + b"\n")
         result = _run_on(data_dir, args(path), path)
         assert (result.exit_code, result.stderr) == (1, f"Error: {source(path)} line 2: {problem}\n"), bad
-        assert (data_dir / "facts.jsonl").read_bytes() == journal
+        assert journal_bytes(data_dir) == journal
     if command.startswith("store-batch"):  # the caller's own checks name the reader's line
         path.write_bytes(GOOD + b"\n" + json.dumps({"entity": "", "key": "k", "value": "v"}).encode() + b"\n")
         result = _run_on(data_dir, args(path), path)

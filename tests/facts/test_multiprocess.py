@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import cruxsql
+from support.journal_files import journal_bytes
 
 WRITER = r"""
 import sys, cruxsql
@@ -31,7 +32,7 @@ def test_concurrent_writers_never_interleave_lose_or_duplicate_lines(tmp_path: P
         out, _ = p.communicate(timeout=120)
         assert p.returncode == 0 and out.strip() == "done"
 
-    lines = (tmp_path / "facts.jsonl").read_bytes().split(b"\n")
+    lines = journal_bytes(tmp_path).split(b"\n")
     assert lines[-1] == b""
     events = [json.loads(l) for l in lines[:-1]]  # every line is whole JSON: nothing interleaved
     stores = [e["fact"] for e in events if e["op"] == "store"]

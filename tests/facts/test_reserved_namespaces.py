@@ -14,12 +14,9 @@ from cruxsql.facts import privacy
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import erasure_proof, legal_holds
 from support.journal_builders import fact_obj, line, write_journal
+from support.journal_files import journal_bytes
 
 CONTROL = "__agent::alice::__passport__::control-record"
-
-
-def journal(path: Path) -> bytes:
-    return (path / "facts.jsonl").read_bytes() if (path / "facts.jsonl").exists() else b""
 
 
 @pytest.fixture
@@ -43,7 +40,7 @@ def test_store_rejects_every_create_reserved_entity_prefix(tmp_path: Path) -> No
     entity, and nothing is persisted. cruxsql's own `__erasure_report__::` is guarded the same way."""
     with Store(tmp_path) as store:
         store.store("seed", "k", "v")
-        before = journal(tmp_path)
+        before = journal_bytes(tmp_path, missing_ok=True)
         prefixes = privacy.DAEMON_OWNED_ENTITY_PREFIXES + privacy.GENERIC_CREATE_RESERVED_PREFIXES \
             + privacy.CRUXSQL_OWNED_ENTITY_PREFIXES
         assert len(prefixes) == 52
@@ -59,7 +56,7 @@ def test_store_rejects_every_create_reserved_entity_prefix(tmp_path: Path) -> No
             assert str(err) == f"entity {entity!r} uses create-reserved prefix `{prefix}`"
         with pytest.raises(privacy.ReservedEntityPrefix):
             store.store_batch([StoreRequest("ok", "k", "v"), StoreRequest("__ops::x", "k", "v")])
-        assert journal(tmp_path) == before
+        assert journal_bytes(tmp_path, missing_ok=True) == before
         assert store.counts()["facts"] == 1
 
 
@@ -80,7 +77,7 @@ def test_store_cannot_supersede_visible_wrapped_daemon_control_fact(crux_dir: Pa
     with -32602 RESERVED_SUPERSEDES_TARGET and the control fact is untouched."""
     with Store(crux_dir) as store:
         new = store.store("safe-new-fact", "state", "attacker-controlled")
-        before = journal(crux_dir)
+        before = journal_bytes(crux_dir, missing_ok=True)
         with pytest.raises(privacy.ReservedSupersedesTarget) as info:
             store.supersede("f_control", new.fact_id)
         assert info.value.code == -32602
@@ -89,7 +86,7 @@ def test_store_cannot_supersede_visible_wrapped_daemon_control_fact(crux_dir: Pa
                                    "reserved_refs": [{"fact_id": "f_control", "entity": "__passport__::control-record",
                                                       "reserved_prefix": "__passport__::"}]}
         assert store.get("f_control").superseded_by is None
-        assert journal(crux_dir) == before
+        assert journal_bytes(crux_dir, missing_ok=True) == before
         store.supersede("f_mine", new.fact_id)  # an ordinary private fact of its owner: allowed
         assert store.get("f_mine").superseded_by == new.fact_id
 
@@ -104,7 +101,7 @@ def test_every_mutation_of_a_daemon_owned_fact_is_refused(crux_dir: Path, fact_i
     is refused with CAPABILITY_DENIED (-32030) "fact belongs to reserved daemon-owned prefix"; cruxsql
     applies the same rule to clear_supersede, set_validity, set_horizon and reverify."""
     with Store(crux_dir) as store:
-        before = journal(crux_dir)
+        before = journal_bytes(crux_dir, missing_ok=True)
         calls = [lambda: store.delete(fact_id), lambda: store.clear_supersede(fact_id),
                  lambda: store.set_validity(fact_id, 10**18, None), lambda: store.set_horizon(fact_id, "volatile"),
                  lambda: store.reverify(fact_id)]
@@ -116,7 +113,7 @@ def test_every_mutation_of_a_daemon_owned_fact_is_refused(crux_dir: Path, fact_i
             assert err.crux_message == f"fact belongs to reserved daemon-owned prefix `{prefix}`"
             assert err.data == {"error_code": "RESERVED_ENTITY_PREFIX", "fact_id": fact_id, "entity": entity,
                                 "reserved_prefix": prefix}
-        assert journal(crux_dir) == before
+        assert journal_bytes(crux_dir, missing_ok=True) == before
         store.delete("f_mine")  # the caller's own ordinary private fact is not daemon-owned
         store.delete("f_plain")
 
@@ -140,7 +137,7 @@ def test_cli_refuses_reserved_targets_in_one_line_and_changes_nothing(crux_dir: 
     runner = CliRunner()
     with Store(crux_dir):
         pass
-    before = journal(crux_dir)
+    before = journal_bytes(crux_dir, missing_ok=True)
     result = runner.invoke(main, ["store", "__passport__::x", "k", "v"], env=env)
     assert (result.exit_code, result.output) == (
         1, "Error: entity '__passport__::x' uses create-reserved prefix `__passport__::`\n")
@@ -153,4 +150,4 @@ def test_cli_refuses_reserved_targets_in_one_line_and_changes_nothing(crux_dir: 
                            input='{"entity":"ok","key":"k","value":"v"}\n{"entity":"__agent::bob::x","key":"k","value":"v"}\n')
     assert (result.exit_code, result.output) == (
         1, "Error: entity '__agent::bob::x' uses create-reserved prefix `__agent::`\n")
-    assert journal(crux_dir) == before
+    assert journal_bytes(crux_dir, missing_ok=True) == before

@@ -12,10 +12,7 @@ import cruxsql
 from cruxsql.facts import privacy
 from cruxsql.governance import compaction, legal_holds
 from cruxsql.facts.store import StoreRequest
-
-
-def journal(tmp_path: Path) -> list[dict]:
-    return [json.loads(l) for l in (tmp_path / "facts.jsonl").read_text(encoding="utf-8").splitlines()]
+from support.journal_files import journal_lines
 
 
 def test_a_new_version_writes_store_then_supersede(tmp_path: Path) -> None:
@@ -24,13 +21,13 @@ def test_a_new_version_writes_store_then_supersede(tmp_path: Path) -> None:
         v2 = store.store("deployment", "strategy", "blue-green")
         assert (v1.version, v2.version, v2.supersedes) == (1, 2, v1.fact_id)
         assert store.get(v1.fact_id).superseded_by == v2.fact_id
-    ops = [(e["op"], e.get("fact", {}).get("fact_id", e.get("fact_id"))) for e in journal(tmp_path)]
+    ops = [(e["op"], e.get("fact", {}).get("fact_id", e.get("fact_id"))) for e in journal_lines(tmp_path)]
     assert ops == [("store", v1.fact_id), ("store", v2.fact_id), ("supersede", v1.fact_id)]
-    first = journal(tmp_path)[0]["fact"]
+    first = journal_lines(tmp_path)[0]["fact"]
     assert first["confidence"] == 0.95 and first["source_receipt"] == "crx_1" and first["actor"] == "ops"
     assert first["tokens"] == 2 and first["fact_id"].startswith("f_") and len(first["fact_id"]) == 34
     assert first["stored_at"].endswith("Z")
-    assert journal(tmp_path)[2]["superseded_at"].endswith("+00:00")
+    assert journal_lines(tmp_path)[2]["superseded_at"].endswith("+00:00")
 
 
 def test_chains_are_per_tenant(tmp_path: Path) -> None:
@@ -69,7 +66,7 @@ def test_a_batch_chains_repeated_requests_in_request_order(tmp_path: Path) -> No
         assert [(f.value, f.superseded_by) for f in store.history("e", "k")] == [
             ("0", facts[0].fact_id), ("a", facts[1].fact_id), ("b", None)]
         assert store.verify().ok
-        events = journal(tmp_path)
+        events = journal_lines(tmp_path)
         assert [e["op"] for e in events] == ["store", "store_batch", "supersede", "supersede"]
         assert [(e["fact_id"], e["by_fact_id"]) for e in events[2:]] == [
             (v1.fact_id, facts[0].fact_id), (facts[0].fact_id, facts[1].fact_id)]
@@ -134,7 +131,7 @@ def test_supersede_clear_and_validity_round_trip(tmp_path: Path) -> None:
         assert (store.get(a.fact_id).valid_from, store.get(a.fact_id).valid_to) == (1_000_000_000, None)
         store.set_validity(a.fact_id)
         assert store.get(a.fact_id).valid_from is None
-    set_validity = [e for e in journal(tmp_path) if e["op"] == "set_validity"]
+    set_validity = [e for e in journal_lines(tmp_path) if e["op"] == "set_validity"]
     assert set_validity[0]["valid_from"] == "1970-01-01T00:00:01Z" and "valid_to" not in set_validity[0]
     assert list(set_validity[1]) == ["op", "fact_id", "set_at"]
 
@@ -149,7 +146,7 @@ def test_horizon_and_reverify_survive_a_restart(tmp_path: Path) -> None:
         again = store.get(fact.fact_id)
         assert again.horizon_class == "volatile" and again.reverified_at == reverified
     # facts.jsonl holds only what a Crux daemon replays; the two changes are in cruxsql's own file
-    assert [e["op"] for e in journal(tmp_path)] == ["store"]
+    assert [e["op"] for e in journal_lines(tmp_path)] == ["store"]
     own = [json.loads(line) for line in (tmp_path / "cruxsql-fact-events.jsonl").read_text().splitlines()]
     assert [(e["op"], e["fact_id"]) for e in own] == [("set_horizon", fact.fact_id), ("reverify", fact.fact_id)]
     (tmp_path / "cruxsql.db").unlink()

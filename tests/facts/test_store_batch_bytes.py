@@ -11,6 +11,7 @@ from typing import Iterator
 
 import cruxsql
 from cruxsql.facts import timestamps
+from support.journal_files import journal_bytes
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "store_batch_journal.jsonl"
 _VALUES = ("plain", 'say "hi": now', "back\\slash", "\x01\x1f control", "tab\there\nnewline", "ünïcode ✓ 😀",
@@ -47,7 +48,7 @@ def write_journal(data: Path) -> bytes:
             requests = [cruxsql.StoreRequest(**r) for r in batch]
             with deterministic(b):
                 store.store_batch(requests)
-    return (data / "facts.jsonl").read_bytes()
+    return journal_bytes(data)
 
 
 def test_store_batch_writes_the_journal_bytes_it_wrote_before(tmp_path: Path) -> None:

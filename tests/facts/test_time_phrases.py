@@ -12,6 +12,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts import timestamps
 from cruxsql.facts.time_phrases import resolve
 from support.mcp_clients import stdio
+from support.journal_files import journal_text
 
 MONDAY = timestamps.parse_ns("2026-12-07T15:30:00Z")     # a Monday afternoon
 
@@ -83,7 +84,7 @@ def test_recall_over_mcp_takes_phrases_and_says_what_they_meant(portal, tmp_path
         assert crux.is_error and "as_of must be an RFC 3339 timestamp" in crux.content[0].text   # Crux's form
     finally:
         client.close()
-    assert (data_dir / "facts.jsonl").read_text().count("\n") == 1
+    assert journal_text(data_dir).count("\n") == 1
 
 
 def test_the_cli_recall_takes_phrases_and_says_what_they_meant(cli) -> None:

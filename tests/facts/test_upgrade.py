@@ -17,6 +17,7 @@ import pytest
 
 import cruxsql
 from cruxsql.facts import view_file
+from support.journal_files import journal_bytes
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "upgrade").iterdir())
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "release"))
@@ -32,7 +33,7 @@ def test_released_data_directory_opens_migrates_and_answers_the_same(tmp_path, f
     expected = json.loads((fixture / "expected.json").read_text(encoding="utf-8"))
     data_dir = tmp_path / "data"
     shutil.copytree(fixture / "data", data_dir)
-    journal_before = (data_dir / "facts.jsonl").read_bytes()
+    journal_before = journal_bytes(data_dir)
     assert len(journal_before) == expected["journal_bytes"]
 
     with cruxsql.open(data_dir) as store:
@@ -40,21 +41,21 @@ def test_released_data_directory_opens_migrates_and_answers_the_same(tmp_path, f
         assert applied == _migration_versions()
         assert store.verify().ok
     assert answers(data_dir) == expected["answers"]
-    assert (data_dir / "facts.jsonl").read_bytes() == journal_before, "a migration rewrote the journal"
+    assert journal_bytes(data_dir) == journal_before, "a migration rewrote the journal"
 
 
 def test_a_view_from_a_newer_cruxsql_is_refused(tmp_path):
     with cruxsql.open(tmp_path) as store:
         store.store("svc", "owner", "alice")
         store.db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'x')")
-    journal = (tmp_path / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path)
     with pytest.raises(cruxsql.ViewTooNew, match="schema version 9999, newer than this cruxsql knows"):
         cruxsql.open(tmp_path)
     result = subprocess.run([sys.executable, "-m", "cruxsql", "query", "alice", "--data-dir", str(tmp_path)],
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.startswith("Error: cruxsql.db has schema version 9999") and "Traceback" not in result.stderr
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path) == journal
     db = apsw.Connection(str(tmp_path / "cruxsql.db"), flags=apsw.SQLITE_OPEN_READONLY)
     assert db.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 9999
 

@@ -13,6 +13,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts import timestamps
 from cruxsql.facts.store import Store
 from cruxsql.governance import audit_export
+from support.journal_files import journal_bytes
 
 
 def _history(store: Store):
@@ -53,7 +54,7 @@ def test_jsonl_events_in_order_with_resulting_state(tmp_path):
     assert "private note" not in text and "b@example.com" not in text
     # line hashes match the journal, and the chain links them
     # (numbered on past facts.jsonl's last line: the events of cruxsql's own cruxsql-fact-events.jsonl)
-    lines = (tmp_path / "data" / "facts.jsonl").read_bytes().splitlines() + \
+    lines = journal_bytes(tmp_path / "data").splitlines() + \
         (tmp_path / "data" / "cruxsql-fact-events.jsonl").read_bytes().splitlines()
     chain = ""
     for e in events:

@@ -18,6 +18,7 @@ from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
 from cruxsql.governance import restore as restoring
 from support.cli_process import run_cruxsql
+from support.journal_files import journal_bytes
 
 WRITER = r"""
 import sys, random
@@ -64,12 +65,12 @@ def test_backup_during_a_write_loop_restores_exactly_the_snapshot(tmp_path):
         writer.wait()
     summary = json.loads(result.stdout)
     offset = summary["journal_offset"]
-    journal = (src / "facts.jsonl").read_bytes()
+    journal = journal_bytes(src)
     assert 0 < offset < len(journal), "the writer kept appending after the snapshot"
 
     restored = tmp_path / "restored"
     assert run_cruxsql(None, "restore", str(tmp_path / "bk"), str(restored)).returncode == 0
-    assert (restored / "facts.jsonl").read_bytes() == journal[:offset]
+    assert journal_bytes(restored) == journal[:offset]
     # The restored view is the view of exactly that prefix: equal to a rebuild from the prefix alone.
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -131,10 +132,10 @@ def test_restore_refuses_a_non_empty_store_without_force(tmp_path):
         backups.backup(store, tmp_path / "bk.tar")
     with Store(tmp_path / "b") as store:
         store.store("svc", "owner", "from-b")
-    before = (tmp_path / "b" / "facts.jsonl").read_bytes()
+    before = journal_bytes(tmp_path / "b")
     result = run_cruxsql(None, "restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"))
     assert result.returncode == 1 and "is not empty; pass --force" in result.stderr
-    assert (tmp_path / "b" / "facts.jsonl").read_bytes() == before
+    assert journal_bytes(tmp_path / "b") == before
     assert run_cruxsql(None, "restore", str(tmp_path / "bk.tar"), str(tmp_path / "b"), "--force").returncode == 0
     with Store(tmp_path / "b") as store:
         assert [f.value for f in store.history("svc", "owner")] == ["from-a"]
@@ -176,7 +177,7 @@ def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
     assert result.returncode == 0 and result.stdout.splitlines()[-1].startswith("erasure verified in the data directory")
     assert f"WARNING          backup {(tmp_path / 'bk').resolve()} (taken {copy['created_at']}) is outside " \
         "erasure's reach and holds erased content: a restore of it applies the erasure again" in result.stdout
-    assert b"someone-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
+    assert b"someone-unique@example.com" in journal_bytes(tmp_path / "bk")
 
 
 def test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore(tmp_path, monkeypatch):
@@ -201,7 +202,7 @@ def test_an_erasure_that_finishes_during_the_copy_is_applied_again_on_restore(tm
         report = backups.backup(store, tmp_path / "bk")
     assert erased and erased[0]["counts"]["facts_erased"] == 1
     assert timestamps.parse_ns(report.created_at) < timestamps.parse_ns(erased[0]["executed_at"])
-    assert b"during-copy-unique@example.com" in (tmp_path / "bk" / "facts.jsonl").read_bytes()
+    assert b"during-copy-unique@example.com" in journal_bytes(tmp_path / "bk")
     result = restoring.restore(tmp_path / "bk", src, force=True)  # over the store, whose ledger has the erasure
     assert result["erasures_after_backup"] == [erased[0]["request_id"]]
     # (the backup itself holds the values: the re-applied erasure's report lists it, an accounted-for copy)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.retention_builders import FIXTURE_OWNER, append_events, fact_state, journal_bytes, random_history
+from support.journal_files import journal_bytes
+from support.retention_builders import FIXTURE_OWNER, append_events, fact_state, random_history
 
 from cruxsql.errors import NotFound
 from cruxsql.facts import checkpoint, codec, view

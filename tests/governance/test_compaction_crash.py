@@ -20,6 +20,7 @@ from cruxsql.facts import timestamps
 from cruxsql.facts.faults import CRASH_ENV
 from cruxsql.facts.store import Store
 from cruxsql.governance import compaction, erasure, retention
+from support.journal_files import journal_bytes
 
 CHILD = textwrap.dedent(r"""
     import os, signal, sys
@@ -80,7 +81,7 @@ def _run_child(data_dir: Path, op: str, step: str, cutoff: str) -> subprocess.Co
 
 def _check_after_crash(data_dir: Path, keep: list[str], gone: list[str]) -> bool:
     """Reopen: view == fresh replay, every kept fact live; returns whether the rewrite had committed."""
-    journal = (data_dir / "facts.jsonl").read_bytes()
+    journal = journal_bytes(data_dir)
     committed = b"GONE_MARKER" not in journal
     with Store(data_dir) as store:
         report = store.verify()
@@ -114,7 +115,7 @@ def _finish_and_assert_gone(data_dir: Path, op: str, keep: list[str], cutoff: st
     for path in data_dir.rglob("*"):
         if path.is_file():
             assert b"GONE_MARKER" not in path.read_bytes(), path.name
-    assert b"KEEP_MARKER_039" in (data_dir / "facts.jsonl").read_bytes()
+    assert b"KEEP_MARKER_039" in journal_bytes(data_dir)
 
 
 @pytest.mark.parametrize("step", COMPACT_STEPS)

@@ -21,6 +21,7 @@ from cruxsql.errors import Conflict
 from cruxsql.facts import event_indexes
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, compaction_snapshot, store_lines
+from support.journal_files import journal_bytes, journal_text
 
 T = TypeVar("T")
 
@@ -135,7 +136,7 @@ def test_a_compaction_from_a_snapshot_writes_what_one_under_the_lock_writes(tmp_
             with s.writer_lock():
                 reports.append(compaction.compact_unchecked(s, prebuilt=pre))
         assert [r.lines_from_snapshot for r in reports] == [True, False]
-        stores = [[line for line in (d / "facts.jsonl").read_bytes().splitlines() if line.startswith(b'{"op":"store"')]
+        stores = [[line for line in journal_bytes(d).splitlines() if line.startswith(b'{"op":"store"')]
                   for d in (a, b)]
         assert stores[0] == stores[1] and stores[0]
         assert fact_state(sa) == fact_state(sb)
@@ -166,7 +167,7 @@ def test_a_compaction_after_a_tail_keeps_the_snapshot_head_and_writes_the_rest(t
         report = compaction.compact_unchecked(store, prebuilt=pre)
     pre.close()
     assert report.lines_from_snapshot and report.lines_kept_from_snapshot == 3
-    got = [line for line in (tmp_path / "facts.jsonl").read_bytes().splitlines() if line.startswith(b'{"op":"store"')]
+    got = [line for line in journal_bytes(tmp_path).splitlines() if line.startswith(b'{"op":"store"')]
     assert got == want
     assert fact_state(store) == state
     verified = store.verify()
@@ -251,7 +252,7 @@ def test_an_erasure_and_a_retention_run_take_their_compactions_snapshot_before_t
     assert locks_held == [0]  # one snapshot, taken without the writer lock
     assert len(reports) == 1 and reports[0].lines_from_snapshot and reports[0].facts_dropped == len(gone)
     assert report["ok"], report["verification"]
-    journal = (tmp_path / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path)
     assert not [f.value for f in gone if f.value.encode() in journal]
     assert all(f.value.encode() in journal for f in facts if f not in gone)
     verified = store.verify()
@@ -376,7 +377,7 @@ def test_a_writer_goes_on_while_a_compaction_builds_from_its_snapshot_and_loses_
     assert len(during) >= 10, during
     assert max(during) < 0.6 * took, (max(during), took)
     # every acknowledged write is in the compacted journal and the view, each key's last write its only head
-    journal = (data / "facts.jsonl").read_text()
+    journal = journal_text(data)
     with Store(data) as store:
         for _, _, fact_id, _ in done:
             assert fact_id in journal

@@ -14,6 +14,7 @@ import pytest
 from cruxsql.facts.store import Store
 from cruxsql.governance import doctor
 from support.cli_process import run_cruxsql
+from support.journal_files import journal_bytes
 
 
 def _doctor(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -50,14 +51,14 @@ def test_a_torn_tail_warns(store_dir):
     result = _doctor(store_dir)
     assert result.returncode == 1
     assert _statuses(result)["torn_tails"] == "warning"
-    assert (store_dir / "facts.jsonl").read_bytes().endswith(b'"f_torn'), "doctor must not repair"
+    assert journal_bytes(store_dir).endswith(b'"f_torn'), "doctor must not repair"
 
 
 def test_a_stale_view_warns(store_dir, tmp_path):
     other = tmp_path / "other"
     with Store(other) as store:
         store.store("svc", "extra", "appended by another process")
-    line = (other / "facts.jsonl").read_bytes().splitlines(keepends=True)[0]
+    line = journal_bytes(other).splitlines(keepends=True)[0]
     with open(store_dir / "facts.jsonl", "ab") as fh:
         fh.write(line)
     result = _doctor(store_dir)

@@ -13,6 +13,7 @@ import pytest
 
 import cruxsql
 from cruxsql.accounting.tool_errors import record_error
+from support.journal_files import journal_bytes
 
 MARKER = "marker-Zq81-erase-me@example.com"
 
@@ -77,7 +78,7 @@ def test_scope_is_explicit_and_nothing_matched_is_exit_1(tmp_path: Path) -> None
     dry = _cli("erase", "--tenant", "acme", "--entity-prefix", "user:", "--reason", "r", "--dry-run",
                "--data-dir", str(d))
     assert dry.returncode == 0 and f"fact      {fid}" in dry.stdout
-    assert MARKER.encode() in (d / "facts.jsonl").read_bytes()  # the dry run changed nothing
+    assert MARKER.encode() in journal_bytes(d)  # the dry run changed nothing
     retention = _cli("retention", "apply", "--older-than", "0s", "--data-dir", str(d))
     assert retention.returncode == 1 and "--all-tenants" in retention.stderr
 
@@ -103,7 +104,7 @@ def test_after_a_crash_the_values_are_gone_and_the_report_exists_or_nothing_was_
         assert [p for p in _bytes_found(d) if "tool" not in p] == [], point
         assert nxt.returncode == 0, nxt.stdout + nxt.stderr
     else:
-        assert MARKER.encode() in (d / "facts.jsonl").read_bytes(), point
+        assert MARKER.encode() in journal_bytes(d), point
 
 
 def test_repair_on_open_removes_what_killed_commands_left(tmp_path: Path) -> None:

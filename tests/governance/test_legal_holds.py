@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.retention_builders import journal_bytes
+from support.journal_files import journal_bytes
 
 from cruxsql.errors import Conflict, InvalidInput, NotFound
 from cruxsql.facts import privacy, timestamps

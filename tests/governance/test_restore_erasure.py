@@ -20,6 +20,7 @@ import pytest
 import cruxsql
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure, legal_holds
+from support.journal_files import journal_bytes
 
 MARKER = "restore-marker-Kx7q-erased@example.com"
 CRASH_ENV = "CRUXSQL_TEST_CRASH_AT"
@@ -96,7 +97,7 @@ def test_with_the_source_gone_restore_needs_a_ledger_or_says_it_goes_without(tmp
     _restored_cleanly(new, bk)
     without = _cli("restore", str(bk), str(tmp_path / "other"), "--no-erasure-ledger")
     assert without.returncode == 0 and "--no-erasure-ledger" in without.stderr
-    assert MARKER.encode() in (tmp_path / "other" / "facts.jsonl").read_bytes()  # the operator's explicit choice
+    assert MARKER.encode() in journal_bytes(tmp_path / "other")  # the operator's explicit choice
 
 
 def test_a_source_path_that_holds_another_store_is_not_asked(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from support.retention_builders import all_file_bytes, append_events, journal_bytes, now_text
+from support.journal_files import journal_bytes
+from support.retention_builders import all_file_bytes, append_events, now_text
 
 from cruxsql.errors import InvalidInput
 from cruxsql.facts import codec, timestamps

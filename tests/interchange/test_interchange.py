@@ -8,6 +8,7 @@ from pathlib import Path
 from cruxsql.facts.store import Store
 from cruxsql.interchange.mcp_memory import observation_key
 from support.cli_process import run_cruxsql
+from support.journal_files import journal_bytes
 
 # Shapes from the MCP reference memory server's README (`memory.jsonl`, one object a line).
 MEMORY_JSONL = "\n".join(json.dumps(o) for o in [
@@ -54,10 +55,10 @@ def test_mcp_memory_mapping_and_idempotence(tmp_path):
         ("acme", "Anthropic", observation_key("Based in SF"), "Based in SF", "mcp-memory:memory.jsonl#L2"),
         ("acme", "John_Smith", "relation:works_at:Anthropic", "Anthropic", "mcp-memory:memory.jsonl#L3"),
     ])
-    journal = (tmp_path / "d" / "facts.jsonl").read_bytes()
+    journal = journal_bytes(tmp_path / "d")
     again = _cli(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"), "--tenant", "acme")
     assert again.stdout.strip() == "stored 0 fact(s) from memory.jsonl; 7 already present, 0 duplicate(s) in the input"
-    assert (tmp_path / "d" / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path / "d") == journal
 
 
 def test_mem0_mapping_idempotence_and_dry_run(tmp_path):
@@ -71,7 +72,7 @@ def test_mem0_mapping_idempotence_and_dry_run(tmp_path):
         ("user:alex", "memory:8f2c0a11-2b64-4e3c-9a1e-2e5d3b9f7c10", "Allergic to nuts"),
         ("agent:support-bot", "memory:agent-mem-1", "Answers in British English"),
     ]
-    assert not (tmp_path / "d" / "facts.jsonl").exists() or (tmp_path / "d" / "facts.jsonl").read_bytes() == b""
+    assert not (tmp_path / "d" / "facts.jsonl").exists() or journal_bytes(tmp_path / "d") == b""
     assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).returncode == 0
     assert _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "export.json")).stdout.startswith(
         "stored 0 fact(s) from export.json; 3 already present")
@@ -85,7 +86,7 @@ def test_bad_input_names_the_line_and_writes_nothing(tmp_path):
     result = _cli(tmp_path / "d", "import", "mcp-memory", str(tmp_path / "memory.jsonl"))
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: memory.jsonl line 4: `name` must be a non-empty string"
-    assert not (tmp_path / "d" / "facts.jsonl").exists() or (tmp_path / "d" / "facts.jsonl").read_bytes() == b""
+    assert not (tmp_path / "d" / "facts.jsonl").exists() or journal_bytes(tmp_path / "d") == b""
     missing = _cli(tmp_path / "d", "import", "mem0", str(tmp_path / "nope.json"))
     assert missing.returncode == 1 and missing.stderr.strip() == f"Error: no such file: {tmp_path / 'nope.json'}"
     (tmp_path / "bad.json").write_text('{"results": [{"id": 1}]}')

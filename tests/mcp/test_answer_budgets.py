@@ -16,7 +16,6 @@ from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall import bootstrap_seed
 from cruxsql.recall.tokens import estimate_tokens
 
-from support.mcp_clients import stdio
 
 BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),
@@ -40,7 +39,7 @@ def items(tool: str, result: Any) -> int:
 
 
 @pytest.fixture(scope="module")
-def client(portal, tmp_path_factory):
+def client(mcp_client, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("budgets")
     with Store(data_dir) as store:
         for s in range(30):
@@ -57,9 +56,7 @@ def client(portal, tmp_path_factory):
             store.store_batch([StoreRequest(f"flag{n}", "enabled", v) for v in ("true", "false")], chain=False)
         DocumentLane(store).ingest([DocumentInput(f"runbook{i}.md", [ChunkInput(
             f"{i}", f"runbook {i}: terraform drift happens when state diverges " * 20)]) for i in range(12)])
-    c = stdio(portal, data_dir, "--agent", "bob", env={"CRUXSQL_EMBEDDER": "none"})
-    yield c
-    c.close()
+    return mcp_client(data_dir, "--agent", "bob", env={"CRUXSQL_EMBEDDER": "none"})
 
 
 @pytest.mark.parametrize("tool", sorted(CALLS))

@@ -9,7 +9,6 @@ import pytest
 
 import cruxsql
 from cruxsql.recall import bootstrap_seed
-from support.mcp_clients import stdio
 
 # five 40-byte values (10 tokens each), ranked by confidence: v0 first
 VALUES = [f"bootstrap page {i} ".ljust(40, "x") for i in range(5)]
@@ -20,14 +19,12 @@ RETURNED = {None: 5, 25: 1, 5: 1, 80: 3, 1000: 5}
 
 
 @pytest.fixture(scope="module")
-def client(portal, tmp_path_factory: pytest.TempPathFactory):
+def client(mcp_client, tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("bootstrap") / "data"
     with cruxsql.open(data_dir) as store:
         for i, value in enumerate(VALUES):
             bootstrap_seed.seed(store, "docs", f"page{i}", "text", value, confidence=0.9 - i / 10)
-    alice = stdio(portal, data_dir, "--agent", "alice")
-    yield alice
-    alice.close()
+    return mcp_client(data_dir, "--agent", "alice")
 
 
 @pytest.mark.parametrize("budget", list(RETURNED))

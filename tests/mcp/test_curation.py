@@ -16,7 +16,7 @@ from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import StoreRequest
 from cruxsql.governance import legal_holds
-from support.mcp_clients import stdio
+from support.journal_files import journal_bytes
 
 CURATION = ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
             "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]
@@ -28,28 +28,18 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def alice(portal, data_dir):
-    client = stdio(portal, data_dir, "--agent", "alice", "--tenant", "acme", env={"CORECRUXD_FEATURE_MEMORY_ACK": "1"})
-    yield client
-    client.close()
+def alice(mcp_client, data_dir):
+    return mcp_client(data_dir, "--agent", "alice", "--tenant", "acme", env={"CORECRUXD_FEATURE_MEMORY_ACK": "1"})
 
 
 @pytest.fixture(scope="module")
-def bob(portal, data_dir):
-    client = stdio(portal, data_dir, "--agent", "bob", "--tenant", "acme")
-    yield client
-    client.close()
+def bob(mcp_client, data_dir):
+    return mcp_client(data_dir, "--agent", "bob", "--tenant", "acme")
 
 
 @pytest.fixture(scope="module")
-def anon_globex(portal, data_dir):
-    client = stdio(portal, data_dir, "--tenant", "globex")
-    yield client
-    client.close()
-
-
-def journal(data_dir: Path) -> bytes:
-    return (data_dir / "facts.jsonl").read_bytes()
+def anon_globex(mcp_client, data_dir):
+    return mcp_client(data_dir, "--tenant", "globex")
 
 
 def seed(data_dir: Path, entity: str, key: str, *values: str, **kw) -> list[str]:
@@ -90,7 +80,7 @@ def test_contradiction_consolidation_and_undo_round_trip(alice, bob, anon_globex
     assert anon_globex.text("memory_contradictions") == \
         "no contradiction candidates (no active opposite-polarity facts sharing entity+key)"
 
-    before = journal(data_dir)
+    before = journal_bytes(data_dir)
     base = {"entity": "svc:api", "key": "status", "canonical_value": "degraded"}
     refusals = [
         (alice, {**base, "target_fact_ids": [yes, no], "protected_fact_ids": [no]},
@@ -112,7 +102,7 @@ def test_contradiction_consolidation_and_undo_round_trip(alice, bob, anon_globex
     ]
     for client, arguments, expected in refusals:
         assert error(client.call("memory_consolidate", arguments)) == expected
-    assert journal(data_dir) == before                     # every refusal left the journal byte-identical
+    assert journal_bytes(data_dir) == before                     # every refusal left the journal byte-identical
 
     done = alice.call("memory_consolidate", {**base, "target_fact_ids": [yes, no], "consolidation_id": "ops-1",
                                              "horizon_class": "volatile"})
@@ -130,21 +120,21 @@ def test_contradiction_consolidation_and_undo_round_trip(alice, bob, anon_globex
         assert [store.get(f).superseded_by for f in (yes, no)] == [cid, cid]
     assert alice.call("memory_contradictions").structured_content["count"] == 0
 
-    before = journal(data_dir)
+    before = journal_bytes(data_dir)
     assert error(bob.call("memory_consolidate_undo", {"canonical_fact_id": cid, "source_fact_ids": [yes]})) == \
         (f"consolidation undo source set does not match canonical edges: {cid}",
          {"reason": "undo_source_mismatch", "protected": True})
     assert error(anon_globex.call("memory_consolidate_undo", {"canonical_fact_id": cid, "source_fact_ids": [yes, no]}))[0] \
         == "memory_consolidate_undo requires an authenticated passport (anonymous calls rejected)"
-    assert journal(data_dir) == before
+    assert journal_bytes(data_dir) == before
     undone = bob.call("memory_consolidate_undo", {"canonical_fact_id": cid, "source_fact_ids": [no, yes]})
     assert undone.content[0].text == f"undid consolidation {cid}: canonical deleted, 2 source fact(s) live again"
     assert undone.structured_content == {"status": "undone", "canonical_fact_id": cid,
                                          "restored_fact_ids": sorted([yes, no])}
-    after_undo = journal(data_dir)
+    after_undo = journal_bytes(data_dir)
     again = bob.call("memory_consolidate_undo", {"canonical_fact_id": cid, "source_fact_ids": [yes, no]})
     assert again.content[0].text == f"consolidation {cid} was already undone; nothing written"
-    assert again.structured_content["status"] == "already_undone" and journal(data_dir) == after_undo
+    assert again.structured_content["status"] == "already_undone" and journal_bytes(data_dir) == after_undo
     assert alice.call("memory_contradictions").structured_content["candidates"][0]["fact_ids"] == [no, yes]
 
 
@@ -185,7 +175,7 @@ def test_edit_pin_and_both_histories(alice, bob, anon_globex, data_dir):
     seed(data_dir, "vault", "code", "1234", private=True)       # private without an owner: nobody sees it
     assert alice.text("fact_history", {"entity": "vault", "key": "code"}) == "no history for entity=vault, key=code"
 
-    before = journal(data_dir)
+    before = journal_bytes(data_dir)
     assert error(bob.call("memory_edit", {"fact_id": sid, "new_value": "mango"})) == \
         (f"fact not found: {sid}", {"fact_id": sid})          # alice's private fact answers as a missing one
     assert error(bob.call("memory_pin", {"fact_id": sid}))[0] == f"fact not found: {sid}"
@@ -199,7 +189,7 @@ def test_edit_pin_and_both_histories(alice, bob, anon_globex, data_dir):
          {"required_alternatives": ["entity+key", "fact_id"]})
     assert error(alice.call("memory_edit", {"fact_id": nid, "new_value": 16}))[0] == \
         "memory_edit: `new_value`: Input should be a valid string"
-    assert journal(data_dir) == before
+    assert journal_bytes(data_dir) == before
 
 
 def test_acknowledge_use_counts_what_the_agent_may_see(alice, bob, data_dir):
@@ -226,7 +216,7 @@ def test_forget_dry_run_then_forget_with_pins_holds_and_a_receipt(alice, bob, an
     with cruxsql.open(data_dir) as store:
         hold, _ = legal_holds.place_hold(store, "acme", "litigation", ["proj:held"])
     alice.text("memory_pin", {"fact_id": pinned})
-    before = journal(data_dir)
+    before = journal_bytes(data_dir)
     scope = {"type": "entity_prefix", "value": "proj:x"}
     dry = alice.call("memory_forget_dry_run", {"scope": scope})
     assert dry.content[0].text == ("dry-run: 1 facts would be forgotten (entity_prefix=proj:x); see structured "
@@ -257,7 +247,7 @@ def test_forget_dry_run_then_forget_with_pins_holds_and_a_receipt(alice, bob, an
     ]
     for client, arguments, expected in refusals:
         assert error(client.call("memory_forget", arguments)) == expected
-    assert journal(data_dir) == before
+    assert journal_bytes(data_dir) == before
 
     forgot = alice.call("memory_forget", {"scope": scope, "reason": "gdpr request", "tenant_id": "acme"})
     fields = forgot.structured_content

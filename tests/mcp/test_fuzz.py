@@ -29,6 +29,7 @@ from cruxsql.mcp.registry import discover
 from cruxsql.mcp.server import CruxServer
 
 from support.mcp_clients import server_env
+from support.journal_files import journal_bytes
 
 SPECS = discover()
 ODD_TEXT = st.sampled_from(["", " ", "\ud800", "x\udfffy", "\x00", "é" * 3, "a" * 5000, "f_" + "0" * 32, "../../etc",
@@ -197,5 +198,5 @@ def test_raw_lines_each_get_one_answer_and_no_traceback(tmp_path: Path) -> None:
     results = {a["id"]: a["result"] for a in answers if "result" in a}
     assert results[14]["isError"] and "'v9' is not one of" in results[14]["content"][0]["text"]
     assert results[17]["isError"] and "`confidence`" in results[17]["content"][0]["text"]
-    journal = (data_dir / "facts.jsonl").read_bytes() if (data_dir / "facts.jsonl").exists() else b""
+    journal = journal_bytes(data_dir, missing_ok=True)
     assert b"\xef\xbf\xbd" not in journal and b"\\ufffd" not in journal     # nothing stored as U+FFFD

@@ -9,6 +9,7 @@ import httpx2
 import pytest
 
 from support.mcp_clients import HttpServer
+from support.journal_files import journal_bytes
 
 ALICE = "a" * 40
 BOB = "b-token." + "x" * 32
@@ -39,11 +40,11 @@ def _post_initialize(url: str, token: str | None) -> httpx2.Response:
 
 @pytest.mark.parametrize("token", [None, "w" * 40, "Basic " + ALICE])
 def test_a_wrong_or_missing_token_gets_401_and_touches_nothing(server, data_dir, token):
-    before = (data_dir / "facts.jsonl").read_bytes() if (data_dir / "facts.jsonl").exists() else b""
+    before = journal_bytes(data_dir, missing_ok=True)
     response = _post_initialize(server.url, token)
     assert response.status_code == 401
     assert response.json() == {"error": "unauthorized", "hint": "set Authorization: Bearer <CRUX_AGENT_TOKEN>"}
-    after = (data_dir / "facts.jsonl").read_bytes() if (data_dir / "facts.jsonl").exists() else b""
+    after = journal_bytes(data_dir, missing_ok=True)
     assert after == before
 
 

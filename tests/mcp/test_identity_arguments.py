@@ -15,6 +15,7 @@ import cruxsql
 from cruxsql.documents import ChunkInput, DocumentInput, DocumentLane
 from cruxsql.mcp.registry import discover
 from support.mcp_clients import stdio
+from support.journal_files import journal_bytes
 
 BOB_SECRET = "bob-private-7f3a9c"        # bob's private fact in alice's tenant
 OTHER_SECRET = "globex-only-91c2e4"      # a fact of another tenant
@@ -115,13 +116,13 @@ def _walk(portal, data_dir: Path) -> dict[str, list[str]]:
 
 
 def test_identity_arguments_on_every_tool_are_refused_or_ignored(portal, data_dir: Path) -> None:
-    before = (data_dir / "facts.jsonl").read_bytes()
+    before = journal_bytes(data_dir)
     targets = json.loads((data_dir / "targets.json").read_text())
     outcomes = _walk(portal, data_dir)
     assert sum(map(len, outcomes.values())) == len(discover()) * len(IDENTITY_ARGUMENTS)
 
     # nothing was written for bob or for the other tenant, nor to their facts
-    after = (data_dir / "facts.jsonl").read_bytes()
+    after = journal_bytes(data_dir)
     assert after.startswith(before)
     for raw in after[len(before):].splitlines():
         line = raw.decode()

@@ -9,6 +9,7 @@ import pytest
 
 from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
 from support.mcp_clients import stdio
+from support.journal_files import journal_bytes
 
 
 @pytest.fixture(scope="module")
@@ -17,10 +18,8 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def agent(portal, data_dir):
-    client = stdio(portal, data_dir, "--agent", "alice", "--tools", "core", env={"CRUXSQL_EMBEDDER": "none"})
-    yield client
-    client.close()
+def agent(mcp_client, data_dir):
+    return mcp_client(data_dir, "--agent", "alice", "--tools", "core", env={"CRUXSQL_EMBEDDER": "none"})
 
 
 def test_both_tools_are_core_and_recall_answers_in_text_alone(agent) -> None:
@@ -31,13 +30,13 @@ def test_both_tools_are_core_and_recall_answers_in_text_alone(agent) -> None:
 
 
 def test_store_facts_is_one_batch_line_and_recall_finds_the_answer(agent, data_dir: Path) -> None:
-    before = (data_dir / "facts.jsonl").read_bytes() if (data_dir / "facts.jsonl").exists() else b""
+    before = journal_bytes(data_dir, missing_ok=True)
     facts = [{"entity": f"svc-{i}", "key": "database", "value": f"PostgreSQL {i}"} for i in range(30)]
     facts += [{"entity": "payments-api", "key": "database", "value": "CockroachDB"},
               {"entity": "payments-api", "key": "owner", "value": "Maria Okafor", "private": True}]
     stored = agent.call("store_facts", {"facts": facts})
     assert not stored.is_error and stored.structured_content["stored"] == 32
-    lines = (data_dir / "facts.jsonl").read_bytes()[len(before):].splitlines()
+    lines = journal_bytes(data_dir)[len(before):].splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["op"] == "store_batch"   # one append for the batch
 
     answer = agent.call("recall", {"query": "which database does payments-api use?", "top_k": 3})

@@ -16,6 +16,7 @@ from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.recall.tokens import estimate_tokens
 from support.mcp_clients import server_env, stdio
+from support.journal_files import journal_bytes
 
 CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand", "recall", "store_facts"]
 ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "query_scan", "query_expand",
@@ -34,29 +35,18 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def alice(portal, data_dir):
-    client = stdio(portal, data_dir, "--agent", "alice", "--tenant", "acme")
-    yield client
-    client.close()
+def alice(mcp_client, data_dir):
+    return mcp_client(data_dir, "--agent", "alice", "--tenant", "acme")
 
 
 @pytest.fixture(scope="module")
-def bob(portal, data_dir):
-    client = stdio(portal, data_dir, "--agent", "bob", "--tenant", "acme", "--tools", "core")
-    yield client
-    client.close()
+def bob(mcp_client, data_dir):
+    return mcp_client(data_dir, "--agent", "bob", "--tenant", "acme", "--tools", "core")
 
 
 @pytest.fixture(scope="module")
-def anon_other_tenant(portal, data_dir):
-    client = stdio(portal, data_dir, "--tenant", "globex")
-    yield client
-    client.close()
-
-
-def journal(data_dir: Path) -> bytes:
-    path = data_dir / "facts.jsonl"
-    return path.read_bytes() if path.exists() else b""
+def anon_other_tenant(mcp_client, data_dir):
+    return mcp_client(data_dir, "--tenant", "globex")
 
 
 def test_tool_lists_name_every_tool_and_its_required_arguments(alice, bob):
@@ -229,21 +219,21 @@ BAD = [
 
 @pytest.mark.parametrize("arguments,message", BAD, ids=[m[:30] for _, m in BAD])
 def test_bad_store_fact_input_is_one_line_and_changes_nothing(alice, data_dir, arguments, message):
-    before = journal(data_dir)
+    before = journal_bytes(data_dir, missing_ok=True)
     result = alice.call("store_fact", arguments)
     assert result.is_error and [c.text for c in result.content] == [message]
-    assert journal(data_dir) == before
+    assert journal_bytes(data_dir, missing_ok=True) == before
     assert alice.text("list_entities")      # still serving
 
 
 def test_reserved_namespaces_are_refused_with_crux_error_data(alice, data_dir):
-    before = journal(data_dir)
+    before = journal_bytes(data_dir, missing_ok=True)
     refused = alice.call("store_fact", {"entity": "__passport__::alice", "key": "state", "value": "trusted",
                                         "private": True})
     assert refused.is_error
     assert refused.structured_content == {"error_code": "RESERVED_ENTITY_PREFIX", "param": "entity",
                                           "entity": "__passport__::alice", "reserved_prefix": "__passport__::"}
-    assert journal(data_dir) == before
+    assert journal_bytes(data_dir, missing_ok=True) == before
 
 
 def test_bad_read_input_and_unknown_tools(alice):

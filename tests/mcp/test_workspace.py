@@ -29,17 +29,13 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def alice(portal, indexed):
-    client = stdio(portal, indexed[1], "--agent", "alice", "--tenant", "acme")
-    yield client
-    client.close()
+def alice(mcp_client, indexed):
+    return mcp_client(indexed[1], "--agent", "alice", "--tenant", "acme")
 
 
 @pytest.fixture(scope="module")
-def bob(portal, indexed):
-    client = stdio(portal, indexed[1], "--agent", "bob", "--tenant", "acme")
-    yield client
-    client.close()
+def bob(mcp_client, indexed):
+    return mcp_client(indexed[1], "--agent", "bob", "--tenant", "acme")
 
 
 def error_of(client, name: str, arguments: dict) -> str:

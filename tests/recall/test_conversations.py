@@ -21,6 +21,7 @@ from cruxsql.recall import conversations
 from cruxsql.recall.conversations import read_turns
 from cruxsql.recall.tokens import estimate_tokens
 from support.mcp_clients import server_env, stdio
+from support.journal_files import journal_bytes
 
 WHEN = "1:56 pm on 8 May, 2023"
 TURNS = [
@@ -36,32 +37,25 @@ MORE = [{"speaker": "Caroline", "text": "Pottery class was fun", "time": "2023-0
         {"speaker": "Melanie", "text": "Send me a photo of the bowl"}]
 
 
-def _journal(data_dir: Path) -> bytes:
-    path = data_dir / "facts.jsonl"
-    return path.read_bytes() if path.exists() else b""
-
-
 @pytest.fixture(scope="module")
 def mcp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("conversations")
 
 
 @pytest.fixture(scope="module")
-def agent(portal, mcp_dir):
-    client = stdio(portal, mcp_dir, "--agent", "alice", env={"CRUXSQL_EMBEDDER": "none"})
-    yield client
-    client.close()
+def agent(mcp_client, mcp_dir):
+    return mcp_client(mcp_dir, "--agent", "alice", env={"CRUXSQL_EMBEDDER": "none"})
 
 
 def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp_dir: Path) -> None:
-    before = _journal(mcp_dir)
+    before = journal_bytes(mcp_dir, missing_ok=True)
     stored = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": TURNS,
                                                "idempotency_key": "hook-1"})
     assert not stored.is_error, stored.content[0].text
     assert stored.content[0].text == "stored 4 turn(s) of conversation:locomo-mini at #0-#3 in one batch"
     assert {k: stored.structured_content[k] for k in ("stored", "first_position", "last_position")} == \
         {"stored": 4, "first_position": 0, "last_position": 3}
-    lines = _journal(mcp_dir)[len(before):].splitlines()
+    lines = journal_bytes(mcp_dir, missing_ok=True)[len(before):].splitlines()
     assert len(lines) == 1                                   # one append, one fsync
     event = json.loads(lines[0])
     assert event["op"] == "store_batch"
@@ -75,7 +69,7 @@ def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp
     retried = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": TURNS,
                                                 "idempotency_key": "hook-1"})
     assert retried.structured_content["fact_ids"] == stored.structured_content["fact_ids"]
-    assert _journal(mcp_dir) == before + lines[0] + b"\n"   # the retry stored nothing
+    assert journal_bytes(mcp_dir, missing_ok=True) == before + lines[0] + b"\n"   # the retry stored nothing
 
     later = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": MORE})
     assert (later.structured_content["first_position"], later.structured_content["last_position"]) == (4, 5)
@@ -83,7 +77,7 @@ def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp
                                                    "idempotency_key": "hook-1"})   # after other turns came
     assert late_retry.structured_content["fact_ids"] == stored.structured_content["fact_ids"]
     assert late_retry.structured_content["first_position"] == 0
-    receipts = [json.loads(x)["facts"] for x in _journal(mcp_dir).splitlines()[-1:]][0]
+    receipts = [json.loads(x)["facts"] for x in journal_bytes(mcp_dir, missing_ok=True).splitlines()[-1:]][0]
     assert [f["source_receipt"] for f in receipts] == ['turn:{"session":"2","time":"2023-05-25T12:14:00Z"}', "turn:{}"]
 
 
@@ -104,7 +98,7 @@ def test_recall_finds_turns_beside_facts_and_query_facts_stays_crux(agent) -> No
 
 
 def test_bad_turns_are_one_line_errors_naming_the_turn_and_store_nothing(agent, mcp_dir: Path) -> None:
-    before = _journal(mcp_dir)
+    before = journal_bytes(mcp_dir, missing_ok=True)
     cases = {
         "missing text": ([{"speaker": "a", "text": "ok"}, {"speaker": "b"}], "turns.1.text"),
         "speaker not a string": ([{"speaker": 7, "text": "x"}], "turns.0.speaker"),
@@ -116,7 +110,7 @@ def test_bad_turns_are_one_line_errors_naming_the_turn_and_store_nothing(agent, 
         reply = agent.call("store_conversation", {"conversation": "bad", "turns": turns})
         text = reply.content[0].text
         assert reply.is_error and named in text and "\n" not in text, (name, text)
-    assert _journal(mcp_dir) == before
+    assert journal_bytes(mcp_dir, missing_ok=True) == before
 
 
 def test_two_concurrent_writers_never_take_the_same_position(tmp_path: Path) -> None:

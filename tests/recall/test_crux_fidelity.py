@@ -13,6 +13,7 @@ from cruxsql.facts.store import Store
 from cruxsql.recall import Recall
 from cruxsql.recall.freshness import DecayPolicy, parse_rust_i64
 from support.journal_builders import fact_obj, line, write_journal
+from support.journal_files import journal_bytes
 
 SCHEMA = "https://cuecrux.com/contracts/crc-v1.schema.json"
 
@@ -137,10 +138,10 @@ def test_access_counts_survive_a_restart_but_never_reach_the_journal(tmp_path: P
     monkeypatch.setenv("CORECRUXD_MEMORY_SALIENCE", "1")
     with Store(tmp_path) as store:
         fact = store.store("svc", "status", "green")
-        journal = (tmp_path / "facts.jsonl").read_bytes()
+        journal = journal_bytes(tmp_path)
         Recall(store).query_facts("green")
         Recall(store).query_facts("green")
     with Store(tmp_path) as store:
         assert Recall(store).access_counts() == {fact.fact_id: 2}
         assert store.get(fact.fact_id).access_count == 0
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal
+    assert journal_bytes(tmp_path) == journal

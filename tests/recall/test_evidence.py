@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 import pytest
 
-from support.mcp_clients import stdio
 
 BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
 sys.path.insert(0, str(BENCH))
@@ -31,12 +30,11 @@ def conversation():
 
 
 @pytest.fixture(scope="module")
-def server(portal, tmp_path_factory, conversation):
+def server(mcp_client, tmp_path_factory, conversation):
     """A `cruxsql mcp` with the fixture's turns stored by `store_conversation`, in order."""
-    client = stdio(portal, tmp_path_factory.mktemp("evidence") / "data", "--tools", "all")
+    client = mcp_client(tmp_path_factory.mktemp("evidence") / "data", "--tools", "all")
     assert "stored 24" in client.text("store_conversation", {"conversation": "small", "turns": conversation.turns})
-    yield client
-    client.close()
+    return client
 
 
 def found(server, conversation, question: str, fusion: str = "bm25") -> list[str]:

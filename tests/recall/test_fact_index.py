@@ -12,6 +12,7 @@ import cruxsql
 from cruxsql.governance import compaction
 from cruxsql.recall.text_index import TextIndex
 from cruxsql.recall.trigrams import term_grams
+from support.journal_files import journal_bytes
 
 # these test the text index's own sync: writes leave indexing to it here (conftest.py)
 pytestmark = pytest.mark.usefixtures("lazy_text_index")
@@ -123,7 +124,7 @@ def test_a_bulk_rebuild_and_a_long_tail_leave_the_index_current(tmp_path: Path, 
         store.rebuild()
         assert TextIndex(store.db).is_current()
         assert TextIndex(store.db).term_candidates("delta").tolist() == _expected(store, "delta")
-        journal = (tmp_path / "a" / "facts.jsonl").read_bytes()
+        journal = journal_bytes(tmp_path / "a")
     half = journal.index(b"\n", len(journal) // 2) + 1
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "facts.jsonl").write_bytes(journal[:half])

@@ -12,6 +12,7 @@ from pathlib import Path
 from cruxsql.facts.store import Store
 from cruxsql.recall.relations import RELATION_KEYS, related
 from support.mcp_clients import server_env, stdio
+from support.journal_files import journal_text
 
 CLI = [sys.executable, "-m", "cruxsql"]
 # what the official MCP memory server writes (memory.jsonl)
@@ -114,7 +115,7 @@ def test_erasing_an_entity_erases_the_relations_naming_it_both_ways(tmp_path: Pa
     cli(data_dir, "erase", "--entity-prefix", "Maria Okafor", "--tenant", "default", "--reason", "gdpr")
     assert cli(data_dir, "related", "Maria Okafor").stdout == "no relations of Maria Okafor (within 1 hop(s))\n"
     assert cli(data_dir, "related", "checkout").stdout.startswith("checkout -[calls]-> payments-api · ")
-    assert "Maria" not in (data_dir / "facts.jsonl").read_text()      # the name left the journal too
+    assert "Maria" not in journal_text(data_dir)      # the name left the journal too
 
 
 def test_a_held_relation_survives_retention_and_erasure_from_either_end(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
 from cruxsql.recall import crc_v1, tokens
 from cruxsql.recall.queries import Recall, normalize_topic
+from support.journal_files import journal_bytes
 
 T0 = timestamps.parse_ns("2026-06-01T00:00:00Z")
 H = 3_600_000_000_000
@@ -182,13 +183,13 @@ def test_salience_counts_in_the_view_only(tmp_path, monkeypatch):
     r = Recall(store)
     now = T0 + H + 30 * H  # 30 h old: stale at factor 1
     assert r.query_facts("hot", now=now).rows[0]["freshness"] == "stale"
-    journal_bytes = (tmp_path / "facts.jsonl").read_bytes()
+    before = journal_bytes(tmp_path)
     monkeypatch.setenv("CORECRUXD_MEMORY_SALIENCE", "on")
     for _ in range(3):
         r.query_facts("hot", now=now)           # factor 1 + 0.25 ln 4 = 1.35 -> 32.3 h
     assert r.access_counts() == {"f_001": 3}
     assert r.query_facts("hot", now=now).rows[0]["freshness"] == "fresh"
-    assert (tmp_path / "facts.jsonl").read_bytes() == journal_bytes   # never journaled
+    assert journal_bytes(tmp_path) == before   # never journaled
     store.close()
 
 

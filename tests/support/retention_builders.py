@@ -87,10 +87,6 @@ def random_history(store: Store, seed: int, steps: int = 120) -> None:
                 raise
 
 
-def journal_bytes(data_dir: Path) -> bytes:
-    return (Path(data_dir) / "facts.jsonl").read_bytes()
-
-
 def all_file_bytes(data_dir: Path) -> dict[str, bytes]:
     return {str(p.relative_to(data_dir)): p.read_bytes() for p in Path(data_dir).rglob("*") if p.is_file()}
 

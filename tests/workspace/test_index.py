@@ -9,15 +9,6 @@ from cruxsql.workspace import Workspace
 from support.workspace_builders import build_workspace
 
 
-@pytest.fixture
-def ws(tmp_path):
-    root = build_workspace(tmp_path / "ws", tmp_path / "outside")
-    workspace = Workspace(tmp_path / "data")
-    workspace.index(root)
-    yield workspace
-    workspace.close()
-
-
 def test_index_classes_and_skips(ws):
     rows = dict(ws.db.execute("SELECT path, path_class FROM files"))
     assert rows == {

@@ -5,16 +5,7 @@ import pytest
 from cruxsql.errors import InvalidInput, NotFound
 from cruxsql.workspace import Workspace
 from cruxsql.workspace.budget import estimate_tokens
-from support.workspace_builders import CORE, build_workspace, guide
-
-
-@pytest.fixture
-def ws(tmp_path):
-    root = build_workspace(tmp_path / "ws", tmp_path / "outside")
-    workspace = Workspace(tmp_path / "data")
-    workspace.index(root)
-    yield workspace
-    workspace.close()
+from support.workspace_builders import CORE, guide
 
 
 # ---- ctx_search -----------------------------------------------------------------------------------
