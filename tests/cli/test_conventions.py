@@ -1,4 +1,4 @@
-"""Operators never guess (issue 37): empty answers explain themselves, the CLI honours token budgets as
+"""Operators never guess: empty answers explain themselves, the CLI honours token budgets as
 the MCP tools do, one output convention (`-` is stdout, CSV booleans 0/1), input errors name the key
 meant, superseded versions are marked. Each test runs the command an operator would type."""
 
@@ -198,7 +198,7 @@ def test_history_marks_superseded_versions(data_dir):
     assert [r["status"].split(" f_")[0] for r in rows] == ["superseded by", "current"]
 
 
-# --- one home for options, one output convention (issue 31, item 4) --------------------------------
+# --- one home for options, one output convention ---------------------------------------------------
 
 RECORD_COMMANDS = ("history", "sql", "segments list", "hold list", "curate contradictions", "curate disagreements",
                    "curate duplicates", "workspace ledger", "cluster status", "query", "bootstrap", "view", "search",
@@ -261,7 +261,7 @@ def test_existing_json_flags_keep_their_meaning(data_dir):
     assert json.loads(cruxsql(data_dir, "verify", "--json").stdout)["ok"] is True
 
 
-# --- every write is scoped, every required option enforced, retention agrees with itself (issue 49) ----------
+# --- every write is scoped, every required option enforced, retention agrees with itself ---------------------
 
 # Commands that change what the store holds; each takes --tenant. The rest of the tree reads, or works on
 # the whole store (init, compact, rebuild, backup, restore, node) or outside the fact store (workspace index).

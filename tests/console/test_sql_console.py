@@ -66,7 +66,7 @@ def test_refused_statements_say_read_only_and_leave_every_file_alone(tmp_path: P
     assert _snapshot(data_dir) == before and _snapshot(out) == out_before == {}
 
 
-def test_the_escape_from_the_issue_is_refused_before_anything_runs(tmp_path: Path, data_dir: Path) -> None:
+def test_turning_query_only_off_before_a_vacuum_into_is_refused_before_anything_runs(tmp_path: Path, data_dir: Path) -> None:
     target = tmp_path / "x.db"
     with pytest.raises(InvalidInput) as err:
         run_readonly_query(data_dir / "cruxsql.db", f"PRAGMA query_only=OFF; VACUUM INTO '{target}'")

@@ -1,4 +1,4 @@
-"""Crux's value ranges (issue 49): a journal a Crux daemon writes with a `9999-12-31T23:59:59Z` validity,
+"""Crux's value ranges: a journal a Crux daemon writes with a `9999-12-31T23:59:59Z` validity,
 a year-0001 time, `tokens` = u64::MAX, a -0.0 confidence and a leap second is read exactly by both replay
 paths, passes `verify --strict`, and keeps those lines byte for byte through an erasure, a compaction
 and a retention run; a line Crux reads that cruxsql cannot represent is carried over, never quarantined."""

@@ -1,4 +1,4 @@
-"""Derived tables a compaction carries over instead of starting over on its new generation (issue 15):
+"""Derived tables a compaction carries over instead of starting over on its new generation:
 `fact_norms` (curation.exact_duplicates) and the recall trigram text index (recall.text_index). After a
 compaction, an erasure and a retention run (which compact), each must hold exactly what a from-scratch
 build over the compacted view holds, without having been rebuilt."""

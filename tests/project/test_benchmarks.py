@@ -1,4 +1,4 @@
-"""The benchmarks behind issue 15's figures still run, print consistent rows, and refuse bad input.
+"""The benchmarks behind docs/performance.md's figures still run, print consistent rows, and refuse bad input.
 
 Each runs as a user runs it (`python tools/bench/<name>.py`, in its own process) at the smallest size
 that exercises every row, so a change to the code they measure cannot leave them broken until the

@@ -43,7 +43,7 @@ def test_every_library_error_is_exported_and_in_the_documented_tree() -> None:
         assert cls.__name__ in cruxsql.__all__ and getattr(cruxsql, cls.__name__) is cls, cls
 
 
-def test_the_errors_named_in_the_issue_are_exported() -> None:
+def test_the_errors_callers_catch_by_name_are_exported() -> None:
     for name in ("CapabilityDenied", "LockTimeout", "ReadOnlyStore", "CorruptLine", "VectorFileError"):
         assert name in cruxsql.__all__ and issubclass(getattr(cruxsql, name), CruxsqlError)
 

@@ -1,4 +1,4 @@
-"""Ranking for evidence in conversations (issue 53): `recall` through a real `cruxsql mcp` finds the turns that
+"""Ranking for evidence in conversations: `recall` through a real `cruxsql mcp` finds the turns that
 answer a question, measured the way tools/bench/bench_locomo.py measures LoCoMo, on a small fixed
 conversation in LoCoMo's format (tests/fixtures/conversation_small.json: three sessions of Sam and Nora,
 seven questions with their evidence dia_ids).

@@ -352,7 +352,7 @@ def test_bad_arguments_name_the_argument(store: Store) -> None:
     with pytest.raises(Exception, match="top_k must be at most 200"):
         search(store, "x", top_k=201)
     with pytest.raises(Exception, match="stored_after: cannot read 'the other day' as a time; use RFC 3339"):
-        search(store, "x", stored_after="the other day")      # phrases are read (issue 51); nonsense is not
+        search(store, "x", stored_after="the other day")      # phrases are read; nonsense is not
     with pytest.raises(Exception, match="fusion must be one of"):
         Recall(store).search("x", fusion="magic")
 

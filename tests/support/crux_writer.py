@@ -45,7 +45,7 @@ def crux_store_line(fact_id: str, *, stored_at: str = "2026-03-01T08:00:00.12345
             + b',"deleted":false,"version":1,"private":false,"horizon_class":"none"' + tail.encode() + b"}}")
 
 
-# A journal a Crux daemon writes with every value range cruxsql once refused (issue 49): the usual
+# A journal a Crux daemon writes with the edges of every value range (tests/facts/test_crux_value_ranges.py): the usual
 # "forever" validity (`set_validity(valid_to = 9999-12-31T23:59:59Z)`), a year-0001 time, `tokens` =
 # u64::MAX, a -0.0 confidence, a leap second (chrono writes 0.5 s as `.500`); and two ordinary facts, one
 # to erase and one old enough for a retention run.

@@ -68,7 +68,7 @@ BREAKS: tuple[Break, ...] = (
           "        if not details.is_readonly:  # VACUUM asks the authorizer only when it runs",
           "        if False:  # planted",
           ("tests/console/test_sql_console.py::test_refused_statements_say_read_only_and_leave_every_file_alone",
-           "tests/console/test_sql_console.py::test_the_escape_from_the_issue_is_refused_before_anything_runs")),
+           "tests/console/test_sql_console.py::test_turning_query_only_off_before_a_vacuum_into_is_refused_before_anything_runs")),
     Break("sql-attach", "the console lets ATTACH through",
           "cruxsql/sql_console.py",
           "        elif action == apsw.SQLITE_ATTACH:\n",
