@@ -159,6 +159,7 @@ def test_without_a_budget_every_fact_prints_as_before(budget_dir):
 
 # --- 3. output conventions -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_export_audit_to_stdout_with_a_dash(data_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = subprocess.run([sys.executable, "-m", "cruxsql", "export", "audit", "--tenant", "acme", "--format", "csv",

@@ -188,6 +188,7 @@ READ_ONLY_EXIT_1 = {"hold override-receipt": "Error: no deleted fact is covered 
                                              "nothing to override"}
 
 
+@pytest.mark.slow
 def test_read_only_store(read_only_store, tmp_path, template):
     """Reads work (one stderr note), writes fail with one line; nothing in the directory changes."""
     data_dir = read_only_store
@@ -254,6 +255,7 @@ READS_BESIDE_A_WRITER = {"bootstrap", "curate contradictions", "curate disagreem
                          "scan", "search", "segments list", "sql", "view"}
 
 
+@pytest.mark.slow
 def test_held_writer_lock(tmp_path, template):
     """Another process holds the writer lock: every command that writes gives up after --lock-timeout,
     naming the holder's pid, and changes nothing; every read answers from the view as last committed."""
@@ -281,6 +283,7 @@ def test_held_writer_lock(tmp_path, template):
     holder.close()
 
 
+@pytest.mark.slow
 def test_waiting_for_the_lock_is_said_after_one_second(tmp_path, template):
     data_dir = copy_of(template, tmp_path)
     holder = Journal(data_dir)

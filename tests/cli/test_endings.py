@@ -16,6 +16,8 @@ import cruxsql
 
 from support.mcp_clients import server_env
 
+pytestmark = pytest.mark.slow
+
 CLI = [sys.executable, "-m", "cruxsql"]
 PACKAGE = Path(cruxsql.__file__).resolve().parent
 MANY_ROWS = "with recursive c(x) as (select 1 union all select x+1 from c where x<200000) select x from c"

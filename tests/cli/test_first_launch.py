@@ -16,6 +16,8 @@ from mcp.client.stdio import stdio_client
 from support.mcp_clients import CLI, McpClient, server_env
 from support.journal_files import journal_text
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 REFUSED = "Error: no cruxsql store at {} (run `cruxsql init` or pass --data-dir)"
 

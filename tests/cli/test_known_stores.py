@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cruxsql.cli import known_stores
 
 CLI = [sys.executable, "-m", "cruxsql"]
@@ -39,6 +41,7 @@ def store_in(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.Completed
                           text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_corrupt_list_is_one_warning_and_the_quick_start_still_works(tmp_path: Path) -> None:
     known_stores.list_path().parent.mkdir(parents=True)
     known_stores.list_path().write_text('["/tmp/a", ')
@@ -53,6 +56,7 @@ def test_a_corrupt_list_is_one_warning_and_the_quick_start_still_works(tmp_path:
     assert not (tmp_path / "typo").exists()
 
 
+@pytest.mark.slow
 def test_a_config_dir_that_cannot_be_written_never_fails_a_command(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
@@ -63,6 +67,7 @@ def test_a_config_dir_that_cannot_be_written_never_fails_a_command(tmp_path: Pat
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_no_home_at_all_never_fails_the_quick_start(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CONFIG_HOME")}
     script = ("import pathlib, sys; pathlib.Path.home = classmethod(lambda cls: (_ for _ in ()).throw("

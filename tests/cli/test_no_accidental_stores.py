@@ -36,6 +36,7 @@ def test_create_makes_the_store_the_command_would_otherwise_refuse(tmp_path: Pat
     assert missing.is_dir()
 
 
+@pytest.mark.slow
 def test_the_mcp_server_refuses_a_typo_and_serves_a_new_store_with_create(tmp_path: Path) -> None:
     # this user has a store already (a first launch creates its store: cli/test_first_launch.py)
     subprocess.run([sys.executable, "-m", "cruxsql", "init", "--data-dir", str(tmp_path / "known")],

@@ -28,6 +28,7 @@ def indexed(tmp_path_factory):
     return root, data
 
 
+@pytest.mark.slow
 def test_status_json(indexed):
     root, data = indexed
     status = json.loads(run(data, "workspace", "status", "--json").stdout)
@@ -35,6 +36,7 @@ def test_status_json(indexed):
         str(root), 12, {"code": 7, "config": 1, "docs": 2, "test": 1, "vendored": 1})
 
 
+@pytest.mark.slow
 def test_search_read_doc_impact_context_expand(indexed):
     _, data = indexed
     search = run(data, "ctx", "search", "parse_header", "--mode", "paths", "--limit", "2")
@@ -54,6 +56,7 @@ def test_search_read_doc_impact_context_expand(indexed):
     assert expand.stdout.splitlines()[1] == "def parse_header(line: str) -> Tuple[str, str]:"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (("ctx", "read", "../outside/secret.py"), "Error: path '../outside/secret.py' is outside the workspace"),
     (("ctx", "read", "pkg/core.py", "--mode", "lines:3"), "Error: mode 'lines:3' is malformed"),
@@ -76,6 +79,7 @@ def test_verbs_without_an_index_say_how_to_build_one(tmp_path):
     assert out.stderr == f"Error: no workspace is indexed in {tmp_path / 'empty'}: run `cruxsql workspace index PATH` first\n"
 
 
+@pytest.mark.slow
 def test_ledger_csv_per_session(indexed):
     _, data = indexed
     for _ in range(3):

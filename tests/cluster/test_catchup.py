@@ -32,6 +32,8 @@ from support.mixed_journal import tables as all_tables  # noqa: E402
 from support.nats_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 try:
     server_binary()
 except Exception:  # pragma: no cover - the cluster extra is part of [test]

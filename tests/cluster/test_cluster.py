@@ -27,6 +27,8 @@ from cruxsql.errors import NotFound  # noqa: E402
 from cruxsql.facts import codec  # noqa: E402
 from support.nats_cluster import nats_cluster  # noqa: E402,F401 (fixture)
 
+pytestmark = pytest.mark.slow
+
 try:
     server_binary()
 except Exception:  # pragma: no cover - the cluster extra is part of [test]

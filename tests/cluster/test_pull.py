@@ -15,6 +15,8 @@ from cruxsql.cluster.link import ClusterLink, subject_prefix  # noqa: E402
 from cruxsql.cluster.loopback import server_binary  # noqa: E402
 from support.nats_cluster import nats_cluster  # noqa: E402,F401 (the module's loopback cluster)
 
+pytestmark = pytest.mark.slow
+
 try:
     server_binary()
 except Exception:  # pragma: no cover - the cluster extra is part of [test]

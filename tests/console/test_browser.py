@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-
+import pytest
 
 from cruxsql.console import contract
 
 from support.browser import BROWSER_MARKS, CANNED, browser_console  # noqa: F401 (fixture)
 from support.console import cli, console_store  # noqa: F401 (fixture)
 
-pytestmark = BROWSER_MARKS
+pytestmark = [pytest.mark.slow, *BROWSER_MARKS]
 
 
 def test_index_lists_the_documented_tables_with_descriptions(browser_console):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from support.browser import BROWSER_MARKS, CANNED, browser_console  # noqa: F401 (fixture)
 from support.console import cli, console_store  # noqa: F401 (fixture)
 
-pytestmark = BROWSER_MARKS
+pytestmark = [pytest.mark.slow, *BROWSER_MARKS]
 
 VIEWPORT_HEIGHT = 1000
 

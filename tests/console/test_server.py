@@ -22,8 +22,9 @@ from cruxsql.recall import freshness
 
 from support.console import OLD_FACTS, cli, console_store, running_console  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
-                                reason="Datasette is not installed (pip install -e '.[test]' brings it)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
+                                 reason="Datasette is not installed (pip install -e '.[test]' brings it)")]
 
 TOKEN = "s3cret-operator-token-0123456789"
 

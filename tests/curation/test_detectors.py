@@ -137,6 +137,7 @@ def test_sql_views(store: Store) -> None:
 _values = st.sampled_from(["true", "false", "3", "7 ms", "deployed", "not deployed", "Yes!", "same text", "x"])
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["e1", "e2"]), st.sampled_from(["k1", "k2"]), _values,
                           st.sampled_from([None, "a", "b"]), st.booleans()), min_size=1, max_size=12))

@@ -204,6 +204,7 @@ _OPS = st.lists(st.one_of(
 ), min_size=1, max_size=14)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_OPS)
 def test_random_histories_keep_members_exact(tmp_path_factory, ops) -> None:

@@ -158,6 +158,7 @@ def _oracle(docs: list[tuple[str, str]], query: str, tenant: str, k: int) -> lis
     return [(i, float(scores[i])) for i in ranked[:k]]
 
 
+@pytest.mark.slow
 def test_top10_matches_a_brute_force_oracle_on_a_random_corpus(lane):
     rng = random.Random(1234)
     vocab = [f"{a}{b}" for a in ("run", "test", "cloud", "deploy", "node", "graph", "index", "query")

@@ -100,6 +100,7 @@ def test_rerank_depth_lifts_a_hit_from_below_the_limit(store, tmp_path):
         lane.ranked_search("alpha", top_k=1, rerank_depth=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--rerank-depth", "0"], "Invalid value for '--rerank-depth': 0 is not in the range 1<=x<=2147483647."),
     (["--rerank-depth", "abc"], "Invalid value for '--rerank-depth': 'abc' is not a valid integer range."),

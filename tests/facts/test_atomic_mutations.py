@@ -19,6 +19,8 @@ import pytest
 import cruxsql
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 KILL_INSIDE_WRITE = r"""
 import os, signal, sys
 real_write = os.write

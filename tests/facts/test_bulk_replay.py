@@ -53,6 +53,7 @@ def private_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     privacy.install_global(None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_lines", [bulk.BATCH_LINES, 97])
 def test_bulk_rebuild_equals_the_row_by_row_replay(tmp_path: Path, monkeypatch, private_secrets,
                                                    batch_lines: int) -> None:
@@ -78,6 +79,7 @@ def test_bulk_rebuild_equals_the_row_by_row_replay(tmp_path: Path, monkeypatch, 
     assert fast.execute("SELECT count(*) FROM facts WHERE private = 1 AND entity LIKE 'secret::%'").fetchone()[0] > 5
 
 
+@pytest.mark.slow
 def test_bulk_tail_replay_equals_the_row_by_row_tail(tmp_path: Path, monkeypatch, private_secrets) -> None:
     journal = mixed_journal(seed=11)
     head = journal[:journal.index(b"\n", len(journal) // 3) + 1]
@@ -339,6 +341,7 @@ def _fast_agrees_with_the_codec(raw: bytes) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_adversarial_line())
 def test_the_fast_decoder_never_accepts_what_the_codec_refuses_nor_decodes_differently(raw: bytes) -> None:

@@ -30,6 +30,7 @@ with journal.lock():
 """
 
 
+@pytest.mark.slow
 def test_reads_answer_at_once_while_another_process_holds_the_writer_lock(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         fact = store.store("svc", "k", "visible before the lock")
@@ -57,6 +58,7 @@ def test_reads_answer_at_once_while_another_process_holds_the_writer_lock(tmp_pa
         holder.wait()
 
 
+@pytest.mark.slow
 def test_a_read_sees_a_write_acknowledged_by_another_process(tmp_path: Path) -> None:
     with Store(tmp_path) as reader:
         subprocess.run(CLI + ["store", "svc", "k", "from another process", "--data-dir", str(tmp_path)],
@@ -95,6 +97,7 @@ def test_a_keyed_retry_returns_the_first_result_and_appends_nothing(tmp_path: Pa
     assert "idempotency" not in journal_text(tmp_path)  # Crux's journal holds only its ops
 
 
+@pytest.mark.slow
 def test_cli_writes_take_an_idempotency_key(tmp_path: Path) -> None:
     args = CLI + ["store", "svc", "k", "v", "--idempotency-key", "cli-1", "--data-dir", str(tmp_path)]
     first = subprocess.run(args, capture_output=True, text=True, check=True).stdout

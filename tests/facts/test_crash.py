@@ -10,10 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import cruxsql
 from support.cli_process import run_cruxsql
 from cruxsql.facts.faults import CRASH_ENV
 from support.journal_files import journal_bytes
+
+pytestmark = pytest.mark.slow
 
 WRITER = r"""
 import sys, cruxsql

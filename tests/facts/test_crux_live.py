@@ -14,11 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import cruxsql
 from cruxsql.facts.view import iter_facts
 from support.crux_reference import replay
 from support.mcp_clients import server_env, stdio
 from support.journal_files import journal_text
+
+pytestmark = pytest.mark.slow
 
 SECONDS = 8.0
 SUPPORT = Path(__file__).resolve().parents[1] / "support"

@@ -115,6 +115,7 @@ def test_a_pin_is_exactly_1_or_ascii_case_insensitive_true_untrimmed(tmp_path: P
         assert Recall(store).memory_view(agent="a1").facts[0]["pinned"] is pinned
 
 
+@pytest.mark.slow
 def test_memory_view_answers_crux_feature_disabled_response(portal, tmp_path: Path) -> None:
     from support.mcp_clients import stdio
     with cruxsql.open(tmp_path) as store:

@@ -75,6 +75,7 @@ def test_both_replay_paths_read_every_crux_value_exactly(tmp_path: Path, monkeyp
         assert report.ok and report.view_matches_replay and not report.differences
 
 
+@pytest.mark.slow
 def test_a_shared_journal_keeps_crux_lines_byte_for_byte_through_erase_compact_and_retention(
         tmp_path: Path, run_cli, data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -103,6 +104,7 @@ def test_a_shared_journal_keeps_crux_lines_byte_for_byte_through_erase_compact_a
             {fid: f.to_json() for fid, f in crux.facts.items() if fid in EXACT}
 
 
+@pytest.mark.slow
 def test_a_line_crux_reads_but_cruxsql_cannot_represent_is_carried_over_not_quarantined(
         tmp_path: Path, run_cli, data_dir: Path) -> None:
     """serde reads a confidence of 1e39 as an f32 infinity; the view cannot hold it. An erasure (which

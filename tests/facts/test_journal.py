@@ -27,6 +27,7 @@ def _journal_with_last_line(tmp_path: Path) -> tuple[Path, bytes, bytes]:
     return path, full[: len(full) - len(last.encode()) - 1], last.encode() + b"\n"
 
 
+@pytest.mark.slow
 def test_a_cut_at_any_byte_of_the_last_line_is_quarantined_and_nothing_before_is_lost(tmp_path: Path) -> None:
     path, prefix, last = _journal_with_last_line(tmp_path / "template")
     full_opens = set(range(0, len(last), max(1, len(last) // 8)))

@@ -60,6 +60,7 @@ def _run_on(data_dir: Path, args: tuple[str, ...], path: Path) -> Result:
                               catch_exceptions=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_input_command_names_the_line_and_what_is_wrong(tmp_path: Path, command: str) -> None:
     args, source, good = COMMANDS[command]
@@ -78,6 +79,7 @@ def test_every_input_command_names_the_line_and_what_is_wrong(tmp_path: Path, co
         assert result.stderr == f"Error: {source(path)} line 3: entity must not be empty\n"
 
 
+@pytest.mark.slow
 def test_the_real_command_prints_no_traceback(tmp_path: Path) -> None:
     """The repro: `cruxsql store-batch` of a 5,000-digit number and of a 100,000-deep array, a real process."""
     path = tmp_path / "input.jsonl"

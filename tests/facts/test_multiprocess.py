@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import cruxsql
 from support.journal_files import journal_bytes
+
+pytestmark = pytest.mark.slow
 
 WRITER = r"""
 import sys, cruxsql

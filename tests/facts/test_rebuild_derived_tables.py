@@ -19,6 +19,8 @@ from cruxsql.facts import privacy, replay, view_file
 from cruxsql.facts.journal import Journal
 from cruxsql.recall import fact_terms, text_index, timeline
 
+pytestmark = pytest.mark.slow
+
 # Tables whose rows a fact keeps after a later line removed it from the view (replace_latest) when it was
 # indexed before that line, as incremental replay does; recall joins them on `facts`.
 _INDEXED_TEXT = ("recall_text", "recall_grams")

@@ -64,6 +64,7 @@ def test_an_unknown_zone_is_named() -> None:
         resolve("yesterday", "x", zone="Mars/Olympus")
 
 
+@pytest.mark.slow
 def test_recall_over_mcp_takes_phrases_and_says_what_they_meant(portal, tmp_path: Path) -> None:
     data_dir = tmp_path / "store"
     client = stdio(portal, data_dir, "--agent", "alice", "--tenant", "acme")

@@ -28,6 +28,7 @@ def _migration_versions() -> set[int]:
     return {int(p.name[:4]) for p in view_file.migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.name for f in FIXTURES])
 def test_released_data_directory_opens_migrates_and_answers_the_same(tmp_path, fixture):
     expected = json.loads((fixture / "expected.json").read_text(encoding="utf-8"))

@@ -99,6 +99,7 @@ def test_one_large_commit_leaves_its_checkpoint_to_the_background(tmp_path: Path
     store.close()
 
 
+@pytest.mark.slow
 def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path: Path) -> None:
     store = cruxsql.open(tmp_path)
     checkpointer = store.checkpointer
@@ -123,6 +124,7 @@ def test_wal_checkpoints_run_in_the_background_and_keep_the_wal_bounded(tmp_path
         assert again.counts()["live_facts"] == 7 and again.verify().ok
 
 
+@pytest.mark.slow
 def test_the_checkpoint_thread_is_woken_per_threshold_of_pages_added_not_per_commit(tmp_path: Path) -> None:
     # a steady stream of stores rarely lets the WAL restart: waking the thread on every commit while the
     # WAL is past the threshold had it checkpointing (two fsyncs) after almost every store. A reader

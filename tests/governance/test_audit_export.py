@@ -159,6 +159,7 @@ def test_recorded_exports_follow_a_moved_data_directory(tmp_path):
     assert b"GONE_EXPORT_VALUE" not in data and kept.value.encode() in data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 11])
 def test_final_states_in_the_export_equal_the_view(tmp_path, seed):
     from support.retention_builders import random_history

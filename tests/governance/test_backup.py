@@ -47,6 +47,7 @@ def _tables(path: Path) -> dict[str, list]:
     return out
 
 
+@pytest.mark.slow
 def test_backup_during_a_write_loop_restores_exactly_the_snapshot(tmp_path):
     src = tmp_path / "src"
     Store(src).close()
@@ -94,6 +95,7 @@ def test_restore_rebinds_the_checkpoint_instead_of_rebuilding(tmp_path):
         assert cp.inode == (tmp_path / "restored" / "facts.jsonl").stat().st_ino
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dest", ["bk", "bk.tar", "bk.tar.gz"])
 def test_a_flipped_byte_is_refused_and_nothing_is_written(tmp_path, dest):
     src = tmp_path / "src"
@@ -126,6 +128,7 @@ def test_a_flipped_byte_is_refused_and_nothing_is_written(tmp_path, dest):
     assert [p.name for p in tmp_path.iterdir() if "restore-" in p.name] == []
 
 
+@pytest.mark.slow
 def test_restore_refuses_a_non_empty_store_without_force(tmp_path):
     with Store(tmp_path / "a") as store:
         store.store("svc", "owner", "from-a")
@@ -142,6 +145,7 @@ def test_restore_refuses_a_non_empty_store_without_force(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "bk.tar"]
 
 
+@pytest.mark.slow
 def test_backup_refuses_bad_destinations(tmp_path):
     src = tmp_path / "src"
     with Store(src) as store:
@@ -160,6 +164,7 @@ def test_backup_refuses_bad_destinations(tmp_path):
         "Error: no cruxsql store at")
 
 
+@pytest.mark.slow
 def test_erasure_names_the_backups_that_still_hold_the_data(tmp_path):
     src = tmp_path / "src"
     with Store(src) as store:

@@ -96,6 +96,7 @@ def test_compacted_journal_shape_supersede_and_tombstones(tmp_path):
     assert store.verify().ok
 
 
+@pytest.mark.slow
 def test_verify_is_clean_right_after_a_compaction(tmp_path):
     """Every line of a compacted journal replays: nothing skipped, tombstones reported as such."""
     store = Store(tmp_path)
@@ -137,6 +138,7 @@ def test_corrupt_lines_block_compaction_unless_dropped_into_quarantine(tmp_path)
     assert store.verify().ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_random_history_compacts_to_view_equal_to_fresh_replay(tmp_path, seed):
     store = Store(tmp_path)
@@ -167,6 +169,7 @@ def test_random_history_compacts_to_view_equal_to_fresh_replay(tmp_path, seed):
                                                       if k not in live_before}}
 
 
+@pytest.mark.slow
 def test_direct_view_update_equals_rebuild(tmp_path):
     dirs = []
     for mode in ("direct", "rebuild"):

@@ -149,6 +149,7 @@ def test_erasure_carries_both_over(store: Store, monkeypatch) -> None:
     assert_carried(store, monkeypatch)
 
 
+@pytest.mark.slow
 def test_retention_carries_both_over(store: Store, monkeypatch) -> None:
     time.sleep(1.1)
     store.store("recent", "r", "recent DUP one")

@@ -22,6 +22,8 @@ from cruxsql.facts.store import Store
 from cruxsql.governance import compaction, erasure, retention
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 CHILD = textwrap.dedent(r"""
     import os, signal, sys
     from cruxsql.governance import compaction, erasure, retention

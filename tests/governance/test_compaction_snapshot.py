@@ -80,6 +80,7 @@ def _plain_history(store: Store, rng: random.Random, steps: int) -> None:
             store.set_validity(rng.choice(live), 10**18 + i, None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_snapshot_lines_after_a_random_plain_tail_are_the_lines_the_view_gives_now(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -93,6 +94,7 @@ def test_snapshot_lines_after_a_random_plain_tail_are_the_lines_the_view_gives_n
     pre.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_snapshot_lines_after_any_tail_are_exact_or_not_used(tmp_path: Path, seed: int) -> None:
     store = Store(tmp_path)
@@ -143,6 +145,7 @@ def test_a_compaction_from_a_snapshot_writes_what_one_under_the_lock_writes(tmp_
         assert sa.verify().ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed,batch", [(1, 4), (2, 4), (3, 20_000), (4, 20_000)])
 def test_a_compaction_after_a_tail_keeps_the_snapshot_head_and_writes_the_rest(tmp_path: Path, monkeypatch,
                                                                                seed: int, batch: int) -> None:
@@ -224,6 +227,7 @@ def test_the_text_index_drop_planned_from_the_snapshot_leaves_what_a_fresh_index
     assert carried == _text_index_rows(store)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["erasure", "retention"])
 def test_an_erasure_and_a_retention_run_take_their_compactions_snapshot_before_the_writer_lock(
         tmp_path: Path, monkeypatch, run: str) -> None:
@@ -361,6 +365,7 @@ def _compact_in_a_process(data: Path, slow_snapshot_s: float) -> dict:
     return json.loads(comp.stdout)
 
 
+@pytest.mark.slow
 def test_a_writer_goes_on_while_a_compaction_builds_from_its_snapshot_and_loses_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with Store(data) as store:
@@ -393,6 +398,7 @@ def test_a_writer_goes_on_while_a_compaction_builds_from_its_snapshot_and_loses_
                                      "AND superseded_by IS NULL")) == last
 
 
+@pytest.mark.slow
 def test_a_writer_waits_for_a_small_part_of_a_compaction_only(tmp_path: Path) -> None:
     """The writer lock is held for a small part of a compaction: its lines, their bytes on disk (fsynced),
     their event rows and their bookkeeping are all done before it, from the snapshot

@@ -62,6 +62,7 @@ def temp_writes(tmp_path):
         vfs.unregister()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batched", [True, False], ids=["one-batch-renumbers-seqs", "one-fact-per-call"])
 def test_compaction_copies_no_erased_value_outside_the_data_directory(tmp_path, temp_writes, batched, monkeypatch):
     # Facts stored in one batch under a clock that does not move share their stored_at (store_batch stamps

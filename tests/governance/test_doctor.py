@@ -45,6 +45,7 @@ def test_a_healthy_store_is_ok_and_nothing_changes(store_dir):
     assert _snapshot(store_dir) == before
 
 
+@pytest.mark.slow
 def test_a_torn_tail_warns(store_dir):
     with open(store_dir / "facts.jsonl", "ab") as fh:
         fh.write(b'{"op":"store","fact":{"fact_id":"f_torn')
@@ -54,6 +55,7 @@ def test_a_torn_tail_warns(store_dir):
     assert journal_bytes(store_dir).endswith(b'"f_torn'), "doctor must not repair"
 
 
+@pytest.mark.slow
 def test_a_stale_view_warns(store_dir, tmp_path):
     other = tmp_path / "other"
     with Store(other) as store:
@@ -67,6 +69,7 @@ def test_a_stale_view_warns(store_dir, tmp_path):
     assert check["status"] == "warning" and check["value"] == len(line)
 
 
+@pytest.mark.slow
 def test_a_held_lock_warns_and_names_the_pid(store_dir):
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, sys, time; fd = open(sys.argv[1], 'a'); fcntl.flock(fd, fcntl.LOCK_EX); "
@@ -89,6 +92,7 @@ def test_an_idle_store_warns(store_dir):
     assert doctor.diagnose(store_dir, max_idle="0", now_ns=time.time_ns() + 10**15).status == doctor.OK
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_critical(tmp_path):
     mount = tmp_path / "tiny"
     mount.mkdir()
@@ -105,6 +109,7 @@ def test_a_full_disk_is_critical(tmp_path):
         subprocess.run(["umount", str(mount)], check=True)
 
 
+@pytest.mark.slow
 def test_prometheus_output(store_dir):
     result = subprocess.run([sys.executable, "-m", "cruxsql", "doctor", "--prometheus", "--data-dir", str(store_dir)],
                             capture_output=True, text=True)
@@ -115,6 +120,7 @@ def test_prometheus_output(store_dir):
     assert sum(1 for line in lines if line.startswith("cruxsql_doctor_check_status{")) == 11  # mcp_tool_errors, lines_crux_skips and erasure_copies too
 
 
+@pytest.mark.slow
 def test_no_store_has_an_exit_status_of_its_own(tmp_path):
     result = _doctor(tmp_path / "nothing")
     assert result.returncode == 3
@@ -123,6 +129,7 @@ def test_no_store_has_an_exit_status_of_its_own(tmp_path):
     assert _doctor(tmp_path / "empty").returncode == 3
 
 
+@pytest.mark.slow
 def test_doctor_that_cannot_check_exits_4_not_as_a_warning(store_dir):
     bad_value = _doctor(store_dir, "--max-idle", "soon")
     assert bad_value.returncode == 4 and bad_value.stderr.startswith("Error: invalid duration 'soon'")

@@ -20,6 +20,8 @@ from support.cli_process import run_cruxsql
 from support.mounts import read_only_mount
 from support.journal_files import journal_text
 
+pytestmark = pytest.mark.slow
+
 MARKER = "marker-Vq27-erase-me@example.com"
 
 

@@ -15,6 +15,8 @@ import cruxsql
 from cruxsql.accounting.tool_errors import record_error
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 MARKER = "marker-Zq81-erase-me@example.com"
 
 

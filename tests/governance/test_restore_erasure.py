@@ -22,6 +22,8 @@ from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure, legal_holds
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 MARKER = "restore-marker-Kx7q-erased@example.com"
 CRASH_ENV = "CRUXSQL_TEST_CRASH_AT"
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cruxsql.facts.store import Store
 from cruxsql.interchange.mcp_memory import observation_key
 from support.cli_process import run_cruxsql
 from support.journal_files import journal_bytes
+
+pytestmark = pytest.mark.slow
 
 # Shapes from the MCP reference memory server's README (`memory.jsonl`, one object a line).
 MEMORY_JSONL = "\n".join(json.dumps(o) for o in [

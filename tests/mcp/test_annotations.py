@@ -35,6 +35,7 @@ def test_the_hints_follow_what_each_tool_does() -> None:
     assert {n for n, s in discover().items() if s.kind == WRITE} >= DESTRUCTIVE
 
 
+@pytest.mark.slow
 def test_the_sdk_client_reads_the_annotations_back(portal, tmp_path: Path) -> None:
     client = stdio(portal, tmp_path / "store", "--agent", "alice", "--tenant", "acme")
     try:

@@ -16,6 +16,8 @@ from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall import bootstrap_seed
 from cruxsql.recall.tokens import estimate_tokens
 
+pytestmark = pytest.mark.slow
+
 
 BUDGETS = [30, 120, 300, 1000]
 CALLS = {"memory_view": ({}, "facts"), "memory_freshness": ({}, "rows"),

@@ -10,6 +10,8 @@ import pytest
 import cruxsql
 from cruxsql.recall import bootstrap_seed
 
+pytestmark = pytest.mark.slow
+
 # five 40-byte values (10 tokens each), ranked by confidence: v0 first
 VALUES = [f"bootstrap page {i} ".ljust(40, "x") for i in range(5)]
 # (the topic is stored normalised: `docs` -> `doc`)

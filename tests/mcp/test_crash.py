@@ -12,9 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
+
 import cruxsql
 from cruxsql.facts.faults import CRASH_ENV
 from support.mcp_clients import CLI, server_env
+
+pytestmark = pytest.mark.slow
 
 
 class RawServer:

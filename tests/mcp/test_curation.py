@@ -18,6 +18,8 @@ from cruxsql.facts.store import StoreRequest
 from cruxsql.governance import legal_holds
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 CURATION = ["memory_contradictions", "memory_consolidate", "memory_consolidate_undo", "memory_edit", "memory_pin",
             "memory_history", "memory_acknowledge_use", "memory_forget_dry_run", "memory_forget", "fact_history"]
 

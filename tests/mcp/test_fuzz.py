@@ -31,6 +31,8 @@ from cruxsql.mcp.server import CruxServer
 from support.mcp_clients import server_env
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 SPECS = discover()
 ODD_TEXT = st.sampled_from(["", " ", "\ud800", "x\udfffy", "\x00", "é" * 3, "a" * 5000, "f_" + "0" * 32, "../../etc",
                             "__agent::someone::x", "@h:deadbeef", "-1", "null"])

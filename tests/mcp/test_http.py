@@ -11,6 +11,8 @@ import pytest
 from support.mcp_clients import HttpServer
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 ALICE = "a" * 40
 BOB = "b-token." + "x" * 32
 GLOBEX = "g" * 33

@@ -17,6 +17,8 @@ from cruxsql.mcp.registry import discover
 from support.mcp_clients import stdio
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 BOB_SECRET = "bob-private-7f3a9c"        # bob's private fact in alice's tenant
 OTHER_SECRET = "globex-only-91c2e4"      # a fact of another tenant
 OTHER_DOC = "globexdocument55aa"         # a document of another tenant

@@ -11,6 +11,8 @@ from mcp.shared.exceptions import MCPError
 
 from support.mcp_clients import stdio
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def clients(portal, tmp_path: Path):

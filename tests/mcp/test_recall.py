@@ -11,6 +11,8 @@ from cruxsql.recall.tokens import estimate_tokens, estimate_tokens_str
 from support.mcp_clients import stdio
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -100,6 +100,7 @@ FLAGS_ON = {"CORECRUXD_FEATURE_MEMORY_ACK": "1", "CORECRUXD_FEATURE_MEMORY_PANEL
             "CORECRUXD_FEATURE_SCOPED_FORGET": "1", "CORECRUXD_FEATURE_CONSOLIDATION": "1"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", sorted(discover()))
 def test_a_private_fact_answers_as_a_missing_one(template: Path, tmp_path: Path, tool: str, monkeypatch) -> None:
     for flag, value in FLAGS_ON.items():

@@ -18,6 +18,8 @@ from cruxsql.recall.tokens import estimate_tokens
 from support.mcp_clients import server_env, stdio
 from support.journal_files import journal_bytes
 
+pytestmark = pytest.mark.slow
+
 CORE = ["store_fact", "query_facts", "get_bootstrap", "query", "query_expand", "recall", "store_facts"]
 ALL = ["session_token_usage", "token_savings", "ingest_document", "query", "query_scan", "query_expand",
        "store_fact", "query_facts", "get_bootstrap", "delete_fact", "list_entities", "memory_view",

@@ -14,6 +14,8 @@ from cruxsql.workspace import Workspace
 from support.mcp_clients import CLI, server_env, stdio
 from support.workspace_builders import build_workspace
 
+pytestmark = pytest.mark.slow
+
 CTX = ["ctx_search", "ctx_read", "ctx_doc", "ctx_impact", "ctx_context", "ctx_expand"]
 
 

@@ -52,6 +52,7 @@ def assert_ratio(output: str, label: str) -> None:
     assert low <= ratio <= high, f"{label}: {ratio} is not {ours} / {base}"
 
 
+@pytest.mark.slow
 def test_bench_facts_prints_every_row_with_ratios_of_its_columns(tmp_path):
     result = run_bench("bench_facts.py", "--events", "1000", "--stores", "20", "--batches", "2", "--batch-size", "50",
                        "--row-path-events", "200", "--workdir", str(tmp_path / "work"),
@@ -91,6 +92,7 @@ def test_bench_facts_times_the_decoders_side_by_side(tmp_path):
         assert abs(ratio - rate / json_rate) <= d_ratio + (rate + d_rate) / (json_rate - 0.5) - rate / json_rate
 
 
+@pytest.mark.slow
 def test_bench_compaction_reports_what_the_compaction_wrote(tmp_path):
     result = run_bench("bench_compaction.py", "--events", "2000", "--no-rebuild-baseline",
                        "--workdir", str(tmp_path / "work"), "--json-dir", str(tmp_path / "json"), cwd=tmp_path)
@@ -111,6 +113,7 @@ def test_bench_compaction_reports_what_the_compaction_wrote(tmp_path):
     assert (report["facts_retained"], report["facts_dropped"], report["bytes_after"]) == (retained, dropped, after)
 
 
+@pytest.mark.slow
 def test_bench_recall_answers_match_both_references(tmp_path):
     # The benchmark stops with MISMATCH when cruxsql's answers differ from the FTS5 reference or the scan.
     result = run_bench("bench_recall.py", "--sizes", "400", "--queries", "2", "--scan-queries", "1",
@@ -123,6 +126,7 @@ def test_bench_recall_answers_match_both_references(tmp_path):
     assert (tmp_path / "work" / "n400" / "facts.jsonl").is_file()  # --workdir keeps the store for the next run
 
 
+@pytest.mark.slow
 def test_bench_fact_recall_names_its_slowest_queries(tmp_path):
     result = run_bench("bench_fact_recall.py", "--sizes", "1000", "--dense-sizes", "", "--per-kind", "2",
                        "--slowest", "3", "--workdir", str(tmp_path / "work"), cwd=tmp_path)
@@ -136,6 +140,7 @@ def test_bench_fact_recall_names_its_slowest_queries(tmp_path):
         assert len(walls) == 3 and walls == sorted(walls, reverse=True), listed
 
 
+@pytest.mark.slow
 def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
     data = tmp_path / "data"
     with cruxsql.open(data) as store:
@@ -150,6 +155,7 @@ def test_bench_progress_times_the_first_frame_of_a_rebuild(tmp_path):
     assert_ratio(result.stdout, "first progress bar frame, s (vs --help)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script, args, message", [
     ("bench_facts.py", ["--events", "0"], "--events must be 1 or more, not 0"),
     ("bench_facts.py", ["--workdir", "{file}/x"], "Not a directory"),
@@ -177,6 +183,7 @@ def test_bad_input_is_one_line_naming_it(tmp_path, script, args, message):
     assert message in result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_bench_progress_says_why_no_bar_came(tmp_path):
     result = run_bench("bench_progress.py", "rebuild", "--data-dir", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert result.returncode == 1
@@ -185,6 +192,7 @@ def test_bench_progress_says_why_no_bar_came(tmp_path):
     assert line.startswith("no progress bar from ") and "exited with code 1" in line and "no cruxsql store" in line
 
 
+@pytest.mark.slow
 def test_bench_agent_tokens_reports_the_session_within_its_budgets(tmp_path):
     result = run_bench("bench_agent_tokens.py", "--facts", "100", "--queries", "5", "--session-budget", "60000",
                        "--json", cwd=tmp_path)

@@ -48,6 +48,7 @@ def test_cli_reference_is_up_to_date():
     assert current == cli_reference.render(), f"docs/cli.md is out of date: run {cli_reference.COMMAND}"
 
 
+@pytest.mark.slow
 def test_cli_reference_check_fails_on_a_stale_file(tmp_path, monkeypatch):
     """The `--check` the lead runs after merging says what to run when the file is stale."""
     stale = tmp_path / "cli.md"
@@ -124,6 +125,7 @@ def example_env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, blocks", runnable_blocks("console"), ids=lambda v: getattr(v, "name", ""))
 def test_console_examples_run(page, blocks, tmp_path):
     for block in blocks:

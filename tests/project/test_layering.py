@@ -92,10 +92,12 @@ def violations(root: Path = PACKAGE) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_imports_follow_the_layer_order():
     assert violations() == []
 
 
+@pytest.mark.slow
 def test_a_wrong_way_import_is_caught(tmp_path):
     """Plant `facts` importing `recall` in a copy of the package: the check must name it."""
     import shutil

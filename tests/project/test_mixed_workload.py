@@ -13,7 +13,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import cruxsql
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "tools" / "soak" / "workload.py"

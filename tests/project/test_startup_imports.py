@@ -87,6 +87,7 @@ def test_the_mcp_tool_index_matches_the_tools() -> None:
         "cruxsql/mcp/tool_index.json is out of date: run python tools/cli_reference.py")
 
 
+@pytest.mark.slow
 def test_the_mcp_server_starts_without_importing_its_tools(tmp_path: Path) -> None:
     store = tmp_path / "store"
     subprocess.run([sys.executable, "-m", "cruxsql", "--data-dir", str(store), "init"], env=server_env(),

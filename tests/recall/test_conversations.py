@@ -47,6 +47,7 @@ def agent(mcp_client, mcp_dir):
     return mcp_client(mcp_dir, "--agent", "alice", env={"CRUXSQL_EMBEDDER": "none"})
 
 
+@pytest.mark.slow
 def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp_dir: Path) -> None:
     before = journal_bytes(mcp_dir, missing_ok=True)
     stored = agent.call("store_conversation", {"conversation": "locomo-mini", "turns": TURNS,
@@ -81,6 +82,7 @@ def test_a_conversation_stored_through_mcp_is_one_batch_of_turn_facts(agent, mcp
     assert [f["source_receipt"] for f in receipts] == ['turn:{"session":"2","time":"2023-05-25T12:14:00Z"}', "turn:{}"]
 
 
+@pytest.mark.slow  # the module's MCP agent, on the conversation the first test stored
 def test_recall_finds_turns_beside_facts_and_query_facts_stays_crux(agent) -> None:
     agent.text("store_fact", {"entity": "alice-notes", "key": "agency", "value": "ask about the adoption agency"})
     answer = agent.text("recall", {"query": "which adoption agency did Caroline contact?", "top_k": 3})
@@ -97,6 +99,7 @@ def test_recall_finds_turns_beside_facts_and_query_facts_stays_crux(agent) -> No
     assert crux.startswith("[conversation:locomo-mini] turn:000004 = Caroline: Pottery class was fun (confidence=1.00")
 
 
+@pytest.mark.slow  # the module's MCP agent, on the conversation the first test stored
 def test_bad_turns_are_one_line_errors_naming_the_turn_and_store_nothing(agent, mcp_dir: Path) -> None:
     before = journal_bytes(mcp_dir, missing_ok=True)
     cases = {
@@ -113,6 +116,7 @@ def test_bad_turns_are_one_line_errors_naming_the_turn_and_store_nothing(agent, 
     assert journal_bytes(mcp_dir, missing_ok=True) == before
 
 
+@pytest.mark.slow
 def test_two_concurrent_writers_never_take_the_same_position(tmp_path: Path) -> None:
     data_dir = tmp_path / "d"
     Store(data_dir).close()
@@ -136,6 +140,7 @@ def test_two_concurrent_writers_never_take_the_same_position(tmp_path: Path) -> 
         assert values == [f"{writer}: {call}.{i}" for i in range(4)]
 
 
+@pytest.mark.slow
 def test_the_cli_reads_json_jsonl_and_chat_messages(run_cli, data_dir: Path) -> None:
     as_json = json.dumps({"turns": [{"speaker": "Ann", "text": "the launch slipped to June", "id": 1}]})
     assert run_cli("store-conversation", "standup", input=as_json).stdout == \
@@ -169,6 +174,7 @@ def test_the_cli_reads_json_jsonl_and_chat_messages(run_cli, data_dir: Path) -> 
                                "turn_id": None}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("turns,error", [
     ([{"speaker": "a", "text": "x"}, {"speaker": "b", "time": "2023-05-08"}],
      "Error: turns[1].text: is required and must be a string\n"),
@@ -189,6 +195,7 @@ def _recall(data_dir: Path, query: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_erased_with_proof_restored_without_it_and_rebuilt_to_the_same_ranking(tmp_path: Path) -> None:
     data_dir, secret = tmp_path / "d", "Kestrel-7731 is my bank PIN hint"
     keep = [{"speaker": "Ann", "text": f"the garden needs water on day {i}"} for i in range(6)]
@@ -220,6 +227,7 @@ def test_erased_with_proof_restored_without_it_and_rebuilt_to_the_same_ranking(t
     assert again.stdout == "stored 1 turn(s) of conversation:keep at #6 in one batch\n"
 
 
+@pytest.mark.slow
 def test_private_turns_are_the_agents_own(portal, tmp_path: Path) -> None:
     alice = stdio(portal, tmp_path, "--agent", "alice", env={"CRUXSQL_EMBEDDER": "none"})
     bob = stdio(portal, tmp_path, "--agent", "bob", env={"CRUXSQL_EMBEDDER": "none"})
@@ -253,6 +261,7 @@ def test_a_crux_daemon_replaying_the_journal_reads_every_turn_as_a_fact(store: S
     assert store.verify().ok
 
 
+@pytest.mark.slow
 def test_the_storing_benchmark_runs_on_a_small_locomo_file(tmp_path: Path) -> None:
     conversation = {"speaker_a": "Ann", "speaker_b": "Bob",
                     "session_1_date_time": "1:56 pm on 8 May, 2023",
@@ -378,6 +387,7 @@ def test_a_question_naming_a_month_prefers_the_turns_of_that_month(tmp_path: Pat
         assert hits[0].turn is not None and hits[0].turn.time == "2023-03-02T10:00:00Z"
 
 
+@pytest.mark.slow
 def test_last_month_is_read_at_the_conversations_latest_time(tmp_path: Path) -> None:
     from cruxsql.recall import Recall
     with Store(tmp_path / "data") as s:

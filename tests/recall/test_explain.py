@@ -62,6 +62,7 @@ def test_bob_sees_his_note_and_explain_refuses_known_at(store):
         recall_explain.explain(recall, result, "private", known_at="2026-01-01T00:00:00Z")
 
 
+@pytest.mark.slow
 def test_cli_explain(store, run_cli):
     out = run_cli("query", "team", "--explain", ok=True).stdout.splitlines()
     assert out[1] == '  why: "team" in value; 1.00 x 1 = 1.00 (fresh, stable 8760h)'

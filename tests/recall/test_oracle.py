@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 import numpy as np
 import tempfile
 from pathlib import Path
@@ -23,6 +25,8 @@ from cruxsql.facts.store import Store
 from cruxsql.recall import crc_v1, text_index
 from cruxsql.recall.queries import Recall
 from cruxsql.recall.tokens import compact_json, estimate_tokens_str
+
+pytestmark = pytest.mark.slow
 
 HOUR_NS = 3_600_000_000_000
 BASE = timestamps.parse_ns("2026-03-01T00:00:00Z")

@@ -9,10 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cruxsql.facts.store import Store
 from cruxsql.recall.relations import RELATION_KEYS, related
 from support.mcp_clients import server_env, stdio
 from support.journal_files import journal_text
+
+pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "cruxsql"]
 # what the official MCP memory server writes (memory.jsonl)

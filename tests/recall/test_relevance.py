@@ -124,6 +124,7 @@ def _stored_rows(s: Store) -> list[tuple]:
     return s.db.execute("SELECT seq, tenant_hash, entity, key, value, private FROM facts ORDER BY seq").fetchall()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["public", "tenants", "private", "agents", "nul", "gaps"])
 def test_a_range_read_from_the_facts_gets_the_terms_of_one_at_a_time(tmp_path: Path, kind: str) -> None:
     # index_range reads each column of a range as one string: one tenant or several, with the rows read
@@ -169,6 +170,7 @@ def test_texts_analysed_together_give_the_words_of_each() -> None:
             assert analysed.named[i] == sum(1 for w in words(text) if not w.isdigit()), text
 
 
+@pytest.mark.slow
 def test_many_candidates_rank_as_when_every_one_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Above PREFIX_FROM candidates, BM25 alone ranks a prefix of them (relevance._rank_prefix): the same
     # pages, totals, scores and explanations as ranking every visible one, however confidence, staleness,
@@ -376,6 +378,7 @@ def test_postings_are_kept_by_replay_and_rebuilt_the_same_from_the_journal(store
         assert _postings(again) == kept
 
 
+@pytest.mark.slow
 def test_cli_recall_prints_lines_and_refuses_bad_input(store: Store, tmp_path: Path) -> None:
     store.close()
     data = str(tmp_path / "data")

@@ -77,6 +77,7 @@ def test_single_writes_leave_their_postings_to_the_next_read(tmp_path: Path) -> 
         assert index.is_current()  # the read indexed them
 
 
+@pytest.mark.slow
 def test_the_write_that_finds_index_every_facts_unindexed_indexes_them_all(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         _fill(store, 10)
@@ -115,6 +116,7 @@ with cruxsql.open(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.slow
 def test_a_write_is_found_right_after_by_another_process_and_by_this_one(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         _fill(store, 300)
@@ -132,6 +134,7 @@ def test_a_write_is_found_right_after_by_another_process_and_by_this_one(tmp_pat
         assert [r["fact_id"] for r in recall.query_facts("wombat", contract="legacy").rows] == [theirs]
 
 
+@pytest.mark.slow
 def test_sigkill_between_the_acknowledged_write_and_its_indexing_loses_nothing(tmp_path: Path) -> None:
     with cruxsql.open(tmp_path) as store:
         _fill(store, 300)
