@@ -69,7 +69,7 @@ def bulk_catch_ups(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 def publish_mixed(cluster: LoopbackCluster, group: str, seed: int = 11, events: int = 900,
                   generation: bool = True) -> int:
-    """Publish test_bulk_replay's mixed journal (every op, chains, duplicates, latest-only control facts,
+    """Publish support.mixed_journal's mixed journal (every op, chains, duplicates, latest-only control facts,
     consolidations, corrupt, blank and CRLF lines) as messages of 1-3 lines, with racing copies of store
     lines (same version, another id: the second is refused; a deleted copy first is no chain's head), a
     Raft log scrub filler every 200 messages, and half way (`generation`), a compaction's generation.
