@@ -5,23 +5,30 @@
 - `cli(*args, input=None, env=None, ok=True)`: click's CliRunner invoking the real `cruxsql` command with
   `CRUXSQL_DATA_DIR=data_dir`; `ok` asserts exit code 0 and shows the output when it is not.
 - `run_cli(*args, input=None, env=None, ok=False, timeout=120)`: a real `sys.executable -m cruxsql`
-  process with `CRUXSQL_DATA_DIR=data_dir` (`cli_process.run_cruxsql`); `ok` asserts exit code 0.
+  process with `CRUXSQL_DATA_DIR=data_dir` (`support.cli_process.run_cruxsql`); `ok` asserts exit code 0.
+- `mcp_client(data_dir, *args, env=None)`: an MCP SDK client over stdio of a real `cruxsql mcp` process on
+  `data_dir` (`support.mcp_clients.stdio`), closed when the module's tests are done; module-scoped, so a
+  module's own fixtures name its agents: `alice = mcp_client(data_dir, "--agent", "alice")`.
 A module may override `data_dir` (or `store`, building on this one); `cli` and `run_cli` then use its.
+Helpers that are not fixtures (journal readers, builders, clients) live in tests/support/.
 """
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import pytest
 from click.testing import CliRunner, Result
 
-from cli_process import run_cruxsql
+from support.cli_process import run_cruxsql
 from cruxsql.cli import main
 from cruxsql.facts import privacy
 from cruxsql.facts.store import Store
+
+if TYPE_CHECKING:
+    from support.mcp_clients import McpClient
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,6 +62,22 @@ def portal():
 
     with start_blocking_portal() as p:
         yield p
+
+
+@pytest.fixture(scope="module")
+def mcp_client(portal) -> Iterator[Callable[..., McpClient]]:
+    from support.mcp_clients import stdio
+
+    opened: list[McpClient] = []
+
+    def open_client(data_dir: Path, *args: str, env: Optional[dict[str, str]] = None) -> McpClient:
+        client = stdio(portal, data_dir, *args, env=env)
+        opened.append(client)
+        return client
+
+    yield open_client
+    for client in reversed(opened):
+        client.close()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ module and the part of its help `cruxsql --help` shows, so that listing imports 
 and whether it is core), so that the server starts without importing its tool modules.
 
 The help is rendered at a fixed width (100 columns, the group's `max_content_width`), so the file does
-not depend on the terminal that regenerates it. `tests/test_docs.py` runs the check.
+not depend on the terminal that regenerates it. `tests/project/test_docs.py` runs the check.
 """
 
 from __future__ import annotations

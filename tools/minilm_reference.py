@@ -2,7 +2,7 @@
 
     /tmp/torchref/bin/python tools/minilm_reference.py
 
-The model's reference implementation embeds `tests/test_minilm.py`'s REFERENCE_TEXTS (short sentences,
+The model's reference implementation embeds `tests/embeddings/test_minilm.py`'s REFERENCE_TEXTS (short sentences,
 accents and case, digits and punctuation, an empty string, conversation turns and questions, CJK and
 emoji, a text past the 256-token limit); the test checks that cruxsql's numpy pass gives the same vectors
 (cosine ≥ 0.999 required, within 1e-5 in practice) without torch. cruxsql never needs torch: run this once,
@@ -24,7 +24,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "embeddings"))
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Every option more than one cruxsql command takes, declared once: `--data-dir`, `--tenant`, `--agent`,
 `--token-budget`, the output formats of commands that print records, ... A decorator takes the help each
 command gives its option (and the default where commands differ); the name, type, metavar and checks are
-the same everywhere. `tests/test_cli_conventions.py` fails on an inline declaration of one of these, and
+the same everywhere. `tests/cli/test_conventions.py` fails on an inline declaration of one of these, and
 on any option declared inline in two command modules.
 
 One output convention: a command that prints records takes `--table` (aligned columns), `--json` (a

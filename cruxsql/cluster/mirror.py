@@ -11,7 +11,7 @@ chains' current heads, judged on the state before it: every node decides the sam
 whose message lost that race (a concurrent store through another node, unseen when it built its
 version) sees it absent and builds again. So a chain's versions are 1..N exactly once. Heads are read
 from the view and followed in memory across the messages judged together (`Heads`), so that judging
-many at once decides as judging each after the one before was applied (tests/test_cluster_catchup.py).
+many at once decides as judging each after the one before was applied (tests/cluster/test_catchup.py).
 
 A node far behind goes by the bulk path (`_BulkSink`): the lines decoded once, appended in large fsynced
 chunks, and replayed from the decoded lines into one view transaction (`bulk.range_replay`); a node a

@@ -7,7 +7,7 @@ already holds, so the store hands its events over and they go through the bulk p
 `supersede` or a `delete` is taken as it is only when each of its values reads back unchanged from
 the text the codec wrote (a fact time is in the view's range, the confidence is already an f32, the
 integers fit serde's types); any other line, or any other op, is decoded from its bytes as replay
-would. tests/test_appended_replay.py compares the view after such writes with a fresh replay.
+would. tests/facts/test_appended_replay.py compares the view after such writes with a fresh replay.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Bulk replay: many journal lines applied to the view at once, with the rules of `view.Applier`.
 
 A full rebuild and any long journal tail come through here; the one or two lines a `store()` appends
-go through the row-by-row `Applier`, and tests/test_bulk_replay.py proves both build the same tables.
+go through the row-by-row `Applier`, and tests/facts/test_bulk_replay.py proves both build the same tables.
 Where the time goes instead of ~120 µs per event:
 
 * Lines are decoded straight into view rows: msgspec's compiled decoder checks each line against
@@ -9,7 +9,7 @@ Where the time goes instead of ~120 µs per event:
   only fills serde's defaults, checks the times and the f32 and counts the keys. Anything unusual (a
   possible duplicate key, a time not in chrono's own format, a type error...) is handed to
   `codec.decode_event`, so a line is accepted, or rejected with the same reason, exactly as the codec
-  does (tests/test_bulk_replay.py fuzzes and sweeps lines against it).
+  does (tests/facts/test_bulk_replay.py fuzzes and sweeps lines against it).
 * Which facts exist, and in which tenant (all the common replay rules need), is read for a whole
   batch with one query and then tracked in a dict while the batch is walked in journal order.
 * Rows go out with `executemany`. A full rebuild runs in one transaction with the secondary indexes

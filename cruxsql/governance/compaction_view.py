@@ -168,7 +168,7 @@ def _name_live_lines(rw: RewriteState) -> None:
     was about to change into a statement journal, a temp file outside the data directory (/var/tmp):
     the UPDATE every page of `facts`, the values of the facts about to be erased included (345 of the
     534 MiB of temp files a 1M-event compaction wrote, both together). A failure still rolls the whole
-    transaction back (`roll_back`). tests/test_compaction_temp_files.py checks that no erased value
+    transaction back (`roll_back`). tests/governance/test_compaction_temp_files.py checks that no erased value
     reaches a temp file."""
     db = rw.store.db
     if rw.line_seqs:  # (carray refuses an empty buffer)

@@ -83,7 +83,7 @@ def is_unit(parts: Sequence[str]) -> bool:
 def name_terms(text: str) -> tuple[tuple[str, ...], int]:
     """(terms, word count) of a name (an entity or key): its words' terms, plus the unit of the whole name
     when it is one. With `value_terms`, the analyzer of one fact; `FactTerms` indexes many at once and
-    gives the same terms (tests/test_recall_relevance.py)."""
+    gives the same terms (tests/recall/test_relevance.py)."""
     ws = words(text)
     terms = [term_of(w) for w in ws if w not in STOPWORDS]
     length = len(terms)

@@ -471,7 +471,7 @@ def carry_text_index(db: apsw.Connection, rewrite: derived_tables.Rewrite) -> No
         # (migration 0002's recall_generation_changed). Deleted inside that INSERT, every page of
         # recall_text, the lower-cased values of the facts being erased among them, was first copied into
         # the INSERT's statement journal: a temp file outside the data directory, where erasure cannot
-        # reach it (tests/test_compaction_temp_files.py).
+        # reach it (tests/governance/test_compaction_temp_files.py).
         index._wipe()
         return
     # the facts writes left to a later read (`INDEX_EVERY`) indexed first, so that those the compaction

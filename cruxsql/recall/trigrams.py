@@ -9,7 +9,7 @@ there is room to pack the whole pair into one 64-bit key instead, and a plain in
 keys is several times cheaper: each code point becomes its rank in the run's alphabet (16 bits, in
 code point order, so keys sort exactly as codes do) and the seq its distance from the run's first
 (16 bits). A run with more than 65,534 distinct code points or spanning more than 65,536 seqs takes the
-general way; `tests/test_trigrams.py` checks both give the same postings.
+general way; `tests/recall/test_trigrams.py` checks both give the same postings.
 """
 
 from __future__ import annotations

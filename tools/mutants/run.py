@@ -44,8 +44,9 @@ def copy_tree(scratch: Path) -> None:
 
 def run_tests(scratch: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(scratch), "COLUMNS": "400"}  # room for the failure reason
+    # pyproject's addopts are cleared, but not its import mode: test modules in different folders share names
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-           f"--basetemp={scratch / '.pytest-tmp'}", *tests]
+           "--import-mode=importlib", f"--basetemp={scratch / '.pytest-tmp'}", *tests]
     try:
         done = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

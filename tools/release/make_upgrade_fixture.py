@@ -4,7 +4,7 @@ Run once per release, with that release's code, and commit the result:
 
     python tools/release/make_upgrade_fixture.py tests/fixtures/upgrade/v$(python -c 'import importlib.metadata as m; print(m.version("cruxsql"))')
 
-`tests/test_upgrade.py` opens every fixture with the current code and checks that the view migrates,
+`tests/facts/test_upgrade.py` opens every fixture with the current code and checks that the view migrates,
 answers the same questions, and that the journal is never rewritten by a migration.
 """
 

@@ -46,7 +46,7 @@ PHASES = {
     "retention apply": (0.08, ["retention"], (0.1, 2.5)),
     "concurrent writers + compactor": (0.20, ["concurrent"] * 4 + ["compactor"], (0.2, 1.5)),
     # tools/soak/workload.py's roles, all at once: 2 MCP writers, 2 MCP readers, a CLI reader, an API writer
-    # and a compaction + erasure every few seconds (tests/test_mixed_workload.py runs it once, unkilled)
+    # and a compaction + erasure every few seconds (tests/project/test_mixed_workload.py runs it once, unkilled)
     MIXED: (0.10, [role for role, _ in MIXED_ROLES], (2.0, 8.0)),
 }
 ROUNDS_PER_DIRECTORY = 12  # a fresh data directory every so often keeps verify's full replay cheap

@@ -2,7 +2,7 @@
 
     python tools/soak/workload.py ROLE DATA_DIR OUT_JSON SECONDS NAME
 
-Roles (tests/test_mixed_workload.py runs them together; tools/soak/soak.py runs them longer, with
+Roles (tests/project/test_mixed_workload.py runs them together; tools/soak/soak.py runs them longer, with
 SIGKILLs):
   mcp-writer   an MCP SDK stdio client of its own `cruxsql mcp`: store_fact, store_facts (a pair of facts
                that must be seen together), delete_fact, each with an idempotency key, and every few
