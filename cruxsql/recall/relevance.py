@@ -1,8 +1,8 @@
 """Relevance-ranked recall (`recall`): which stored facts answer a question, best first, each on one line.
 
 `query_facts` is Crux's contract (any query word as a substring, ranked by confidence and recency); this
-is cruxsql's search engine beside it, over the same visibility pipeline (`Recall._visibility_plan` and
-`Recall._visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
+is cruxsql's search engine beside it, over the same visibility pipeline (`VisibleFacts.visibility_plan` and
+`VisibleFacts.visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
 `known_at` transaction time).
 
 Ranking, for a query's *concepts* (its words minus stopwords; consecutive words naming a unit the index
@@ -49,9 +49,10 @@ from . import fact_terms, scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
 from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
-from .queries import Recall, TimeArg, _count_arg, _time_arg
+from .arguments import TimeArg, count_arg, time_arg
 from .fact_lines import fact_line, shared
 from .turns import Turn, parse_turn, turn_line
+from .visibility import VisibleFacts
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
@@ -411,7 +412,7 @@ def default_embedder() -> Optional[Embedder]:
         return None
 
 
-def shared_embedder(recall: Recall) -> Optional[Embedder]:
+def shared_embedder(recall: VisibleFacts) -> Optional[Embedder]:
     """`default_embedder()`, loaded once per `Recall` (a server's calls and its fact indexer share it)."""
     with _EMBEDDER_LOAD:
         if "embedder" not in recall.search_cache:
@@ -452,7 +453,7 @@ class _DenseIndex:
                          np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in found]).astype(F32))
 
 
-def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
+def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
     """The dense index of the caller's scopes, read from the view's kept vectors (none embedded here)."""
     db = recall.db
     profile = embedder.semantic_profile().hash
@@ -480,7 +481,7 @@ def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optiona
     return index
 
 
-def _embed_best(recall: Recall, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
+def _embed_best(recall: VisibleFacts, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
     """Embed (and keep) up to LAZY_EMBED facts that have no vector yet: BM25's best candidates first, then
     the oldest (as the indexer goes), so a small store is whole after its first query."""
     found, at = _lookup(index.seqs, scored.seqs[np.lexsort((-scored.bm25, ~scored.all_terms))])
@@ -496,7 +497,7 @@ def _embed_best(recall: Recall, embedder: Embedder, index: _DenseIndex, scored: 
     index.put(wanted, np.stack([vectors[index.ids[i]] for i in wanted.tolist()]).astype(F32))
 
 
-def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
+def _dense(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
            ) -> tuple[np.ndarray, np.ndarray, int]:
     """(seqs, cosines) of the facts of the caller's scopes that have a vector, best first, and how many
     have none. A query embeds at most LAZY_EMBED facts itself, BM25's best candidates lacking a vector
@@ -636,11 +637,11 @@ def _rank_prefix(select: Callable[[np.ndarray, str], list[tuple]], scored: _Scor
 
 
 def _count(value: Optional[int], name: str, default: int) -> int:
-    checked = _count_arg(value, name)
+    checked = count_arg(value, name)
     return default if checked is None else checked
 
 
-def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
+def search(recall: VisibleFacts, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
            key: Optional[str] = None, actor: Optional[str] = None, tenant: Optional[str] = None,
            agent: Optional[str] = None, stored_after: TimeArg = None, stored_before: TimeArg = None,
            valid_after: TimeArg = None, valid_before: TimeArg = None, as_of: TimeArg = None,
@@ -666,16 +667,16 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         raise InvalidInput(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if fusion in ("rrf", "weighted") and embedder is None:
         raise InvalidInput(f"fusion {fusion!r} needs an embedder (CRUXSQL_EMBEDDER=hash or minilm)")
-    times = {name: _time_arg(value, name) for name, value in (
+    times = {name: time_arg(value, name) for name, value in (
         ("stored_after", stored_after), ("stored_before", stored_before), ("valid_after", valid_after),
         ("valid_before", valid_before))}
-    as_of_ns, known_ns, now_ns = _time_arg(as_of, "as_of"), _time_arg(known_at, "known_at"), _time_arg(now, "now")
+    as_of_ns, known_ns, now_ns = time_arg(as_of, "as_of"), time_arg(known_at, "known_at"), time_arg(now, "now")
     if now_ns is None:
         now_ns = timestamps.now_ns() if known_ns is None else min(timestamps.now_ns(), known_ns)
     used = fusion if fusion != "auto" else ("weighted" if _embedder_is_real(embedder) else "bm25")
     agent = scope.normalize_agent(agent)
     tenant_name = scope.normalize_tenant(tenant)
-    recall._prepare(known_ns)
+    recall.prepare(known_ns)
     terms = recall.index.terms
     phrase_texts = _QUOTED.findall(text)
     spans = unit_candidates(_QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
@@ -695,8 +696,8 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         if held:
             dense_pool = dense_pool[~np.isin(dense_pool, np.concatenate(held))]
     pool = np.union1d(scored.seqs, dense_pool) if len(dense_pool) else scored.seqs
-    plan = recall._visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
-    visible_sql = recall._visible_sql(plan, recall._decay(), known_ns, as_of_ns, include_superseded)
+    plan = recall.visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
+    visible_sql = recall.visible_sql(plan, recall.decay(), known_ns, as_of_ns, include_superseded)
     extra = _time_filters(plan, times, key, actor)
 
     def select(seqs: np.ndarray, columns: str) -> list[tuple]:
