@@ -262,3 +262,44 @@ def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_th
     assert run_cruxsql(tmp_path / "data", "embed", "--facts", env=env).stdout.startswith("embedded 0 fact(s)")
     bad = run_cruxsql(tmp_path / "data", "embed", env=env)
     assert bad.returncode == 1 and bad.stderr.strip() == "Error: give a TEXT to embed, or --facts"
+
+
+class SlowEmbedder(PlantedEmbedder):
+    """The planted model taking `seconds` per call, as MiniLM does on a loaded machine."""
+
+    def __init__(self, directions: dict[str, list[float]], seconds: float) -> None:
+        super().__init__(directions)
+        self.seconds = seconds
+        self.calls = 0
+
+    def embed_batch(self, texts):
+        self.calls += 1
+        time.sleep(self.seconds)
+        return super().embed_batch(texts)
+
+
+def test_beside_a_running_indexer_a_cold_query_on_a_slow_model_stops_embedding_after_its_time_budget(
+        tmp_path: Path) -> None:
+    slow = SlowEmbedder(PLANTED, seconds=relevance.LAZY_BUDGET_S * 3)
+    loading = threading.Event()
+    with planted_store(tmp_path) as s:
+        recall = Recall(s)
+        indexer = FactIndexer.for_recall(recall, lambda: (loading.wait(30), None)[1])
+        assert indexer is not None
+        indexer.start()                                   # running, still loading its model: it embeds nothing
+        try:
+            started = time.perf_counter()
+            result = recall.search("car fast", embedder=slow)
+            elapsed = time.perf_counter() - started
+        finally:
+            loading.set()
+            indexer.stop()
+        facts = slow.embedded[:-1]                                        # the last text is the question
+        assert slow.calls == 2 and len(facts) == relevance.LAZY_CHUNK     # one chunk of facts, then the question
+        assert all(t.startswith("fleet") for t in facts)                   # BM25's best candidates first
+        assert result.unembedded == 300 - relevance.LAZY_CHUNK
+        assert elapsed < 20 * slow.seconds
+        assert all(h.entity.startswith("fleet") for h in result.hits[:10])
+        slow.embedded.clear()
+        alone = Recall(s).search("weather", embedder=slow)               # no indexer: LAZY_EMBED at once
+        assert len(slow.embedded) == relevance.LAZY_EMBED + 1 and alone.unembedded == 300 - relevance.LAZY_CHUNK - relevance.LAZY_EMBED

@@ -55,11 +55,21 @@ class FactIndexer:
         self.indexed = 0                    # facts embedded since start
 
     @classmethod
-    def for_recall(cls, recall: Recall) -> Optional["FactIndexer"]:
-        """An indexer for `recall`'s dense lane (its shared model), or None for a read-only store."""
+    def for_recall(cls, recall: Recall, load_embedder: Optional[Callable[[], Optional[Embedder]]] = None
+                   ) -> Optional["FactIndexer"]:
+        """An indexer for `recall`'s dense lane (its shared model, unless `load_embedder` is given), or None
+        for a read-only store. While it runs, `recall`'s queries leave the filling to it (relevance.py's
+        LAZY_BUDGET_S)."""
         if recall.store.read_only:
             return None
-        return cls(Path(recall.store.data_dir) / view_file.DB_NAME, lambda: shared_embedder(recall))
+        indexer = cls(Path(recall.store.data_dir) / view_file.DB_NAME, load_embedder or (lambda: shared_embedder(recall)))
+        recall.search_cache["indexer"] = indexer
+        return indexer
+
+    @property
+    def running(self) -> bool:
+        """Whether its thread is running and not asked to stop."""
+        return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
 
     def start(self) -> "FactIndexer":
         self._thread = threading.Thread(target=self._run, name="cruxsql-fact-indexer", daemon=True)

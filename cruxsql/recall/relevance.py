@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
@@ -51,7 +52,7 @@ from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
 from .arguments import TimeArg, count_arg, time_arg
 from .fact_lines import fact_line, shared
-from .turns import Turn, parse_turn, turn_line
+from .turns import KEY_GLOB as TURN_KEY_GLOB, Turn, parse_turn, turn_line
 from .visibility import VisibleFacts
 from .tokens import compact_json, estimate_tokens
 
@@ -62,7 +63,10 @@ FIELD_B = np.array([0.3, 0.3, 0.3], dtype=F32)
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
-LAZY_EMBED = 32            # facts lacking a vector a query embeds itself (BM25's best first): ~0.25 s of MiniLM
+LAZY_EMBED = 32            # facts lacking a vector a query embeds itself at most (BM25's best first)
+LAZY_CHUNK = 4             # ... while a background indexer runs: this many at a time (MiniLM: ~15 ms)
+LAZY_BUDGET_S = 0.01       # ... and the next chunk only this long after the first began
+ABSORB_CHUNK = 1024        # facts lacking a vector a query looks up in the view at a time (`_DenseIndex.absorb`)
 TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
@@ -384,7 +388,7 @@ def _question_window(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray, 
     last = db.execute(
         "SELECT l.entity, l.key, l.value, l.source_receipt FROM facts b JOIN facts l ON l.seq = (SELECT seq FROM "
         "facts WHERE tenant_hash = b.tenant_hash AND entity = b.entity AND key GLOB ? AND deleted = 0 "
-        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (turn_context.TURN_KEY_GLOB, best)).fetchone()
+        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (TURN_KEY_GLOB, best)).fetchone()
     turn = parse_turn(*last) if last is not None else None
     if turn is None or not turn.time:
         return None
@@ -439,18 +443,22 @@ class _DenseIndex:
         self.matrix[at] = vectors / np.where(norms > 0, norms, 1)[:, None]
         self.has[at] = True
 
-    def absorb(self, db: apsw.Connection, profile: str, at: np.ndarray) -> None:
-        """Take the vectors kept in the view (by the indexer or another process) for the facts `at`."""
-        index = {self.ids[i]: i for i in at.tolist()}
-        ids = list(index)
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            found: list[tuple[str, bytes]] = db.execute(  # type: ignore[assignment]
-                f"SELECT fact_id, vector FROM fact_embeddings WHERE profile_hash = ? AND fact_id IN "
-                f"({','.join('?' * len(part))})", (profile, *part)).fetchall()
+    def absorb(self, db: apsw.Connection, profile: str) -> None:
+        """Take the vectors kept in the view (by the indexer or another process) for facts that had none,
+        oldest first as the indexer goes: ABSORB_CHUNK of them at a time, the next chunk only while the last
+        one was filled to its end (so a query reads what arrived since the last one, not every missing fact)."""
+        missing = np.flatnonzero(~self.has)
+        for start in range(0, len(missing), ABSORB_CHUNK):
+            at = missing[start:start + ABSORB_CHUNK]
+            found: list[tuple[int, bytes]] = db.execute(  # type: ignore[assignment]
+                "SELECT f.seq, e.vector FROM facts f JOIN fact_embeddings e ON e.fact_id = f.fact_id "
+                "AND e.profile_hash = ? WHERE f.seq IN carray(?)",
+                (profile, apsw.carray(np.ascontiguousarray(self.seqs[at])))).fetchall()
             if found:
-                self.put(np.array([index[str(fid)] for fid, _ in found]),
+                self.put(np.searchsorted(self.seqs, np.array([seq for seq, _ in found], dtype=np.int64)),
                          np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in found]).astype(F32))
+            if not self.has[at[-1]]:
+                return
 
 
 def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
@@ -465,7 +473,7 @@ def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: O
         missing = np.flatnonzero(~index.has)
         if len(missing) and db.execute("SELECT 1 FROM fact_embeddings WHERE fact_id = ? AND profile_hash = ?",
                                        (index.ids[int(missing[0])], profile)).fetchone():
-            index.absorb(db, profile, missing)   # the indexer (oldest first) has moved since: take what it kept
+            index.absorb(db, profile)   # the indexer (oldest first) has moved since: take what it kept
         return index
     rows = db.execute(
         "SELECT f.seq, f.fact_id, e.vector FROM facts f JOIN recall_text t ON t.seq = f.seq "
@@ -483,18 +491,26 @@ def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: O
 
 def _embed_best(recall: VisibleFacts, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
     """Embed (and keep) up to LAZY_EMBED facts that have no vector yet: BM25's best candidates first, then
-    the oldest (as the indexer goes), so a small store is whole after its first query."""
+    the oldest (as the indexer goes), so a small store is whole after its first query. Where a background
+    indexer is running (`fact_indexer.FactIndexer.for_recall`), LAZY_CHUNK at a time and the next chunk
+    only within LAZY_BUDGET_S of the first: a query arriving while it fills a large store spends a bounded
+    time on the model and leaves the rest to it."""
     found, at = _lookup(index.seqs, scored.seqs[np.lexsort((-scored.bm25, ~scored.all_terms))])
     best = at[found][~index.has[at[found]]][:LAZY_EMBED]
     oldest = np.flatnonzero(~index.has)[:LAZY_EMBED]
-    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])
-    if not len(wanted):
-        return
-    rows = recall.db.execute(
-        "SELECT f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
-        "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(np.ascontiguousarray(index.seqs[wanted])),))
-    vectors = fact_vectors(recall.db, embedder, [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows])
-    index.put(wanted, np.stack([vectors[index.ids[i]] for i in wanted.tolist()]).astype(F32))
+    wanted = np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED]
+    bounded = getattr(recall.search_cache.get("indexer"), "running", False)
+    chunk_size = LAZY_CHUNK if bounded else LAZY_EMBED
+    started = time.perf_counter()
+    for start in range(0, len(wanted), chunk_size):
+        if start and time.perf_counter() - started > LAZY_BUDGET_S:
+            return
+        chunk = np.sort(wanted[start:start + chunk_size])
+        rows = recall.db.execute(
+            "SELECT f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
+            "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(np.ascontiguousarray(index.seqs[chunk])),))
+        vectors = fact_vectors(recall.db, embedder, [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows])
+        index.put(chunk, np.stack([vectors[index.ids[i]] for i in chunk.tolist()]).astype(F32))
 
 
 def _dense(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
@@ -507,8 +523,11 @@ def _dense(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optiona
     _embed_best(recall, embedder, index, scored)
     q = np.asarray(embedder.embed_one(text), dtype=F32)
     q /= max(F32(np.linalg.norm(q)), F32(1e-12))
-    cos = np.where(index.has, index.matrix @ q, F32(-1.0))
-    top = np.argsort(-cos, kind="stable")[:DENSE_POOL * 4]
+    cos = index.matrix @ q
+    cos[~index.has] = F32(-1.0)
+    pool = min(DENSE_POOL * 4, len(cos))
+    top = np.argpartition(-cos, pool - 1)[:pool] if pool < len(cos) else np.arange(len(cos))
+    top = top[np.lexsort((top, -cos[top]))]         # best first, ties by position (seq)
     top = top[index.has[top]]
     return index.seqs[top], cos[top], int(len(index.has) - index.has.sum())
 

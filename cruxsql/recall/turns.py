@@ -72,6 +72,7 @@ class Neighbour:
     seq: int
     fact_id: str
     turn: Turn
+    offset: int         # its position minus the other's: -1 the turn before, 1 the turn after
 
 
 def conversation_entity(conversation: str) -> str:
@@ -180,7 +181,7 @@ def neighbours(db: apsw.Connection, seqs: Sequence[int], reach: int = 1) -> dict
         return {}
     offsets = [d for n in range(1, reach + 1) for d in (-n, n)]
     rows = db.execute(
-        "SELECT a.seq, n.seq, n.fact_id, n.entity, n.key, n.value, n.source_receipt "
+        "SELECT a.seq, o.value, n.seq, n.fact_id, n.entity, n.key, n.value, n.source_receipt "
         "FROM facts a JOIN carray(?1) o "
         "JOIN facts n ON n.seq = (SELECT seq FROM facts WHERE tenant_hash = a.tenant_hash AND entity = a.entity "
         "  AND key = printf(?4, CAST(substr(a.key, ?5) AS INTEGER) + o.value) "
@@ -190,10 +191,10 @@ def neighbours(db: apsw.Connection, seqs: Sequence[int], reach: int = 1) -> dict
         (apsw.carray(array("q", offsets)), apsw.carray(array("q", seqs)), KEY_GLOB,
          f"{KEY_PREFIX}%0{POSITION_DIGITS}d", len(KEY_PREFIX) + 1))
     found: dict[int, list[Neighbour]] = {}
-    for anchor, seq, fact_id, entity, key, value, receipt in rows:
+    for anchor, offset, seq, fact_id, entity, key, value, receipt in rows:
         turn = parse_turn(entity, key, value, receipt)
         if turn is not None:
-            found.setdefault(anchor, []).append(Neighbour(seq, fact_id, turn))
+            found.setdefault(anchor, []).append(Neighbour(seq, fact_id, turn, offset))
     return found
 
 
