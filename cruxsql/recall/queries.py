@@ -354,6 +354,19 @@ class MemoryViewResult:
                 "token_budget": self.token_budget, "top_k": self.top_k}
 
 
+@dataclass
+class _Matching:
+    """One query_facts call's matching: its plan, the SQL of its visible matches, whether that is a scan of
+    every fact, and what ends the answer (top_k, the confidence floor, a legacy token budget)."""
+
+    plan: VisibilityPlan
+    matched_sql_where: Callable[..., str]
+    scan: bool
+    top_k: int
+    floor: Optional[float]
+    legacy_budget: Optional[int]
+
+
 class Recall(VisibleFacts):
     """query_facts / get_bootstrap / memory_view over one store."""
 
@@ -484,35 +497,47 @@ class Recall(VisibleFacts):
         plan = self.visibility_plan(tenant_name, agent, now_arg, entity, entity_prefix)
         plan.params["floor"] = floor if floor is not None else -1.0
         found = self._match_filter(plan, terms) if terms else "scan"
-        scan = found == "scan" and entity is None and not entity_prefix
-        matched_sql_where = self.visible_sql(plan, policy, known_ns, as_of_ns, include_superseded)
-        matched_sql = matched_sql_where(plan.where, scan)
         reversible = use_crc and token_budget is not None and shaped
-        legacy_budget = token_budget is not None and not reversible
-        # One pass over the matches: they are materialised once, narrow (no text), then counted and
-        # ranked from that copy; the counts row comes first. A window count over the wide rows would
-        # buffer every matching value and sort it (6x a plain scan when a short term matches half the
-        # facts). The LIMIT keeps SQLite from flattening the ranked subquery and dropping its order.
-        # Rows below the floor sort last, so top_k rows are enough unless a legacy budget decides. For
-        # top_k, the copy holds three numbers per match and SQLite ranks by them alone: with a fact id per
-        # row it was ~0.2x an instr() scan slower to write and sort at 1M facts; `_rank_ties` settles
-        # the order among equals by fact id.
-        below = "coalesce(sum(eff < :floor), 0)" if floor is not None else "0"
-        bound = self._probe_bound(matched_sql_where, plan, top_k) if scan and not legacy_budget and top_k > 0 else None
+        matching = _Matching(plan, self.visible_sql(plan, policy, known_ns, as_of_ns, include_superseded),
+                             found == "scan" and entity is None and not entity_prefix, top_k, floor,
+                             token_budget if token_budget is not None and not reversible else None)
+        picked = self._picked_rows(matching, self._pick(matching, result))
+        result.left_out = result.matched - result.filtered_below_threshold - len(picked)
+        result = self._shaped(result, picked, now_arg, use_crc, reversible, entity, query)
+        if result.rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
+            self.record_access([r["fact_id"] for r in result.rows], now_arg)
+        return result
+
+    def _ranked(self, m: "_Matching", result: QueryResult) -> tuple[apsw.Cursor, Iterable[tuple]]:
+        """The matches in ranking order as (seq, eff, tokens or stored_at_ns) rows, from one pass over them
+        that also sets `result`'s counts (matched, below the floor); the cursor to close after.
+
+        The matches are materialised once, narrow (no text), then counted and ranked from that copy; the
+        counts row comes first. A window count over the wide rows would buffer every matching value and
+        sort it (6x a plain scan when a short term matches half the facts). The LIMIT keeps SQLite from
+        flattening the ranked subquery and dropping its order. Rows below the floor sort last, so top_k
+        rows are enough unless a legacy budget decides. For top_k, the copy holds three numbers per match
+        and SQLite ranks by them alone: with a fact id per row it was ~0.2x an instr() scan slower to write
+        and sort at 1M facts; `_rank_ties` settles the order among equals by fact id."""
+        plan, matched_sql_where = m.plan, m.matched_sql_where
+        matched_sql = matched_sql_where(plan.where, m.scan)
+        below = "coalesce(sum(eff < :floor), 0)" if m.floor is not None else "0"
+        bound = (self._probe_bound(matched_sql_where, plan, m.top_k)
+                 if m.scan and m.legacy_budget is None and m.top_k > 0 else None)
         if bound is not None:
             # a scan: one aggregate pass counts every match and lists the few at or above the bound
             plan.params["bound_eff"], plan.params["bound_at"] = bound
             # (a row value names eff once: SQLite would compute the flattened expression per mention)
             sql = (f"SELECT NULL, count(*), {below}, group_concat(seq) FILTER (WHERE (eff, stored_at_ns) >= "
                    f"(:bound_eff, :bound_at)) FROM ({matched_sql})")
-        elif legacy_budget:
+        elif m.legacy_budget is not None:
             plan.params["limit"] = -1
             sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns, fact_id, tokens FROM ({matched_sql})) "
                    f"SELECT NULL, count(*), {below} FROM m UNION ALL "
                    f"SELECT * FROM (SELECT seq, eff, tokens FROM m ORDER BY eff DESC, stored_at_ns DESC, fact_id "
                    f"LIMIT :limit)")
         else:
-            plan.params["limit"] = top_k + 1
+            plan.params["limit"] = m.top_k + 1
             sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns FROM ({matched_sql})) "
                    f"SELECT NULL, count(*), {below} FROM m UNION ALL "
                    f"SELECT * FROM (SELECT seq, eff, stored_at_ns FROM m ORDER BY eff DESC, stored_at_ns DESC "
@@ -522,41 +547,53 @@ class Recall(VisibleFacts):
         if bound is not None:
             _, result.matched, result.filtered_below_threshold, listed = next(cursor)
             seqs = np.array([int(x) for x in listed.split(",")] if listed else [], dtype=np.int64)
-            ranked: Iterable[tuple] = self._rank(self.db.execute(
+            return cursor, self._rank(self.db.execute(
                 f"SELECT seq, eff, stored_at_ns FROM ({matched_sql_where(_among(plan.where, 'listed'))})",
-                {**plan.params, "listed": apsw.carray(seqs)}).fetchall() if len(seqs) else [], top_k)
-        elif legacy_budget:
-            _, result.matched, result.filtered_below_threshold = next(cursor)
-            ranked = cursor
-        else:
-            _, result.matched, result.filtered_below_threshold = next(cursor)
-            tied_sql = (f"SELECT seq, eff, stored_at_ns FROM "
-                        f"({matched_sql_where(plan.where + ['f.stored_at_ns = :tied_at'])})")
-            ranked = self._rank_ties(cursor, top_k, tied_sql, plan.params)
+                {**plan.params, "listed": apsw.carray(seqs)}).fetchall() if len(seqs) else [], m.top_k)
+        _, result.matched, result.filtered_below_threshold = next(cursor)
+        if m.legacy_budget is not None:
+            return cursor, cursor
+        tied_sql = (f"SELECT seq, eff, stored_at_ns FROM "
+                    f"({matched_sql_where(plan.where + ['f.stored_at_ns = :tied_at'])})")
+        return cursor, self._rank_ties(cursor, m.top_k, tied_sql, plan.params)
+
+    def _pick(self, m: "_Matching", result: QueryResult) -> list[int]:
+        """The seqs of the facts the answer holds, in ranking order: down to the floor, within the legacy
+        budget (the first fact always) or the first top_k."""
+        cursor, ranked = self._ranked(m, result)
         picked_seqs: list[int] = []
         used = 0
         for seq, eff, cost in ranked:
-            if floor is not None and eff < floor:
+            if m.floor is not None and eff < m.floor:
                 break
-            if legacy_budget:
-                if picked_seqs and used + cost > token_budget:
+            if m.legacy_budget is not None:
+                if picked_seqs and used + cost > m.legacy_budget:
                     break
                 picked_seqs.append(seq)
                 used += cost
-                if used >= token_budget:
+                if used >= m.legacy_budget:
                     break
             else:
                 picked_seqs.append(seq)
         cursor.close()
-        picked: list[tuple] = []
-        if picked_seqs:
-            plan.params["picked"] = apsw.carray(np.array(picked_seqs, dtype=np.int64))
-            by_seq = {r[0]: r for r in self.db.execute(
-                f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
-                f"visible_entity, fr, superseded_by, hz, rv, eff FROM "
-                f"({matched_sql_where(_among(plan.where, 'picked'))})", plan.params)}
-            picked = [by_seq[seq] for seq in picked_seqs]
-        result.left_out = result.matched - result.filtered_below_threshold - len(picked)
+        return picked_seqs
+
+    def _picked_rows(self, m: "_Matching", picked_seqs: list[int]) -> list[tuple]:
+        """The picked facts' columns, in the order given."""
+        if not picked_seqs:
+            return []
+        m.plan.params["picked"] = apsw.carray(np.array(picked_seqs, dtype=np.int64))
+        by_seq = {r[0]: r for r in self.db.execute(
+            f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
+            f"visible_entity, fr, superseded_by, hz, rv, eff FROM "
+            f"({m.matched_sql_where(_among(m.plan.where, 'picked'))})", m.plan.params)}
+        return [by_seq[seq] for seq in picked_seqs]
+
+    @staticmethod
+    def _shaped(result: QueryResult, picked: list[tuple], now_ns: int, use_crc: bool, reversible: bool,
+                entity: Optional[str], query: Optional[str]) -> QueryResult:
+        """`result` holding the picked facts' rows: in a CRC-v1 envelope (reshaped to a token budget when
+        reversible), or as legacy lines cut to the budget."""
         rows = []
         for r in picked:
             anchor_ns = r[14] if r[14] is not None else r[6]
@@ -564,27 +601,25 @@ class Recall(VisibleFacts):
                 "fact_id": r[1],
                 "entity": r[10] if r[9] is not None else r[2],
                 "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": r[15],
-                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ns, now_arg),
+                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ns, now_ns),
                 "superseded_by": r[12], "actor": r[8],
             })
         result.rows = rows
         result.total_tokens = sum(r[7] for r in picked)
+        token_budget = result.token_budget
         if use_crc and rows:
             if reversible:
                 assert token_budget is not None  # `reversible` says so
                 result.entity, result.query, result.row_tokens = entity, query, [r[7] for r in picked]
-                result = result.reshaped(token_budget)
-            else:
-                result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
+                return result.reshaped(token_budget)
+            result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
         elif rows and token_budget is not None and not use_crc:
             # the legacy lines count in full against the budget, not only the values (first fact always)
             kept = tokens.largest_within(len(rows), lambda k: tokens.estimate_tokens_str(_legacy_text(rows[:k])),
                                          token_budget, least=1)
             result.left_out += len(rows) - kept
             result.total_tokens = sum(r[7] for r in picked[:kept])
-            result.rows = rows = rows[:kept]
-        if rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
-            self.record_access([r["fact_id"] for r in rows], now_arg)
+            result.rows = rows[:kept]
         return result
 
     # --- salience ---------------------------------------------------------------------------------
