@@ -30,7 +30,7 @@ import numpy as np
 from ..embeddings import Embedder
 from ..facts import view_file
 from .fact_embeddings import fact_text, keep_vectors, vector_entity
-from .queries import Recall
+from .facade import Recall
 from .relevance import shared_embedder
 
 log = logging.getLogger("cruxsql.recall")

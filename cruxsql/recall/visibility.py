@@ -47,7 +47,7 @@ def on_one_snapshot(read: F) -> F:
 
 
 class VisibleFacts:
-    """One store's facts as recall reads them; `Recall` (queries.py) answers the calls over it."""
+    """One store's facts as recall reads them; `Recall` (facade.py) answers the calls over it."""
 
     def __init__(self, store: Store, refresh: bool = True, policy: Optional[DecayPolicy] = None,
                  embedder: Optional[Embedder] = None) -> None:

@@ -29,7 +29,7 @@ from cruxsql.facts import codec, timestamps  # noqa: E402
 from cruxsql.facts.codec import Fact  # noqa: E402
 from cruxsql.facts.store import Store  # noqa: E402
 from cruxsql.recall.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms  # noqa: E402
-from cruxsql.recall.queries import Recall  # noqa: E402
+from cruxsql.recall.facade import Recall  # noqa: E402
 from cruxsql.recall.visibility import VisibilityPlan  # noqa: E402
 from cruxsql.recall.scope import rust_lower, split_terms, visible_entity  # noqa: E402
 
