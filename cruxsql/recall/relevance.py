@@ -5,7 +5,7 @@ is cruxsql's search engine beside it, over the same visibility pipeline (`Visibl
 `VisibleFacts.visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
 `known_at` transaction time).
 
-Ranking, for a query's *concepts* (its words minus stopwords; consecutive words naming a unit the index
+Ranking, for a query's *concepts* (query_concepts.py: its words minus stopwords; consecutive words naming a unit the index
 holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only by facts holding the
 unit; a quoted phrase is one required concept whose words must be adjacent; `-word` excludes facts
 holding it):
@@ -34,7 +34,6 @@ when cut, the explain line when asked for, and `reserve` tokens for what the sur
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -46,10 +45,11 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope, time_cues, turn_context
+from . import scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
-from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
+from .fact_terms import FactTerms, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
+from .query_concepts import QUOTED, ParsedQuery, parse_query, phrase_holds, unit_candidates
 from .arguments import TimeArg, count_arg, time_arg
 from .fact_lines import fact_line, shared
 from .turns import KEY_GLOB as TURN_KEY_GLOB, Turn, parse_turn, turn_line
@@ -77,84 +77,7 @@ MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
 DAY_NS = 86400 * 1_000_000_000
-_QUOTED = re.compile(r'"([^"]*)"')
 _EMBEDDER_LOAD = threading.Lock()       # the fact indexer's thread and the calls' may load the model at once
-
-
-# --- the query ------------------------------------------------------------------------------------
-
-@dataclass
-class Concept:
-    """One thing the query asks for: a word (its term), a unit (`=payments-api`, or all its words), or
-    a quoted phrase (all its words, adjacent)."""
-
-    text: str
-    parts: list[str]                    # the terms of its content words
-    unit: Optional[str] = None          # a unit term the index holds
-    phrase: Optional[list[str]] = None  # a phrase's lowercased words (adjacency is checked on the rows)
-
-
-@dataclass
-class ParsedQuery:
-    concepts: list[Concept]
-    excluded: list[str]                 # terms a fact must not hold
-
-
-def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
-    """Spans (start, end, unit term) of consecutive words naming a unit in `known`, longest first, left to
-    right, without overlaps."""
-    spans: list[tuple[int, int, str]] = []
-    taken = [False] * len(ws)
-    for size in range(min(fact_terms.MAX_UNIT_WORDS, len(ws)), 1, -1):
-        for start in range(0, len(ws) - size + 1):
-            if any(taken[start:start + size]):
-                continue
-            unit = unit_term(ws[start:start + size])
-            if unit in known:
-                spans.append((start, start + size, unit))
-                taken[start:start + size] = [True] * size
-    return sorted(spans)
-
-
-def unit_candidates(text: str) -> list[str]:
-    """Every unit term that consecutive words of `text` could name (2 to 4 words)."""
-    ws = words(text)
-    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms.MAX_UNIT_WORDS + 1)
-            for i in range(0, len(ws) - n + 1)]
-
-
-def parse_query(text: str, known_units: set[str]) -> ParsedQuery:
-    """Concepts and exclusions of a query (`known_units`: the unit terms the index holds)."""
-    concepts: list[Concept] = []
-    for phrase in _QUOTED.findall(text):
-        ws = words(phrase)
-        if ws:
-            unit = unit_term(ws) if len(ws) > 1 and unit_term(ws) in known_units else None
-            concepts.append(Concept(phrase, [term_of(w) for w in ws if w not in STOPWORDS] or [term_of(ws[0])],
-                                    unit, ws if len(ws) > 1 else None))
-    rest = _QUOTED.sub(" ", text)
-    excluded: list[str] = []
-    kept: list[str] = []
-    for chunk in rest.split():
-        if chunk.startswith("-") and len(chunk) > 1:
-            ws = words(chunk[1:])
-            # `-payments-api` leaves out the name, not every fact holding `api`
-            excluded += [unit_term(ws)] if len(ws) > 1 else [term_of(w) for w in ws if w not in STOPWORDS]
-        else:
-            kept.append(chunk)
-    ws = words(" ".join(kept))
-    spans = _units(ws, known_units)
-    covered = {i for s, e, _ in spans for i in range(s, e)}
-    for start, end, unit in spans:
-        concepts.append(Concept(" ".join(ws[start:end]), [term_of(w) for w in ws[start:end] if w not in STOPWORDS],
-                                unit))
-    seen = {c.text for c in concepts}
-    for i, w in enumerate(ws):
-        if i in covered or w in STOPWORDS or w in seen:
-            continue
-        seen.add(w)
-        concepts.append(Concept(w, [term_of(w)]))
-    return ParsedQuery(concepts, list(dict.fromkeys(excluded)))
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -395,15 +318,6 @@ def _question_window(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray, 
     return time_cues.relative_window(phrase, timestamps.parse_ns(turn.time))
 
 
-def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
-    for text in texts:
-        ws = words(text)
-        for i in range(len(ws) - len(phrase) + 1):
-            if ws[i:i + len(phrase)] == phrase:
-                return True
-    return False
-
-
 def default_embedder() -> Optional[Embedder]:
     """The dense lane's model: the one `CRUXSQL_EMBEDDER` names when it is set, else all-MiniLM-L6-v2 when
     the `[semantic]` extra is installed, else none (BM25 alone: the hash embedder's cosine adds nothing
@@ -564,7 +478,7 @@ def _with_phrases(db: apsw.Connection, visible: list[tuple], phrases: list[tuple
     texts = {seq: rest for seq, *rest in db.execute(
         "SELECT f.seq, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
         "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(seqs),))}
-    return [r for r in visible if all(_phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
+    return [r for r in visible if all(phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -697,8 +611,8 @@ def search(recall: VisibleFacts, text: str, *, entity: Optional[str] = None, ent
     tenant_name = scope.normalize_tenant(tenant)
     recall.prepare(known_ns)
     terms = recall.index.terms
-    phrase_texts = _QUOTED.findall(text)
-    spans = unit_candidates(_QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
+    phrase_texts = QUOTED.findall(text)
+    spans = unit_candidates(QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
     known_units = set(terms.postings(tenant_name, agent, spans)) if spans else set()
     parsed = parse_query(text, known_units)
     result = RecallResult(text, [], 0, offset, top_k, budget, used, [], ids=ids, reserve=reserve)
