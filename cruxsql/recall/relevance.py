@@ -5,10 +5,10 @@ is cruxsql's search engine beside it, over the same visibility pipeline (`Visibl
 `VisibleFacts.visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
 `known_at` transaction time).
 
-Ranking, for a query's *concepts* (query_concepts.py: its words minus stopwords; consecutive words naming a unit the index
-holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only by facts holding the
-unit; a quoted phrase is one required concept whose words must be adjacent; `-word` excludes facts
-holding it):
+Ranking, for a query's *concepts* (query_concepts.py: its words minus stopwords; consecutive words
+naming a unit the index holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only
+by facts holding the unit; a quoted phrase is one required concept whose words must be adjacent; `-word`
+excludes facts holding it):
 
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
