@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from cruxsql.embeddings import SemanticProfile
 from cruxsql.facts.store import Store
 from cruxsql.recall import Recall, relevance
+from cruxsql.recall import fact_indexer
 from cruxsql.recall.fact_indexer import FactIndexer
 
 F32 = np.float32
@@ -303,3 +306,20 @@ def test_beside_a_running_indexer_a_cold_query_on_a_slow_model_stops_embedding_a
         slow.embedded.clear()
         alone = Recall(s).search("weather", embedder=slow)               # no indexer: LAZY_EMBED at once
         assert len(slow.embedded) == relevance.LAZY_EMBED + 1 and alone.unembedded == 300 - relevance.LAZY_CHUNK - relevance.LAZY_EMBED
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness is Linux's")
+def test_the_indexer_thread_runs_below_the_calls_priority(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def load():
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return None
+
+    with Store(tmp_path / "data") as s:
+        indexer = FactIndexer.for_recall(Recall(s), load)
+        assert indexer is not None
+        indexer.start()
+        indexer.stop()
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen == [min(mine + fact_indexer.NICE, 19)]

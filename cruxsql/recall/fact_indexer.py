@@ -19,6 +19,8 @@ vectors depend on the fact's text and the model alone, so a rebuilt view gets th
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +39,18 @@ log = logging.getLogger("cruxsql.recall")
 BATCH = 128                # facts per round: the model groups them by token count (fewer, larger products)
 WORKERS = 2                # threads embedding a round's halves at once (numpy's products release the GIL)
 POLL_S = 0.2               # how often the journal checkpoint row is read when nothing is happening
+NICE = 10                  # added to the indexer's threads' niceness (Linux: a thread's own): below the calls'
+
+
+def yield_to_calls() -> None:
+    """Lower the calling thread's CPU priority by NICE where a thread has its own (Linux): while the indexer
+    fills a large store, the server's calls (a query's own embedding among them) get the cores first."""
+    if sys.platform.startswith("linux"):
+        try:
+            thread = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + NICE, 19))
+        except OSError:
+            pass    # not permitted here: the indexer runs at the calls' priority
 
 
 class FactIndexer:
@@ -83,6 +97,7 @@ class FactIndexer:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        yield_to_calls()
         try:
             self._embedder = self._load_embedder()
             if self._embedder is not None:
@@ -129,7 +144,7 @@ class FactIndexer:
         """`texts`' vectors, WORKERS parts embedded at once (the model holds BLAS to one thread each)."""
         size = -(-len(texts) // WORKERS)
         parts = [texts[start:start + size] for start in range(0, len(texts), size)]
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="cruxsql-fact-indexer") as pool:
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="cruxsql-fact-indexer", initializer=yield_to_calls) as pool:
             return np.concatenate(list(pool.map(embedder.embed_batch, parts)))
 
     def index_batch(self, db: apsw.Connection) -> int:

@@ -20,10 +20,11 @@ excludes facts holding it):
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
 6. fusion (optional, `fusion=`; `auto` turns it on, `weighted`, when a real embedding model is given):
-   the fact embeddings' cosine fused with BM25 by `0.65·bm25/max + 0.35·cosine` (`weighted`) or by
-   reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR. Weighted was
-   measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR 0.83 vs 0.52 dev,
-   0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
+   the fact embeddings' cosine fused with BM25 by `0.5·bm25/max + 0.5·cosine` for a plain fact and
+   `0.65·bm25/max + 0.35·cosine` for a conversation turn, whose BM25 holds the turn before's context
+   (`weighted`), or by reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥
+   DENSE_FLOOR. Weighted was measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR
+   0.83 vs 0.52 dev, 0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
 
 Results are paged (`offset`, `top_k`, `total`, `has_more`) and cut to `token_budget` counting what the
 agent receives: one line per fact (fact_lines.py: `entity · key: value`, then ` · age` when a day old or
@@ -52,7 +53,7 @@ from .freshness import STALE_DEMOTION_FACTOR
 from .query_concepts import QUOTED, ParsedQuery, parse_query, phrase_holds, unit_candidates
 from .arguments import TimeArg, count_arg, time_arg
 from .fact_lines import fact_line, shared
-from .turns import KEY_GLOB as TURN_KEY_GLOB, Turn, parse_turn, turn_line
+from .turns import ENTITY_PREFIX as TURN_ENTITY_PREFIX, KEY_GLOB as TURN_KEY_GLOB, Turn, parse_turn, turn_line
 from .visibility import VisibleFacts
 from .tokens import compact_json, estimate_tokens
 
@@ -70,13 +71,17 @@ ABSORB_CHUNK = 1024        # facts lacking a vector a query looks up in the view
 TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
-WEIGHTED = (0.65, 0.35)
+WEIGHTED = (0.65, 0.35)    # a conversation turn's (bm25, cosine) shares; its BM25 holds the turn before's context
+FACT_WEIGHTED = (0.5, 0.5)  # a plain fact's: its words alone, so the model's reading of it counts for more
 DEFAULT_TOP_K = 10
 DEFAULT_BUDGET = 400
 MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
 DAY_NS = 86400 * 1_000_000_000
+# what `_rank` reads of each visible candidate: seq, eff, stored_at_ns, fact_id, and whether it is a turn
+_RANKED_COLUMNS = (f"seq, eff, stored_at_ns, fact_id, key GLOB '{TURN_KEY_GLOB}' AND (entity GLOB "
+                   f"'{TURN_ENTITY_PREFIX}*' OR entity GLOB '__agent::*::{TURN_ENTITY_PREFIX}*')")
 _EMBEDDER_LOAD = threading.Lock()       # the fact indexer's thread and the calls' may load the model at once
 
 
@@ -518,7 +523,10 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
             dense_rank > 0, 1.0 / (RRF_K + dense_rank), 0.0)
     elif used == "weighted":
         top = bm25.max(initial=0.0) or 1.0
-        score = WEIGHTED[0] * bm25 / top + WEIGHTED[1] * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
+        turn = np.array([bool(r[4]) for r in visible], dtype=bool)
+        lexical_share = np.where(turn, WEIGHTED[0], FACT_WEIGHTED[0])
+        dense_share = np.where(turn, WEIGHTED[1], FACT_WEIGHTED[1])
+        score = lexical_share * bm25 / top + dense_share * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
     else:
         score = bm25
     keep = (bm25_rank > 0) | (dense_rank > 0)
@@ -557,7 +565,7 @@ def _rank_prefix(select: Callable[[np.ndarray, str], list[tuple]], scored: _Scor
     while True:
         size = min(size, len(order))
         prefix = np.sort(scored.seqs[order[:size]])
-        _, page = _rank(select(prefix, "seq, eff, stored_at_ns, fact_id"), scored, parsed, np.empty(0, np.int64),
+        _, page = _rank(select(prefix, _RANKED_COLUMNS), scored, parsed, np.empty(0, np.int64),
                         np.empty(0, F32), "bm25", 0, stop)
         if size == len(order):
             return count, page[start:]
@@ -644,7 +652,7 @@ def search(recall: VisibleFacts, text: str, *, entity: Optional[str] = None, ent
     if used == "bm25" and not phrases and len(pool) > PREFIX_FROM:
         ranked = _rank_prefix(select, scored, parsed, offset, offset + top_k)
     if ranked is None:
-        visible = select(pool, "seq, eff, stored_at_ns, fact_id") if len(pool) else []
+        visible = select(pool, _RANKED_COLUMNS) if len(pool) else []
         if phrases and visible:
             visible = _with_phrases(recall.db, visible, phrases)
         ranked = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)

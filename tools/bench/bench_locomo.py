@@ -346,7 +346,8 @@ async def scale(args: argparse.Namespace, conversations: list[Conversation]) -> 
     """recall's latency over one store holding `args.scale` turns (the conversations' turns again and again,
     each copy its own conversation) and as many plain facts (the observations, each copy its own entity):
     every question asked once per fusion, through this tree's `cruxsql mcp` over stdio (or in process with
-    `--transport inprocess`, which also measures each call's CPU time: the machine may be shared). A fusion
+    `--transport inprocess`, which also measures each call's CPU time on its own thread, the indexer's
+    excluded: the machine may be shared). A fusion
     with a model is measured twice: right after the store was written, while the server's background
     indexer is still embedding it ("filling"), then once every fact has its vector ("steady")."""
     copies = -(-args.scale // sum(len(c.turns) for c in conversations))
@@ -384,10 +385,10 @@ async def timed(system: McpRecall, questions: list[str], fusion: str, phase: str
     """Every question asked once; its latency row printed."""
     latency, cpu, tokens, lacking = [], [], [], 0
     for question in questions:
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), time.thread_time()
         answer = await system.recall(question, fusion)
         latency.append((time.perf_counter() - t0) * 1000)
-        cpu.append((time.process_time() - c0) * 1000)
+        cpu.append((time.thread_time() - c0) * 1000)   # the calling thread's: not the indexer's
         tokens.append(estimate_tokens_str(answer))
     if phase == "filling":
         result = await system.recall(questions[0], fusion, explain=True)
