@@ -72,7 +72,18 @@ def test_a_question_bm25_finds_nothing_for_is_answered_by_the_dense_lane(store: 
     assert result.fusion == "weighted"
     assert [(h.entity, h.key) for h in result.hits] == [("car", "colour")]
     assert result.explain is not None and result.explain["hits"][0]["rank_bm25"] is None
-    assert result.hits[0].score == pytest.approx(relevance.WEIGHTED[1] * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
+    assert result.hits[0].score == pytest.approx(relevance.FACT_WEIGHTED[1] * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
+
+
+def test_a_plain_fact_weighs_the_model_more_than_a_turn_does(store: Store) -> None:
+    """A turn's BM25 holds the turn before's context; a plain fact has its words alone."""
+    store.store("conversation:garage", "turn:000000", "Sam: the car is red", source_receipt='turn:{"session":"1"}')
+    result = Recall(store).search("automobile hue?", embedder=PlantedEmbedder(PLANTED))
+    cosine = 0.95 / np.hypot(0.95, 0.05)
+    assert [(h.entity, round(h.score, 6)) for h in result.hits] == [
+        ("car", round(relevance.FACT_WEIGHTED[1] * cosine, 6)),
+        ("conversation:garage", round(relevance.WEIGHTED[1] * cosine, 6))]
+    assert relevance.FACT_WEIGHTED[1] > relevance.WEIGHTED[1]
 
 
 # --- the background indexer -----------------------------------------------------------------------

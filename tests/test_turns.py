@@ -8,6 +8,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.recall.turns import (
     Turn,
+    adjacent_seqs,
     last_position,
     neighbours,
     normalize_time,
@@ -121,3 +122,15 @@ def test_a_deleted_neighbour_is_left_out_and_its_position_never_reused(store: St
     assert [n.turn.position for n in neighbours(store.db, [seqs[1]])[seqs[1]]] == [0]
     assert last_position(store.db, "default", "conversation:c") == 2
     assert last_position(store.db, "default", "conversation:none") is None
+
+
+def test_adjacent_seqs_are_the_neighbours_without_reading_them(store: Store) -> None:
+    seqs = _store_turns(store, "c", 5)
+    _store_turns(store, "c", 5, tenant="acme")
+    store.store("c", "turn:000001", "x: y")
+    store.store("c", "turn:000002", "x: z")
+    plain = store.db.execute("SELECT seq FROM facts WHERE entity = 'c' AND key = 'turn:000001'").fetchone()[0]
+    wanted = [seqs[0], seqs[2], seqs[4], plain]
+    assert adjacent_seqs(store.db, wanted) == [(a, n.offset, n.seq) for a, ns in neighbours(store.db, wanted).items()
+                                               for n in ns]
+    assert adjacent_seqs(store.db, [plain]) == []       # not a conversation's turn: no context

@@ -41,15 +41,15 @@ _SAYS_WHEN = re.compile(
 
 def with_neighbours(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(candidates, scores) once each turn adds NEIGHBOUR_WEIGHT times the score of the turn before it
-    (`turns.neighbours`: (turn, the turn before it) pairs for the seeds and the turns after them):
+    (`turns.adjacent_seqs`: (turn, the turn before it) pairs for the seeds and the turns after them):
     the candidates `seqs` (ascending) and the turns after the SEEDS best of them, ascending (a turn with
     no score of its own and none before it is no candidate)."""
     if not len(seqs) or NEIGHBOUR_WEIGHT == 0:
         return seqs, scores
     seeds = seqs[np.argsort(-scores, kind="stable")[:SEEDS]]
-    around = turns.neighbours(db, np.sort(seeds).tolist())
-    pairs = np.array([(anchor, n.seq) if n.offset < 0 else (n.seq, anchor)
-                      for anchor, found in around.items() for n in found], dtype=np.int64).reshape(-1, 2)
+    pairs = np.array([(anchor, seq) if offset < 0 else (seq, anchor)
+                      for anchor, offset, seq in turns.adjacent_seqs(db, np.sort(seeds).tolist())],
+                     dtype=np.int64).reshape(-1, 2)
     if not len(pairs):
         return seqs, scores
     held = np.isin(pairs[:, 1], seqs)            # the turn before scored: it gives the turn context

@@ -273,6 +273,11 @@ BREAKS: tuple[Break, ...] = (
           "    wanted = np.flatnonzero(~index.has)  # planted\n",
           ("tests/test_recall_dense_lane.py::"
            "test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one",)),
+    Break("recall-fact-fused-as-a-turn", "a plain fact is fused with the model at a turn's weights",
+          "cruxsql/recall/relevance.py",
+          "        turn = np.array([bool(r[4]) for r in visible], dtype=bool)\n",
+          "        turn = np.ones(len(visible), dtype=bool)  # planted\n",
+          ("tests/test_recall_dense_lane.py::test_a_plain_fact_weighs_the_model_more_than_a_turn_does",)),
     Break("recall-lazy-embed-beside-the-indexer", "a query embeds its LAZY_EMBED facts at once while the "
           "background indexer is filling the store",
           "cruxsql/recall/relevance.py",
