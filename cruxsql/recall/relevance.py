@@ -24,7 +24,7 @@ excludes facts holding it):
    `0.65·bm25/max + 0.35·cosine` for a conversation turn, whose BM25 holds the turn before's context
    (`weighted`), or by reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥
    DENSE_FLOOR. Weighted was measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR
-   0.83 vs 0.52 dev, 0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
+   0.90 vs 0.52 dev, 0.88 vs 0.67 held-out, MiniLM, 1k facts), hence the default.
 
 Results are paged (`offset`, `top_k`, `total`, `has_more`) and cut to `token_budget` counting what the
 agent receives: one line per fact (fact_lines.py: `entity · key: value`, then ` · age` when a day old or

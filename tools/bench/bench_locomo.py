@@ -336,8 +336,8 @@ def table(mode: str, tallies: dict[str, Tally], questions: int) -> str:
     base = tallies["fts5"]
     for name, t in tallies.items():
         if name != "fts5":
-            out.append(f"\n{name} vs fts5: top 5 {Tally.mean(t.at5) / max(Tally.mean(base.at5), 1e-9):.2f}x, "
-                       f"top 10 {Tally.mean(t.at10) / max(Tally.mean(base.at10), 1e-9):.2f}x, sessions "
+            out.append(f"\n{name} vs fts5: top 5 {Tally.mean(t.at5) / max(Tally.mean(base.at5), 1e-9):.3f}x, "
+                       f"top 10 {Tally.mean(t.at10) / max(Tally.mean(base.at10), 1e-9):.3f}x, sessions "
                        f"{Tally.mean(t.sessions) - Tally.mean(base.sessions):+.3f}")
     return "\n".join(out)
 
