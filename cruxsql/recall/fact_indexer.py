@@ -12,7 +12,8 @@ It never blocks a writer: it has its own connection to the view; the model runs 
 transaction; each batch's vectors go in in one short write transaction, and only for facts still there
 unchanged (a fact erased or changed while its batch was being embedded gets no vector: the triggers
 that drop a changed fact's vector have already run). A recall that comes before the indexer embeds
-what it needs itself (the lazy path), so the indexer only ever moves work off the query's path. The
+what it needs itself (the lazy path, a handful of facts within a few milliseconds while the indexer runs),
+so the indexer only ever moves work off the query's path; its threads run NICE below the calls' (Linux). The
 vectors depend on the fact's text and the model alone, so a rebuilt view gets the same ones again.
 """
 
