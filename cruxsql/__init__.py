@@ -29,7 +29,7 @@ _EXPORTS = {
     "ReservedSupersedesTarget": "facts.privacy", "ReservedTarget": "facts.privacy",
     "Store": "facts.store", "StoreRequest": "facts.store", "open": "facts.store",
     "BackupError": "governance.backup", "CorruptLinesPresent": "governance.compaction",
-    "LegalHoldBlocked": "governance.compaction", "Recall": "recall.queries",
+    "LegalHoldBlocked": "governance.compaction", "Recall": "recall.facade",
     "TurnInput": "recall.conversations", "store_conversation": "recall.conversations",
 }
 _RENAMED = {"open": "open_store"}
@@ -82,6 +82,6 @@ if TYPE_CHECKING:
     from .governance.backup import BackupError
     from .governance.compaction import CorruptLinesPresent, LegalHoldBlocked
     from .recall.conversations import TurnInput, store_conversation
-    from .recall.queries import Recall
+    from .recall.facade import Recall
 
     __version__: str

@@ -16,7 +16,7 @@ from ..facts import time_phrases
 from ..facts.codec import token_cost
 from ..recall import bootstrap_seed, scope
 from ..recall import explain as recall_explain
-from ..recall.queries import QueryResult, Recall
+from ..recall.facade import QueryResult, Recall
 from ..recall.tokens import POINTER_TOKENS
 from ..recall.relevance import MAX_TOP_K, default_embedder
 from .common import COUNT, echo_json, echo_rows, fails_cleanly, open_store
@@ -161,7 +161,7 @@ def _within_envelope(result: QueryResult) -> _Shown:
     """The rows a budgeted crc-v1 envelope carries (the MCP tool's text is that envelope): the first in
     full as Crux's lines, the demoted ones as their epitome, the capped ones not at all. Without an
     envelope (legacy contract), every row: the budget already cut them. Below the least envelope, the
-    compact answer's lines (queries.py `CompactAnswer`)."""
+    compact answer's lines (recall/facade.py `CompactAnswer`)."""
     if result.compact is not None:
         rows = result.rows[:len(result.compact.lines)]
         whole, cut = result.compact.whole, result.compact.cut_value

@@ -18,7 +18,7 @@ from ..facts.codec import Fact
 from ..facts.privacy import NamespaceOwner, split_private_entity
 from ..facts.store import Store
 from ..recall import scope
-from ..recall.queries import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED, pin_value_pinned
+from ..recall.facade import MEMORY_PIN_PREFIX, MEMORY_VIEW_RESERVED, pin_value_pinned
 from .feature_flags import flag_on
 
 PANEL_FLAG = "CORECRUXD_FEATURE_MEMORY_PANEL"

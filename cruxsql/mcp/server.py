@@ -36,7 +36,7 @@ from .registry import READ, ToolError, ToolResult, ToolSpec, discover
 if TYPE_CHECKING:
     from ..documents.lane import DocumentLane
     from ..recall.fact_indexer import FactIndexer
-    from ..recall.queries import Recall
+    from ..recall.facade import Recall
 from .wire import RequestGate
 
 log = logging.getLogger("cruxsql.mcp")
@@ -88,7 +88,7 @@ class CruxServer:
 
     @functools.cached_property
     def recall(self) -> Recall:
-        from ..recall.queries import Recall
+        from ..recall.facade import Recall
         return Recall(self.store)
 
     def tool_definitions(self) -> list[types.Tool]:

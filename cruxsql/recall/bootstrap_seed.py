@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..facts.codec import Fact
 from ..facts.privacy import NamespaceOwner
 from ..facts.store import Store
-from .queries import BOOTSTRAP_PREFIX, normalize_topic
+from .facade import BOOTSTRAP_PREFIX, normalize_topic
 
 OWNER = NamespaceOwner("bootstrap seeding", (BOOTSTRAP_PREFIX,))
 

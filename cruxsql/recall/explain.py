@@ -18,6 +18,7 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from . import scope
 from .freshness import STALE_DEMOTION_FACTOR, salience_factor
+from .visibility import VisibilityPlan
 
 FIELDS = (("value", "value"), ("key", "key"), ("entity", "entity"))
 
@@ -51,12 +52,10 @@ def _row_explanation(row: dict[str, Any], terms: Optional[list[str]], access_cou
 
 def _exclusions(recall, terms: Optional[list[str]], tenant: str, agent: Optional[str], entity: Optional[str],
                 entity_prefix: Optional[str], as_of_ns: Optional[int], include_superseded: bool) -> dict[str, int]:
-    from .queries import _Plan  # the same plan shape query_facts builds
-
-    plan = _Plan(params={"tenant": tenant, "agent": agent})
+    plan = VisibilityPlan(params={"tenant": tenant, "agent": agent})
     plan.where.append("+f.tenant_hash = :tenant")
     plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
-    recall._entity_filters(plan, agent, entity, entity_prefix)
+    recall.entity_filters(plan, agent, entity, entity_prefix)
     if terms:
         recall._match_filter(plan, terms)
     not_valid = "0"
@@ -89,7 +88,7 @@ def explain(recall, result, query: Optional[str], *, tenant: Optional[str] = Non
         counts = {fid: n for fid, n in recall.db.execute(
             f"SELECT f.fact_id, f.access_count + coalesce(s.access_count, 0) FROM facts f LEFT JOIN recall_salience s "
             f"ON s.fact_id = f.fact_id WHERE f.fact_id IN ({marks})", ids)}
-    policy = recall._decay()
+    policy = recall.decay()
     left_out = _exclusions(recall, terms, tenant_name, agent, entity, entity_prefix, as_of_ns,
                            include_superseded) if terms != [] else {}
     left_out["below_floor"] = result.filtered_below_threshold

@@ -12,13 +12,16 @@ It never blocks a writer: it has its own connection to the view; the model runs 
 transaction; each batch's vectors go in in one short write transaction, and only for facts still there
 unchanged (a fact erased or changed while its batch was being embedded gets no vector: the triggers
 that drop a changed fact's vector have already run). A recall that comes before the indexer embeds
-what it needs itself (the lazy path), so the indexer only ever moves work off the query's path. The
+what it needs itself (the lazy path, a handful of facts within a few milliseconds while the indexer runs),
+so the indexer only ever moves work off the query's path; its threads run NICE below the calls' (Linux). The
 vectors depend on the fact's text and the model alone, so a rebuilt view gets the same ones again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,13 +33,25 @@ import numpy as np
 from ..embeddings import Embedder
 from ..facts import view_file
 from .fact_embeddings import fact_text, keep_vectors, vector_entity
-from .queries import Recall
+from .facade import Recall
 from .relevance import shared_embedder
 
 log = logging.getLogger("cruxsql.recall")
 BATCH = 128                # facts per round: the model groups them by token count (fewer, larger products)
 WORKERS = 2                # threads embedding a round's halves at once (numpy's products release the GIL)
 POLL_S = 0.2               # how often the journal checkpoint row is read when nothing is happening
+NICE = 10                  # added to the indexer's threads' niceness (Linux: a thread's own): below the calls'
+
+
+def yield_to_calls() -> None:
+    """Lower the calling thread's CPU priority by NICE where a thread has its own (Linux): while the indexer
+    fills a large store, the server's calls (a query's own embedding among them) get the cores first."""
+    if sys.platform.startswith("linux"):
+        try:
+            thread = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + NICE, 19))
+        except OSError:
+            pass    # not permitted here: the indexer runs at the calls' priority
 
 
 class FactIndexer:
@@ -55,11 +70,21 @@ class FactIndexer:
         self.indexed = 0                    # facts embedded since start
 
     @classmethod
-    def for_recall(cls, recall: Recall) -> Optional["FactIndexer"]:
-        """An indexer for `recall`'s dense lane (its shared model), or None for a read-only store."""
+    def for_recall(cls, recall: Recall, load_embedder: Optional[Callable[[], Optional[Embedder]]] = None
+                   ) -> Optional["FactIndexer"]:
+        """An indexer for `recall`'s dense lane (its shared model, unless `load_embedder` is given), or None
+        for a read-only store. While it runs, `recall`'s queries leave the filling to it (relevance.py's
+        LAZY_BUDGET_S)."""
         if recall.store.read_only:
             return None
-        return cls(Path(recall.store.data_dir) / view_file.DB_NAME, lambda: shared_embedder(recall))
+        indexer = cls(Path(recall.store.data_dir) / view_file.DB_NAME, load_embedder or (lambda: shared_embedder(recall)))
+        recall.search_cache["indexer"] = indexer
+        return indexer
+
+    @property
+    def running(self) -> bool:
+        """Whether its thread is running and not asked to stop."""
+        return self._thread is not None and self._thread.is_alive() and not self._stopping.is_set()
 
     def start(self) -> "FactIndexer":
         self._thread = threading.Thread(target=self._run, name="cruxsql-fact-indexer", daemon=True)
@@ -73,6 +98,7 @@ class FactIndexer:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        yield_to_calls()
         try:
             self._embedder = self._load_embedder()
             if self._embedder is not None:
@@ -119,7 +145,7 @@ class FactIndexer:
         """`texts`' vectors, WORKERS parts embedded at once (the model holds BLAS to one thread each)."""
         size = -(-len(texts) // WORKERS)
         parts = [texts[start:start + size] for start in range(0, len(texts), size)]
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="cruxsql-fact-indexer") as pool:
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="cruxsql-fact-indexer", initializer=yield_to_calls) as pool:
             return np.concatenate(list(pool.map(embedder.embed_batch, parts)))
 
     def index_batch(self, db: apsw.Connection) -> int:

@@ -2,7 +2,7 @@
 asked for or useful (an age of a day or more, `stale`, the fact id), each after ` · `.
 
 `recall` answers in these lines; so does `query_facts` when its token budget is below the least CRC-v1
-envelope (queries.py). `fitted` keeps as many lines as a budget holds: the first always, its value cut
+envelope (facade.py). `fitted` keeps as many lines as a budget holds: the first always, its value cut
 to fit (ending in `…`) when whole it does not. `shared` (recall) first cuts the longest values to a common
 length, down to MIN_SHARED_CHARS, so that every line asked for fits, and only then leaves lines out.
 """

@@ -1,14 +1,14 @@
 """Relevance-ranked recall (`recall`): which stored facts answer a question, best first, each on one line.
 
 `query_facts` is Crux's contract (any query word as a substring, ranked by confidence and recency); this
-is cruxsql's search engine beside it, over the same visibility pipeline (`Recall._visibility_plan` and
-`Recall._visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
+is cruxsql's search engine beside it, over the same visibility pipeline (`VisibleFacts.visibility_plan` and
+`VisibleFacts.visible_sql`: tenant, agent scope, entity filters, deleted, `as_of` valid time, superseded,
 `known_at` transaction time).
 
-Ranking, for a query's *concepts* (its words minus stopwords; consecutive words naming a unit the index
-holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only by facts holding the
-unit; a quoted phrase is one required concept whose words must be adjacent; `-word` excludes facts
-holding it):
+Ranking, for a query's *concepts* (query_concepts.py: its words minus stopwords; consecutive words
+naming a unit the index holds, such as `payments-api` or `Maria Okafor`, count as one concept, held only
+by facts holding the unit; a quoted phrase is one required concept whose words must be adjacent; `-word`
+excludes facts holding it):
 
 1. candidates: the facts whose postings (`fact_terms`) hold any concept's term;
 2. BM25F per fact: field term frequencies weighted (entity 3, key 2, value 1) and length-normalised per
@@ -20,10 +20,11 @@ holding it):
 5. prior: the score times `1 + PRIOR·(effective_confidence − 1)` (confidence, halved when stale); equal
    scores go newest first;
 6. fusion (optional, `fusion=`; `auto` turns it on, `weighted`, when a real embedding model is given):
-   the fact embeddings' cosine fused with BM25 by `0.65·bm25/max + 0.35·cosine` (`weighted`) or by
-   reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥ DENSE_FLOOR. Weighted was
-   measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR 0.83 vs 0.52 dev,
-   0.81 vs 0.66 held-out, MiniLM, 1k facts), hence the default.
+   the fact embeddings' cosine fused with BM25 by `0.5·bm25/max + 0.5·cosine` for a plain fact and
+   `0.65·bm25/max + 0.35·cosine` for a conversation turn, whose BM25 holds the turn before's context
+   (`weighted`), or by reciprocal rank (`rrf`); the dense lane's own candidates need cosine ≥
+   DENSE_FLOOR. Weighted was measured ahead of RRF on paraphrases (tools/bench/bench_fact_recall.py: MRR
+   0.90 vs 0.52 dev, 0.88 vs 0.67 held-out, MiniLM, 1k facts), hence the default.
 
 Results are paged (`offset`, `top_k`, `total`, `has_more`) and cut to `token_budget` counting what the
 agent receives: one line per fact (fact_lines.py: `entity · key: value`, then ` · age` when a day old or
@@ -34,8 +35,8 @@ when cut, the explain line when asked for, and `reserve` tokens for what the sur
 from __future__ import annotations
 
 import os
-import re
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Optional
 
@@ -45,13 +46,15 @@ import numpy as np
 from ..embeddings import EMBEDDER_ENV, Embedder, configured_embedder, embedder_named
 from ..errors import InvalidInput
 from ..facts import timestamps
-from . import fact_terms, scope, time_cues, turn_context
+from . import scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
-from .fact_terms import STOPWORDS, FactTerms, term_of, unit_term, words
+from .fact_terms import FactTerms, unit_term, words
 from .freshness import STALE_DEMOTION_FACTOR
-from .queries import Recall, TimeArg, _count_arg, _time_arg
+from .query_concepts import QUOTED, ParsedQuery, parse_query, phrase_holds, unit_candidates
+from .arguments import TimeArg, count_arg, time_arg
 from .fact_lines import fact_line, shared
-from .turns import Turn, parse_turn, turn_line
+from .turns import ENTITY_PREFIX as TURN_ENTITY_PREFIX, KEY_GLOB as TURN_KEY_GLOB, Turn, parse_turn, turn_line
+from .visibility import VisibleFacts
 from .tokens import compact_json, estimate_tokens
 
 F32 = np.float32
@@ -61,95 +64,25 @@ FIELD_B = np.array([0.3, 0.3, 0.3], dtype=F32)
 PRIOR = 0.1
 DENSE_FLOOR = 0.3
 DENSE_POOL = 50
-LAZY_EMBED = 32            # facts lacking a vector a query embeds itself (BM25's best first): ~0.25 s of MiniLM
+LAZY_EMBED = 32            # facts lacking a vector a query embeds itself at most (BM25's best first)
+LAZY_CHUNK = 4             # ... while a background indexer runs: this many at a time (MiniLM: ~15 ms)
+LAZY_BUDGET_S = 0.01       # ... and the next chunk only this long after the first began
+ABSORB_CHUNK = 1024        # facts lacking a vector a query looks up in the view at a time (`_DenseIndex.absorb`)
 TIME_CUE_POOL = 200        # the best candidates a "when" question looks at for times (turn_context.py)
 PREFIX_FROM = 256          # candidates above which BM25 alone ranks a prefix of them (`_rank_prefix`)
 RRF_K = 60
-WEIGHTED = (0.65, 0.35)
+WEIGHTED = (0.65, 0.35)    # a conversation turn's (bm25, cosine) shares; its BM25 holds the turn before's context
+FACT_WEIGHTED = (0.5, 0.5)  # a plain fact's: its words alone, so the model's reading of it counts for more
 DEFAULT_TOP_K = 10
 DEFAULT_BUDGET = 400
 MAX_TOP_K = 200
 FUSIONS = ("auto", "bm25", "rrf", "weighted")
 HASH_MODEL = "crux-local-hash-v1"
 DAY_NS = 86400 * 1_000_000_000
-_QUOTED = re.compile(r'"([^"]*)"')
+# what `_rank` reads of each visible candidate: seq, eff, stored_at_ns, fact_id, and whether it is a turn
+_RANKED_COLUMNS = (f"seq, eff, stored_at_ns, fact_id, key GLOB '{TURN_KEY_GLOB}' AND (entity GLOB "
+                   f"'{TURN_ENTITY_PREFIX}*' OR entity GLOB '__agent::*::{TURN_ENTITY_PREFIX}*')")
 _EMBEDDER_LOAD = threading.Lock()       # the fact indexer's thread and the calls' may load the model at once
-
-
-# --- the query ------------------------------------------------------------------------------------
-
-@dataclass
-class Concept:
-    """One thing the query asks for: a word (its term), a unit (`=payments-api`, or all its words), or
-    a quoted phrase (all its words, adjacent)."""
-
-    text: str
-    parts: list[str]                    # the terms of its content words
-    unit: Optional[str] = None          # a unit term the index holds
-    phrase: Optional[list[str]] = None  # a phrase's lowercased words (adjacency is checked on the rows)
-
-
-@dataclass
-class ParsedQuery:
-    concepts: list[Concept]
-    excluded: list[str]                 # terms a fact must not hold
-
-
-def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
-    """Spans (start, end, unit term) of consecutive words naming a unit in `known`, longest first, left to
-    right, without overlaps."""
-    spans: list[tuple[int, int, str]] = []
-    taken = [False] * len(ws)
-    for size in range(min(fact_terms.MAX_UNIT_WORDS, len(ws)), 1, -1):
-        for start in range(0, len(ws) - size + 1):
-            if any(taken[start:start + size]):
-                continue
-            unit = unit_term(ws[start:start + size])
-            if unit in known:
-                spans.append((start, start + size, unit))
-                taken[start:start + size] = [True] * size
-    return sorted(spans)
-
-
-def unit_candidates(text: str) -> list[str]:
-    """Every unit term that consecutive words of `text` could name (2 to 4 words)."""
-    ws = words(text)
-    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms.MAX_UNIT_WORDS + 1)
-            for i in range(0, len(ws) - n + 1)]
-
-
-def parse_query(text: str, known_units: set[str]) -> ParsedQuery:
-    """Concepts and exclusions of a query (`known_units`: the unit terms the index holds)."""
-    concepts: list[Concept] = []
-    for phrase in _QUOTED.findall(text):
-        ws = words(phrase)
-        if ws:
-            unit = unit_term(ws) if len(ws) > 1 and unit_term(ws) in known_units else None
-            concepts.append(Concept(phrase, [term_of(w) for w in ws if w not in STOPWORDS] or [term_of(ws[0])],
-                                    unit, ws if len(ws) > 1 else None))
-    rest = _QUOTED.sub(" ", text)
-    excluded: list[str] = []
-    kept: list[str] = []
-    for chunk in rest.split():
-        if chunk.startswith("-") and len(chunk) > 1:
-            ws = words(chunk[1:])
-            # `-payments-api` leaves out the name, not every fact holding `api`
-            excluded += [unit_term(ws)] if len(ws) > 1 else [term_of(w) for w in ws if w not in STOPWORDS]
-        else:
-            kept.append(chunk)
-    ws = words(" ".join(kept))
-    spans = _units(ws, known_units)
-    covered = {i for s, e, _ in spans for i in range(s, e)}
-    for start, end, unit in spans:
-        concepts.append(Concept(" ".join(ws[start:end]), [term_of(w) for w in ws[start:end] if w not in STOPWORDS],
-                                unit))
-    seen = {c.text for c in concepts}
-    for i, w in enumerate(ws):
-        if i in covered or w in STOPWORDS or w in seen:
-            continue
-        seen.add(w)
-        concepts.append(Concept(w, [term_of(w)]))
-    return ParsedQuery(concepts, list(dict.fromkeys(excluded)))
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -383,20 +316,11 @@ def _question_window(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray, 
     last = db.execute(
         "SELECT l.entity, l.key, l.value, l.source_receipt FROM facts b JOIN facts l ON l.seq = (SELECT seq FROM "
         "facts WHERE tenant_hash = b.tenant_hash AND entity = b.entity AND key GLOB ? AND deleted = 0 "
-        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (turn_context.TURN_KEY_GLOB, best)).fetchone()
+        "ORDER BY key DESC LIMIT 1) WHERE b.seq = ?", (TURN_KEY_GLOB, best)).fetchone()
     turn = parse_turn(*last) if last is not None else None
     if turn is None or not turn.time:
         return None
     return time_cues.relative_window(phrase, timestamps.parse_ns(turn.time))
-
-
-def _phrase_holds(phrase: list[str], texts: tuple[str, ...]) -> bool:
-    for text in texts:
-        ws = words(text)
-        for i in range(len(ws) - len(phrase) + 1):
-            if ws[i:i + len(phrase)] == phrase:
-                return True
-    return False
 
 
 def default_embedder() -> Optional[Embedder]:
@@ -411,7 +335,7 @@ def default_embedder() -> Optional[Embedder]:
         return None
 
 
-def shared_embedder(recall: Recall) -> Optional[Embedder]:
+def shared_embedder(recall: VisibleFacts) -> Optional[Embedder]:
     """`default_embedder()`, loaded once per `Recall` (a server's calls and its fact indexer share it)."""
     with _EMBEDDER_LOAD:
         if "embedder" not in recall.search_cache:
@@ -438,21 +362,25 @@ class _DenseIndex:
         self.matrix[at] = vectors / np.where(norms > 0, norms, 1)[:, None]
         self.has[at] = True
 
-    def absorb(self, db: apsw.Connection, profile: str, at: np.ndarray) -> None:
-        """Take the vectors kept in the view (by the indexer or another process) for the facts `at`."""
-        index = {self.ids[i]: i for i in at.tolist()}
-        ids = list(index)
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            found: list[tuple[str, bytes]] = db.execute(  # type: ignore[assignment]
-                f"SELECT fact_id, vector FROM fact_embeddings WHERE profile_hash = ? AND fact_id IN "
-                f"({','.join('?' * len(part))})", (profile, *part)).fetchall()
+    def absorb(self, db: apsw.Connection, profile: str) -> None:
+        """Take the vectors kept in the view (by the indexer or another process) for facts that had none,
+        oldest first as the indexer goes: ABSORB_CHUNK of them at a time, the next chunk only while the last
+        one was filled to its end (so a query reads what arrived since the last one, not every missing fact)."""
+        missing = np.flatnonzero(~self.has)
+        for start in range(0, len(missing), ABSORB_CHUNK):
+            at = missing[start:start + ABSORB_CHUNK]
+            found: list[tuple[int, bytes]] = db.execute(  # type: ignore[assignment]
+                "SELECT f.seq, e.vector FROM facts f JOIN fact_embeddings e ON e.fact_id = f.fact_id "
+                "AND e.profile_hash = ? WHERE f.seq IN carray(?)",
+                (profile, apsw.carray(np.ascontiguousarray(self.seqs[at])))).fetchall()
             if found:
-                self.put(np.array([index[str(fid)] for fid, _ in found]),
+                self.put(np.searchsorted(self.seqs, np.array([seq for seq, _ in found], dtype=np.int64)),
                          np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in found]).astype(F32))
+            if not self.has[at[-1]]:
+                return
 
 
-def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
+def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str]) -> _DenseIndex:
     """The dense index of the caller's scopes, read from the view's kept vectors (none embedded here)."""
     db = recall.db
     profile = embedder.semantic_profile().hash
@@ -464,7 +392,7 @@ def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optiona
         missing = np.flatnonzero(~index.has)
         if len(missing) and db.execute("SELECT 1 FROM fact_embeddings WHERE fact_id = ? AND profile_hash = ?",
                                        (index.ids[int(missing[0])], profile)).fetchone():
-            index.absorb(db, profile, missing)   # the indexer (oldest first) has moved since: take what it kept
+            index.absorb(db, profile)   # the indexer (oldest first) has moved since: take what it kept
         return index
     rows = db.execute(
         "SELECT f.seq, f.fact_id, e.vector FROM facts f JOIN recall_text t ON t.seq = f.seq "
@@ -480,23 +408,31 @@ def _dense_index(recall: Recall, embedder: Embedder, tenant: str, agent: Optiona
     return index
 
 
-def _embed_best(recall: Recall, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
+def _embed_best(recall: VisibleFacts, embedder: Embedder, index: _DenseIndex, scored: _Scored) -> None:
     """Embed (and keep) up to LAZY_EMBED facts that have no vector yet: BM25's best candidates first, then
-    the oldest (as the indexer goes), so a small store is whole after its first query."""
+    the oldest (as the indexer goes), so a small store is whole after its first query. Where a background
+    indexer is running (`fact_indexer.FactIndexer.for_recall`), LAZY_CHUNK at a time and the next chunk
+    only within LAZY_BUDGET_S of the first: a query arriving while it fills a large store spends a bounded
+    time on the model and leaves the rest to it."""
     found, at = _lookup(index.seqs, scored.seqs[np.lexsort((-scored.bm25, ~scored.all_terms))])
     best = at[found][~index.has[at[found]]][:LAZY_EMBED]
     oldest = np.flatnonzero(~index.has)[:LAZY_EMBED]
-    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])
-    if not len(wanted):
-        return
-    rows = recall.db.execute(
-        "SELECT f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
-        "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(np.ascontiguousarray(index.seqs[wanted])),))
-    vectors = fact_vectors(recall.db, embedder, [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows])
-    index.put(wanted, np.stack([vectors[index.ids[i]] for i in wanted.tolist()]).astype(F32))
+    wanted = np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED]
+    bounded = getattr(recall.search_cache.get("indexer"), "running", False)
+    chunk_size = LAZY_CHUNK if bounded else LAZY_EMBED
+    started = time.perf_counter()
+    for start in range(0, len(wanted), chunk_size):
+        if start and time.perf_counter() - started > LAZY_BUDGET_S:
+            return
+        chunk = np.sort(wanted[start:start + chunk_size])
+        rows = recall.db.execute(
+            "SELECT f.fact_id, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
+            "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(np.ascontiguousarray(index.seqs[chunk])),))
+        vectors = fact_vectors(recall.db, embedder, [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows])
+        index.put(chunk, np.stack([vectors[index.ids[i]] for i in chunk.tolist()]).astype(F32))
 
 
-def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
+def _dense(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: Optional[str], text: str, scored: _Scored
            ) -> tuple[np.ndarray, np.ndarray, int]:
     """(seqs, cosines) of the facts of the caller's scopes that have a vector, best first, and how many
     have none. A query embeds at most LAZY_EMBED facts itself, BM25's best candidates lacking a vector
@@ -506,8 +442,11 @@ def _dense(recall: Recall, embedder: Embedder, tenant: str, agent: Optional[str]
     _embed_best(recall, embedder, index, scored)
     q = np.asarray(embedder.embed_one(text), dtype=F32)
     q /= max(F32(np.linalg.norm(q)), F32(1e-12))
-    cos = np.where(index.has, index.matrix @ q, F32(-1.0))
-    top = np.argsort(-cos, kind="stable")[:DENSE_POOL * 4]
+    cos = index.matrix @ q
+    cos[~index.has] = F32(-1.0)
+    pool = min(DENSE_POOL * 4, len(cos))
+    top = np.argpartition(-cos, pool - 1)[:pool] if pool < len(cos) else np.arange(len(cos))
+    top = top[np.lexsort((top, -cos[top]))]         # best first, ties by position (seq)
     top = top[index.has[top]]
     return index.seqs[top], cos[top], int(len(index.has) - index.has.sum())
 
@@ -544,7 +483,7 @@ def _with_phrases(db: apsw.Connection, visible: list[tuple], phrases: list[tuple
     texts = {seq: rest for seq, *rest in db.execute(
         "SELECT f.seq, coalesce(t.visible_entity, f.entity), f.key, f.value FROM facts f JOIN recall_text t "
         "ON t.seq = f.seq WHERE f.seq IN carray(?)", (apsw.carray(seqs),))}
-    return [r for r in visible if all(_phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
+    return [r for r in visible if all(phrase_holds(phrase, tuple(texts[r[0]])) for _, phrase in phrases)]
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -584,7 +523,10 @@ def _rank(visible: list[tuple], scored: _Scored, parsed: ParsedQuery, dense_seqs
             dense_rank > 0, 1.0 / (RRF_K + dense_rank), 0.0)
     elif used == "weighted":
         top = bm25.max(initial=0.0) or 1.0
-        score = WEIGHTED[0] * bm25 / top + WEIGHTED[1] * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
+        turn = np.array([bool(r[4]) for r in visible], dtype=bool)
+        lexical_share = np.where(turn, WEIGHTED[0], FACT_WEIGHTED[0])
+        dense_share = np.where(turn, WEIGHTED[1], FACT_WEIGHTED[1])
+        score = lexical_share * bm25 / top + dense_share * np.maximum(np.where(dense_rank > 0, cos, 0.0), 0.0)
     else:
         score = bm25
     keep = (bm25_rank > 0) | (dense_rank > 0)
@@ -623,7 +565,7 @@ def _rank_prefix(select: Callable[[np.ndarray, str], list[tuple]], scored: _Scor
     while True:
         size = min(size, len(order))
         prefix = np.sort(scored.seqs[order[:size]])
-        _, page = _rank(select(prefix, "seq, eff, stored_at_ns, fact_id"), scored, parsed, np.empty(0, np.int64),
+        _, page = _rank(select(prefix, _RANKED_COLUMNS), scored, parsed, np.empty(0, np.int64),
                         np.empty(0, F32), "bm25", 0, stop)
         if size == len(order):
             return count, page[start:]
@@ -636,11 +578,11 @@ def _rank_prefix(select: Callable[[np.ndarray, str], list[tuple]], scored: _Scor
 
 
 def _count(value: Optional[int], name: str, default: int) -> int:
-    checked = _count_arg(value, name)
+    checked = count_arg(value, name)
     return default if checked is None else checked
 
 
-def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
+def search(recall: VisibleFacts, text: str, *, entity: Optional[str] = None, entity_prefix: Optional[str] = None,
            key: Optional[str] = None, actor: Optional[str] = None, tenant: Optional[str] = None,
            agent: Optional[str] = None, stored_after: TimeArg = None, stored_before: TimeArg = None,
            valid_after: TimeArg = None, valid_before: TimeArg = None, as_of: TimeArg = None,
@@ -666,19 +608,19 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         raise InvalidInput(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if fusion in ("rrf", "weighted") and embedder is None:
         raise InvalidInput(f"fusion {fusion!r} needs an embedder (CRUXSQL_EMBEDDER=hash or minilm)")
-    times = {name: _time_arg(value, name) for name, value in (
+    times = {name: time_arg(value, name) for name, value in (
         ("stored_after", stored_after), ("stored_before", stored_before), ("valid_after", valid_after),
         ("valid_before", valid_before))}
-    as_of_ns, known_ns, now_ns = _time_arg(as_of, "as_of"), _time_arg(known_at, "known_at"), _time_arg(now, "now")
+    as_of_ns, known_ns, now_ns = time_arg(as_of, "as_of"), time_arg(known_at, "known_at"), time_arg(now, "now")
     if now_ns is None:
         now_ns = timestamps.now_ns() if known_ns is None else min(timestamps.now_ns(), known_ns)
     used = fusion if fusion != "auto" else ("weighted" if _embedder_is_real(embedder) else "bm25")
     agent = scope.normalize_agent(agent)
     tenant_name = scope.normalize_tenant(tenant)
-    recall._prepare(known_ns)
+    recall.prepare(known_ns)
     terms = recall.index.terms
-    phrase_texts = _QUOTED.findall(text)
-    spans = unit_candidates(_QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
+    phrase_texts = QUOTED.findall(text)
+    spans = unit_candidates(QUOTED.sub(" ", text)) + [unit_term(words(p)) for p in phrase_texts if len(words(p)) > 1]
     known_units = set(terms.postings(tenant_name, agent, spans)) if spans else set()
     parsed = parse_query(text, known_units)
     result = RecallResult(text, [], 0, offset, top_k, budget, used, [], ids=ids, reserve=reserve)
@@ -695,8 +637,8 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
         if held:
             dense_pool = dense_pool[~np.isin(dense_pool, np.concatenate(held))]
     pool = np.union1d(scored.seqs, dense_pool) if len(dense_pool) else scored.seqs
-    plan = recall._visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
-    visible_sql = recall._visible_sql(plan, recall._decay(), known_ns, as_of_ns, include_superseded)
+    plan = recall.visibility_plan(tenant_name, agent, now_ns, entity, entity_prefix)
+    visible_sql = recall.visible_sql(plan, recall.decay(), known_ns, as_of_ns, include_superseded)
     extra = _time_filters(plan, times, key, actor)
 
     def select(seqs: np.ndarray, columns: str) -> list[tuple]:
@@ -710,7 +652,7 @@ def search(recall: Recall, text: str, *, entity: Optional[str] = None, entity_pr
     if used == "bm25" and not phrases and len(pool) > PREFIX_FROM:
         ranked = _rank_prefix(select, scored, parsed, offset, offset + top_k)
     if ranked is None:
-        visible = select(pool, "seq, eff, stored_at_ns, fact_id") if len(pool) else []
+        visible = select(pool, _RANKED_COLUMNS) if len(pool) else []
         if phrases and visible:
             visible = _with_phrases(recall.db, visible, phrases)
         ranked = _rank(visible, scored, parsed, dense_seqs, dense_cos, used, offset, offset + top_k)

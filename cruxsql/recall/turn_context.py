@@ -17,16 +17,16 @@ score is multiplied by 1 + TIME_BOOST. Plain facts are scored the same way (a fa
 from __future__ import annotations
 
 import re
-from array import array
 from typing import Sequence
 
 import apsw
 import numpy as np
 
+from . import turns
+
 NEIGHBOUR_WEIGHT = 0.5     # share of the score of the turn before it a turn adds to its own
 SEEDS = 100                # the best-scoring candidates whose turns before and after are looked up
 TIME_BOOST = 0.3           # a "when" question: the turns that say when, score times 1 + TIME_BOOST
-TURN_KEY_GLOB = "turn:" + "[0-9]" * 6
 
 _WHEN_QUESTION = re.compile(
     r"\b(when|what (year|month|day|date|time)|which (year|month|day|date)|how long ago|since when)\b", re.IGNORECASE)
@@ -39,31 +39,17 @@ _SAYS_WHEN = re.compile(
     rf"ago|recently|lately|just now|earlier|soon)\b", re.IGNORECASE)
 
 
-def previous_turns(db: apsw.Connection, seqs: Sequence[int]) -> np.ndarray:
-    """(turn, the turn before it) seq pairs, n x 2, for the turn facts among `seqs` and the turns after
-    them: the live turns one position before and after in the same stored conversation entity and tenant
-    (so the same owner), over the `facts_chain` index (tenant, entity, key)."""
-    rows = db.execute(
-        "SELECT a.seq, n.seq, o.value FROM facts a JOIN carray(?1) o "
-        "JOIN facts n ON n.seq = (SELECT seq FROM facts WHERE tenant_hash = a.tenant_hash AND entity = a.entity "
-        "  AND key = printf('turn:%06d', CAST(substr(a.key, 6) AS INTEGER) + o.value) "
-        "  AND deleted = 0 AND superseded_by IS NULL ORDER BY seq DESC LIMIT 1) "
-        "WHERE a.seq IN carray(?2) AND a.key GLOB ?3 "
-        "AND (a.entity GLOB 'conversation:*' OR a.entity GLOB '__agent::*::conversation:*')",
-        (apsw.carray(array("q", (-1, 1))), apsw.carray(array("q", seqs)), TURN_KEY_GLOB)).fetchall()
-    found = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    before = found[:, 2] < 0
-    return np.concatenate([found[before][:, :2], found[~before][:, 1::-1]])
-
-
 def with_neighbours(db: apsw.Connection, seqs: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(candidates, scores) once each turn adds NEIGHBOUR_WEIGHT times the score of the turn before it:
+    """(candidates, scores) once each turn adds NEIGHBOUR_WEIGHT times the score of the turn before it
+    (`turns.adjacent_seqs`: (turn, the turn before it) pairs for the seeds and the turns after them):
     the candidates `seqs` (ascending) and the turns after the SEEDS best of them, ascending (a turn with
     no score of its own and none before it is no candidate)."""
     if not len(seqs) or NEIGHBOUR_WEIGHT == 0:
         return seqs, scores
     seeds = seqs[np.argsort(-scores, kind="stable")[:SEEDS]]
-    pairs = previous_turns(db, np.sort(seeds).tolist())
+    pairs = np.array([(anchor, seq) if offset < 0 else (seq, anchor)
+                      for anchor, offset, seq in turns.adjacent_seqs(db, np.sort(seeds).tolist())],
+                     dtype=np.int64).reshape(-1, 2)
     if not len(pairs):
         return seqs, scores
     held = np.isin(pairs[:, 1], seqs)            # the turn before scored: it gives the turn context

@@ -72,6 +72,7 @@ class Neighbour:
     seq: int
     fact_id: str
     turn: Turn
+    offset: int         # its position minus the other's: -1 the turn before, 1 the turn after
 
 
 def conversation_entity(conversation: str) -> str:
@@ -96,8 +97,7 @@ def turn_fact(turn: Turn) -> TurnFact:
 def parse_turn(entity: str, key: str, value: str, source_receipt: Optional[str]) -> Optional[Turn]:
     """The turn a fact encodes (its stored or visible entity), or None when the fact is not a turn. A turn
     fact without a receipt (stored by hand) is a turn without time, session or id."""
-    split = split_private_entity(entity)
-    logical = split[1] if split is not None else entity
+    logical = _logical(entity)
     conversation = logical[len(ENTITY_PREFIX):] if logical.startswith(ENTITY_PREFIX) else ""
     position = _KEY.fullmatch(key)
     speaker, sep, text = value.partition(SPEAKER_SEPARATOR)
@@ -108,6 +108,12 @@ def parse_turn(entity: str, key: str, value: str, source_receipt: Optional[str])
         return None
     return Turn(conversation, int(position.group(1)), speaker, text, meta.get("time"), meta.get("session"),
                 meta.get("id"))
+
+
+def _logical(entity: str) -> str:
+    """The entity its owner names: `<logical>` of an agent-private `__agent::<owner>::<logical>`."""
+    split = split_private_entity(entity)
+    return split[1] if split is not None else entity
 
 
 def _receipt_fields(receipt: Optional[str]) -> Optional[dict[str, str]]:
@@ -172,29 +178,42 @@ def _rfc3339(candidate: str, original: str) -> str:
 
 # --- neighbours -----------------------------------------------------------------------------------
 
-def neighbours(db: apsw.Connection, seqs: Sequence[int], reach: int = 1) -> dict[int, list[Neighbour]]:
-    """For each turn fact `seqs` names, the live turns within `reach` positions of it in the same stored
-    conversation entity and tenant (so the same owner), nearest first, earlier before later: one query
-    over the `facts_chain` index (tenant, entity, key). Facts that are not turns have none."""
+def _adjacent(db: apsw.Connection, seqs: Sequence[int], reach: int, columns: str) -> list[tuple]:
+    """(anchor seq, offset, `columns` of `n`) for each live fact within `reach` positions of a turn-keyed
+    fact of `seqs` in the same stored entity and tenant (so the same owner), nearest first, earlier before
+    later: one query over the `facts_chain` index (tenant, entity, key)."""
     if not seqs or reach < 1:
-        return {}
+        return []
     offsets = [d for n in range(1, reach + 1) for d in (-n, n)]
-    rows = db.execute(
-        "SELECT a.seq, n.seq, n.fact_id, n.entity, n.key, n.value, n.source_receipt "
-        "FROM facts a JOIN carray(?1) o "
+    return db.execute(
+        f"SELECT a.seq, o.value, {columns} FROM facts a JOIN carray(?1) o "
         "JOIN facts n ON n.seq = (SELECT seq FROM facts WHERE tenant_hash = a.tenant_hash AND entity = a.entity "
         "  AND key = printf(?4, CAST(substr(a.key, ?5) AS INTEGER) + o.value) "
         "  AND deleted = 0 AND superseded_by IS NULL ORDER BY seq DESC LIMIT 1) "
         "WHERE a.seq IN carray(?2) AND a.key GLOB ?3 "
         "ORDER BY a.seq, abs(o.value), o.value",
         (apsw.carray(array("q", offsets)), apsw.carray(array("q", seqs)), KEY_GLOB,
-         f"{KEY_PREFIX}%0{POSITION_DIGITS}d", len(KEY_PREFIX) + 1))
+         f"{KEY_PREFIX}%0{POSITION_DIGITS}d", len(KEY_PREFIX) + 1)).fetchall()
+
+
+def neighbours(db: apsw.Connection, seqs: Sequence[int], reach: int = 1) -> dict[int, list[Neighbour]]:
+    """For each turn fact `seqs` names, the live turns within `reach` positions of it in the same stored
+    conversation entity and tenant (so the same owner), nearest first, earlier before later (`_adjacent`).
+    Facts that are not turns have none."""
     found: dict[int, list[Neighbour]] = {}
-    for anchor, seq, fact_id, entity, key, value, receipt in rows:
+    for anchor, offset, seq, fact_id, entity, key, value, receipt in _adjacent(
+            db, seqs, reach, "n.seq, n.fact_id, n.entity, n.key, n.value, n.source_receipt"):
         turn = parse_turn(entity, key, value, receipt)
         if turn is not None:
-            found.setdefault(anchor, []).append(Neighbour(seq, fact_id, turn))
+            found.setdefault(anchor, []).append(Neighbour(seq, fact_id, turn, offset))
     return found
+
+
+def adjacent_seqs(db: apsw.Connection, seqs: Sequence[int], reach: int = 1) -> list[tuple[int, int, int]]:
+    """`neighbours` as (anchor seq, offset, seq), without reading the turns: for ranking, which needs only
+    which facts sit next to which (a fact of a conversation entity with a turn key is taken as a turn)."""
+    return [(anchor, offset, seq) for anchor, offset, seq, entity in _adjacent(db, seqs, reach, "n.seq, n.entity")
+            if _logical(entity).startswith(ENTITY_PREFIX)]
 
 
 def last_position(db: apsw.Connection, tenant_hash: str, entity: str) -> Optional[int]:

@@ -15,7 +15,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts.codec import to_f32
 from cruxsql.facts.privacy import NamespaceOwner
 from cruxsql.facts.store import Store, StoreRequest
-from cruxsql.recall.queries import Recall
+from cruxsql.recall.facade import Recall
 
 
 def test_edit_makes_next_version_with_reason_receipt_and_carries_pin(store: Store) -> None:

@@ -282,7 +282,7 @@ def test_model_files_are_checked_against_the_pinned_hash(tmp_path, monkeypatch):
 
 def test_bootstrap_ranks_by_fact_embeddings_as_crux_does(store):
     from cruxsql.recall.bootstrap_seed import OWNER
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
 
     low = store.store("__bootstrap__::doc:deploy", "howto", "canary rollout first", confidence=0.5, owner=OWNER)
     high = store.store("__bootstrap__::doc:cats", "note", "the cat sat on the mat", confidence=1.0, owner=OWNER)

@@ -107,7 +107,7 @@ def test_store_batch_stamps_each_fact_when_it_is_built(tmp_path: Path) -> None:
 def test_a_pin_is_exactly_1_or_ascii_case_insensitive_true_untrimmed(tmp_path: Path, value: str,
                                                                       pinned: bool) -> None:
     from cruxsql.curation.memory_panel import PIN_OWNER, pinned_by
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
     with cruxsql.open(tmp_path) as store:
         fact = store.store("svc", "k", "v")
         store.store(f"__memory_pin::a1::{fact.fact_id}", "pinned", value, owner=PIN_OWNER)

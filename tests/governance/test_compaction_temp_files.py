@@ -14,7 +14,7 @@ import pytest
 
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction
-from cruxsql.recall.queries import Recall
+from cruxsql.recall.facade import Recall
 
 MARK = b"Erase-Me-4f1d"  # recall's text index keeps the lower-cased copy of a value that has capitals
 

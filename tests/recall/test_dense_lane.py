@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from cruxsql.embeddings import SemanticProfile
 from cruxsql.facts.store import Store
 from cruxsql.recall import Recall, relevance
+from cruxsql.recall import fact_indexer
 from cruxsql.recall.fact_indexer import FactIndexer
 
 F32 = np.float32
@@ -69,7 +72,18 @@ def test_a_question_bm25_finds_nothing_for_is_answered_by_the_dense_lane(store: 
     assert result.fusion == "weighted"
     assert [(h.entity, h.key) for h in result.hits] == [("car", "colour")]
     assert result.explain is not None and result.explain["hits"][0]["rank_bm25"] is None
-    assert result.hits[0].score == pytest.approx(relevance.WEIGHTED[1] * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
+    assert result.hits[0].score == pytest.approx(relevance.FACT_WEIGHTED[1] * 0.95 / np.hypot(0.95, 0.05), abs=1e-6)
+
+
+def test_a_plain_fact_weighs_the_model_more_than_a_turn_does(store: Store) -> None:
+    """A turn's BM25 holds the turn before's context; a plain fact has its words alone."""
+    store.store("conversation:garage", "turn:000000", "Sam: the car is red", source_receipt='turn:{"session":"1"}')
+    result = Recall(store).search("automobile hue?", embedder=PlantedEmbedder(PLANTED))
+    cosine = 0.95 / np.hypot(0.95, 0.05)
+    assert [(h.entity, round(h.score, 6)) for h in result.hits] == [
+        ("car", round(relevance.FACT_WEIGHTED[1] * cosine, 6)),
+        ("conversation:garage", round(relevance.WEIGHTED[1] * cosine, 6))]
+    assert relevance.FACT_WEIGHTED[1] > relevance.WEIGHTED[1]
 
 
 # --- the background indexer -----------------------------------------------------------------------
@@ -267,3 +281,61 @@ def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_th
     assert run_cruxsql(tmp_path / "data", "embed", "--facts", env=env).stdout.startswith("embedded 0 fact(s)")
     bad = run_cruxsql(tmp_path / "data", "embed", env=env)
     assert bad.returncode == 1 and bad.stderr.strip() == "Error: give a TEXT to embed, or --facts"
+
+
+class SlowEmbedder(PlantedEmbedder):
+    """The planted model taking `seconds` per call, as MiniLM does on a loaded machine."""
+
+    def __init__(self, directions: dict[str, list[float]], seconds: float) -> None:
+        super().__init__(directions)
+        self.seconds = seconds
+        self.calls = 0
+
+    def embed_batch(self, texts):
+        self.calls += 1
+        time.sleep(self.seconds)
+        return super().embed_batch(texts)
+
+
+def test_beside_a_running_indexer_a_cold_query_on_a_slow_model_stops_embedding_after_its_time_budget(
+        tmp_path: Path) -> None:
+    slow = SlowEmbedder(PLANTED, seconds=relevance.LAZY_BUDGET_S * 3)
+    loading = threading.Event()
+    with planted_store(tmp_path) as s:
+        recall = Recall(s)
+        indexer = FactIndexer.for_recall(recall, lambda: (loading.wait(30), None)[1])
+        assert indexer is not None
+        indexer.start()                                   # running, still loading its model: it embeds nothing
+        try:
+            started = time.perf_counter()
+            result = recall.search("car fast", embedder=slow)
+            elapsed = time.perf_counter() - started
+        finally:
+            loading.set()
+            indexer.stop()
+        facts = slow.embedded[:-1]                                        # the last text is the question
+        assert slow.calls == 2 and len(facts) == relevance.LAZY_CHUNK     # one chunk of facts, then the question
+        assert all(t.startswith("fleet") for t in facts)                   # BM25's best candidates first
+        assert result.unembedded == 300 - relevance.LAZY_CHUNK
+        assert elapsed < 20 * slow.seconds
+        assert all(h.entity.startswith("fleet") for h in result.hits[:10])
+        slow.embedded.clear()
+        alone = Recall(s).search("weather", embedder=slow)               # no indexer: LAZY_EMBED at once
+        assert len(slow.embedded) == relevance.LAZY_EMBED + 1 and alone.unembedded == 300 - relevance.LAZY_CHUNK - relevance.LAZY_EMBED
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness is Linux's")
+def test_the_indexer_thread_runs_below_the_calls_priority(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    def load():
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return None
+
+    with Store(tmp_path / "data") as s:
+        indexer = FactIndexer.for_recall(Recall(s), load)
+        assert indexer is not None
+        indexer.start()
+        indexer.stop()
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert seen == [min(mine + fact_indexer.NICE, 19)]

@@ -9,7 +9,7 @@ import pytest
 from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.recall import explain as recall_explain
-from cruxsql.recall.queries import Recall
+from cruxsql.recall.facade import Recall
 
 HOUR = 3_600_000_000_000
 

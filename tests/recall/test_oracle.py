@@ -23,7 +23,7 @@ from cruxsql.facts import codec, timestamps, view
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
 from cruxsql.recall import crc_v1, text_index
-from cruxsql.recall.queries import Recall
+from cruxsql.recall.facade import Recall
 from cruxsql.recall.tokens import compact_json, estimate_tokens_str
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cruxsql.facts.store import Store, StoreRequest
-from cruxsql.recall.queries import Recall
+from cruxsql.recall.facade import Recall
 
 
 def _store(tmp_path: Path) -> tuple[Store, dict[str, str]]:

@@ -11,7 +11,7 @@ from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
 from cruxsql.recall import crc_v1, tokens
-from cruxsql.recall.queries import Recall, normalize_topic
+from cruxsql.recall.facade import Recall, normalize_topic
 from support.journal_files import journal_bytes
 
 T0 = timestamps.parse_ns("2026-06-01T00:00:00Z")

@@ -8,6 +8,7 @@ from cruxsql.errors import InvalidInput
 from cruxsql.facts.store import Store
 from cruxsql.recall.turns import (
     Turn,
+    adjacent_seqs,
     last_position,
     neighbours,
     normalize_time,
@@ -103,12 +104,12 @@ def test_neighbours_are_the_adjacent_turns_of_the_same_conversation_and_tenant(s
     elsewhere = _store_turns(store, "c", 5, tenant="acme")
     plain = store.store("c", "turn:000001", "x: y")
     found = neighbours(store.db, [seqs[0], seqs[2], seqs[4]])
-    assert {a: [(n.seq, n.turn.position, n.turn.text) for n in ns] for a, ns in found.items()} == {
-        seqs[0]: [(seqs[1], 1, "line 1")],
-        seqs[2]: [(seqs[1], 1, "line 1"), (seqs[3], 3, "line 3")],
-        seqs[4]: [(seqs[3], 3, "line 3")]}
+    assert {a: [(n.seq, n.turn.position, n.turn.text, n.offset) for n in ns] for a, ns in found.items()} == {
+        seqs[0]: [(seqs[1], 1, "line 1", 1)],
+        seqs[2]: [(seqs[1], 1, "line 1", -1), (seqs[3], 3, "line 3", 1)],
+        seqs[4]: [(seqs[3], 3, "line 3", -1)]}
     wide = neighbours(store.db, [seqs[2]], reach=2)[seqs[2]]
-    assert [n.turn.position for n in wide] == [1, 3, 0, 4]
+    assert [(n.turn.position, n.offset) for n in wide] == [(1, -1), (3, 1), (0, -2), (4, 2)]
     assert not set(n.seq for ns in neighbours(store.db, seqs).values() for n in ns) & set(other + elsewhere)
     plain_seq = store.db.execute("SELECT seq FROM facts WHERE fact_id = ?", (plain.fact_id,)).fetchone()[0]
     assert neighbours(store.db, [plain_seq]) == {}
@@ -121,3 +122,15 @@ def test_a_deleted_neighbour_is_left_out_and_its_position_never_reused(store: St
     assert [n.turn.position for n in neighbours(store.db, [seqs[1]])[seqs[1]]] == [0]
     assert last_position(store.db, "default", "conversation:c") == 2
     assert last_position(store.db, "default", "conversation:none") is None
+
+
+def test_adjacent_seqs_are_the_neighbours_without_reading_them(store: Store) -> None:
+    seqs = _store_turns(store, "c", 5)
+    _store_turns(store, "c", 5, tenant="acme")
+    store.store("c", "turn:000001", "x: y")
+    store.store("c", "turn:000002", "x: z")
+    plain = store.db.execute("SELECT seq FROM facts WHERE entity = 'c' AND key = 'turn:000001'").fetchone()[0]
+    wanted = [seqs[0], seqs[2], seqs[4], plain]
+    assert adjacent_seqs(store.db, wanted) == [(a, n.offset, n.seq) for a, ns in neighbours(store.db, wanted).items()
+                                               for n in ns]
+    assert adjacent_seqs(store.db, [plain]) == []       # not a conversation's turn: no context

@@ -181,7 +181,7 @@ def test_rust_lowercase_and_whitespace():
 def test_ties_across_the_top_k_boundary_are_ranked_by_fact_id(tmp_path: Path, query: str, monkeypatch) -> None:
     from cruxsql.facts import timestamps
     from cruxsql.facts.store import Store, StoreRequest
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
 
     with Store(tmp_path) as store:
         older = store.store("svc", "old", "deploy older but surer", confidence=1.0)

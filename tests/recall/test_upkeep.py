@@ -9,7 +9,7 @@ from cruxsql.facts import codec, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.store import Store
 from cruxsql.recall.timeline import Timeline
-from cruxsql.recall.queries import MEMORY_VIEW_COUNT_CAP, Recall
+from cruxsql.recall.facade import MEMORY_VIEW_COUNT_CAP, Recall
 
 T0 = timestamps.parse_ns("2026-03-01T00:00:00Z")
 H = 3_600_000_000_000

@@ -84,7 +84,7 @@ elif mode == "compact":
     out["first_progress_s"] = first[0]
     out["report"] = report.to_dict()
     out["peak_rss_mib"] = status("VmHWM")
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
     recall = Recall(store)
     for name in ("first_known_at_ms", "second_known_at_ms"):
         t = time.perf_counter()

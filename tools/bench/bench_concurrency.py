@@ -44,7 +44,7 @@ WORDS = ("deploy canary rollout service owner alice database index latency budge
 
 def child_read(data: str, seconds: float, out: str) -> None:
     from cruxsql.facts.store import Store
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
 
     rng = random.Random(os.getpid())
     stop = Path(out).with_name("stop")

@@ -211,7 +211,7 @@ def print_floor_rows(events: int, parse_s: float, decode_s: float, insert_s: flo
 
 def first_query(data: Path) -> float:
     """Seconds the first recall over a just-rebuilt view takes (whatever the rebuild left to it)."""
-    from cruxsql.recall.queries import Recall
+    from cruxsql.recall.facade import Recall
     with cruxsql.open(data) as store:
         started = time.perf_counter()
         Recall(store, refresh=False).query_facts("canary", contract="legacy", record_access=False)

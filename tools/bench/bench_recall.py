@@ -29,7 +29,8 @@ from cruxsql.facts import codec, timestamps  # noqa: E402
 from cruxsql.facts.codec import Fact  # noqa: E402
 from cruxsql.facts.store import Store  # noqa: E402
 from cruxsql.recall.freshness import DecayPolicy, effective_confidence, freshness_at, ns_to_ms  # noqa: E402
-from cruxsql.recall.queries import Recall, _Plan  # noqa: E402
+from cruxsql.recall.facade import Recall  # noqa: E402
+from cruxsql.recall.visibility import VisibilityPlan  # noqa: E402
 from cruxsql.recall.scope import rust_lower, split_terms, visible_entity  # noqa: E402
 
 COMMON = ("deploy canary rollout service owner alice bob carol database index latency budget token incident pager "
@@ -98,7 +99,7 @@ def _write_change(fh, rng: random.Random, i: int, at_ns: int) -> None:
 class Fts5Recall(Recall):
     """The same pipeline, with FTS5 trigram MATCH as the candidate source (benchmark reference only)."""
 
-    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
+    def _match_filter(self, plan: VisibilityPlan, terms: list[str]) -> Optional[str]:
         self._add_or_match(plan, terms)
         if all(len(t) >= 3 for t in terms):
             plan.params["fts"] = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -54,12 +54,12 @@ BREAKS: tuple[Break, ...] = (
           "cruxsql/facts/view.py", _VIEW_SUPERSEDE, "            pass  # planted: supersede not applied\n",
           ("tests/facts/test_view_replay.py", "tests/facts/test_store.py")),
     Break("tenant-scope", "query_facts reads every tenant's facts",
-          "cruxsql/recall/queries.py",
+          "cruxsql/recall/visibility.py",
           'plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant',
           'plan.where.append(":tenant = :tenant")  # planted: no tenant filter',
           ("tests/recall/test_scope.py",)),
     Break("agent-scope", "query_facts shows every agent's private facts",
-          "cruxsql/recall/queries.py",
+          "cruxsql/recall/visibility.py",
           'plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")',
           'plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner IS NOT NULL)")',
           ("tests/recall/test_scope.py",)),
@@ -90,7 +90,7 @@ BREAKS: tuple[Break, ...] = (
           "ratio = (n - d + F32(0.5)) / (d + F32(0.5))  # planted",
           ("tests/documents/test_bm25.py",)),
     Break("bootstrap-budget", "get_bootstrap ignores its token_budget",
-          "cruxsql/recall/queries.py",
+          "cruxsql/recall/facade.py",
           "n = tokens.legacy_fill([r[7] for r in ranked], token_budget) if token_budget is not None else len(ranked)",
           "n = len(ranked)  # planted: the budget ignored",
           ("tests/mcp/test_bootstrap_budget.py",
@@ -181,13 +181,13 @@ BREAKS: tuple[Break, ...] = (
            "test_after_its_delete_the_erasure_waits_for_the_writer_lock_past_the_timeout",)),
     Break("recall-rereads-through-the-candidates", "query_facts re-reads its chosen matches through the whole "
           "trigram candidate list again",
-          "cruxsql/recall/queries.py",
+          "cruxsql/recall/facade.py",
           "    return [clause for clause in where if clause not in (_CANDIDATES, _TENANT_IN_INDEX)] + [\n",
           "    return where + [  # planted\n",
           ("tests/recall/test_plan.py::test_the_chosen_matches_are_read_again_by_their_own_seqs",)),
     Break("recall-tenant-drives-an-entity-query", "beside an entity filter, query_facts lets the tenant choose "
           "the index again",
-          "cruxsql/recall/queries.py",
+          "cruxsql/recall/facade.py",
           "        if \"ent\" not in plan.params and \"ep\" not in plan.params:\n",
           "        if True:  # planted\n",
           ("tests/recall/test_plan.py::test_an_entity_filter_keeps_driving_the_plan",)),
@@ -269,10 +269,22 @@ BREAKS: tuple[Break, ...] = (
            "tests/recall/test_conversations.py::test_last_month_is_read_at_the_conversations_latest_time")),
     Break("recall-cold-dense-unbounded", "a cold recall embeds every fact lacking a vector",
           "cruxsql/recall/relevance.py",
-          "    wanted = np.unique(np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED])\n",
+          "    wanted = np.concatenate([best, oldest[~np.isin(oldest, best)]])[:LAZY_EMBED]\n",
           "    wanted = np.flatnonzero(~index.has)  # planted\n",
           ("tests/recall/test_dense_lane.py::"
            "test_a_cold_query_embeds_at_most_lazy_embed_facts_bm25_best_first_and_says_how_many_lack_one",)),
+    Break("recall-fact-fused-as-a-turn", "a plain fact is fused with the model at a turn's weights",
+          "cruxsql/recall/relevance.py",
+          "        turn = np.array([bool(r[4]) for r in visible], dtype=bool)\n",
+          "        turn = np.ones(len(visible), dtype=bool)  # planted\n",
+          ("tests/recall/test_dense_lane.py::test_a_plain_fact_weighs_the_model_more_than_a_turn_does",)),
+    Break("recall-lazy-embed-beside-the-indexer", "a query embeds its LAZY_EMBED facts at once while the "
+          "background indexer is filling the store",
+          "cruxsql/recall/relevance.py",
+          '    bounded = getattr(recall.search_cache.get("indexer"), "running", False)\n',
+          "    bounded = False  # planted\n",
+          ("tests/recall/test_dense_lane.py::"
+           "test_beside_a_running_indexer_a_cold_query_on_a_slow_model_stops_embedding_after_its_time_budget",)),
 )
 
 

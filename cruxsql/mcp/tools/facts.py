@@ -12,7 +12,7 @@ from ...recall import crc_v1
 from ...recall import explain as recall_explain
 from ...recall.entities import entities_text, list_entities as visible_entities
 from ...recall.freshness import parse_freshness_horizon
-from ...recall.queries import QueryResult
+from ...recall.facade import QueryResult
 from ...recall.tokens import compact_json
 from ..arguments import Contract
 from ..answer_budget import longest_within, wire_tokens

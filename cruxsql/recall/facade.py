@@ -38,35 +38,27 @@ A blank query still matches nothing (Crux: OR over zero terms).
 
 from __future__ import annotations
 
-import functools
-import math
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import apsw
 import numpy as np
 
-from ..embeddings import Embedder
 from ..errors import InvalidInput
 from ..facts import time_phrases, timestamps
-from ..facts.codec import to_f32, token_cost
-from ..facts.store import Store
+from ..facts.codec import token_cost
 from . import crc_v1, scope, tokens
+from .arguments import TimeArg, count_arg, floor_arg, time_arg
 from .fact_lines import fact_line, fitted
 from .fact_embeddings import dense_scores, fact_vectors
-from .text_index import TextIndex
-from .timeline import Timeline
-from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
+from .freshness import age_hours, salience_enabled
+from .visibility import VisibilityPlan, VisibleFacts, on_one_snapshot
 
 if TYPE_CHECKING:
     from .relevance import RecallResult
 
-TimeArg = Union[None, str, int]
 SEARCH_TIMES = ("stored_after", "stored_before", "valid_after", "valid_before", "as_of", "known_at")
-_I64_MAX = 9223372036854775807
 
-F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_TOP_K = 10
 BOOTSTRAP_PREFIX = "__bootstrap__::"
 BOOTSTRAP_TOP_K = 100
@@ -108,45 +100,6 @@ def _among(where: list[str], seqs_param: str) -> list[str]:
     """`where` for re-reading matches found with it, the seqs `seqs_param` only (driven by them)."""
     return [clause for clause in where if clause not in (_CANDIDATES, _TENANT_IN_INDEX)] + [
         f"f.seq IN carray(:{seqs_param})"]
-
-
-# --- argument checks ------------------------------------------------------------------------------
-
-def _time_arg(value: TimeArg, name: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise InvalidInput(f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}")
-    if isinstance(value, int):
-        return value
-    try:
-        return timestamps.column_ns(timestamps.parse_ns(value))  # compared with the view's *_ns columns
-    except InvalidInput:
-        raise InvalidInput(
-            f"{name} must be an RFC 3339 timestamp (e.g. 2026-01-15T00:00:00Z), got {value!r}") from None
-
-
-@overload
-def _count_arg(value: int, name: str) -> int: ...
-@overload
-def _count_arg(value: Optional[int], name: str) -> Optional[int]: ...
-def _count_arg(value: Optional[int], name: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{name} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _floor_arg(value: Optional[float]) -> Optional[float]:
-    """Validated as f64 in 0.0..=1.0, then cast to f32 as `handle_query_facts` does (`f as f32`), and
-    compared widened back to f64: a fact at 0.7 clears a 0.7 floor."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"min_effective_confidence must be a number in 0.0..=1.0, got {value!r}")
-    return to_f32(value)
 
 
 def normalize_topic(topic: Optional[str]) -> Optional[str]:
@@ -401,188 +354,24 @@ class MemoryViewResult:
                 "token_budget": self.token_budget, "top_k": self.top_k}
 
 
-# --- SQL building ---------------------------------------------------------------------------------
-
 @dataclass
-class _Plan:
-    where: list[str] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
+class _Matching:
+    """One query_facts call's matching: its plan, the SQL of its visible matches, whether that is a scan of
+    every fact, and what ends the answer (top_k, the confidence floor, a legacy token budget)."""
+
+    plan: VisibilityPlan
+    matched_sql_where: Callable[..., str]
+    scan: bool
+    top_k: int
+    floor: Optional[float]
+    legacy_budget: Optional[int]
 
 
-def _floor_ms(expr: str) -> str:
-    """chrono `timestamp_millis` (floor) of an epoch-ns SQL expression."""
-    return f"(({expr}) - ((({expr}) % 1000000) + 1000000) % 1000000) / 1000000"
-
-
-def _on_one_snapshot(read: F) -> F:
-    """Run a Recall read in `_one_snapshot`."""
-    @functools.wraps(read)
-    def run(self: "Recall", *args: Any, **kwargs: Any) -> Any:
-        with self._one_snapshot():
-            return read(self, *args, **kwargs)
-    return run  # type: ignore[return-value]
-
-
-class Recall:
+class Recall(VisibleFacts):
     """query_facts / get_bootstrap / memory_view over one store."""
 
-    def __init__(self, store: Store, refresh: bool = True, policy: Optional[DecayPolicy] = None,
-                 embedder: Optional[Embedder] = None) -> None:
-        """`embedder`: with one, `get_bootstrap` ranks by 0.6·cosine + 0.4·confidence as Crux's store does."""
-        self.store = store
-        self.embedder = embedder
-        self.db: apsw.Connection = store.db
-        self.refresh = refresh
-        self.policy = policy
-        self.index = TextIndex(self.db)
-        self.timeline = Timeline(self.db, store.journal)
-        self._reads: Optional[ExitStack] = None  # the snapshot of the read in progress (`_one_snapshot`)
-        self._after_read: list[Callable[[], None]] = []
-        self.search_cache: dict[str, Any] = {}   # the ranked recall's embedder and vector matrix (relevance.py)
-
-    # --- shared plumbing --------------------------------------------------------------------------
-
-    @contextmanager
-    def _one_snapshot(self) -> Iterator[None]:
-        """Around a read: `_prepare` opens a read snapshot once the derived tables are caught up, and
-        writes the read makes (access counts) wait until it has ended. Nested reads share it."""
-        if self._reads is not None:
-            yield
-            return
-        self._reads, after = ExitStack(), []
-        try:
-            with self._reads:
-                yield
-            after = self._after_read
-        finally:
-            self._reads, self._after_read = None, []
-        for write in after:
-            write()
-
-    def _prepare(self, known_at: Optional[int] = None) -> None:
-        if self.store.in_snapshot:
-            return  # a read nested in another: its snapshot is already open, caught up
-        if self.refresh:
-            self.store.refresh()
-        self.index.catch_up()
-        if known_at is not None:
-            self.timeline.sync()
-        if self._reads is not None:
-            self._reads.enter_context(self.store.read_snapshot())
-        self.index.open_tail()
-        if self.index.tail is not None:
-            self.search_cache.pop("dense", None)  # keyed by the index's state, which the tail left behind
-
-    def _decay(self) -> DecayPolicy:
-        return self.policy or DecayPolicy.from_env()
-
     @staticmethod
-    def _attr_exprs(known_at: Optional[int]) -> dict[str, str]:
-        """SQL for each mutable attribute: the current column, or its value at transaction time :T."""
-        if known_at is None:
-            return {"deleted": "f.deleted", "superseded_by": "f.superseded_by", "valid_from": "f.valid_from_ns",
-                    "valid_to": "f.valid_to_ns", "horizon": "f.horizon_class", "reverified": "f.reverified_at_ns"}
-
-        def at_t(attr: str, col: str, current: str) -> str:
-            # an attribute with no rows never changed: its current column is its value at every T
-            changes = f"FROM recall_changes c WHERE c.fact_id = f.fact_id AND c.attr = '{attr}'"
-            return (f"(CASE WHEN EXISTS (SELECT 1 {changes}) THEN (SELECT c.{col} {changes} "
-                    f"AND c.at_ns <= :known_at ORDER BY c.line_no DESC LIMIT 1) ELSE {current} END)")
-
-        # A compaction bakes `superseded_by` into the store line, so a fact can look superseded from
-        # birth: it only counts once its successor was itself stored by :T.
-        successor = at_t("superseded_by", "v_text", "f.superseded_by")
-        superseded_by = (f"(CASE WHEN (SELECT e.at_ns FROM facts g JOIN recall_event_times e ON e.line_no = g.line_no "
-                         f"WHERE g.fact_id = {successor}) > :known_at THEN NULL ELSE {successor} END)")
-        return {"deleted": at_t("deleted", "v_int", "f.deleted"),
-                "superseded_by": superseded_by,
-                "valid_from": at_t("validity", "v_int", "f.valid_from_ns"),
-                "valid_to": at_t("validity", "v_int2", "f.valid_to_ns"),
-                "horizon": at_t("horizon", "v_text", "f.horizon_class"),
-                "reverified": at_t("reverified", "v_int", "f.reverified_at_ns")}
-
-    @staticmethod
-    def _unstretched_freshness_sql(policy: DecayPolicy, now_ms: int) -> Optional[tuple[str, dict[str, int]]]:
-        """The same decision for rows without access counts (ac = 0, factor 1.0), as plain comparisons of
-        the anchor's nanoseconds with bounds computed here once per query: floor_ms(a) <= 0 iff a < 10^6,
-        floor_ms(a) > now_ms iff a >= (now_ms + 1) * 10^6, now_ms - floor_ms(a) > thr iff
-        a < (now_ms - thr) * 10^6. A scan evaluates it per matching fact: the general expression costs
-        as much as the scan itself. None when a bound leaves 64 bits (then the general one is used)."""
-        if now_ms <= 0:
-            return None
-        params = {"fr_unknown": (now_ms + 1) * 1_000_000}
-        for hz in ("volatile", "medium", "stable"):
-            base = policy.base_ms(hz)
-            assert base is not None  # the three classes with a horizon
-            as_real = float(base) * 1.0  # SQLite: CAST(base * 1.0 AS INTEGER), saturating
-            thr = _I64_MAX if as_real >= 9.223372036854775807e18 else max(int(as_real), -_I64_MAX - 1)
-            params[f"fr_{hz}"] = (now_ms - thr) * 1_000_000
-        if any(not -_I64_MAX - 1 <= v <= _I64_MAX for v in params.values()):
-            return None
-        return ("(CASE WHEN hz = 'none' THEN 'fresh' WHEN coalesce(rv, stored_at_ns) < 1000000 "
-                "OR coalesce(rv, stored_at_ns) >= :fr_unknown THEN 'unknown' WHEN coalesce(rv, stored_at_ns) < "
-                "(CASE hz WHEN 'volatile' THEN :fr_volatile WHEN 'medium' THEN :fr_medium ELSE :fr_stable END) "
-                "THEN 'stale' ELSE 'fresh' END)", params)
-
-    def _freshness_sql(self, policy: DecayPolicy) -> str:
-        """`apply_at_chrono_salient` over the inner columns (hz, rv, stored_at_ns, ac) at :now_ms, in SQL,
-        so that ranking, the floor and the returned rows all use one computation."""
-        anchor = _floor_ms("coalesce(rv, stored_at_ns)")
-        base = (f"(CASE hz WHEN 'volatile' THEN {policy.base_ms('volatile')} WHEN 'medium' THEN "
-                f"{policy.base_ms('medium')} WHEN 'stable' THEN {policy.base_ms('stable')} END)")
-        factor = "(CASE WHEN ac > 0 THEN min(max(1.0 + 0.25 * ln(ac + 1), 1.0), 4.0) ELSE 1.0 END)"
-        return (f"(CASE WHEN hz = 'none' THEN 'fresh' "
-                f"WHEN {anchor} <= 0 OR :now_ms <= 0 OR {anchor} > :now_ms THEN 'unknown' "
-                f"WHEN :now_ms - {anchor} > min(CAST({base} * {factor} AS INTEGER), 9223372036854775807) "
-                f"THEN 'stale' ELSE 'fresh' END)")
-
-    def _inner_sql(self, known_at: Optional[int], static_where: list[str], salience: bool = True,
-                   scan: bool = False) -> str:
-        """The per-fact columns recall ranks by. `scan`: every fact is a candidate, so read `facts` in
-        table order (NOT INDEXED): the planner otherwise walks the live-facts partial index, which
-        visits the same rows in random order (3x an `instr()` scan at 1M facts). `facts` is the outer
-        loop (CROSS JOIN): recall_text has no index of its own; driven from it, every candidate's text row
-        was read before its tenant was judged (184 against 139 ms for a common word at 1M facts)."""
-        a = self._attr_exprs(known_at)
-        where = list(static_where)
-        if known_at is not None:
-            where.append("(SELECT e.at_ns FROM recall_event_times e WHERE e.line_no = f.line_no) <= :known_at")
-        return (
-            "SELECT f.seq AS seq, f.fact_id AS fact_id, f.tenant_hash AS tenant_hash, f.entity AS entity, "
-            "f.key AS key, f.value AS value, f.confidence AS confidence, f.stored_at_ns AS stored_at_ns, "
-            "f.tokens AS tokens, f.private AS private, f.actor AS actor, f.version AS version, "
-            "f.source_receipt AS source_receipt, t.owner AS owner, t.visible_entity AS visible_entity, "
-            f"f.access_count{' + coalesce(s.access_count, 0)' if salience else ''} AS ac, {a['deleted']} AS deleted, "
-            f"{a['superseded_by']} AS superseded_by, {a['valid_from']} AS valid_from, {a['valid_to']} AS valid_to, "
-            f"{a['horizon']} AS hz, {a['reverified']} AS rv "
-            f"FROM facts f{' NOT INDEXED' if scan else ''} CROSS JOIN recall_text t ON t.seq = f.seq "
-            + ("LEFT JOIN recall_salience s ON s.fact_id = f.fact_id" if salience else "")
-            + (" WHERE " + " AND ".join(where) if where else "")
-        )
-
-    @staticmethod
-    def _entity_filters(plan: _Plan, agent: Optional[str], entity: Optional[str],
-                        entity_prefix: Optional[str]) -> None:
-        if entity_prefix is not None and entity_prefix != "":
-            plan.params["ep"] = entity_prefix
-            hi = scope.prefix_upper_bound(entity_prefix)
-            ranges = ["(f.entity >= :ep" + (" AND f.entity < :ep_hi)" if hi is not None else ")")]
-            plan.params["ep_hi"] = hi
-            if agent is not None:
-                aprefix = scope.owner_entity(agent, entity_prefix)
-                plan.params["aep"], plan.params["aep_hi"] = aprefix, scope.prefix_upper_bound(aprefix)
-                ranges.append("(f.entity >= :aep AND f.entity < :aep_hi)")
-            plan.where.append("(" + " OR ".join(ranges) + ")")
-        if entity is not None:
-            plan.params["ent"] = entity
-            if agent is not None:
-                plan.params["aent"] = scope.owner_entity(agent, entity)
-                plan.where.append("f.entity IN (:ent, :aent)")
-            else:
-                plan.where.append("f.entity = :ent")
-
-    @staticmethod
-    def _add_or_match(plan: _Plan, terms: list[str]) -> None:
+    def _add_or_match(plan: VisibilityPlan, terms: list[str]) -> None:
         """The exact OR-match: any term a substring of the lowercased value, key or visible entity."""
         clauses = []
         for i, term in enumerate(terms):
@@ -592,7 +381,7 @@ class Recall:
                 f"OR instr(coalesce(t.lc_entity, f.entity), :q{i}) > 0")
         plan.where.append("(" + " OR ".join(clauses) + ")")
 
-    def _match_filter(self, plan: _Plan, terms: list[str]) -> Optional[str]:
+    def _match_filter(self, plan: VisibilityPlan, terms: list[str]) -> Optional[str]:
         """The OR-match over lowercased value/key/visible entity; returns how candidates were found."""
         self._add_or_match(plan, terms)
         total = self.db.execute("SELECT max(seq) FROM facts").get or 0
@@ -634,7 +423,7 @@ class Recall:
         rows.sort(key=lambda r: (-r[1], -r[2], ids[r[0]]))
         return [(seq, eff, None) for seq, eff, _ in rows[:top_k]]
 
-    def _probe_bound(self, matched_sql_where: Callable[[list[str]], str], plan: _Plan,
+    def _probe_bound(self, matched_sql_where: Callable[[list[str]], str], plan: VisibilityPlan,
                      top_k: int) -> Optional[tuple[float, int]]:
         """A lower bound of the top_k-th best (eff, stored_at_ns) of a scan's matches: the top_k-th best
         among the matches in the newest facts (a subset's k-th best never ranks above the whole set's).
@@ -649,45 +438,6 @@ class Recall:
             f"ORDER BY eff DESC, stored_at_ns DESC LIMIT 1 OFFSET :probe_k",
             {**plan.params, "probe_facts": max(_PROBE_MIN, total // _PROBE_SHARE), "probe_k": top_k - 1}).fetchone()
 
-    # --- the visibility pipeline (query_facts and the ranked `recall` share it) ----------------------
-
-    def _visibility_plan(self, tenant: str, agent: Optional[str], now_ns: int, entity: Optional[str],
-                         entity_prefix: Optional[str]) -> _Plan:
-        """The tenant, agent-scope and entity conditions on `facts f JOIN recall_text t`."""
-        plan = _Plan(params={"tenant": tenant, "agent": agent, "now_ms": ns_to_ms(now_ns)})
-        plan.where.append("+f.tenant_hash = :tenant")  # never drive the plan from the tenant
-        plan.where.append("((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)")
-        self._entity_filters(plan, agent, entity, entity_prefix)
-        return plan
-
-    def _visible_sql(self, plan: _Plan, policy: DecayPolicy, known_ns: Optional[int], as_of_ns: Optional[int],
-                     include_superseded: bool) -> Callable[..., str]:
-        """`where -> SQL` of the facts passing `where` that are visible: not deleted, valid at `as_of`, not
-        superseded (unless included), as the store believed at `known_at`; with their freshness `fr` and
-        effective confidence `eff` (the inner columns of `_inner_sql` besides)."""
-        outer = ["deleted = 0"]
-        if as_of_ns is not None:
-            plan.params["as_of"] = as_of_ns
-            outer.append("(valid_from IS NULL OR valid_from <= :as_of) AND (valid_to IS NULL OR :as_of < valid_to)")
-        if not include_superseded:
-            outer.append("superseded_by IS NULL")
-        if known_ns is not None:
-            plan.params["known_at"] = known_ns
-        # salience counts only exist once an access was recorded: skip the per-row lookup until then
-        salience = self.db.execute("SELECT 1 FROM recall_salience LIMIT 1").fetchone() is not None
-
-        freshness = self._freshness_sql(policy)
-        unstretched = self._unstretched_freshness_sql(policy, plan.params["now_ms"])
-        if unstretched is not None:
-            freshness = f"(CASE WHEN ac > 0 THEN {freshness} ELSE {unstretched[0]} END)"
-            plan.params.update(unstretched[1])
-
-        def matched_sql_where(where: list[str], scan: bool = False) -> str:
-            return (f"SELECT *, CASE WHEN fr = 'stale' THEN confidence * {STALE_DEMOTION_FACTOR} "
-                    f"ELSE confidence END AS eff FROM (SELECT *, {freshness} AS fr "
-                    f"FROM ({self._inner_sql(known_ns, where, salience, scan)}) WHERE {' AND '.join(outer)})")
-        return matched_sql_where
-
     def search(self, text: str, **options: Any) -> "RecallResult":
         """Relevance-ranked recall (BM25 over the facts' words, optionally fused with their embeddings),
         through the same visibility pipeline as `query_facts`. See `relevance.search` for the options.
@@ -698,7 +448,7 @@ class Recall:
 
         time_zone = options.pop("time_zone", None)
         written = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), str)}
-        resolved = time_phrases.resolve_all(written, zone=time_zone, now_ns=_time_arg(options.get("now"), "now"))
+        resolved = time_phrases.resolve_all(written, zone=time_zone, now_ns=time_arg(options.get("now"), "now"))
         instants = {name: options[name] for name in SEARCH_TIMES if isinstance(options.get(name), int)}
         instants.update({name: r.ns for name, r in resolved.items()})
         # compared with the view's *_ns columns: an instant past year 2262 is the column's end
@@ -706,7 +456,7 @@ class Recall:
 
     # --- query_facts ------------------------------------------------------------------------------
 
-    @_on_one_snapshot
+    @on_one_snapshot
     def query_facts(self, query: Optional[str] = None, *, entity: Optional[str] = None,
                     entity_prefix: Optional[str] = None, tenant: Optional[str] = None, agent: Optional[str] = None,
                     top_k: Optional[int] = DEFAULT_TOP_K, token_budget: Optional[int] = None,
@@ -718,12 +468,12 @@ class Recall:
         `shaped=False` is the savings holdout's control arm: a token budget is applied by the legacy
         greedy drop even under CRC-v1, instead of the reversible envelope. Its statements read one
         snapshot: a write or a compaction landing meanwhile is either wholly seen or not at all."""
-        top_k = DEFAULT_TOP_K if top_k is None else _count_arg(top_k, "top_k")
-        token_budget = _count_arg(token_budget, "token_budget")
-        floor = _floor_arg(min_effective_confidence)
-        as_of_ns = _time_arg(as_of, "as_of")
-        known_ns = _time_arg(known_at, "known_at")
-        now_arg = _time_arg(now, "now")
+        top_k = DEFAULT_TOP_K if top_k is None else count_arg(top_k, "top_k")
+        token_budget = count_arg(token_budget, "token_budget")
+        floor = floor_arg(min_effective_confidence)
+        as_of_ns = time_arg(as_of, "as_of")
+        known_ns = time_arg(known_at, "known_at")
+        now_arg = time_arg(now, "now")
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {query!r}")
         agent = scope.normalize_agent(agent)
@@ -734,8 +484,8 @@ class Recall:
             now_arg = timestamps.now_ns()
             if known_ns is not None:
                 now_arg = min(now_arg, known_ns)
-        self._prepare(known_ns)
-        policy = self._decay()
+        self.prepare(known_ns)
+        policy = self.decay()
 
         result = QueryResult([], 0, 0, 0, 0, contract_name, token_budget, top_k,
                              known_at=None if known_ns is None else timestamps.format_fact_time(known_ns),
@@ -744,38 +494,50 @@ class Recall:
         if terms is not None and not terms:
             return result  # Crux: a blank query has no terms and matches nothing
 
-        plan = self._visibility_plan(tenant_name, agent, now_arg, entity, entity_prefix)
+        plan = self.visibility_plan(tenant_name, agent, now_arg, entity, entity_prefix)
         plan.params["floor"] = floor if floor is not None else -1.0
         found = self._match_filter(plan, terms) if terms else "scan"
-        scan = found == "scan" and entity is None and not entity_prefix
-        matched_sql_where = self._visible_sql(plan, policy, known_ns, as_of_ns, include_superseded)
-        matched_sql = matched_sql_where(plan.where, scan)
         reversible = use_crc and token_budget is not None and shaped
-        legacy_budget = token_budget is not None and not reversible
-        # One pass over the matches: they are materialised once, narrow (no text), then counted and
-        # ranked from that copy; the counts row comes first. A window count over the wide rows would
-        # buffer every matching value and sort it (6x a plain scan when a short term matches half the
-        # facts). The LIMIT keeps SQLite from flattening the ranked subquery and dropping its order.
-        # Rows below the floor sort last, so top_k rows are enough unless a legacy budget decides. For
-        # top_k, the copy holds three numbers per match and SQLite ranks by them alone: with a fact id per
-        # row it was ~0.2x an instr() scan slower to write and sort at 1M facts; `_rank_ties` settles
-        # the order among equals by fact id.
-        below = "coalesce(sum(eff < :floor), 0)" if floor is not None else "0"
-        bound = self._probe_bound(matched_sql_where, plan, top_k) if scan and not legacy_budget and top_k > 0 else None
+        matching = _Matching(plan, self.visible_sql(plan, policy, known_ns, as_of_ns, include_superseded),
+                             found == "scan" and entity is None and not entity_prefix, top_k, floor,
+                             token_budget if token_budget is not None and not reversible else None)
+        picked = self._picked_rows(matching, self._pick(matching, result))
+        result.left_out = result.matched - result.filtered_below_threshold - len(picked)
+        result = self._shaped(result, picked, now_arg, use_crc, reversible, entity, query)
+        if result.rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
+            self.record_access([r["fact_id"] for r in result.rows], now_arg)
+        return result
+
+    def _ranked(self, m: "_Matching", result: QueryResult) -> tuple[apsw.Cursor, Iterable[tuple]]:
+        """The matches in ranking order as (seq, eff, tokens or stored_at_ns) rows, from one pass over them
+        that also sets `result`'s counts (matched, below the floor); the cursor to close after.
+
+        The matches are materialised once, narrow (no text), then counted and ranked from that copy; the
+        counts row comes first. A window count over the wide rows would buffer every matching value and
+        sort it (6x a plain scan when a short term matches half the facts). The LIMIT keeps SQLite from
+        flattening the ranked subquery and dropping its order. Rows below the floor sort last, so top_k
+        rows are enough unless a legacy budget decides. For top_k, the copy holds three numbers per match
+        and SQLite ranks by them alone: with a fact id per row it was ~0.2x an instr() scan slower to write
+        and sort at 1M facts; `_rank_ties` settles the order among equals by fact id."""
+        plan, matched_sql_where = m.plan, m.matched_sql_where
+        matched_sql = matched_sql_where(plan.where, m.scan)
+        below = "coalesce(sum(eff < :floor), 0)" if m.floor is not None else "0"
+        bound = (self._probe_bound(matched_sql_where, plan, m.top_k)
+                 if m.scan and m.legacy_budget is None and m.top_k > 0 else None)
         if bound is not None:
             # a scan: one aggregate pass counts every match and lists the few at or above the bound
             plan.params["bound_eff"], plan.params["bound_at"] = bound
             # (a row value names eff once: SQLite would compute the flattened expression per mention)
             sql = (f"SELECT NULL, count(*), {below}, group_concat(seq) FILTER (WHERE (eff, stored_at_ns) >= "
                    f"(:bound_eff, :bound_at)) FROM ({matched_sql})")
-        elif legacy_budget:
+        elif m.legacy_budget is not None:
             plan.params["limit"] = -1
             sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns, fact_id, tokens FROM ({matched_sql})) "
                    f"SELECT NULL, count(*), {below} FROM m UNION ALL "
                    f"SELECT * FROM (SELECT seq, eff, tokens FROM m ORDER BY eff DESC, stored_at_ns DESC, fact_id "
                    f"LIMIT :limit)")
         else:
-            plan.params["limit"] = top_k + 1
+            plan.params["limit"] = m.top_k + 1
             sql = (f"WITH m AS MATERIALIZED (SELECT seq, eff, stored_at_ns FROM ({matched_sql})) "
                    f"SELECT NULL, count(*), {below} FROM m UNION ALL "
                    f"SELECT * FROM (SELECT seq, eff, stored_at_ns FROM m ORDER BY eff DESC, stored_at_ns DESC "
@@ -785,41 +547,53 @@ class Recall:
         if bound is not None:
             _, result.matched, result.filtered_below_threshold, listed = next(cursor)
             seqs = np.array([int(x) for x in listed.split(",")] if listed else [], dtype=np.int64)
-            ranked: Iterable[tuple] = self._rank(self.db.execute(
+            return cursor, self._rank(self.db.execute(
                 f"SELECT seq, eff, stored_at_ns FROM ({matched_sql_where(_among(plan.where, 'listed'))})",
-                {**plan.params, "listed": apsw.carray(seqs)}).fetchall() if len(seqs) else [], top_k)
-        elif legacy_budget:
-            _, result.matched, result.filtered_below_threshold = next(cursor)
-            ranked = cursor
-        else:
-            _, result.matched, result.filtered_below_threshold = next(cursor)
-            tied_sql = (f"SELECT seq, eff, stored_at_ns FROM "
-                        f"({matched_sql_where(plan.where + ['f.stored_at_ns = :tied_at'])})")
-            ranked = self._rank_ties(cursor, top_k, tied_sql, plan.params)
+                {**plan.params, "listed": apsw.carray(seqs)}).fetchall() if len(seqs) else [], m.top_k)
+        _, result.matched, result.filtered_below_threshold = next(cursor)
+        if m.legacy_budget is not None:
+            return cursor, cursor
+        tied_sql = (f"SELECT seq, eff, stored_at_ns FROM "
+                    f"({matched_sql_where(plan.where + ['f.stored_at_ns = :tied_at'])})")
+        return cursor, self._rank_ties(cursor, m.top_k, tied_sql, plan.params)
+
+    def _pick(self, m: "_Matching", result: QueryResult) -> list[int]:
+        """The seqs of the facts the answer holds, in ranking order: down to the floor, within the legacy
+        budget (the first fact always) or the first top_k."""
+        cursor, ranked = self._ranked(m, result)
         picked_seqs: list[int] = []
         used = 0
         for seq, eff, cost in ranked:
-            if floor is not None and eff < floor:
+            if m.floor is not None and eff < m.floor:
                 break
-            if legacy_budget:
-                if picked_seqs and used + cost > token_budget:
+            if m.legacy_budget is not None:
+                if picked_seqs and used + cost > m.legacy_budget:
                     break
                 picked_seqs.append(seq)
                 used += cost
-                if used >= token_budget:
+                if used >= m.legacy_budget:
                     break
             else:
                 picked_seqs.append(seq)
         cursor.close()
-        picked: list[tuple] = []
-        if picked_seqs:
-            plan.params["picked"] = apsw.carray(np.array(picked_seqs, dtype=np.int64))
-            by_seq = {r[0]: r for r in self.db.execute(
-                f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
-                f"visible_entity, fr, superseded_by, hz, rv, eff FROM "
-                f"({matched_sql_where(_among(plan.where, 'picked'))})", plan.params)}
-            picked = [by_seq[seq] for seq in picked_seqs]
-        result.left_out = result.matched - result.filtered_below_threshold - len(picked)
+        return picked_seqs
+
+    def _picked_rows(self, m: "_Matching", picked_seqs: list[int]) -> list[tuple]:
+        """The picked facts' columns, in the order given."""
+        if not picked_seqs:
+            return []
+        m.plan.params["picked"] = apsw.carray(np.array(picked_seqs, dtype=np.int64))
+        by_seq = {r[0]: r for r in self.db.execute(
+            f"SELECT seq, fact_id, entity, key, value, confidence, stored_at_ns, tokens, actor, owner, "
+            f"visible_entity, fr, superseded_by, hz, rv, eff FROM "
+            f"({m.matched_sql_where(_among(m.plan.where, 'picked'))})", m.plan.params)}
+        return [by_seq[seq] for seq in picked_seqs]
+
+    @staticmethod
+    def _shaped(result: QueryResult, picked: list[tuple], now_ns: int, use_crc: bool, reversible: bool,
+                entity: Optional[str], query: Optional[str]) -> QueryResult:
+        """`result` holding the picked facts' rows: in a CRC-v1 envelope (reshaped to a token budget when
+        reversible), or as legacy lines cut to the budget."""
         rows = []
         for r in picked:
             anchor_ns = r[14] if r[14] is not None else r[6]
@@ -827,27 +601,25 @@ class Recall:
                 "fact_id": r[1],
                 "entity": r[10] if r[9] is not None else r[2],
                 "key": r[3], "value": r[4], "confidence": r[5], "effective_confidence": r[15],
-                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ns, now_arg),
+                "horizon_class": r[13], "freshness": r[11], "age_hours": age_hours(anchor_ns, now_ns),
                 "superseded_by": r[12], "actor": r[8],
             })
         result.rows = rows
         result.total_tokens = sum(r[7] for r in picked)
+        token_budget = result.token_budget
         if use_crc and rows:
             if reversible:
                 assert token_budget is not None  # `reversible` says so
                 result.entity, result.query, result.row_tokens = entity, query, [r[7] for r in picked]
-                result = result.reshaped(token_budget)
-            else:
-                result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
+                return result.reshaped(token_budget)
+            result.crc_v1 = crc_v1.wrap_facts(rows, entity, query)
         elif rows and token_budget is not None and not use_crc:
             # the legacy lines count in full against the budget, not only the values (first fact always)
             kept = tokens.largest_within(len(rows), lambda k: tokens.estimate_tokens_str(_legacy_text(rows[:k])),
                                          token_budget, least=1)
             result.left_out += len(rows) - kept
             result.total_tokens = sum(r[7] for r in picked[:kept])
-            result.rows = rows = rows[:kept]
-        if rows and known_ns is None and (salience_enabled() if record_access is None else record_access):
-            self.record_access([r["fact_id"] for r in rows], now_arg)
+            result.rows = rows[:kept]
         return result
 
     # --- salience ---------------------------------------------------------------------------------
@@ -888,12 +660,12 @@ class Recall:
         matches nothing, as in Crux. Topic `tool-output` appends the synthesized CRC-v1 schema
         catalogue (`crc_v1.tool_output_catalogue`, `fact_id` None) after the stored facts.
         """
-        token_budget = _count_arg(token_budget, "token_budget")
+        token_budget = count_arg(token_budget, "token_budget")
         agent = scope.normalize_agent(agent)
         tenant_name = scope.normalize_tenant(tenant)
         norm = normalize_topic(topic)
         prefix = f"{BOOTSTRAP_PREFIX}{norm}:" if norm is not None else BOOTSTRAP_PREFIX
-        self._prepare()
+        self.prepare()
         catalogue: list[dict[str, Any]] = [{"fact_id": None, "entity": e, "key": k, "value": v, "confidence": None,
                       "tokens": token_cost(v)}
                      for e, k, v in crc_v1.tool_output_catalogue()] if norm == "tool-output" else []
@@ -901,12 +673,12 @@ class Recall:
         terms = scope.split_terms(query) if query is not None else None
         if terms is not None and not terms:
             return empty
-        plan = _Plan(params={"tenant": tenant_name, "agent": agent})
+        plan = VisibilityPlan(params={"tenant": tenant_name, "agent": agent})
         plan.where += ["+f.tenant_hash = :tenant", "f.deleted = 0",
                        "((t.owner IS NULL AND (f.private = 0 OR (f.entity >= :bp AND f.entity < :bp_hi))) "
                        "OR t.owner = :agent)"]
         plan.params["bp"], plan.params["bp_hi"] = BOOTSTRAP_PREFIX, scope.prefix_upper_bound(BOOTSTRAP_PREFIX)
-        self._entity_filters(plan, agent, None, prefix)
+        self.entity_filters(plan, agent, None, prefix)
         dense = self.embedder is not None and bool(terms)
         if terms and not dense:
             self._match_filter(plan, terms)
@@ -934,7 +706,7 @@ class Recall:
 
     # --- memory_view ------------------------------------------------------------------------------
 
-    @_on_one_snapshot
+    @on_one_snapshot
     def memory_view(self, entity: Optional[str] = None, key: Optional[str] = None, top_k: Optional[int] = 20,
                     token_budget: Optional[int] = 2000, *, tenant: Optional[str] = None,
                     agent: Optional[str] = None) -> MemoryViewResult:
@@ -942,15 +714,15 @@ class Recall:
         entity is outside the panel's reserved prefixes, newest first (then confidence desc, fact_id),
         cut at `top_k` (at least 1) and the token budget (first fact always), with the caller's pins.
         The tenant is applied (the described Crux version has none)."""
-        top_k = 20 if top_k is None else max(1, _count_arg(top_k, "top_k"))
-        token_budget = 2000 if token_budget is None else _count_arg(token_budget, "token_budget")
+        top_k = 20 if top_k is None else max(1, count_arg(top_k, "top_k"))
+        token_budget = 2000 if token_budget is None else count_arg(token_budget, "token_budget")
         agent = scope.normalize_agent(agent)
         tenant_name = scope.normalize_tenant(tenant)
-        self._prepare()
-        plan = _Plan(params={"tenant": tenant_name, "agent": agent})
+        self.prepare()
+        plan = VisibilityPlan(params={"tenant": tenant_name, "agent": agent})
         plan.where += ["+f.tenant_hash = :tenant", "f.deleted = 0",
                        "((t.owner IS NULL AND f.private = 0) OR t.owner = :agent)"]
-        self._entity_filters(plan, agent, entity, None)
+        self.entity_filters(plan, agent, entity, None)
         visible = "coalesce(t.visible_entity, f.entity)"
         if entity is not None:
             plan.where.append(f"{visible} = :ent")  # memory_view compares the visible entity only
