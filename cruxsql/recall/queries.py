@@ -55,7 +55,7 @@ from ..facts.store import Store
 from . import crc_v1, scope, tokens
 from .fact_lines import fact_line, fitted
 from .fact_embeddings import dense_scores, fact_vectors
-from .text_index import TextIndex
+from .text_index import INDEX_EVERY, TextIndex
 from .timeline import Timeline
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, age_hours, ns_to_ms, salience_enabled
 
@@ -464,14 +464,12 @@ class Recall:
             return  # a read nested in another: its snapshot is already open, caught up
         if self.refresh:
             self.store.refresh()
-        self.index.catch_up()
+        self.index.catch_up(scan_below=INDEX_EVERY)
         if known_at is not None:
             self.timeline.sync()
         if self._reads is not None:
             self._reads.enter_context(self.store.read_snapshot())
         self.index.open_tail()
-        if self.index.tail is not None:
-            self.search_cache.pop("dense", None)  # keyed by the index's state, which the tail left behind
 
     def _decay(self) -> DecayPolicy:
         return self.policy or DecayPolicy.from_env()
