@@ -262,3 +262,49 @@ def test_the_cli_says_once_how_many_facts_lack_a_vector_and_embed_facts_fills_th
     assert run_cruxsql(tmp_path / "data", "embed", "--facts", env=env).stdout.startswith("embedded 0 fact(s)")
     bad = run_cruxsql(tmp_path / "data", "embed", env=env)
     assert bad.returncode == 1 and bad.stderr.strip() == "Error: give a TEXT to embed, or --facts"
+
+
+def test_the_indexer_waits_for_the_server_to_be_quiet_before_loading_or_embedding(store: Store) -> None:
+    embedder = PlantedEmbedder(PLANTED)
+    loads: list[int] = []
+    quiet = [0.0]
+
+    def load():
+        loads.append(1)
+        return embedder
+
+    indexer = FactIndexer(view_path(store), load, poll_s=0.01, quiet=lambda: quiet[0]).start()
+    try:
+        time.sleep(0.5)
+        assert loads == [] and kept_vectors(store) == {}       # calls keep coming: no model, no batch
+        quiet[0] = 10.0
+        wait_for(lambda: len(kept_vectors(store)) == 2)
+        quiet[0] = 0.0
+        store.store("car", "make", "a car from 1999")
+        time.sleep(0.5)
+        assert len(kept_vectors(store)) == 2                   # a fact written during a burst waits for quiet
+        quiet[0] = 10.0
+        wait_for(lambda: len(kept_vectors(store)) == 3)
+    finally:
+        indexer.stop()
+    assert loads == [1]
+
+
+def test_the_server_is_not_quiet_during_a_call_and_quiet_after_it(store: Store,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from cruxsql.mcp.identity import Identity
+    from cruxsql.mcp.server import CruxServer
+
+    server = CruxServer(store, identity=Identity("ana"))
+    during: list[float] = []
+    stored = store.store
+
+    def observed(*args, **kwargs):
+        during.append(server.quiet_for())
+        return stored(*args, **kwargs)
+
+    monkeypatch.setattr(store, "store", observed)
+    answer = server.call("store_fact", {"entity": "car", "key": "make", "value": "old"})
+    assert not answer.is_error and during == [0.0]
+    time.sleep(0.05)
+    assert server.quiet_for() >= 0.05

@@ -8,7 +8,10 @@ oldest first, BATCH at a time (its halves on two threads: the two cores of a sma
 turns per second of one), and keeps them in `fact_embeddings`, as the lazy path in
 `fact_embeddings.fact_vectors` does, with which it shares the text (`fact_text`) and the write.
 
-It never blocks a writer: it has its own connection to the view; the model runs outside any
+It yields to the server's calls: given `quiet` (seconds since the server's last call ended, 0 during
+one), it starts a batch only once the server has been quiet for QUIET_S, so a burst of calls never shares
+the process's two cores (and its interpreter lock) with the model; it embeds in the gaps between an
+agent's turns instead. It never blocks a writer: it has its own connection to the view; the model runs outside any
 transaction; each batch's vectors go in in one short write transaction, and only for facts still there
 unchanged (a fact erased or changed while its batch was being embedded gets no vector: the triggers
 that drop a changed fact's vector have already run). A recall that comes before the indexer embeds
@@ -37,29 +40,32 @@ log = logging.getLogger("cruxsql.recall")
 BATCH = 128                # facts per round: the model groups them by token count (fewer, larger products)
 WORKERS = 2                # threads embedding a round's halves at once (numpy's products release the GIL)
 POLL_S = 0.2               # how often the journal checkpoint row is read when nothing is happening
+QUIET_S = 0.25             # how long the server must have had no call before a batch starts
 
 
 class FactIndexer:
     """Embeds, on its own thread, every fact of the view at `view_path` that has no vector for the embedder
     `load_embedder` returns (called on that thread; None: nothing to do)."""
 
-    def __init__(self, view_path: Path, load_embedder: Callable[[], Optional[Embedder]], poll_s: float = POLL_S
-                 ) -> None:
+    def __init__(self, view_path: Path, load_embedder: Callable[[], Optional[Embedder]], poll_s: float = POLL_S,
+                 quiet: Optional[Callable[[], float]] = None) -> None:
         self._path = view_path
         self._load_embedder = load_embedder
         self._embedder: Optional[Embedder] = None
         self._poll_s = poll_s
+        self._quiet = quiet
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._seen: Any = None              # the journal checkpoint row the last catch-up started from
         self.indexed = 0                    # facts embedded since start
 
     @classmethod
-    def for_recall(cls, recall: Recall) -> Optional["FactIndexer"]:
-        """An indexer for `recall`'s dense lane (its shared model), or None for a read-only store."""
+    def for_recall(cls, recall: Recall, quiet: Optional[Callable[[], float]] = None) -> Optional["FactIndexer"]:
+        """An indexer for `recall`'s dense lane (its shared model), or None for a read-only store. `quiet`:
+        see the module docstring."""
         if recall.store.read_only:
             return None
-        return cls(Path(recall.store.data_dir) / view_file.DB_NAME, lambda: shared_embedder(recall))
+        return cls(Path(recall.store.data_dir) / view_file.DB_NAME, lambda: shared_embedder(recall), quiet=quiet)
 
     def start(self) -> "FactIndexer":
         self._thread = threading.Thread(target=self._run, name="cruxsql-fact-indexer", daemon=True)
@@ -72,8 +78,16 @@ class FactIndexer:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def _wait_for_quiet(self) -> bool:
+        """Wait until the server has had no call for QUIET_S (at once without `quiet`); False: stopping."""
+        while self._quiet is not None and not self._stopping.is_set() and (quiet := self._quiet()) < QUIET_S:
+            self._stopping.wait(QUIET_S - quiet)
+        return not self._stopping.is_set()
+
     def _run(self) -> None:
         try:
+            if not self._wait_for_quiet():  # the model's load is a second of CPU too
+                return
             self._embedder = self._load_embedder()
             if self._embedder is not None:
                 self._poll()
@@ -109,6 +123,8 @@ class FactIndexer:
         """Embed batches until no fact lacks a vector (or the indexer is stopped); how many were embedded."""
         done = 0
         while not self._stopping.is_set():
+            if not self._wait_for_quiet():
+                break
             embedded = self.index_batch(db)
             if not embedded:
                 break
