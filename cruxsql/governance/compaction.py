@@ -56,7 +56,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import checkpoint, codec, derived_tables, event_indexes, replay, timestamps, view
+from ..facts import codec, derived_tables, event_indexes, replay, replay_position, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -409,7 +409,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         if carried:  # lines the view has no rows for: the view is replayed from the new journal
             view_update = "rebuild"
         st = journal.stat()
-        cp = checkpoint.read_checkpoint(db)
+        cp = replay_position.read_checkpoint(db)
         report.bytes_before = st.st_size if st else 0
         report.inode_before = st.st_ino if st else None
         report.lines_before = cp.line_count if cp else 0
@@ -631,7 +631,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
                 # replayed, and the new journal holds a subset of the same facts, unchanged.
                 for sql in dropped_indexes:
                     db.execute(sql)
-                checkpoint.write_checkpoint(db, journal, size, report.lines_after,
+                replay_position.write_checkpoint(db, journal, size, report.lines_after,
                                       max(next_seq, report.facts_retained + 1), generation)
                 # The known_at timeline follows the new journal in this transaction (not rebuilt by the
                 # first query): each line's time, known here; a compacted journal has no change events.
@@ -658,7 +658,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         if not direct:
             crash_point("compact-before-view-commit")
             replay.rebuild(db, journal, store.policy, progress)
-            cp = checkpoint.read_checkpoint(db)
+            cp = replay_position.read_checkpoint(db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")
         if fold_wal:
