@@ -485,7 +485,7 @@ def report_decoders(journal: Path, checkout: Path, rounds: int) -> None:
         decoders["orjson.loads (untyped)"] = orjson.loads
     except ImportError:
         print("(orjson not importable: its row is left out)")
-    decoders["bulk decoder, this checkout"] = _judged(bulk)
+    decoders["bulk decoder, this checkout"] = _judged(line_decoder)
     decoders[f"bulk decoder, {checkout}"] = _decoder_of(checkout.resolve())
     # each decoder in turn on one chunk of lines, then the next chunk: the machine's load changes the
     # decoders' times alike; a decoder's time is the sum over chunks of its best round on each
