@@ -245,7 +245,7 @@ class Store:
         Never waits for a writer: when another thread or process holds the writer lock, the view is left
         as it was last committed (a writer acknowledges only after its view commit, so every
         acknowledged write is in it) and is caught up by a later call. Under the lock (every write, and
-        the long mutations), it always catches up."""
+        the long mutations), it catches up whenever the fast path does not say the view is current."""
         if self.read_only:
             with self.writer_lock():
                 stats = replay.replay(self.db, self.journal, self.policy, progress)
@@ -342,7 +342,7 @@ class Store:
         if self.read_only:
             raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
         with self.writer_lock():
-            self._catch_up()
+            self.refresh()  # nothing to repair or replay when the view was seen to end at the journal's end
             events = build()
             lines = [codec.encode_event(e) for e in events]
             if before_append is not None:
