@@ -32,7 +32,7 @@ from typing import Callable, ContextManager, Iterator, NamedTuple, Optional
 import apsw
 
 from ..errors import InvalidInput, JournalError
-from ..facts import bulk, checkpoint, codec, replay, view
+from ..facts import bulk, codec, replay, replay_position, view
 from ..facts.bulk import decode_appended
 from ..facts.faults import crash_point
 from ..facts.journal import MAX_RECORD_BYTES, Journal
@@ -184,11 +184,11 @@ class Mirror:
         last = self.link.last_seq() if until is None else until
         if last <= pos.seq:
             return pos
-        cp = checkpoint.read_checkpoint(store.db)
+        cp = replay_position.read_checkpoint(store.db)
         st = store.journal.stat()
         if last - pos.seq >= BULK_FROM or (cp.byte_offset if cp else 0) != (st.st_size if st else 0):
             replay.replay(store.db, store.journal, store.policy)  # heads are judged on the view
-            cp = checkpoint.read_checkpoint(store.db)
+            cp = replay_position.read_checkpoint(store.db)
         if last - pos.seq >= BULK_FROM:
             defer = last - pos.seq >= (cp.line_count if cp else 0)
             with collector_paused():
@@ -269,7 +269,7 @@ def stored(lines: list[bulk.Decoded]) -> list[Stored]:
         if d.payload is None or not d.raw.startswith(_STORES):
             continue
         if d.op is not None:
-            for v in d.payload:  # type: ignore[attr-defined]  # bulk.decode_fast's fact values
+            for v in d.payload:  # type: ignore[attr-defined]  # line_decoder.decode_fast's fact values
                 facts.append(Stored(v[0], (v[1], v[2], v[3]), v[11], _raised(v[1], v[2], v[3], v[10])))
         else:
             for f in codec.event_facts(d.payload):  # type: ignore[arg-type]  # the codec's event

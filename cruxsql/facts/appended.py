@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import apsw
 
-from . import bulk, checkpoint, codec, derived_tables, replay, timestamps, view
+from . import bulk, codec, derived_tables, replay, replay_position, timestamps, view
 from .codec import Event, Fact
 from .faults import crash_point
 from .journal import Journal
@@ -67,7 +67,7 @@ def _fact_values(f: Fact, times: _Times) -> Optional[tuple]:
 
 
 def _payload(event: Event, times: _Times) -> Optional[tuple[str, object]]:
-    """(op, payload) as `bulk.decode_fast` gives them for the line that wrote `event`, or None."""
+    """(op, payload) as `line_decoder.decode_fast` gives them for the line that wrote `event`, or None."""
     op = event.op
     if event.op in ("store", "store_batch"):
         facts = [event.fact] if event.op == "store" else event.facts
@@ -85,7 +85,7 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     """Replay `events`, just appended as `lines` at byte `start` by this writer (under the lock, inside
     the caller's transaction), as replaying those lines would: rows, skips, links, checkpoint, hooks.
     When the view does not end exactly at `start`, the journal is replayed from the view's checkpoint."""
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     if cp is None or cp.byte_offset != start:
         return replay.replay(db, journal, policy)
     stats = view.ReplayStats()
@@ -109,7 +109,7 @@ def replay_appended(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
     with db:
         applier_bulk.apply_decoded(items)
         applier.sanitize_links()
-        checkpoint.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
+        replay_position.write_checkpoint(db, journal, offset, line_no - 1, applier.next_seq, cp.generation)
         derived_tables.run_replay_hooks(db, journal, own_write=True)
         crash_point("replay-before-commit")
     return stats

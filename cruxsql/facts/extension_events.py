@@ -27,7 +27,7 @@ import apsw
 from . import codec
 from .own_journal import OwnJournal, Position
 from .privacy import PrivacyPolicy
-from .checkpoint import read_checkpoint
+from .replay_position import read_checkpoint
 from .view import Applier
 
 EXTENSIONS_NAME = "cruxsql-fact-events.jsonl"

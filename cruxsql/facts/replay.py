@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional
 
 import apsw
 
-from . import bulk, checkpoint, codec, derived_tables, view
+from . import bulk, codec, derived_tables, replay_position, view
 from .codec import CorruptLine
 from .faults import crash_point
 from .journal import MAX_RECORD_BYTES, Journal, Record
@@ -35,7 +35,7 @@ def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
     (rewritten by a compaction, another process or a Crux daemon) triggers a full rebuild.
     """
     st = journal.stat()
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     stats = view.ReplayStats()
     if st is None:
         if cp is not None and cp.byte_offset > 0:
@@ -43,7 +43,7 @@ def replay(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
                 view.reset_facts(db)
             stats.rebuilt = True
         return stats
-    if cp is not None and checkpoint.replayed_offset(db, journal) is not None:
+    if cp is not None and replay_position.replayed_offset(db, journal) is not None:
         if cp.byte_offset < st.st_size:
             _replay_records(db, journal, policy, cp, stats, progress)
         return stats
@@ -58,7 +58,7 @@ def adopt_journal(db: apsw.Connection, journal: Journal) -> bool:
     A copied or restored journal is a new file (a new inode) with the same bytes; without this its
     first open would rebuild the view. Returns whether the checkpoint was rebound.
     """
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     st = journal.stat()
     if cp is None or st is None or cp.byte_offset > st.st_size:
         return False
@@ -86,7 +86,7 @@ def rebuild(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy,
     return stats
 
 
-def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[checkpoint.Checkpoint],
+def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy, cp: Optional[replay_position.Checkpoint],
                     stats: view.ReplayStats, progress: Optional[Callable[[int, int], None]],
                     row_by_row: bool = False, derived: bool = True) -> None:
     """Replay past the checkpoint (`cp` None: everything, into emptied fact tables). A short replay, or
@@ -117,7 +117,7 @@ def _replay_records(db: apsw.Connection, journal: Journal, policy: PrivacyPolicy
                 applier.sanitize_links()
                 sanitized = True
             last = batch[-1]
-            checkpoint.write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
+            replay_position.write_checkpoint(db, journal, last.end, last.line_no, applier.next_seq, generation)
             if derived:
                 derived_tables.run_replay_hooks(db, journal)
             crash_point("replay-before-commit")

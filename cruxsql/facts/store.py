@@ -19,14 +19,14 @@ import json
 import math
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import apsw
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned, NotFound, ReadOnlyStore
-from . import checkpoint, codec, extension_events, replay, timestamps, view, view_file
+from . import codec, extension_events, replay, replay_position, timestamps, verification, view, view_file
 from .appended import replay_appended
 from .busy import retry_busy
 from .checkpointer import WalCheckpointer
@@ -43,10 +43,10 @@ from .privacy import (
     check_target,
     global_policy,
 )
+from .verification import VerifyReport, remove_verify_scratch
 
 Progress = Optional[Callable[[int, int], None]]
 Placement = Callable[[list["StoreRequest"]], list["StoreRequest"]]
-VERIFY_SCRATCH_PREFIX = "verify-replay-"
 _STORE_FACT_KEYS = ("tenant_hash", "entity", "key", "value", "source_receipt", "confidence", "private",
                     "horizon_class", "actor")
 
@@ -133,31 +133,6 @@ def check_confidence(confidence: float) -> float:
             or not 0.0 <= confidence <= 1.0:
         raise InvalidInput(f"confidence must be a finite number within 0.0..=1.0, got {confidence!r}")
     return codec.to_f32(confidence)
-
-
-@dataclass
-class VerifyReport:
-    """What `cruxsql verify` checks."""
-
-    events_by_op: dict[str, int]
-    skipped_events: list[dict[str, Any]]
-    corrupt_lines: list[dict[str, Any]]
-    quarantined_tails: list[str]
-    view_matches_replay: bool
-    differences: list[str] = field(default_factory=list)
-    tombstones: int = 0  # value-free deletes of facts a compaction dropped: no-ops, not skipped events
-
-    @property
-    def ok(self) -> bool:
-        return self.view_matches_replay and not self.corrupt_lines and not self.quarantined_tails
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok, "events_by_op": self.events_by_op, "skipped_events": self.skipped_events,
-            "tombstones": self.tombstones,
-            "corrupt_lines": self.corrupt_lines, "quarantined_tails": self.quarantined_tails,
-            "view_matches_replay": self.view_matches_replay, "differences": self.differences,
-        }
 
 
 class Store:
@@ -270,7 +245,7 @@ class Store:
         Never waits for a writer: when another thread or process holds the writer lock, the view is left
         as it was last committed (a writer acknowledges only after its view commit, so every
         acknowledged write is in it) and is caught up by a later call. Under the lock (every write, and
-        the long mutations), it always catches up."""
+        the long mutations), it catches up whenever the fast path does not say the view is current."""
         if self.read_only:
             with self.writer_lock():
                 stats = replay.replay(self.db, self.journal, self.policy, progress)
@@ -339,7 +314,7 @@ class Store:
     def _note_caught_up(self) -> None:
         """Remember the state in which the view ends exactly at the journal's end (under the lock)."""
         key = self._sync_key()
-        cp = checkpoint.read_checkpoint(self.db)
+        cp = replay_position.read_checkpoint(self.db)
         self._caught_up = key if key is not None and cp is not None and cp.byte_offset == key[1] else None
 
     def _repair_journal(self) -> Optional[Path]:
@@ -347,7 +322,7 @@ class Store:
         multi-line mutation cut short past what the view has replayed. Returns the last quarantine file."""
         torn = self.journal.repair_torn_tail()
         torn = self.extensions.repair_torn_tail() or torn
-        replayed = checkpoint.replayed_offset(self.db, self.journal)
+        replayed = replay_position.replayed_offset(self.db, self.journal)
         group = self.journal.repair_incomplete_group(replayed) if replayed is not None else None
         return group or torn
 
@@ -367,7 +342,7 @@ class Store:
         if self.read_only:
             raise ReadOnlyStore(f"{self.data_dir} is read-only: nothing can be written to it")
         with self.writer_lock():
-            self._catch_up()
+            self.refresh()  # nothing to repair or replay when the view was seen to end at the journal's end
             events = build()
             lines = [codec.encode_event(e) for e in events]
             if before_append is not None:
@@ -751,97 +726,9 @@ class Store:
     # --- verification ----------------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
-        """Events by op, skipped events, corrupt lines, quarantined tails, and view == fresh replay."""
-        self.refresh()
-        events_by_op = dict(self.db.execute("SELECT op, count(*) FROM journal_events GROUP BY op ORDER BY op"))
-        skipped = [
-            {"line_no": r[0], "op": r[1], "fact_id": r[2], "reason": r[3]}
-            for r in self.db.execute(
-                "SELECT line_no, op, fact_id, skip_reason FROM journal_events WHERE applied = 0 AND skip_reason != ? "
-                "ORDER BY line_no", (view.TOMBSTONE,))
-        ]
-        tombstones = self.db.execute(
-            "SELECT count(*) FROM journal_events WHERE applied = 0 AND skip_reason = ?", (view.TOMBSTONE,)).get
-        corrupt = [
-            {"line_no": r[0], "byte_offset": r[1], "reason": r[2]}
-            for r in self.db.execute("SELECT line_no, byte_offset, reason FROM journal_corrupt_lines ORDER BY line_no")
-        ] + extension_events.corrupt_lines(self.extensions)
-        differences = self._compare_with_fresh_replay()
-        tails = self.journal.quarantined_tails() + sorted(self.data_dir.glob(f"{self.extensions.name}.torn.*"))
-        return VerifyReport(events_by_op, skipped, corrupt, [p.name for p in tails],
-                            not differences, differences, tombstones)
-
-    def _compare_with_fresh_replay(self) -> list[str]:
-        """Replay the journal into a scratch database inside the data directory (where erasure scans and
-        every command's open removes leftovers) and compare it with the view, all under the lock. A
-        read-only store replays into memory instead: nothing is written anywhere."""
-        if self.read_only:
-            fresh = apsw.Connection(":memory:")
-            try:
-                view_file.migrate(fresh)
-                replay.rebuild(fresh, self.journal, self.policy, derived=False)
-                extension_events.replay(fresh, self.extensions, self.policy)
-                self.db.execute("ATTACH DATABASE ':memory:' AS fresh")
-                try:
-                    with self.db.backup("fresh", fresh, "main") as copy:
-                        copy.step()
-                    return _table_differences(self.db)
-                finally:
-                    self.db.execute("DETACH DATABASE fresh")
-            finally:
-                fresh.close()
-        with self.writer_lock():
-            fresh_path = self.data_dir / f"{VERIFY_SCRATCH_PREFIX}{uuid.uuid4().hex}.db"
-            try:
-                fresh = view_file.open_connection(fresh_path)
-                try:
-                    replay.rebuild(fresh, self.journal, self.policy, derived=False)
-                    extension_events.replay(fresh, self.extensions, self.policy)
-                finally:
-                    fresh.close()
-                crash_point("verify-fresh-replay-built")
-                self.db.execute("ATTACH DATABASE ? AS fresh", (str(fresh_path),))
-                try:
-                    return _table_differences(self.db)
-                finally:
-                    self.db.execute("DETACH DATABASE fresh")
-            finally:
-                remove_verify_scratch(self.data_dir)
-
-
-def remove_verify_scratch(data_dir: Path) -> list[str]:
-    """Delete the fresh-replay databases `verify` builds (a killed verify leaves one behind). The caller
-    holds the writer lock, which a running verify keeps for as long as its scratch database exists."""
-    removed = []
-    for path in sorted(Path(data_dir).glob(f"{VERIFY_SCRATCH_PREFIX}*.db*")):
-        path.unlink(missing_ok=True)
-        removed.append(path.name)
-    return removed
-
-
-def _table_differences(db: apsw.Connection) -> list[str]:
-    cols = ", ".join(view.FACT_COLUMNS[:view.VALUE_COLUMNS]) + ", line_no"
-    checks = {
-        "facts": cols,
-        "journal_events": "line_no, byte_offset, byte_length, op, fact_id, event_at, applied, skip_reason",
-        "journal_event_facts": "line_no, fact_id, role",
-        "journal_corrupt_lines": "line_no, byte_offset, byte_length, reason",
-        "consolidation_sources": "canonical_fact_id, position, source_fact_id",
-    }
-    out = []
-    for table, columns in checks.items():
-        for a, b, label in (("main", "fresh", "only in the view"), ("fresh", "main", "missing from the view")):
-            n = db.execute(
-                f"SELECT count(*) FROM (SELECT {columns} FROM {a}.{table} EXCEPT SELECT {columns} FROM {b}.{table})"
-            ).get
-            if n:
-                out.append(f"{table}: {n} row(s) {label}")
-    order = ("SELECT fact_id, row_number() OVER (PARTITION BY tenant_hash, entity, key ORDER BY seq) FROM {}.facts")
-    n = db.execute(
-        f"SELECT count(*) FROM ({order.format('main')} EXCEPT {order.format('fresh')})").get
-    if n:
-        out.append(f"facts: {n} fact(s) in a different version-chain order")
-    return out
+        """Events by op, skipped events, corrupt lines, quarantined tails, and view == fresh replay
+        (`verification.verify`)."""
+        return verification.verify(self)
 
 
 def open_store(data_dir: Path | str, progress: Progress = None) -> Store:

@@ -2,7 +2,7 @@
 
 Replay follows the V-C rules of Crux's corecrux-memory/src/fact_store.rs. The store's write path uses the same replay
 (append, then replay the appended lines), so the view always equals a fresh replay of the journal. Driving a replay
-(tail or rebuild, row by row or in bulk) is `replay.py`'s; how far the view got, `checkpoint.py`'s; the database file itself
+(tail or rebuild, row by row or in bulk) is `replay.py`'s; how far the view got, `replay_position.py`'s; the database file itself
 (name, pragmas, migrations) is `view_file.py`'s.
 """
 

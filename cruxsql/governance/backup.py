@@ -34,7 +34,7 @@ import apsw
 import blake3
 
 from ..errors import CruxsqlError
-from ..facts import checkpoint, timestamps, view_file
+from ..facts import replay_position, timestamps, view_file
 from ..facts.files import fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME
 from .erasure_ledger import LEDGER_NAME
@@ -222,7 +222,7 @@ def backup(store: Store, dest: Path | str, progress: Progress = None) -> BackupR
             # opened here), so restore must apply it again (its `executed_at` is later than this), and
             # its report must name this backup as holding them.
             created = timestamps.format_event_time(timestamps.now_ns())
-            cp = checkpoint.read_checkpoint(store.db)
+            cp = replay_position.read_checkpoint(store.db)
             offset = cp.byte_offset if cp else 0
             lines = cp.line_count if cp else 0
             if store.journal.path.exists():

@@ -54,7 +54,7 @@ import apsw
 import blake3
 
 from ..errors import Conflict, InvalidInput, JournalPoisoned
-from ..facts import checkpoint, codec, replay, timestamps, view
+from ..facts import codec, replay, replay_position, timestamps, view
 from ..facts.faults import crash_point
 from ..facts.files import file_blake3
 from ..facts.journal import JOURNAL_NAME, MAX_RECORD_BYTES, Journal
@@ -285,7 +285,7 @@ def compact_unchecked(store: Store, *, progress: Progress = None, hash_before: b
         if not rw.direct:
             crash_point("compact-before-view-commit")
             replay.rebuild(store.db, store.journal, store.policy, progress)
-            cp = checkpoint.read_checkpoint(store.db)
+            cp = replay_position.read_checkpoint(store.db)
             report.generation = cp.generation if cp else None
         crash_point("compact-after-view-commit")
         if fold_wal:
@@ -309,7 +309,7 @@ def _plan(store: Store, prebuilt: Optional[compaction_snapshot.PrebuiltLines], p
     if carried:  # lines the view has no rows for: the view is replayed from the new journal
         view_update = "rebuild"
     st = journal.stat()
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     report.bytes_before = st.st_size if st else 0
     report.inode_before = st.st_ino if st else None
     report.lines_before = cp.line_count if cp else 0

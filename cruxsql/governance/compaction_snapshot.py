@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 import apsw
 import blake3
 
-from ..facts import checkpoint, derived_tables, event_indexes, extension_events, view
+from ..facts import derived_tables, event_indexes, extension_events, replay_position, view
 from ..facts.busy import retry_busy
 from ..facts.own_journal import Position
 from ..recall.text_index import TextIndex
@@ -99,7 +99,7 @@ class PrebuiltLines:
     ns: array
     seqs: array
     lengths: array
-    checkpoint: checkpoint.Checkpoint
+    checkpoint: replay_position.Checkpoint
     own_events_at: Optional[Position]
     db: apsw.Connection
     marks: list[tuple[int, int, Any]]  # (line, byte offset, blake3 of the bytes before it) every `batch` lines
@@ -156,7 +156,7 @@ def prebuild(store: Store, batch: int) -> Optional[PrebuiltLines]:
     # (those of killed compactions hold the alternate index names this snapshot's shadow tables need)
     remove_stale_shadow_tables(store.db)
     with store.read_snapshot():
-        cp = checkpoint.read_checkpoint(store.db)
+        cp = replay_position.read_checkpoint(store.db)
         if cp is None:
             return None
         own = extension_events.position(store.db, store.extensions.name, cp.generation)
@@ -367,7 +367,7 @@ def _alive(pid: int) -> bool:
 def _tail_names(store: Store, pre: PrebuiltLines) -> Optional[set[str]]:
     """The facts the lines after the snapshot name, or None when their effects are not all on those."""
     db = store.db
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     then = pre.checkpoint
     if (cp is None or cp.generation != then.generation or cp.inode != then.inode or cp.line_count < then.line_count
             or extension_events.position(db, store.extensions.name, cp.generation) != pre.own_events_at):

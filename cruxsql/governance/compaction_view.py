@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, cast
 
 import apsw
 
-from ..facts import checkpoint, derived_tables, event_indexes, replay
+from ..facts import derived_tables, event_indexes, replay, replay_position
 from ..facts.faults import crash_point
 from ..recall.timeline import Timeline
 from . import compaction_snapshot
@@ -144,7 +144,7 @@ def update(rw: RewriteState) -> None:
     for sql in rw.dropped_indexes:
         db.execute(sql)
     journal = rw.store.journal
-    checkpoint.write_checkpoint(db, journal, report.bytes_after, report.lines_after,
+    replay_position.write_checkpoint(db, journal, report.bytes_after, report.lines_after,
                                 max(next_seq, report.facts_retained + 1), rw.generation)
     # The known_at timeline follows the new journal in this transaction (not rebuilt by the
     # first query): each line's time, known here; a compacted journal has no change events.

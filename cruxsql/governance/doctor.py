@@ -19,7 +19,7 @@ from typing import Any, Optional, TypeGuard, cast
 import apsw
 
 from ..errors import InvalidInput
-from ..facts import checkpoint, timestamps, view_file
+from ..facts import replay_position, timestamps, view_file
 from ..facts.journal import Journal
 from . import legal_holds, retention
 from .durations import parse_cutoff, parse_duration_ns
@@ -117,7 +117,7 @@ def _in_step(journal: Journal, db: Optional[apsw.Connection]) -> Check:
         return Check("view_in_step", WARNING if size else OK,
                      "no view yet: the next command rebuilds it from the journal" if size else "empty store",
                      float(size))
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     offset = cp.byte_offset if cp else 0
     if cp is not None and st is not None and cp.byte_offset <= size and cp.inode == st.st_ino \
             and journal.fingerprint(cp.byte_offset).tail_hash == cp.tail_hash:

@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import threading
+import time
 from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -69,6 +70,8 @@ class CruxServer:
         self._indexing = self._indexer_started = False
         self._indexer: Optional[FactIndexer] = None
         self._indexer_lock = threading.Lock()
+        self._calls_running = 0
+        self._last_call_end = time.monotonic()
         self.server: Server[Any] = Server(
             "cruxsql", version=version("cruxsql"), instructions=INSTRUCTIONS, on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool, on_list_prompts=self._on_list_prompts, on_get_prompt=self._on_get_prompt,
@@ -160,7 +163,18 @@ class CruxServer:
 
     def call(self, name: str, arguments: dict[str, Any], identity: Optional[Identity] = None) -> types.CallToolResult:
         """Run one tool call for `identity` and account for it; never raises for anything the caller sent."""
-        identity = identity or self.identity
+        self._calls_running += 1
+        try:
+            return self._call(name, arguments, identity or self.identity)
+        finally:
+            self._calls_running -= 1
+            self._last_call_end = time.monotonic()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last tool call ended, 0 while one runs (the fact indexer waits for quiet)."""
+        return 0.0 if self._calls_running else time.monotonic() - self._last_call_end
+
+    def _call(self, name: str, arguments: dict[str, Any], identity: Identity) -> types.CallToolResult:
         self._start_indexing()
         spec: Optional[ToolSpec] = self.specs.get(name)
         standing = self.ledger.standing(identity.agent)
@@ -237,7 +251,7 @@ class CruxServer:
             self._indexer_started = True
             from ..recall.fact_indexer import FactIndexer
 
-            self._indexer = FactIndexer.for_recall(self.recall)
+            self._indexer = FactIndexer.for_recall(self.recall, quiet=self.quiet_for)
             if self._indexer is not None:
                 self._indexer.start()
 

@@ -8,7 +8,11 @@ oldest first, BATCH at a time (its halves on two threads: the two cores of a sma
 turns per second of one), and keeps them in `fact_embeddings`, as the lazy path in
 `fact_embeddings.fact_vectors` does, with which it shares the text (`fact_text`) and the write.
 
-It never blocks a writer: it has its own connection to the view; the model runs outside any
+It yields to the server's calls: given `quiet` (seconds since the server's last call ended, 0 during
+one), it starts a batch only once the server has been quiet for QUIET_S (or has not been for MAX_DEFER_S:
+a server with calls streaming in still gets its vectors), so a burst of calls never shares
+the process's two cores (and its interpreter lock) with the model; it embeds in the gaps between an
+agent's turns instead. It never blocks a writer: it has its own connection to the view; the model runs outside any
 transaction; each batch's vectors go in in one short write transaction, and only for facts still there
 unchanged (a fact erased or changed while its batch was being embedded gets no vector: the triggers
 that drop a changed fact's vector have already run). A recall that comes before the indexer embeds
@@ -23,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -40,6 +45,8 @@ log = logging.getLogger("cruxsql.recall")
 BATCH = 128                # facts per round: the model groups them by token count (fewer, larger products)
 WORKERS = 2                # threads embedding a round's halves at once (numpy's products release the GIL)
 POLL_S = 0.2               # how often the journal checkpoint row is read when nothing is happening
+QUIET_S = 0.25             # how long the server must have had no call before a batch starts
+MAX_DEFER_S = 10.0         # a batch waits at most this long for quiet: a server never quiet still gets vectors
 NICE = 10                  # added to the indexer's threads' niceness (Linux: a thread's own): below the calls'
 
 
@@ -58,26 +65,28 @@ class FactIndexer:
     """Embeds, on its own thread, every fact of the view at `view_path` that has no vector for the embedder
     `load_embedder` returns (called on that thread; None: nothing to do)."""
 
-    def __init__(self, view_path: Path, load_embedder: Callable[[], Optional[Embedder]], poll_s: float = POLL_S
-                 ) -> None:
+    def __init__(self, view_path: Path, load_embedder: Callable[[], Optional[Embedder]], poll_s: float = POLL_S,
+                 quiet: Optional[Callable[[], float]] = None) -> None:
         self._path = view_path
         self._load_embedder = load_embedder
         self._embedder: Optional[Embedder] = None
         self._poll_s = poll_s
+        self._quiet = quiet
         self._stopping = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._seen: Any = None              # the journal checkpoint row the last catch-up started from
         self.indexed = 0                    # facts embedded since start
 
     @classmethod
-    def for_recall(cls, recall: Recall, load_embedder: Optional[Callable[[], Optional[Embedder]]] = None
-                   ) -> Optional["FactIndexer"]:
+    def for_recall(cls, recall: Recall, load_embedder: Optional[Callable[[], Optional[Embedder]]] = None,
+                   quiet: Optional[Callable[[], float]] = None) -> Optional["FactIndexer"]:
         """An indexer for `recall`'s dense lane (its shared model, unless `load_embedder` is given), or None
         for a read-only store. While it runs, `recall`'s queries leave the filling to it (relevance.py's
-        LAZY_BUDGET_S)."""
+        LAZY_BUDGET_S). `quiet`: see the module docstring."""
         if recall.store.read_only:
             return None
-        indexer = cls(Path(recall.store.data_dir) / view_file.DB_NAME, load_embedder or (lambda: shared_embedder(recall)))
+        indexer = cls(Path(recall.store.data_dir) / view_file.DB_NAME,
+                      load_embedder or (lambda: shared_embedder(recall)), quiet=quiet)
         recall.search_cache["indexer"] = indexer
         return indexer
 
@@ -97,9 +106,22 @@ class FactIndexer:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def _wait_for_quiet(self) -> bool:
+        """Wait until the server has had no call for QUIET_S, at most MAX_DEFER_S (at once without `quiet`);
+        False: stopping."""
+        deadline = time.monotonic() + MAX_DEFER_S
+        while self._quiet is not None and not self._stopping.is_set() and (quiet := self._quiet()) < QUIET_S:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._stopping.wait(min(QUIET_S - quiet, left))
+        return not self._stopping.is_set()
+
     def _run(self) -> None:
         yield_to_calls()
         try:
+            if not self._wait_for_quiet():  # the model's load is a second of CPU too
+                return
             self._embedder = self._load_embedder()
             if self._embedder is not None:
                 self._poll()
@@ -135,6 +157,8 @@ class FactIndexer:
         """Embed batches until no fact lacks a vector (or the indexer is stopped); how many were embedded."""
         done = 0
         while not self._stopping.is_set():
+            if not self._wait_for_quiet():
+                break
             embedded = self.index_batch(db)
             if not embedded:
                 break

@@ -384,7 +384,9 @@ def _dense_index(recall: VisibleFacts, embedder: Embedder, tenant: str, agent: O
     """The dense index of the caller's scopes, read from the view's kept vectors (none embedded here)."""
     db = recall.db
     profile = embedder.semantic_profile().hash
-    state = db.execute("SELECT generation, last_seq FROM recall_index_state WHERE id = 1").fetchone()
+    # the index's state, and the newest text row: the unindexed tail's facts are in the matrix too
+    state = db.execute("SELECT generation, last_seq, (SELECT max(seq) FROM recall_text) FROM recall_index_state "
+                       "WHERE id = 1").fetchone()
     key = (profile, tenant, agent, state)
     cache = recall.search_cache.get("dense")
     if cache is not None and cache[0] == key:

@@ -11,9 +11,9 @@ rows. The trigram codes and postings themselves come from `trigrams`.
 
 Who indexes (docs/architecture.md, "Recall's indexes after the write"): a write's own transaction writes
 only its facts' `recall_text` rows, unless it leaves `INDEX_EVERY` facts or more unindexed (then it
-indexes them all, once for the batch); the next read indexes the rest if SQLite's write lock is free at
-that moment (`catch_up`), else scans the unindexed tail itself (`open_tail`: every tail fact is a
-trigram candidate, and its word postings are analysed in memory, `unindexed_tail`).
+indexes them all, once for the batch). A read scans the unindexed tail itself (`open_tail`: every tail
+fact is a trigram candidate, and its word postings are analysed in memory, `unindexed_tail`); it indexes
+a tail only of `INDEX_EVERY` facts or more, and only if SQLite's write lock is free (`catch_up`).
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ BLOCK_SIZE = 1 << BLOCK_BITS
 # in SQL, and the smaller sorts are about as fast in all while a full index of 1M facts peaks at
 # ~150 MiB instead of ~310 MiB (a whole block per batch).
 INDEX_BATCH = BLOCK_SIZE // 4
-# Facts a write may leave unindexed (with those of the writes before it) for the next read: one that
-# finds as many indexes them all in its own transaction. Bounds what a read indexes or scans itself
-# (~10 ms for 256 facts) while a single write pays only its text row (~0.05 ms instead of ~2 ms).
+# Facts a write may leave unindexed (with those of the writes before it), which reads scan: one that
+# finds as many indexes them all in its own transaction. Bounds what a read scans (a few ms for 255
+# facts, where indexing them costs 10-25 ms) while a single write pays only its text row (~0.05 ms
+# instead of ~2 ms).
 INDEX_EVERY = 256
 
 
@@ -130,16 +131,22 @@ class TextIndex:
             return 0
         return write_transaction(self.db, self._sync_locked)
 
-    def catch_up(self) -> None:
-        """A read's catch-up, before its snapshot: index the facts writes left unindexed if SQLite's write
-        lock is free at this moment; else leave them to the read's own tail scan (`open_tail`), so the read
-        never waits for a writer. An index that must start over (a new generation, text changed in place:
-        every write path rebuilds it in its own transaction, so only a view changed by an older version
-        shows one) is built as before, waiting for the lock."""
+    def catch_up(self, *, scan_below: int = 0) -> None:
+        """Before a read's snapshot: index the facts writes left unindexed if SQLite's write lock is free at
+        this moment; else leave them to the read's own tail scan (`open_tail`), so the read never waits for
+        a writer. With `scan_below`, a tail of fewer facts is left to the scan even when the lock is free
+        (a read's: scanning a few hundred facts costs less than rewriting the postings they join, which the
+        write that reaches `INDEX_EVERY` does once for the batch). An index that must start over (a new
+        generation, text changed in place: every write path rebuilds it in its own transaction, so only a
+        view changed by an older version shows one) is built as before, waiting for the lock."""
         if self.is_current():
             return
-        if not self._extendable(self._state()):
+        state = self._state()
+        if not self._extendable(state):
             self.sync()
+            return
+        assert state is not None
+        if (self.db.execute("SELECT max(seq) FROM facts").get or 0) - state[1] < scan_below:
             return
         try:
             with not_waiting(self.db):

@@ -1,8 +1,8 @@
 """The word postings of a read that sees facts the index does not hold yet (its unindexed tail).
 
-A write leaves its facts' postings to a later read or write (`text_index.INDEX_EVERY`). A read that
-cannot take SQLite's write lock to index them at that moment (a writer holds it) reads the postings as
-the index would hold them once caught up: `TermsWithTail` analyses the tail's facts in memory, with the
+A write leaves its facts' postings to the write that finds `text_index.INDEX_EVERY` facts unindexed. A
+read in between does not index them (rewriting the postings rows they join costs more than scanning
+them): it reads the postings as the index would hold them once caught up: `TermsWithTail` analyses the tail's facts in memory, with the
 index's own analysis (`FactTerms._analyse` of `FactTerms._batch`), and adds their postings and term
 statistics to those read from the tables. The tail's seqs are above every indexed one, so its postings
 come after the stored ones, in the order the index would keep them.
@@ -22,11 +22,18 @@ from .fact_terms import BLOCK_BITS, FactTerms, TermPostings
 
 @dataclass(frozen=True)
 class _Analysed:
-    """The tail's postings records (`fact_terms.POSTING`) with their seqs, by (tenant, owner, term), and
-    its statistics deltas by (tenant, owner)."""
+    """The tail's postings records (`fact_terms.POSTING`) and their seqs, grouped by key, with each key's
+    (tenant, owner, term) slice bounds, and its statistics deltas by (tenant, owner)."""
 
-    postings: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]
+    seqs: np.ndarray
+    records: np.ndarray
+    bounds: dict[tuple[str, str, str], tuple[int, int]]
     stats: dict[tuple[str, str], np.ndarray]
+
+    def get(self, key: tuple[str, str, str]) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """The seqs and records of `key`'s postings, or None."""
+        span = self.bounds.get(key)
+        return None if span is None else (self.seqs[span[0]:span[1]], self.records[span[0]:span[1]])
 
 
 class TermsWithTail(FactTerms):
@@ -42,20 +49,19 @@ class TermsWithTail(FactTerms):
         if self._analysed is None:
             stats, records, keys, blocks = self._analyse(self._batch(self.indexed, self.newest))
             seqs = records["off"].astype(np.int64) + (blocks << BLOCK_BITS)
-            postings: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
+            bounds: dict[tuple[str, str, str], tuple[int, int]] = {}
             if len(records):
                 starts = np.flatnonzero(np.r_[True, keys.group[1:] != keys.group[:-1]])
-                bounds = np.r_[starts, len(records)].tolist()
-                for key, lo, hi in zip(zip(*keys.columns(keys.group[starts])), bounds[:-1], bounds[1:]):
-                    postings[key] = (seqs[lo:hi], records[lo:hi])
-            self._analysed = _Analysed(postings, stats)
+                ends = np.r_[starts, len(records)].tolist()
+                bounds = dict(zip(zip(*keys.columns(keys.group[starts])), zip(ends[:-1], ends[1:])))
+            self._analysed = _Analysed(seqs, records, bounds, stats)
         return self._analysed
 
     def postings(self, tenant: str, agent: Optional[str], terms: Sequence[str]) -> dict[str, TermPostings]:
         out = super().postings(tenant, agent, terms)
-        tail = self._tail().postings
+        tail = self._tail()
         for term in dict.fromkeys(terms):
-            parts = [tail[key] for key in ((tenant, owner, term) for owner in self._owners(agent)) if key in tail]
+            parts = [p for p in (tail.get((tenant, owner, term)) for owner in self._owners(agent)) if p is not None]
             if not parts:
                 continue
             stored = out.get(term)

@@ -17,7 +17,7 @@ from ..embeddings import Embedder
 from ..facts.store import Store
 from . import scope
 from .freshness import STALE_DEMOTION_FACTOR, DecayPolicy, ns_to_ms
-from .text_index import TextIndex
+from .text_index import INDEX_EVERY, TextIndex
 from .timeline import Timeline
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,14 +87,12 @@ class VisibleFacts:
             return  # a read nested in another: its snapshot is already open, caught up
         if self.refresh:
             self.store.refresh()
-        self.index.catch_up()
+        self.index.catch_up(scan_below=INDEX_EVERY)
         if known_at is not None:
             self.timeline.sync()
         if self._reads is not None:
             self._reads.enter_context(self.store.read_snapshot())
         self.index.open_tail()
-        if self.index.tail is not None:
-            self.search_cache.pop("dense", None)  # keyed by the index's state, which the tail left behind
 
     def decay(self) -> DecayPolicy:
         return self.policy or DecayPolicy.from_env()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import cruxsql
-from cruxsql.facts import bulk, codec, timestamps
+from cruxsql.facts import codec, line_decoder, timestamps
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.privacy import NamespaceOwner
 
@@ -60,7 +60,7 @@ def test_a_plain_batch_is_replayed_without_decoding_its_lines(tmp_path: Path, mo
     def no_decoding(*_: object) -> None:
         raise AssertionError("a line this writer just encoded was decoded again")
 
-    monkeypatch.setattr(bulk, "decode_fast", no_decoding)
+    monkeypatch.setattr(line_decoder, "decode_fast", no_decoding)
     monkeypatch.setattr(codec, "decode_event", no_decoding)
     facts = store.store_batch([cruxsql.StoreRequest(f"svc{i}", "owner", f"second {i}") for i in range(50)])
     monkeypatch.undo()

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cruxsql
-from cruxsql.facts import bulk, codec, privacy, replay, timestamps, view, view_file
+from cruxsql.facts import bulk, codec, line_decoder, privacy, replay, timestamps, view, view_file
 from cruxsql.facts.codec import Fact
 from cruxsql.facts.journal import Journal
 from cruxsql.recall.text_index import TextIndex  # importing it registers recall's replay hooks
@@ -111,7 +111,7 @@ def test_the_fast_decoder_hands_every_doubt_to_the_codec() -> None:
     fact = json.loads(codec.encode_event(codec.StoreEvent(Fact(
         fact_id="f_1", entity="e", key="k", value="v", confidence=0.9, stored_at=T0 + 5, tokens=1))))
     plain = json.dumps(fact, separators=(",", ":")).encode()
-    op, payload = bulk.decode_fast(plain)
+    op, payload = line_decoder.decode_fast(plain)
     assert op == "store" and payload[0][:9] == ("f_1", "default", "e", "k", "v", None, codec.to_f32(0.9),
                                                 "2026-03-01T08:00:00.000000005Z", T0 + 5)
     doubtful = [
@@ -123,8 +123,8 @@ def test_the_fast_decoder_hands_every_doubt_to_the_codec() -> None:
         plain.replace(b'"v"', b'"\xff"'),
     ]
     for raw in doubtful:
-        with pytest.raises(bulk._Slow):
-            bulk.decode_fast(raw)
+        with pytest.raises(line_decoder._Slow):
+            line_decoder.decode_fast(raw)
 
 
 def test_a_rebuild_reports_progress_before_it_clears_the_old_view(tmp_path: Path) -> None:
@@ -292,7 +292,7 @@ def _exact(value: object) -> object:
 
 
 def _payload_of(event: codec.Event) -> tuple[str, object]:
-    """The (op, payload) `bulk.decode_fast` must give for a line the codec decoded as `event`."""
+    """The (op, payload) `line_decoder.decode_fast` must give for a line the codec decoded as `event`."""
     def text(ns: int | None) -> str | None:
         return None if ns is None else timestamps.format_fact_time(ns)
 
@@ -330,8 +330,8 @@ def _fast_agrees_with_the_codec(raw: bytes) -> bool:
     """True if the fast decoder took `raw` (then the codec accepts it too, with the same values), False if
     it handed the line to the codec."""
     try:
-        fast = bulk.decode_fast(raw)
-    except bulk._Slow:
+        fast = line_decoder.decode_fast(raw)
+    except line_decoder._Slow:
         return False
     try:
         event = codec.decode_event(raw)

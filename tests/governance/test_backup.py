@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from cruxsql.facts import checkpoint, timestamps
+from cruxsql.facts import replay_position, timestamps
 from cruxsql.facts.store import Store
 from cruxsql.governance import backup as backups
 from cruxsql.governance import erasure
@@ -87,10 +87,10 @@ def test_restore_rebinds_the_checkpoint_instead_of_rebuilding(tmp_path):
     with Store(src) as store:
         store.store("svc", "owner", "alice")
         backups.backup(store, tmp_path / "bk")
-        generation = checkpoint.read_checkpoint(store.db).generation
+        generation = replay_position.read_checkpoint(store.db).generation
     restoring.restore(tmp_path / "bk", tmp_path / "restored")
     with Store(tmp_path / "restored") as store:
-        cp = checkpoint.read_checkpoint(store.db)
+        cp = replay_position.read_checkpoint(store.db)
         assert cp.generation == generation  # a rebuild would have started a new generation
         assert cp.inode == (tmp_path / "restored" / "facts.jsonl").stat().st_ino
 

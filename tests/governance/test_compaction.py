@@ -9,7 +9,7 @@ from support.journal_files import journal_bytes
 from support.retention_builders import FIXTURE_OWNER, append_events, fact_state, random_history
 
 from cruxsql.errors import NotFound
-from cruxsql.facts import checkpoint, codec, view
+from cruxsql.facts import codec, replay_position, view
 from cruxsql.facts.journal import Journal
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.governance import compaction, compaction_snapshot
@@ -344,7 +344,7 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
 
         monkeypatch.setattr(Journal, "rewrite_onto", fail_while_appending)
     else:  # after the rename: the new journal is the truth and the view is rebuilt from it at once
-        real = checkpoint.write_checkpoint
+        real = replay_position.write_checkpoint
         calls = []
 
         def fail_once(*args):  # the direct update's checkpoint fails; the rebuild's succeeds
@@ -353,7 +353,7 @@ def test_a_failure_inside_compaction_rolls_the_view_back_or_rebuilds_it(tmp_path
                 raise OSError("disk full")
             return real(*args)
 
-        monkeypatch.setattr(checkpoint, "write_checkpoint", fail_once)
+        monkeypatch.setattr(replay_position, "write_checkpoint", fail_once)
     with pytest.raises(OSError, match="disk full"):
         compaction.compact(store)
     monkeypatch.undo()
@@ -414,7 +414,7 @@ def test_compaction_leaves_the_known_at_timeline_current_and_equal_to_one_built_
     store.store_batch([StoreRequest(f"e{i}", "k", f"v{i}") for i in range(5)])
     compaction.compact(store)
     db = store.db
-    cp = checkpoint.read_checkpoint(db)
+    cp = replay_position.read_checkpoint(db)
     assert db.execute("SELECT generation, last_line FROM recall_timeline_state").fetchall() == \
         [(cp.generation, cp.line_count)]
     tables = ("recall_event_times", "recall_changes")

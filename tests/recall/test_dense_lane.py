@@ -339,3 +339,59 @@ def test_the_indexer_thread_runs_below_the_calls_priority(tmp_path: Path) -> Non
         indexer.stop()
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert seen == [min(mine + fact_indexer.NICE, 19)]
+
+
+def test_the_indexer_waits_for_the_server_to_be_quiet_before_loading_or_embedding(store: Store) -> None:
+    embedder = PlantedEmbedder(PLANTED)
+    loads: list[int] = []
+    quiet = [0.0]
+
+    def load():
+        loads.append(1)
+        return embedder
+
+    indexer = FactIndexer(view_path(store), load, poll_s=0.01, quiet=lambda: quiet[0]).start()
+    try:
+        time.sleep(0.5)
+        assert loads == [] and kept_vectors(store) == {}       # calls keep coming: no model, no batch
+        quiet[0] = 10.0
+        wait_for(lambda: len(kept_vectors(store)) == 2)
+        quiet[0] = 0.0
+        store.store("car", "make", "a car from 1999")
+        time.sleep(0.5)
+        assert len(kept_vectors(store)) == 2                   # a fact written during a burst waits for quiet
+        quiet[0] = 10.0
+        wait_for(lambda: len(kept_vectors(store)) == 3)
+    finally:
+        indexer.stop()
+    assert loads == [1]
+
+
+def test_a_server_never_quiet_still_gets_its_vectors_after_the_longest_deferral(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fact_indexer, "MAX_DEFER_S", 0.3)
+    indexer = FactIndexer(view_path(store), lambda: PlantedEmbedder(PLANTED), poll_s=0.01, quiet=lambda: 0.0).start()
+    try:
+        wait_for(lambda: len(kept_vectors(store)) == 2)          # calls never stop: embedded all the same
+    finally:
+        indexer.stop()
+
+
+def test_the_server_is_not_quiet_during_a_call_and_quiet_after_it(store: Store,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from cruxsql.mcp.identity import Identity
+    from cruxsql.mcp.server import CruxServer
+
+    server = CruxServer(store, identity=Identity("ana"))
+    during: list[float] = []
+    stored = store.store
+
+    def observed(*args, **kwargs):
+        during.append(server.quiet_for())
+        return stored(*args, **kwargs)
+
+    monkeypatch.setattr(store, "store", observed)
+    answer = server.call("store_fact", {"entity": "car", "key": "make", "value": "old"})
+    assert not answer.is_error and during == [0.0]
+    time.sleep(0.05)
+    assert server.quiet_for() >= 0.05

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import cruxsql
-from cruxsql.facts import checkpoint, codec, derived_tables, timestamps
+from cruxsql.facts import codec, derived_tables, replay_position, timestamps
 from cruxsql.governance import compaction
 
 
@@ -64,7 +64,7 @@ def test_a_compaction_empties_the_timeline_before_it_drops_the_deleted_facts(tmp
         cruxsql.Recall(store).query_facts("status", known_at=timestamps.now_ns())  # builds the timeline
         db = store.db
         before = db.execute("SELECT count(*) FROM recall_changes").fetchone()[0]
-        cp = checkpoint.read_checkpoint(db)
+        cp = replay_position.read_checkpoint(db)
         db.execute("BEGIN IMMEDIATE")
         try:
             derived_tables.run_rewrite_hooks(db, derived_tables.Rewrite(cp.generation, "0" * 32, cp.line_count, True))

@@ -41,7 +41,7 @@ from store_latency import bench_store_latency  # noqa: E402
 import apsw  # noqa: E402
 
 import cruxsql  # noqa: E402
-from cruxsql.facts import bulk, codec, derived_tables, privacy, replay, timestamps, view, view_file  # noqa: E402
+from cruxsql.facts import bulk, codec, derived_tables, line_decoder, privacy, replay, timestamps, view, view_file  # noqa: E402
 from cruxsql.facts.journal import MAX_RECORD_BYTES, Journal  # noqa: E402
 from cruxsql.console.readonly_sql import run_readonly_query  # noqa: E402
 
@@ -120,8 +120,8 @@ def _floor_decode(raw: bytes) -> tuple | None:
         return None
     try:
         try:
-            return (*bulk.decode_fast(raw), None)
-        except bulk._Slow:
+            return (*line_decoder.decode_fast(raw), None)
+        except line_decoder._Slow:
             event = codec.decode_event(raw)
             return event.op, None, event
     except codec.CorruptLine:
@@ -445,9 +445,13 @@ def report_compare(journal: Path, work: Path, commits: list[str], rounds: int, s
 
 
 def _decoder_of(checkout: Path):
-    """`checkout`'s bulk decoder, loaded beside this one (its relative imports bind to this cruxsql.facts:
-    it shares the codec and the timestamps), as one line's full judgement: fast path, else the codec."""
-    spec = importlib.util.spec_from_file_location("cruxsql.facts._bulk_vs", checkout / "cruxsql/facts/bulk.py")
+    """`checkout`'s bulk decoder (`line_decoder.py`, or `bulk.py` in a checkout from before it had its own
+    module), loaded beside this one (its relative imports bind to this cruxsql.facts: it shares the codec
+    and the timestamps), as one line's full judgement: fast path, else the codec."""
+    source = checkout / "cruxsql/facts/line_decoder.py"
+    if not source.is_file():
+        source = checkout / "cruxsql/facts/bulk.py"
+    spec = importlib.util.spec_from_file_location("cruxsql.facts._bulk_vs", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cruxsql.facts"
@@ -481,7 +485,7 @@ def report_decoders(journal: Path, checkout: Path, rounds: int) -> None:
         decoders["orjson.loads (untyped)"] = orjson.loads
     except ImportError:
         print("(orjson not importable: its row is left out)")
-    decoders["bulk decoder, this checkout"] = _judged(bulk)
+    decoders["bulk decoder, this checkout"] = _judged(line_decoder)
     decoders[f"bulk decoder, {checkout}"] = _decoder_of(checkout.resolve())
     # each decoder in turn on one chunk of lines, then the next chunk: the machine's load changes the
     # decoders' times alike; a decoder's time is the sum over chunks of its best round on each

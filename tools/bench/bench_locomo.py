@@ -236,7 +236,7 @@ class McpRecall:
             lacking = re.search(r'"unembedded":(\d+)', str(result.content[0].text))
             if lacking is None or lacking.group(1) == "0":
                 return
-            await anyio.sleep(0.2)
+            await anyio.sleep(1.0)   # longer than the server's quiet time: its indexer runs in the gaps
 
     async def recall(self, question: str, fusion: str, explain: bool = False) -> str:
         arguments: dict[str, Any] = {"query": question, "top_k": 10, "fusion": fusion, **({"explain": True} if explain else {})}

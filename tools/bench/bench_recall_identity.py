@@ -8,8 +8,8 @@ LoCoMo dev split when present (/work/shared/data/locomo-dev: every dialog turn s
 speaker, key the turn's dia_id, tenant the conversation; every question asked in its conversation's
 tenant). Each code runs in its own process (`commits.code_of_commit`, PYTHONPATH), stores every fact with
 its own store() (one write each, as an agent does), then asks every question twice: with nothing else
-running (the read indexes what the writes left), and while another connection holds SQLite's write lock
-(a writer mid-transaction: the read must answer without writing, from the index and the unindexed tail).
+running, and while another connection holds SQLite's write lock (a writer mid-transaction: the read must
+answer without writing). Either way a read answers from the index plus the unindexed tail it scans.
 Facts are named by (tenant, entity, key, value), so answers compare across stores whose fact ids differ.
 """
 

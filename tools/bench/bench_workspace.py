@@ -63,7 +63,7 @@ REPO_QUERIES = {
     "scan_within_budget": "cruxsql/documents/response_shapes.py", "ExpandedChunk": "cruxsql/documents/response_shapes.py",
     "rust_trim": "cruxsql/documents/chunking.py", "segments_dir": "cruxsql/documents/segments.py",
     "ChunkRecord": "cruxsql/documents/segments.py", "DocumentInput": "cruxsql/documents/ingest.py",
-    "read_checkpoint": "cruxsql/facts/checkpoint.py", "fsync_dir": "cruxsql/facts/files.py",
+    "read_checkpoint": "cruxsql/facts/replay_position.py", "fsync_dir": "cruxsql/facts/files.py",
     "PrivacyPolicy": "cruxsql/facts/privacy.py", "parse_ns": "cruxsql/facts/timestamps.py",
     "check_confidence": "cruxsql/facts/store.py", "ClearSupersedeEvent": "cruxsql/facts/codec.py",
     "format_f32": "cruxsql/facts/codec.py", "estimate_tokens_str": "cruxsql/recall/tokens.py",

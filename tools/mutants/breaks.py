@@ -29,7 +29,7 @@ class Break:
 def _identity_from_argument(name: str, field: str) -> str:
     other = "identity.tenant" if field == "agent" else "identity.agent"
     args = f"arguments.pop({name!r}), {other}" if field == "agent" else f"{other}, arguments.pop({name!r})"
-    return ("        identity = identity or self.identity\n"
+    return ("        self._start_indexing()\n"
             f"        if {name!r} in arguments:  # planted: the identity taken from a tool argument\n"
             "            arguments = dict(arguments)\n"
             f"            identity = Identity({args})\n")
@@ -113,11 +113,11 @@ BREAKS: tuple[Break, ...] = (
           ("tests/facts/test_reserved_prefixes_pinned.py",)),
     Break("identity-from-agent-argument", "the MCP server takes the agent from an `agent` argument",
           "cruxsql/mcp/server.py",
-          "        identity = identity or self.identity\n", _identity_from_argument("agent", "agent"),
+          "        self._start_indexing()\n", _identity_from_argument("agent", "agent"),
           ("tests/mcp/test_identity_arguments.py",)),
     Break("identity-from-tenant-argument", "the MCP server takes the tenant from a `tenant` argument",
           "cruxsql/mcp/server.py",
-          "        identity = identity or self.identity\n", _identity_from_argument("tenant", "tenant"),
+          "        self._start_indexing()\n", _identity_from_argument("tenant", "tenant"),
           ("tests/mcp/test_identity_arguments.py",)),
     Break("erasure-scan-skips-wal", "the erasure scan skips `-wal` files",
           "cruxsql/governance/erasure_scan.py", _SCAN_FILES,
