@@ -37,7 +37,7 @@ class RewriteState:
     progress: Optional[Callable[[int, int], None]]
     direct: bool                    # the view's rows derived from the lines written (else: a replay)
     total: int                      # the view's facts (the progress bar's end)
-    cp: Optional[checkpoint.Checkpoint]
+    cp: Optional[replay_position.Checkpoint]
     carried: list[bytes]            # lines the view cannot hold, written byte for byte after the rest
     prebuilt: Optional[compaction_snapshot.PrebuiltLines]
     live: Optional[Iterator[list[tuple]]]  # the snapshot's live lines after its unchanged head
