@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from . import fact_terms
-from .fact_terms import STOPWORDS, term_of, unit_term, words
+from . import fact_analyzer
+from .fact_analyzer import STOPWORDS, term_of, unit_term, words
 
 QUOTED = re.compile(r'"([^"]*)"')
 
@@ -36,7 +36,7 @@ def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
     right, without overlaps."""
     spans: list[tuple[int, int, str]] = []
     taken = [False] * len(ws)
-    for size in range(min(fact_terms.MAX_UNIT_WORDS, len(ws)), 1, -1):
+    for size in range(min(fact_analyzer.MAX_UNIT_WORDS, len(ws)), 1, -1):
         for start in range(0, len(ws) - size + 1):
             if any(taken[start:start + size]):
                 continue
@@ -50,7 +50,7 @@ def _units(ws: list[str], known: set[str]) -> list[tuple[int, int, str]]:
 def unit_candidates(text: str) -> list[str]:
     """Every unit term that consecutive words of `text` could name (2 to 4 words)."""
     ws = words(text)
-    return [unit_term(ws[i:i + n]) for n in range(2, fact_terms.MAX_UNIT_WORDS + 1)
+    return [unit_term(ws[i:i + n]) for n in range(2, fact_analyzer.MAX_UNIT_WORDS + 1)
             for i in range(0, len(ws) - n + 1)]
 
 

@@ -48,7 +48,8 @@ from ..errors import InvalidInput
 from ..facts import timestamps
 from . import scope, time_cues, turn_context
 from .fact_embeddings import fact_vectors
-from .fact_terms import FactTerms, unit_term, words
+from .fact_analyzer import unit_term, words
+from .fact_terms import FactTerms
 from .freshness import STALE_DEMOTION_FACTOR
 from .query_concepts import QUOTED, ParsedQuery, parse_query, phrase_holds, unit_candidates
 from .arguments import TimeArg, count_arg, time_arg

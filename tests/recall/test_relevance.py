@@ -16,7 +16,8 @@ import pytest
 from cruxsql.facts.store import Store, StoreRequest
 from cruxsql.recall import Recall, relevance
 from cruxsql.recall.fact_lines import MIN_SHARED_CHARS
-from cruxsql.recall.fact_terms import POSTING, FactTerms, analyse_texts, name_terms, term_of, value_terms, words
+from cruxsql.recall.fact_analyzer import analyse_texts, name_terms, term_of, value_terms, words
+from cruxsql.recall.fact_terms import POSTING, FactTerms
 from cruxsql.recall.relevance import RecallResult
 from cruxsql.recall.text_index import TextIndex
 from cruxsql.recall.tokens import estimate_tokens
