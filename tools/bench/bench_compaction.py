@@ -169,7 +169,7 @@ def main() -> None:
                          "generating --events and building one.")
     ap.add_argument("--carry-baseline", action="store_true",
                     help="Also compact a copy with the carry-over hooks off (fact_norms and the text index start "
-                         "over, as before issue 15) and compare compaction time and the first known_at query.")
+                         "over, as a compaction without them would) and compare compaction time and the first known_at query.")
     ap.add_argument("--code", type=Path, metavar="CHECKOUT",
                     help="Run the timed children with the cruxsql of another checkout (e.g. main, for the code "
                          "before a change) against the same store.")
@@ -269,7 +269,7 @@ def main() -> None:
         print(f"progress bar shown after {comp['first_progress_s']:.3f} s; known_at query right after the "
               f"compaction: first {comp['first_known_at_ms']:,.1f} ms, second {comp['second_known_at_ms']:,.1f} ms")
         if old:
-            print(f"\n{'carry-over (issue 15)':34}{'carried':>14}{'started over':>14}{'ratio':>10}")
+            print(f"\n{'carry-over':34}{'carried':>14}{'started over':>14}{'ratio':>10}")
             for label, key in (("compaction with hooks (s)", "seconds"), ("first known_at after (ms)", "first_known_at_ms"),
                                ("second known_at after (ms)", "second_known_at_ms")):
                 print(f"{label:34}{comp[key]:>14,.2f}{old[key]:>14,.2f}{comp[key] / old[key]:>9.3f}x")

@@ -84,7 +84,7 @@ def store_p50(data_dir: Path, n: int, tag: str) -> float:
 
 
 def previous_recompute(db) -> None:
-    """The whole recount before issue 15's carry-over work: insert with every index in place, then an
+    """The whole recount without the carry-over: insert with every index in place, then an
     UPDATE of the duplicated groups (the baseline of `recount`)."""
     db.execute("DELETE FROM fact_norms")
     db.execute("INSERT INTO fact_norms (tenant_hash, entity, norm, fact_id, duplicated) "

@@ -407,7 +407,7 @@ def main() -> None:
             continue
         print(f"  {r['n']:>9,}  {r['kind']:22s} {r['ours_p50']:8.2f} {r['fts_p50']:8.2f} {r['scan_p50']:9.1f} "
               f"{r['ours_p50'] / r['fts_p50']:7.2f}x {r['scan_p50'] / r['ours_p50']:7.0f}x")
-    print("\nissue 15 read-path goals (p50 ms, each beside its baseline measured interleaved in this run):")
+    print("\nread-path goals (p50 ms, each beside its baseline measured interleaved in this run):")
     for r in all_rows:
         if "goal" in r:
             print(f"  {r['n']:>9,}  {r['kind']:34s} {r['ours_p50']:8.2f} (max {r['ours_max']:7.2f}) vs "

@@ -1,15 +1,15 @@
-"""Benchmark of the workspace verbs (seed 004, L1 retrieval): tokens saved against full reads, index times,
+"""Benchmark of the workspace verbs (workspace retrieval for coding agents): tokens saved against full reads, index times,
 and a name-the-file recall check, on this repository and on a real sdist nobody here wrote.
 
     python tools/bench/bench_workspace.py [--sdist-dir DIR] [--verbose]
 
 * Workspaces: this repository; attrs 26.1.0 from PyPI (`pip download --no-binary :all: --no-deps
   attrs==26.1.0`, extracted into a temp dir; --sdist-dir reuses an extracted copy), which has Python code and
-  markdown docs; and, for the read figures only, the corpus of the seed's own pilot (ctx-layer.md C2): the
+  markdown docs; and, for the read figures only, the corpus a published pilot of these verbs measured: the
   packages asyncio, email, http, json, logging, importlib and unittest copied from the running Python's
   standard library (112 code files, ≈442.5k tokens on CPython 3.11, as the pilot counted).
 * Tokens: every figure is counted twice, with the workspace estimator max(words × 1.3, chars / 4)
-  (ctx-layer.md B6, what the verbs print and the ledger records, and what the pilot used) and, when the
+  (what the verbs print and the ledger records, and what the pilot used) and, when the
   `bench` extra is installed (`pip install -e '.[bench]'`: quicktok, an exact tiktoken-compatible BPE), with
   o200k_base, the tokenizer codedb and lean-ctx measured with. The baseline of every token figure is a full
   read of the same files, counted the same way in the same process.
