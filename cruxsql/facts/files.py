@@ -9,10 +9,12 @@ temporary file that the owner of its name pattern sweeps (the segment lane's `.*
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import blake3
 
@@ -61,3 +63,14 @@ def file_blake3(path: Path) -> str:
         for block in iter(lambda: handle.read(_HASH_BLOCK), b""):
             hasher.update(block)
     return hasher.hexdigest()
+
+
+@contextmanager
+def directory_locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on the directory itself, held while the block runs (one process at a time)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

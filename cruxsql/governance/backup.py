@@ -17,25 +17,23 @@ The manifest names the store the backup was taken of (its path and `store_identi
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import os
 import shutil
 import tarfile
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, Literal, Optional
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Iterator, Literal, Optional
 
 import apsw
 import blake3
 
 from ..errors import CruxsqlError
 from ..facts import replay_position, timestamps, view_file
-from ..facts.files import fsync_dir, write_file_durably
+from ..facts.files import directory_locked, fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME
 from .erasure_ledger import LEDGER_NAME
 from .store_identity import ensure_id
@@ -294,16 +292,10 @@ def write_registry(data_dir: Path, entries: list[dict[str, Any]]) -> None:
                        json.dumps(entries, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
 
 
-@contextmanager
-def _registry_changed(data_dir: Path) -> Iterator[None]:
+def _registry_changed(data_dir: Path) -> ContextManager[None]:
     """One process at a time reads, changes and writes `backups.json` (backups, restores of this store's
     backups elsewhere and repairs run side by side): a flock on the data directory itself."""
-    fd = os.open(data_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    return directory_locked(data_dir)
 
 
 def _record(data_dir: Path, report: BackupReport) -> None:

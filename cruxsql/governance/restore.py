@@ -28,7 +28,6 @@ next command removes a staging it recorded.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import json
 import os
@@ -37,14 +36,14 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, ContextManager, Iterator, Optional
 
 import apsw
 
 from ..errors import InvalidInput
 from ..facts import replay, timestamps, view_file
 from ..facts.faults import crash_point
-from ..facts.files import fsync_dir, write_file_durably
+from ..facts.files import directory_locked, fsync_dir, write_file_durably
 from ..facts.journal import JOURNAL_NAME, Journal
 from . import compaction, erasure_ledger, erasure_lock, erasure_recovery, export_manifest, legal_holds, store_identity
 from .backup import (
@@ -293,16 +292,10 @@ def _erasures_paused(stores: list[Path]) -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def _commits_serialised(parent: Path) -> Iterator[None]:
+def _commits_serialised(parent: Path) -> ContextManager[None]:
     """An exclusive lock on the target's parent directory: two restores into one target commit one after
     the other (the second sees what the first put there)."""
-    fd = os.open(parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    return directory_locked(parent)
 
 
 def _read_marker(directory: Path) -> Optional[dict[str, Any]]:
